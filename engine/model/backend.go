@@ -1,0 +1,48 @@
+// Package model defines what every backend shares: the model Config, the Backend
+// interface that runs a forward pass, and the readers for weight files (GGUF,
+// safetensors).
+package model
+
+import (
+	"context"
+
+	"anechat/engine/kv"
+)
+
+// Output says what a Forward call must return for each position.
+type Output int
+
+const (
+	// Logits asks for the full logits row of every position.
+	Logits Output = 1 << iota
+	// Argmax asks for the greedy token of every position. Backends that can
+	// compute it in-graph (Core ML) avoid copying logits back to the host.
+	Argmax
+)
+
+// Result is what a Forward call returns. Row t belongs to tokens[t].
+type Result struct {
+	// Logits holds one row of Config.VocabSize values per position when the
+	// call asked for Logits; nil otherwise.
+	Logits [][]float32
+	// Argmax holds the greedy token per position when the call asked for
+	// Argmax; nil otherwise. Ties go to the lowest id.
+	Argmax []int32
+}
+
+// A Backend runs the model. The CPU and Core ML backends implement it.
+type Backend interface {
+	// Config describes the loaded model: architecture, vocabulary, context,
+	// KV geometry and fingerprint.
+	Config() Config
+	// Widths lists the call widths the backend can run. nil means any width
+	// (the CPU backend); Core ML lists the widths of its compiled functions.
+	Widths() []int
+	// Forward runs tokens at positions start.. against cache. It reserves
+	// len(tokens) pending rows in cache (cache.Reserve), writes their K/V
+	// there and returns what want asks for. It never commits: only the
+	// Session does (DESIGN.md invariant 3). The numbers for each token
+	// depend only on the token, its position and the committed rows, never
+	// on len(tokens) (invariant 1).
+	Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want Output) (Result, error)
+}

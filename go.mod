@@ -1,0 +1,3 @@
+module anechat
+
+go 1.26.0
