@@ -49,7 +49,8 @@ func TestGreedySampler(t *testing.T) {
 	}
 }
 
-func near(a, b float64) bool { return math.Abs(a-b) < 1e-7 // logits are float32 }
+// near compares with a tolerance: the logits are float32.
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-7 }
 
 func TestProbsSoftmaxTopKTopP(t *testing.T) {
 	logits := []float32{float32(math.Log(1)), float32(math.Log(2)), float32(math.Log(3)), float32(math.Log(4))}
