@@ -87,7 +87,11 @@ type Cache struct {
 type buffer struct {
 	stride int
 	ring   int // 0 for full layers
-	k, v   []float32
+	// floor is the lowest position whose row the buffer holds. It is 0
+	// except after Restore, which fills only the live rows of a sliding
+	// layer (its last Window positions).
+	floor int
+	k, v  []float32
 }
 
 // New returns an empty cache for geo that accepts calls of up to maxBatch
@@ -177,7 +181,14 @@ func (c *Cache) Commit(n int) error {
 func (c *Cache) Rollback() { c.pending = 0 }
 
 // Reset empties the cache, keeping its memory.
-func (c *Cache) Reset() { c.n, c.pending, c.top = 0, 0, 0 }
+func (c *Cache) Reset() {
+	c.n, c.pending, c.top = 0, 0, 0
+	for _, b := range c.bufs {
+		if b != nil {
+			b.floor = 0
+		}
+	}
+}
 
 // Truncate drops committed positions from n on, so that the next call starts at
 // n. It fails when a sliding layer's ring no longer holds the rows a query at n
@@ -188,12 +199,15 @@ func (c *Cache) Truncate(n int) error {
 		return fmt.Errorf("kv: truncate to %d, cache holds %d", n, c.n)
 	}
 	for i, b := range c.bufs {
-		if b == nil || b.ring == 0 {
+		w := c.geo.Layers[i].Window
+		if b == nil || w == 0 {
 			continue
 		}
-		// The ring holds positions top-ring .. top-1 intact; a query at n
-		// needs n-W+1 .. n-1.
-		if need := n - c.geo.Layers[i].Window + 1; need > 0 && need < c.top-b.ring {
+		// The ring holds positions top-ring .. top-1 intact (a restored
+		// buffer only floor .. top-1); a query at n needs max(0, n-W+1) ..
+		// n-1.
+		need := max(0, n-w+1)
+		if need < n && (need < b.floor || b.ring > 0 && need < c.top-b.ring) {
 			return fmt.Errorf("kv: layer %d: cannot truncate to %d, the rows of its window were overwritten", i, n)
 		}
 	}
@@ -236,3 +250,72 @@ func (b *buffer) slot(pos int) int {
 
 // Owns reports whether layer stores its own rows (it is not KV-shared).
 func (c *Cache) Owns(layer int) bool { return c.bufs[layer] != nil }
+
+// Live returns the committed positions lo..hi-1 whose rows layer holds and a
+// later query can still read: every committed position of a full layer, the
+// last Window of a sliding one, none (lo == hi) of a KV-shared layer. A
+// snapshot stores exactly these rows.
+func (c *Cache) Live(layer int) (lo, hi int) {
+	b := c.bufs[layer]
+	if b == nil {
+		return c.n, c.n
+	}
+	lo = b.floor
+	if w := c.geo.Layers[layer].Window; w > 0 {
+		lo = max(lo, c.n-w)
+	}
+	return lo, c.n
+}
+
+// Rows returns the K and V rows of the owning layer at positions lo..hi-1 in
+// position order, as one contiguous piece, or two when they wrap around a
+// sliding layer's ring. The slices alias the cache (a snapshot writer reads
+// them, a reader fills them after Restore). lo..hi-1 must be committed and,
+// on a sliding layer, inside the ring; it fails otherwise.
+func (c *Cache) Rows(layer, lo, hi int) (k, v [][]float32, err error) {
+	if layer < 0 || layer >= len(c.bufs) || c.bufs[layer] == nil {
+		return nil, nil, fmt.Errorf("kv: layer %d does not own K/V rows", layer)
+	}
+	b := c.bufs[layer]
+	if lo < 0 || hi < lo || hi > c.n {
+		return nil, nil, fmt.Errorf("kv: layer %d: rows %d..%d outside the %d committed positions", layer, lo, hi-1, c.n)
+	}
+	if lo < hi && (lo < b.floor || b.ring > 0 && lo < c.top-b.ring) {
+		return nil, nil, fmt.Errorf("kv: layer %d: row %d is no longer held (its slot was overwritten)", layer, lo)
+	}
+	if lo == hi {
+		return nil, nil, nil
+	}
+	s, e := b.slot(lo), b.slot(hi-1)+1
+	if e > s {
+		return [][]float32{b.k[s*b.stride : e*b.stride]}, [][]float32{b.v[s*b.stride : e*b.stride]}, nil
+	}
+	// Wrapped: slots s..ring-1, then 0..e-1.
+	return [][]float32{b.k[s*b.stride : b.ring*b.stride], b.k[:e*b.stride]},
+		[][]float32{b.v[s*b.stride : b.ring*b.stride], b.v[:e*b.stride]}, nil
+}
+
+// Restore empties the cache and makes it hold n committed positions whose
+// rows are not yet written: the caller (a snapshot reader) fills the Live rows
+// of every owning layer through Rows. A restored sliding layer holds only its
+// last Window positions, so Truncate below them fails as it would for rows
+// the ring overwrote.
+func (c *Cache) Restore(n int) error {
+	if n < 0 || n > c.geo.Context {
+		return fmt.Errorf("kv: restore of %d positions, context length is %d", n, c.geo.Context)
+	}
+	c.Reset()
+	for i, b := range c.bufs {
+		if b == nil {
+			continue
+		}
+		if b.ring == 0 {
+			b.grow(n*b.stride, c.geo.Context*b.stride)
+		}
+		if w := c.geo.Layers[i].Window; w > 0 {
+			b.floor = max(0, n-w)
+		}
+	}
+	c.n, c.top = n, n
+	return nil
+}
