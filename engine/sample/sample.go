@@ -191,11 +191,94 @@ func (s *Sampler) probsInto(dst []float64, logits []float32) []float64 {
 // truncate zeroes every token outside the top-k and top-p sets and
 // renormalises. Order is by probability, ties by lower id, so the kept set is
 // well defined.
+//
+// Sorting the whole vocabulary per token is slow (262k entries for Gemma), so
+// truncate first narrows the candidates to S = {p >= t} for a threshold t
+// that keeps the answer inside S: S is a prefix of the sorted order, so it
+// suffices that S holds the whole top-k set (when top-k is on) or mass >= topP
+// (top-p alone). Only S is sorted, and the prefix sums run over the same
+// elements in the same order as with a full sort, so the kept set does not
+// depend on t (TestTruncateThresholdIndependent); if rounding ever leaves S
+// short, it falls back to sorting everything.
 func (s *Sampler) truncate(p []float64) {
+	k := len(p)
+	if s.topK > 0 && s.topK < k {
+		k = s.topK
+	}
+	topP := 1.0
+	if s.topP > 0 && s.topP < 1 {
+		topP = s.topP
+	}
+	t := s.threshold(p, k, topP)
+	if !s.truncateAbove(p, t, k, topP) {
+		s.truncateAbove(p, math.SmallestNonzeroFloat64, k, topP)
+	}
+}
+
+// threshold returns a probability t such that S = {p >= t} is the smallest
+// set found by bisection that holds at least k tokens (k < len(p)) or, when
+// k covers everything, at least topP of the mass.
+func (s *Sampler) threshold(p []float64, k int, topP float64) float64 {
+	useK := k < len(p)
+	if !useK && topP >= 1 {
+		return math.SmallestNonzeroFloat64
+	}
+	var total float64
+	for _, v := range p {
+		total += v
+	}
+	ok := func(t float64) (bool, int) {
+		var mass float64
+		n := 0
+		for _, v := range p {
+			if v >= t && v > 0 {
+				mass += v
+				n++
+			}
+		}
+		if useK {
+			return n >= k, n
+		}
+		return mass >= topP*total, n
+	}
+	lo, hi := 0.0, 0.0
+	for _, v := range p {
+		hi = max(hi, v)
+	}
+	// Invariant: ok(lo). Bisect until S at lo is small enough to sort
+	// cheaply or the interval stops shrinking.
+	for range 60 {
+		mid := (lo + hi) / 2
+		if mid <= lo || mid >= hi {
+			break
+		}
+		if good, n := ok(mid); good {
+			lo = mid
+			if n <= 64 {
+				break
+			}
+		} else {
+			hi = mid
+		}
+	}
+	return max(lo, math.SmallestNonzeroFloat64)
+}
+
+// truncateAbove applies top-k and top-p to the candidates {p >= t}. It
+// reports false, changing nothing, when those candidates cannot be shown to
+// contain the kept set.
+func (s *Sampler) truncateAbove(p []float64, t float64, k int, topP float64) bool {
 	s.order = s.order[:0]
 	for i, v := range p {
-		if v > 0 {
+		if v >= t && v > 0 {
 			s.order = append(s.order, int32(i))
+		}
+	}
+	full := len(s.order)
+	for _, v := range p {
+		if v > 0 && v < t {
+			full = -1
+			break
 		}
 	}
 	slices.SortFunc(s.order, func(a, b int32) int {
@@ -205,28 +288,48 @@ func (s *Sampler) truncate(p []float64) {
 		return cmp.Compare(a, b)
 	})
 	keep := len(s.order)
-	if s.topK > 0 && s.topK < keep {
-		keep = s.topK
+	if k < len(p) {
+		if keep < k && full < 0 {
+			return false // S misses part of the top-k set
+		}
+		keep = min(keep, k)
 	}
-	if s.topP > 0 && s.topP < 1 {
-		// The smallest prefix whose mass reaches topP (of the mass left
-		// after top-k, so the two compose in the usual order).
+	if topP < 1 {
+		// The smallest prefix whose mass reaches topP of the mass left
+		// after top-k (so the two compose in the usual order), or of the
+		// whole mass, summed in id order, when top-k is off.
 		var kmass float64
-		for _, id := range s.order[:keep] {
-			kmass += p[id]
+		if k < len(p) {
+			for _, id := range s.order[:keep] {
+				kmass += p[id]
+			}
+		} else {
+			for _, v := range p {
+				kmass += v
+			}
 		}
 		var acc float64
+		found := false
 		for i, id := range s.order[:keep] {
 			acc += p[id]
-			if acc >= s.topP*kmass {
+			if acc >= topP*kmass {
 				keep = i + 1
+				found = true
 				break
 			}
+		}
+		if !found && full < 0 {
+			return false // rounding: the prefix would run past S
 		}
 	}
 	var mass float64
 	for _, id := range s.order[:keep] {
 		mass += p[id]
+	}
+	for i, v := range p {
+		if v > 0 && v < t {
+			p[i] = 0
+		}
 	}
 	for _, id := range s.order[keep:] {
 		p[id] = 0
@@ -234,4 +337,5 @@ func (s *Sampler) truncate(p []float64) {
 	for _, id := range s.order[:keep] {
 		p[id] /= mass
 	}
+	return true
 }

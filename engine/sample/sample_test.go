@@ -240,3 +240,47 @@ func BenchmarkSampleTopP(b *testing.B) {
 		s.Sample(logits)
 	}
 }
+
+// TestTruncateThresholdIndependent checks that narrowing the candidates by a
+// threshold before sorting keeps exactly the distribution a full sort gives.
+func TestTruncateThresholdIndependent(t *testing.T) {
+	settings := []struct {
+		k    int
+		topP float64
+	}{{0, 0.9}, {0, 0.5}, {0, 0.999}, {40, 1}, {40, 0.9}, {1, 1}, {3, 0.2}, {200, 0.95}}
+	for trial := range 40 {
+		n := 50 + trial*97
+		logits := make([]float32, n)
+		for i := range logits {
+			x := float64((i*7919+trial*104729)%1000) / 1000
+			logits[i] = float32(6 * x * x * x)
+			if i%13 == 0 {
+				logits[i] = logits[i/2] // ties
+			}
+		}
+		for _, st := range settings {
+			s := New(0.7, 0, st.k, st.topP)
+			fast := s.Probs(logits)
+			// Reference: softmax without truncation, then the full sort.
+			ref := New(0.7, 0, 0, 1).Probs(logits)
+			k := n
+			if st.k > 0 && st.k < n {
+				k = st.k
+			}
+			tp := 1.0
+			if st.topP > 0 && st.topP < 1 {
+				tp = st.topP
+			}
+			if k < n || tp < 1 {
+				if !s.truncateAbove(ref, math.SmallestNonzeroFloat64, k, tp) {
+					t.Fatal("full sort reported failure")
+				}
+			}
+			for i := range fast {
+				if fast[i] != ref[i] {
+					t.Fatalf("trial %d k=%d p=%.3f: id %d fast %v, full sort %v", trial, st.k, st.topP, i, fast[i], ref[i])
+				}
+			}
+		}
+	}
+}
