@@ -58,7 +58,10 @@ func TestValidate(t *testing.T) {
 		"negative src":   func(g *Geometry) { g.Layers[1].Source = -1 },
 		"kind mismatch":  func(g *Geometry) { g.Layers[3].Source = 1 },
 		"window differs": func(g *Geometry) { g.Layers[4].Source = 2 },
-		"shared shared":  func(g *Geometry) { g.Layers[4].Source = 4; g.Layers = append(g.Layers, LayerSpec{KVHeads: 1, HeadDim: 4, Window: 5, Source: 3}) },
+		"shared shared": func(g *Geometry) {
+			g.Layers[4].Source = 4
+			g.Layers = append(g.Layers, LayerSpec{KVHeads: 1, HeadDim: 4, Window: 5, Source: 3})
+		},
 	}
 	for name, mutate := range cases {
 		g := testGeometry(64)
