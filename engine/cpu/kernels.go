@@ -1,0 +1,164 @@
+package cpu
+
+import (
+	"math"
+)
+
+// Dot returns Σ a[i]·b[i] over len(a) elements (b must be at least as long).
+// It accumulates in eight lanes, lane j taking the elements i ≡ j (mod 8),
+// then sums the lanes in a fixed tree: the order depends only on len(a), so a
+// given row always gives the same bits.
+func Dot(a, b []float32) float32 {
+	n := len(a)
+	b = b[:n]
+	var s0, s1, s2, s3, s4, s5, s6, s7 float32
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		aa := a[i : i+8 : i+8]
+		bb := b[i : i+8 : i+8]
+		s0 += aa[0] * bb[0]
+		s1 += aa[1] * bb[1]
+		s2 += aa[2] * bb[2]
+		s3 += aa[3] * bb[3]
+		s4 += aa[4] * bb[4]
+		s5 += aa[5] * bb[5]
+		s6 += aa[6] * bb[6]
+		s7 += aa[7] * bb[7]
+	}
+	for ; i < n; i++ {
+		s0 += a[i] * b[i]
+	}
+	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+}
+
+// Axpy adds alpha·x to y element-wise over len(y) elements.
+func Axpy(y []float32, alpha float32, x []float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += alpha * x[i]
+	}
+}
+
+// Add adds x to y element-wise.
+func Add(y, x []float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += x[i]
+	}
+}
+
+// RMSNorm writes x/sqrt(mean(x²)+eps)·w to out. w may be nil (a weightless
+// norm, as Gemma's V norm). out may alias x.
+func RMSNorm(out, x, w []float32, eps float32) {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	scale := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
+	if w == nil {
+		for i, v := range x {
+			out[i] = v * scale
+		}
+		return
+	}
+	w = w[:len(x)]
+	for i, v := range x {
+		out[i] = v * scale * w[i]
+	}
+}
+
+// RoPE rotates the adjacent pairs (x[2i], x[2i+1]) of the first dims elements
+// of one head by pos·base^(-2i/dims) (the llama/GGUF "normal" layout).
+func RoPE(x []float32, pos, dims int, base float64) {
+	for i := 0; i+1 < dims; i += 2 {
+		theta := float64(pos) * math.Pow(base, -float64(i)/float64(dims))
+		s, c := math.Sincos(theta)
+		a, b := float64(x[i]), float64(x[i+1])
+		x[i] = float32(a*c - b*s)
+		x[i+1] = float32(a*s + b*c)
+	}
+}
+
+// RoPENeox rotates the pairs (x[i], x[i+dims/2]) of the first dims elements
+// of one head, frequency index i over dims/2 (the Hugging Face / NeoX
+// layout). freqDims is the denominator of the exponent (dims for plain
+// partial RoPE; the head dim for "proportional" RoPE).
+func RoPENeox(x []float32, pos, dims, freqDims int, base float64) {
+	half := dims / 2
+	for i := 0; i < half; i++ {
+		theta := float64(pos) * math.Pow(base, -float64(2*i)/float64(freqDims))
+		s, c := math.Sincos(theta)
+		a, b := float64(x[i]), float64(x[i+half])
+		x[i] = float32(a*c - b*s)
+		x[i+half] = float32(a*s + b*c)
+	}
+}
+
+// Softmax replaces x with exp(x-max)/Σ in place.
+func Softmax(x []float32) {
+	if len(x) == 0 {
+		return
+	}
+	m := x[0]
+	for _, v := range x[1:] {
+		m = max(m, v)
+	}
+	var sum float64
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - m)))
+		x[i] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// SiLU returns x·sigmoid(x).
+func SiLU(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
+
+// GELUTanh is the tanh approximation of GELU (gelu_pytorch_tanh).
+func GELUTanh(x float32) float32 {
+	const c = 0.7978845608028654 // sqrt(2/pi)
+	v := float64(x)
+	return float32(0.5 * v * (1 + math.Tanh(c*(v+0.044715*v*v*v))))
+}
+
+// Argmax returns the index of the largest value, the lowest index on ties.
+func Argmax(x []float32) int32 {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// F16 converts IEEE half-precision bits to float32.
+func F16(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f: // inf / nan
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp != 0:
+		return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
+	case mant == 0:
+		return math.Float32frombits(sign)
+	}
+	// Subnormal half: normalise.
+	e := uint32(113)
+	for mant&0x400 == 0 {
+		mant <<= 1
+		e--
+	}
+	return math.Float32frombits(sign | e<<23 | (mant&0x3ff)<<13)
+}
+
+// BF16 converts bfloat16 bits to float32.
+func BF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
+
+func sqrt64(x float64) float64 { return math.Sqrt(x) }

@@ -1,0 +1,167 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"anechat/engine/model/gguf"
+)
+
+// Matrix is a weight matrix of Rows rows of Cols elements, stored row-major
+// in one of the supported GGML encodings. Data usually aliases a memory
+// mapping: nothing is copied or converted at load time.
+type Matrix struct {
+	Name       string
+	Type       gguf.Type
+	Rows, Cols int
+	Data       []byte
+	f32        []float32 // Data viewed as float32 when Type is F32
+	rowBytes   int
+}
+
+// Supported reports whether the CPU kernels compute with t.
+func Supported(t gguf.Type) bool {
+	switch t {
+	case gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1:
+		return true
+	}
+	return false
+}
+
+// NewMatrix wraps data as a rows×cols matrix of type t, checking that the
+// type is supported and the size matches. name is used in errors.
+func NewMatrix(name string, t gguf.Type, rows, cols int, data []byte) (*Matrix, error) {
+	if !Supported(t) {
+		return nil, fmt.Errorf("tensor %q: type %s is not supported by the CPU backend (want F32, F16, BF16, Q8_0, Q4_0 or Q4_1)", name, t)
+	}
+	if rows <= 0 || cols <= 0 || cols%t.BlockSize() != 0 {
+		return nil, fmt.Errorf("tensor %q: shape %dx%d is invalid for %s", name, rows, cols, t)
+	}
+	rb := t.RowBytes(cols)
+	if len(data) != rows*rb {
+		return nil, fmt.Errorf("tensor %q: %d bytes, want %d for %dx%d %s", name, len(data), rows*rb, rows, cols, t)
+	}
+	m := &Matrix{Name: name, Type: t, Rows: rows, Cols: cols, Data: data, rowBytes: rb}
+	if t == gguf.F32 {
+		if uintptr(unsafe.Pointer(unsafe.SliceData(data)))%4 != 0 {
+			// Unaligned (never in a well-formed GGUF): copy.
+			m.f32 = make([]float32, rows*cols)
+			for i := range m.f32 {
+				m.f32[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+			}
+		} else {
+			m.f32 = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(data))), rows*cols)
+		}
+	}
+	return m, nil
+}
+
+// FromF32 wraps float32 values as an F32 matrix (tests, computed weights).
+func FromF32(name string, rows, cols int, vals []float32) *Matrix {
+	return &Matrix{Name: name, Type: gguf.F32, Rows: rows, Cols: cols, f32: vals[:rows*cols], rowBytes: 4 * cols,
+		Data: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(vals))), 4*rows*cols)}
+}
+
+// Row writes the dequantised row r into dst (len ≥ Cols) and returns dst[:Cols].
+func (m *Matrix) Row(dst []float32, r int) []float32 {
+	dst = dst[:m.Cols]
+	if m.f32 != nil {
+		copy(dst, m.f32[r*m.Cols:(r+1)*m.Cols])
+		return dst
+	}
+	dequantRow(dst, m.Type, m.Data[r*m.rowBytes:(r+1)*m.rowBytes])
+	return dst
+}
+
+// rowF32 returns row r as float32, either aliasing the weights (F32) or
+// dequantised into buf.
+func (m *Matrix) rowF32(buf []float32, r int) []float32 {
+	if m.f32 != nil {
+		return m.f32[r*m.Cols : (r+1)*m.Cols : (r+1)*m.Cols]
+	}
+	dequantRow(buf[:m.Cols], m.Type, m.Data[r*m.rowBytes:(r+1)*m.rowBytes])
+	return buf[:m.Cols]
+}
+
+// MatMul computes out[t*Rows+r] = Dot(row r, x[t*Cols:(t+1)*Cols]) for the
+// n = len(x)/Cols tokens of x. Each weight row is read (and dequantised)
+// once for all n tokens, so a wide call costs little more memory traffic than
+// a narrow one; the dot product of a row with a token is the same
+// computation whatever n is (row independence).
+func (m *Matrix) MatMul(p *Pool, out, x []float32) {
+	n := len(x) / m.Cols
+	out = out[:n*m.Rows]
+	const chunk = 16
+	var scratch []float32
+	if m.f32 == nil {
+		scratch = make([]float32, p.Workers()*m.Cols)
+	}
+	p.For(m.Rows, chunk, m.Cols*n, func(worker, lo, hi int) {
+		var buf []float32
+		if scratch != nil {
+			buf = scratch[worker*m.Cols : (worker+1)*m.Cols]
+		}
+		for r := lo; r < hi; r++ {
+			w := m.rowF32(buf, r)
+			for t := range n {
+				out[t*m.Rows+r] = Dot(w, x[t*m.Cols:(t+1)*m.Cols])
+			}
+		}
+	})
+}
+
+func dequantRow(dst []float32, t gguf.Type, src []byte) {
+	switch t {
+	case gguf.F16:
+		for i := range dst {
+			dst[i] = F16(binary.LittleEndian.Uint16(src[2*i:]))
+		}
+	case gguf.BF16:
+		for i := range dst {
+			dst[i] = BF16(binary.LittleEndian.Uint16(src[2*i:]))
+		}
+	case gguf.F32:
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+		}
+	case gguf.Q8_0:
+		// Block: f16 scale d, 32 int8 q; x = d·q.
+		for b := 0; b < len(dst)/32; b++ {
+			blk := src[b*34 : b*34+34 : b*34+34]
+			d := F16(binary.LittleEndian.Uint16(blk))
+			o := dst[b*32 : b*32+32 : b*32+32]
+			for i := range 32 {
+				o[i] = d * float32(int8(blk[2+i]))
+			}
+		}
+	case gguf.Q4_0:
+		// Block: f16 scale d, 16 bytes; element i is the low nibble of
+		// byte i, element i+16 the high nibble; x = d·(q-8).
+		for b := 0; b < len(dst)/32; b++ {
+			blk := src[b*18 : b*18+18 : b*18+18]
+			d := F16(binary.LittleEndian.Uint16(blk))
+			o := dst[b*32 : b*32+32 : b*32+32]
+			for i := range 16 {
+				q := blk[2+i]
+				o[i] = d * float32(int(q&0xf)-8)
+				o[i+16] = d * float32(int(q>>4)-8)
+			}
+		}
+	case gguf.Q4_1:
+		// Block: f16 scale d, f16 min m, 16 bytes of nibbles laid out as
+		// Q4_0; x = d·q + m.
+		for b := 0; b < len(dst)/32; b++ {
+			blk := src[b*20 : b*20+20 : b*20+20]
+			d := F16(binary.LittleEndian.Uint16(blk))
+			mn := F16(binary.LittleEndian.Uint16(blk[2:]))
+			o := dst[b*32 : b*32+32 : b*32+32]
+			for i := range 16 {
+				q := blk[4+i]
+				o[i] = d*float32(q&0xf) + mn
+				o[i+16] = d*float32(q>>4) + mn
+			}
+		}
+	}
+}
