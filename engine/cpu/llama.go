@@ -50,6 +50,9 @@ func loadMatrix(src tensorSource, name string, rows, cols int) (*Matrix, error) 
 	if !ok {
 		return nil, fmt.Errorf("cpu: %s: missing tensor %q", src.Path(), name)
 	}
+	if !Supported(ti.Type) {
+		return nil, fmt.Errorf("cpu: %s: tensor %q: type %s is not supported by the CPU backend (want F32, F16, BF16, Q8_0, Q4_0 or Q4_1)", src.Path(), name, ti.Type)
+	}
 	if len(ti.Dims) != 2 || ti.Dims[0] != cols || ti.Dims[1] != rows {
 		return nil, fmt.Errorf("cpu: %s: tensor %q has shape %v, want [%d %d]", src.Path(), name, ti.Dims, cols, rows)
 	}

@@ -1,0 +1,86 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"anechat/engine/model/gguf"
+)
+
+// RandomLlama encodes a llama-architecture GGUF file with random weights of
+// the given geometry, matrices stored as typ (norms and embeddings F32 unless
+// typ is quantised, in which case the embedding uses typ as well). It exists
+// for tests and benchmarks (row independence, memory-bound speed) where no
+// real model of the right shape is at hand. Deterministic in seed.
+func RandomLlama(o LlamaOptions, typ gguf.Type, seed uint64) ([]byte, error) {
+	if o.Hidden%o.Heads != 0 || o.Heads%o.KVHeads != 0 {
+		return nil, fmt.Errorf("cpu: random llama: inconsistent heads")
+	}
+	hd := o.Hidden / o.Heads
+	if o.RopeDim == 0 {
+		o.RopeDim = hd
+	}
+	if o.RopeBase == 0 {
+		o.RopeBase = 10000
+	}
+	if o.Eps == 0 {
+		o.Eps = 1e-5
+	}
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	w := gguf.NewWriter()
+	w.Set("general.architecture", "llama")
+	w.Set("llama.embedding_length", uint32(o.Hidden))
+	w.Set("llama.feed_forward_length", uint32(o.FFN))
+	w.Set("llama.block_count", uint32(o.Layers))
+	w.Set("llama.attention.head_count", uint32(o.Heads))
+	w.Set("llama.attention.head_count_kv", uint32(o.KVHeads))
+	w.Set("llama.rope.dimension_count", uint32(o.RopeDim))
+	w.Set("llama.rope.freq_base", float32(o.RopeBase))
+	w.Set("llama.context_length", uint32(o.Context))
+	w.Set("llama.attention.layer_norm_rms_epsilon", o.Eps)
+	w.Set("tokenizer.ggml.bos_token_id", uint32(1))
+	w.Set("tokenizer.ggml.eos_token_id", uint32(2))
+	var err error
+	mat := func(name string, rows, cols int, t gguf.Type) {
+		if err != nil {
+			return
+		}
+		scale := float32(1 / math.Sqrt(float64(cols)))
+		vals := make([]float32, rows*cols)
+		for i := range vals {
+			vals[i] = float32(r.NormFloat64()) * scale
+		}
+		var data []byte
+		if data, err = Quantize(t, vals, cols); err == nil {
+			w.AddTensor(name, t, []int{cols, rows}, data)
+		}
+	}
+	norm := func(name string) {
+		v := make([]float32, o.Hidden)
+		for i := range v {
+			v[i] = 1 + 0.1*float32(r.NormFloat64())
+		}
+		w.AddF32(name, []int{o.Hidden}, v)
+	}
+	qd, kvd := o.Heads*hd, o.KVHeads*hd
+	mat("token_embd.weight", o.Vocab, o.Hidden, typ)
+	norm("output_norm.weight")
+	mat("output.weight", o.Vocab, o.Hidden, typ)
+	for i := range o.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		norm(p + "attn_norm.weight")
+		norm(p + "ffn_norm.weight")
+		mat(p+"attn_q.weight", qd, o.Hidden, typ)
+		mat(p+"attn_k.weight", kvd, o.Hidden, typ)
+		mat(p+"attn_v.weight", kvd, o.Hidden, typ)
+		mat(p+"attn_output.weight", o.Hidden, qd, typ)
+		mat(p+"ffn_gate.weight", o.FFN, o.Hidden, typ)
+		mat(p+"ffn_up.weight", o.FFN, o.Hidden, typ)
+		mat(p+"ffn_down.weight", o.Hidden, o.FFN, typ)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cpu: random llama: %w", err)
+	}
+	return w.Bytes()
+}
