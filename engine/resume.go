@@ -1,0 +1,157 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"anechat/engine/kv"
+)
+
+// StoredSnapshot is one KV snapshot file known to a SnapshotStore.
+type StoredSnapshot struct {
+	// Path is the snapshot file (in the store's Dir).
+	Path string
+	// Tokens is the number of positions the snapshot holds.
+	Tokens int
+	// Bytes is the file size.
+	Bytes int64
+}
+
+// SnapshotStore is the index of KV snapshot files that a Session resumes
+// from (DESIGN.md invariant 5). The app implements it over storage (the
+// kv_snapshots table): the engine never imports storage.
+type SnapshotStore interface {
+	// Dir is the directory that snapshot files are written to (the data
+	// dir's kv/).
+	Dir() string
+	// LongestPrefix returns the stored snapshot bound to meta that shares
+	// the most whole kv.BlockSize-token blocks with the start of ids, and
+	// marks it used; ok is false when none shares a block. It reads no
+	// snapshot file.
+	LongestPrefix(ctx context.Context, meta kv.Meta, ids []int32) (s StoredSnapshot, ok bool, err error)
+	// Replace records the complete snapshot file s, holding ids under meta,
+	// as the snapshot of key (e.g. a conversation), and drops the record of
+	// key's previous snapshot in the same transaction. It returns the files
+	// that no record points at any more; the caller deletes them. An empty
+	// key replaces nothing.
+	Replace(ctx context.Context, key string, meta kv.Meta, ids []int32, s StoredSnapshot) (orphans []string, err error)
+	// Forget drops the record of a snapshot that failed to load (damaged,
+	// missing, of another model): it is not offered again. The caller
+	// deletes the file.
+	Forget(ctx context.Context, path string) error
+}
+
+// Resumer restores a KV cache from the longest stored prefix of a prompt and
+// saves snapshots after each turn. Everything it does fails closed
+// (DESIGN.md invariant 4): a snapshot it cannot use is logged, forgotten and
+// the caller prefills normally.
+type Resumer struct {
+	// Store is the snapshot index.
+	Store SnapshotStore
+	// Meta binds snapshots to the model, tokenizer and chat template.
+	Meta kv.Meta
+	// Log receives why a snapshot was not used; nil means slog.Default().
+	Log *slog.Logger
+}
+
+func (r *Resumer) log() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.Default()
+}
+
+// Restore loads into c the longest stored prefix of ids and returns how many
+// positions c now holds committed (ids[:n]); the caller prefills ids[n:] from
+// offset n in batched calls. It always leaves at least the last token of ids
+// to prefill, since its logits choose the next token. It returns 0 with c
+// empty when nothing usable is stored, the reason logged: it never fails.
+func (r *Resumer) Restore(ctx context.Context, ids []int32, c *kv.Cache) int {
+	c.Reset()
+	if len(ids) <= kv.BlockSize {
+		return 0
+	}
+	snap, ok, err := r.Store.LongestPrefix(ctx, r.Meta, ids)
+	if err != nil {
+		r.log().Warn("kv resume: snapshot lookup failed; prefilling normally", "err", err)
+		return 0
+	}
+	if !ok {
+		return 0
+	}
+	h, err := kv.Load(ctx, snap.Path, r.Meta, c)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log().Warn("kv resume: snapshot ignored; prefilling normally", "path", snap.Path, "reason", err)
+			r.forget(ctx, snap.Path)
+		}
+		return 0
+	}
+	n := 0
+	for n < len(h.Tokens) && n < len(ids)-1 && h.Tokens[n] == ids[n] {
+		n++
+	}
+	if n < kv.BlockSize {
+		// The index matched blocks the file does not hold: its record is
+		// wrong.
+		r.log().Warn("kv resume: snapshot tokens do not match its index; prefilling normally", "path", snap.Path, "shared", n)
+		r.forget(ctx, snap.Path)
+		c.Reset()
+		return 0
+	}
+	if err := c.Truncate(n); err != nil {
+		// A sliding layer keeps only its last Window rows: the snapshot
+		// serves prompts that leave it at most one position before its end.
+		r.log().Info("kv resume: stored prefix ends too far past the prompt's; prefilling normally", "path", snap.Path, "shared", n, "stored", len(h.Tokens), "reason", err)
+		c.Reset()
+		return 0
+	}
+	return n
+}
+
+func (r *Resumer) forget(ctx context.Context, path string) {
+	if err := r.Store.Forget(ctx, path); err != nil {
+		r.log().Warn("kv resume: could not forget a bad snapshot", "path", path, "err", err)
+		return
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		r.log().Warn("kv resume: could not delete a bad snapshot", "path", path, "err", err)
+	}
+}
+
+// Save writes the committed rows of c, which hold ids, as the snapshot of key,
+// replacing key's previous snapshot: write the new file, swap the record,
+// delete the old file (DESIGN.md invariant 6: a record only ever points at a
+// complete file). It returns the new file's path.
+func (r *Resumer) Save(ctx context.Context, key string, ids []int32, c *kv.Cache) (string, error) {
+	if len(ids) != c.Len() {
+		return "", fmt.Errorf("kv save: %d ids for %d cached positions", len(ids), c.Len())
+	}
+	path, err := kv.Write(ctx, r.Store.Dir(), r.Meta, ids, c)
+	if err != nil {
+		return "", err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("kv save: %w", err)
+	}
+	orphans, err := r.Store.Replace(ctx, key, r.Meta, ids, StoredSnapshot{Path: path, Tokens: len(ids), Bytes: st.Size()})
+	if err != nil {
+		// The file may be another record's (same contents, same name), so
+		// it stays; if no record points at it, start-up cleaning removes
+		// it.
+		return "", fmt.Errorf("kv save: recording %s: %w", path, err)
+	}
+	for _, o := range orphans {
+		if o == path {
+			continue
+		}
+		if err := os.Remove(o); err != nil && !errors.Is(err, os.ErrNotExist) {
+			r.log().Warn("kv save: could not delete a replaced snapshot", "path", o, "err", err)
+		}
+	}
+	return path, nil
+}
