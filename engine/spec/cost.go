@@ -1,0 +1,223 @@
+package spec
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"anechat/engine/kv"
+	"anechat/engine/model"
+)
+
+// Costs is the cost model of a backend: the wall time of one call of each
+// width 1..MaxWidth. It starts from a measurement at load (Measure) and
+// follows the calls actually made (a moving average), so it tracks the
+// machine's load and the growing context. It is safe for concurrent use.
+type Costs struct {
+	mu     sync.Mutex
+	sec    [MaxWidth + 1]float64 // 0 = unknown
+	frozen bool                  // ignore Observe
+}
+
+// costStep is the weight of one observed call in the moving average.
+const costStep = 0.05
+
+// defaultSlope is the assumed extra cost of each extra token in a call, as a
+// fraction of a width-1 call, for widths never measured. Measure at load
+// replaces it with the truth.
+const defaultSlope = 0.25
+
+// NewCosts returns a cost model from known per-width seconds (sec[w] for
+// width w; zero or missing entries are unknown).
+func NewCosts(sec map[int]float64) *Costs {
+	c := &Costs{}
+	for w, s := range sec {
+		if w >= 1 && w <= MaxWidth && s > 0 {
+			c.sec[w] = s
+		}
+	}
+	return c
+}
+
+// FixedCosts returns a cost model that never changes: Observe is ignored.
+// Tests use it to make gating decisions independent of timing.
+func FixedCosts(sec map[int]float64) *Costs {
+	c := NewCosts(sec)
+	c.frozen = true
+	return c
+}
+
+// Observe records a call of width w that took d.
+func (c *Costs) Observe(w int, d time.Duration) {
+	if w < 1 || w > MaxWidth || d <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frozen {
+		return
+	}
+	s := d.Seconds()
+	if c.sec[w] == 0 {
+		c.sec[w] = s
+		return
+	}
+	c.sec[w] += costStep * (s - c.sec[w])
+}
+
+// Seconds returns the current estimate for a call of width w (0 if unknown).
+func (c *Costs) Seconds(w int) float64 {
+	if w < 1 || w > MaxWidth {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sec[w]
+}
+
+// Ratio is the cost of a call of width w relative to a width-1 call. Widths
+// never observed are interpolated between known neighbours, or extrapolated
+// with defaultSlope.
+func (c *Costs) Ratio(w int) float64 {
+	if w <= 1 {
+		return 1
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	one := c.sec[1]
+	if one == 0 {
+		return 1 + defaultSlope*float64(w-1)
+	}
+	if c.sec[w] > 0 {
+		return c.sec[w] / one
+	}
+	lo, hi := 1, 0
+	for v := w - 1; v >= 1; v-- {
+		if c.sec[v] > 0 {
+			lo = v
+			break
+		}
+	}
+	for v := w + 1; v <= MaxWidth; v++ {
+		if c.sec[v] > 0 {
+			hi = v
+			break
+		}
+	}
+	if hi == 0 {
+		return c.sec[lo]/one + defaultSlope*float64(w-lo)
+	}
+	f := float64(w-lo) / float64(hi-lo)
+	return (c.sec[lo] + f*(c.sec[hi]-c.sec[lo])) / one
+}
+
+// MeasureOptions tunes Measure.
+type MeasureOptions struct {
+	// Widths to time (default 1..MaxWidth, or the backend's own widths).
+	Widths []int
+	// Prefix is how many committed positions precede the timed calls
+	// (default 32), so attention is not trivially empty.
+	Prefix int
+	// Reps is the number of timed calls per width; the fastest counts
+	// (default 3: the machine is shared and noisy).
+	Reps int
+}
+
+// Measure times calls of each width on a scratch cache, so the verify loop
+// knows what a wider call costs before it makes one. Run it once when the
+// model loads. Ctx cancels it.
+func Measure(ctx context.Context, b model.Backend, opts MeasureOptions) (*Costs, error) {
+	cfg := b.Config()
+	widths := opts.Widths
+	if widths == nil {
+		widths = b.Widths()
+	}
+	if widths == nil {
+		for w := 1; w <= MaxWidth; w++ {
+			widths = append(widths, w)
+		}
+	}
+	prefix := opts.Prefix
+	if prefix <= 0 {
+		prefix = 32
+	}
+	reps := max(opts.Reps, 1)
+	if opts.Reps == 0 {
+		reps = 3
+	}
+	maxW := 1
+	for _, w := range widths {
+		maxW = max(maxW, w)
+	}
+	prefix = min(prefix, cfg.ContextLen-maxW-1)
+	if prefix < 0 {
+		return nil, fmt.Errorf("spec: measure: context length %d is shorter than a width-%d call", cfg.ContextLen, maxW)
+	}
+	cache, err := kv.New(cfg.KV, max(maxW, prefix, 1))
+	if err != nil {
+		return nil, fmt.Errorf("spec: measure: %w", err)
+	}
+	tok := int32(1) % int32(max(cfg.VocabSize, 1))
+	toks := func(n int) []int32 {
+		t := make([]int32, n)
+		for i := range t {
+			t[i] = tok
+		}
+		return t
+	}
+	if prefix > 0 {
+		if _, err := b.Forward(ctx, toks(prefix), 0, cache, model.Argmax); err != nil {
+			return nil, fmt.Errorf("spec: measure: prefill of %d tokens: %w", prefix, err)
+		}
+		if err := cache.Commit(prefix); err != nil {
+			return nil, fmt.Errorf("spec: measure: %w", err)
+		}
+	}
+	c := &Costs{}
+	for _, w := range widths {
+		if w < 1 || w > MaxWidth {
+			continue
+		}
+		best := time.Duration(0)
+		for range reps {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			t0 := time.Now()
+			_, err := b.Forward(ctx, toks(w), prefix, cache, model.Logits)
+			d := time.Since(t0)
+			cache.Rollback()
+			if err != nil {
+				return nil, fmt.Errorf("spec: measure: call of width %d: %w", w, err)
+			}
+			if best == 0 || d < best {
+				best = d
+			}
+		}
+		c.sec[w] = max(best.Seconds(), 1e-9)
+	}
+	return c, nil
+}
+
+// bestDrafts returns how many of m proposed tokens to send so that the
+// expected tokens per second is highest, given per-token acceptance rate q:
+// a call of width 1+d yields 1 + q + q² + … + q^d tokens on average and
+// costs Ratio(1+d) width-1 calls. d = 0 (a plain width-1 call) is always a
+// candidate, so a draft is sent only when it is expected to pay. allowed
+// reports which call widths the backend runs.
+func bestDrafts(c *Costs, q float64, m int, allowed func(w int) bool) (int, float64) {
+	bestD, bestV := 0, 1.0
+	gain, pow := 1.0, 1.0
+	for d := 1; d <= m; d++ {
+		pow *= q
+		gain += pow
+		if !allowed(1 + d) {
+			continue
+		}
+		if v := gain / c.Ratio(1+d); v > bestV {
+			bestD, bestV = d, v
+		}
+	}
+	return bestD, bestV
+}

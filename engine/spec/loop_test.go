@@ -1,0 +1,570 @@
+package spec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"anechat/engine/kv"
+	"anechat/engine/model"
+	"anechat/engine/sample"
+)
+
+// run generates from history with a fresh cache: the history but its last
+// token is prefilled and committed first. It checks the KV afterwards: the
+// committed rows must be exactly history + emitted tokens but the pending one.
+func run(t *testing.T, m *fakeModel, dec *Decoder, history []int32, req Request) ([]Token, Stats) {
+	t.Helper()
+	c, err := kv.New(m.Config().KV, max(MaxWidth, len(history)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(history) - 1; n > 0 {
+		if _, err := m.Forward(context.Background(), history[:n], 0, c, model.Argmax); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Commit(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req.History = history
+	var out []Token
+	st, err := dec.Run(context.Background(), BackendTarget{m, c}, req, func(tk Token) error {
+		out = append(out, tk)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	// The KV holds history[:len-1], then pending-at-start and the emitted
+	// tokens: i.e. the sequence history+emitted (+stop) minus its last token.
+	seq := slices.Clone(history)
+	for _, tk := range out {
+		seq = append(seq, tk.ID)
+	}
+	if st.Stopped == "stop" {
+		seq = append(seq, st.Pending)
+	}
+	if st.Pending != seq[len(seq)-1] {
+		t.Fatalf("Pending %d, sequence ends with %d", st.Pending, seq[len(seq)-1])
+	}
+	if c.Len() != len(seq)-1 || c.Pending() != 0 {
+		t.Fatalf("cache holds %d committed + %d pending rows, want %d + 0", c.Len(), c.Pending(), len(seq)-1)
+	}
+	for p := range c.Len() {
+		if got := int32(c.K(0, p)[0]); got != seq[p] {
+			t.Fatalf("KV row %d holds token %d, sequence has %d", p, got, seq[p])
+		}
+	}
+	if st.Tokens != len(out) || st.Committed != len(seq)-len(history) {
+		t.Fatalf("stats %+v for %d tokens", st, len(out))
+	}
+	return out, st
+}
+
+func ids(ts []Token) []int32 {
+	out := make([]int32, len(ts))
+	for i, t := range ts {
+		out[i] = t.ID
+	}
+	return out
+}
+
+// prompts returns n deterministic prompts, some with repeated spans (where
+// lookup finds matches), some random.
+func prompts(n, vocab int) [][]int32 {
+	r := rand.New(rand.NewPCG(5, 6))
+	var out [][]int32
+	for i := range n {
+		l := 5 + r.IntN(40)
+		p := make([]int32, l)
+		for j := range p {
+			p[j] = int32(r.IntN(vocab))
+		}
+		if i%2 == 0 && l > 10 {
+			// Repeat a span, as a summarise/edit prompt does.
+			p = append(p, p[2:2+r.IntN(l-3)]...)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// wrongSource always proposes tokens the model will reject: it predicts the
+// fake model's greedy choice and proposes the next id instead.
+type wrongSource struct {
+	m   *fakeModel
+	seq []int32
+}
+
+func (w *wrongSource) Name() string          { return "wrong" }
+func (w *wrongSource) Reset(h []int32)       { w.seq = slices.Clone(h) }
+func (w *wrongSource) Append(t int32)        { w.seq = append(w.seq, t) }
+func (w *wrongSource) Propose(n int) Proposal {
+	// Run the fake model on the sequence to know its argmax, then lie.
+	c, _ := kv.New(w.m.Config().KV, len(w.seq))
+	saved := w.m.calls
+	w.m.calls = map[int]int{}
+	res, _ := w.m.Forward(context.Background(), w.seq, 0, c, model.Argmax)
+	w.m.calls = saved
+	y := res.Argmax[len(res.Argmax)-1]
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = (y + 1 + int32(i)) % int32(w.m.vocab)
+	}
+	return Proposal{Tokens: out, Match: 8}
+}
+
+// oracleSource proposes the true continuation (the width-1 output).
+type oracleSource struct {
+	truth []int32 // history + width-1 output
+	n     int     // tokens of the sequence seen so far
+}
+
+func (o *oracleSource) Name() string    { return "oracle" }
+func (o *oracleSource) Reset(h []int32) { o.n = len(h) }
+func (o *oracleSource) Append(int32)    { o.n++ }
+func (o *oracleSource) Propose(n int) Proposal {
+	end := min(o.n+n, len(o.truth))
+	if end <= o.n {
+		return Proposal{}
+	}
+	return Proposal{Tokens: o.truth[o.n:end], Match: 8}
+}
+
+var testWidths = []int{2, 3, 4, 5, 8, 0}
+
+func TestGreedyLosslessFake(t *testing.T) {
+	const vocab = 40
+	corpus := NewCorpus(0)
+	for _, p := range prompts(10, vocab) {
+		corpus.Add(p)
+	}
+	// Flat costs: drafting is cheap, so the gate lets drafts through and
+	// the test exercises wide calls; the ungated runs force them.
+	flat := FixedCosts(map[int]float64{1: 1, 2: 1.01, 3: 1.02, 4: 1.03, 5: 1.04, 6: 1.05, 7: 1.06, 8: 1.07})
+	var wide, drafted, accepted int
+	for i, h := range prompts(24, vocab) {
+		m := newFakeModel(vocab)
+		base, bst := run(t, m, &Decoder{Costs: flat}, h, Request{MaxTokens: 40, Width: 1})
+		if bst.Drafted != 0 || bst.TargetCalls != len(base) {
+			t.Fatalf("width 1 stats %+v", bst)
+		}
+		for _, w := range testWidths {
+			for _, ungated := range []bool{false, true} {
+				dec := &Decoder{Sources: DefaultSources(corpus), Costs: flat}
+				got, st := run(t, m, dec, h, Request{MaxTokens: 40, Width: w, Ungated: ungated})
+				if !slices.Equal(ids(got), ids(base)) {
+					t.Fatalf("prompt %d width %d ungated=%v: ids differ\n got %v\nwant %v", i, w, ungated, ids(got), ids(base))
+				}
+				nd := 0
+				for _, tk := range got {
+					if tk.Drafted {
+						nd++
+					}
+				}
+				if nd != st.Accepted || st.Accepted > st.Drafted {
+					t.Fatalf("prompt %d width %d: %d tokens flagged drafted, stats %+v", i, w, nd, st)
+				}
+				if st.Tokens != st.TargetCalls+st.Accepted {
+					t.Fatalf("prompt %d width %d: tokens %d != calls %d + accepted %d", i, w, st.Tokens, st.TargetCalls, st.Accepted)
+				}
+				wide += st.Wide
+				drafted += st.Drafted
+				accepted += st.Accepted
+			}
+		}
+	}
+	if wide == 0 || accepted == 0 || accepted == drafted {
+		t.Fatalf("the test did not exercise both accepted and rejected drafts: wide %d drafted %d accepted %d", wide, drafted, accepted)
+	}
+}
+
+func TestForcedWrongAndOracle(t *testing.T) {
+	const vocab = 40
+	for i, h := range prompts(20, vocab) {
+		m := newFakeModel(vocab)
+		base, _ := run(t, m, &Decoder{}, h, Request{MaxTokens: 30, Width: 1})
+		for _, w := range []int{2, 3, 4, 5, 8} {
+			// Wrong at every position: every draft is rejected, every
+			// call still yields the model's own token.
+			m.calls = map[int]int{}
+			got, st := run(t, m, &Decoder{Sources: []Source{&wrongSource{m: m}}}, h, Request{MaxTokens: 30, Width: w, Ungated: true})
+			if !slices.Equal(ids(got), ids(base)) {
+				t.Fatalf("prompt %d width %d wrong drafter: ids differ", i, w)
+			}
+			if st.Accepted != 0 || st.Drafted == 0 || st.TargetCalls != len(base) {
+				t.Fatalf("prompt %d width %d wrong drafter: %+v", i, w, st)
+			}
+			if m.calls[w] == 0 {
+				t.Fatalf("prompt %d width %d wrong drafter made no call of width %d: %v", i, w, w, m.calls)
+			}
+			// Right at every position: every draft is kept, so each call
+			// yields w tokens (bar the tail).
+			truth := append(slices.Clone(h), ids(base)...)
+			got, st = run(t, m, &Decoder{Sources: []Source{&oracleSource{truth: truth}}}, h, Request{MaxTokens: 30, Width: w, Ungated: true})
+			if !slices.Equal(ids(got), ids(base)) {
+				t.Fatalf("prompt %d width %d oracle: ids differ", i, w)
+			}
+			if st.Accepted != st.Drafted || st.TargetCalls != (len(base)+w-1)/w {
+				t.Fatalf("prompt %d width %d oracle: %+v, want %d calls", i, w, st, (len(base)+w-1)/w)
+			}
+			for j, tk := range got {
+				if want := j%w != w-1 && j != len(got)-1; tk.Drafted != want {
+					t.Fatalf("prompt %d width %d oracle: token %d Drafted=%v", i, w, j, tk.Drafted)
+				}
+			}
+		}
+	}
+}
+
+func TestGatingSilencesWrongSource(t *testing.T) {
+	const vocab = 40
+	m := newFakeModel(vocab)
+	h := prompts(1, vocab)[0]
+	// Each extra token costs 0.3 of a call: one draft pays only when its
+	// acceptance rate exceeds 0.3.
+	cheap := FixedCosts(map[int]float64{1: 1, 2: 1.3, 3: 1.6, 4: 1.9})
+	_, st := run(t, m, &Decoder{Sources: []Source{&wrongSource{m: m}}, Costs: cheap}, h, Request{MaxTokens: 200, Width: 4})
+	// The prior (0.8 for long matches) lets it try about a dozen times;
+	// after that it must stay silent (its shadow score never recovers).
+	if st.Drafted == 0 || st.Wide > 15 || st.TargetCalls != 200 {
+		t.Fatalf("gated wrong source: %+v", st)
+	}
+	// With linear costs (no batching gain) drafting never pays: nothing is
+	// sent. With cheap wide calls the oracle, always right, drafts fully.
+	linear := FixedCosts(map[int]float64{1: 1, 2: 2, 3: 3, 4: 4})
+	base, _ := run(t, m, &Decoder{}, h, Request{MaxTokens: 100, Width: 1})
+	truth := append(slices.Clone(h), ids(base)...)
+	_, st = run(t, m, &Decoder{Sources: []Source{&wrongSource{m: m}}, Costs: linear}, h, Request{MaxTokens: 100, Width: 4})
+	if st.Drafted != 0 {
+		t.Fatalf("linear costs, wrong source drafted: %+v", st)
+	}
+	_, st = run(t, m, &Decoder{Sources: []Source{&oracleSource{truth: truth}}, Costs: cheap}, h, Request{MaxTokens: 100, Width: 4})
+	if st.Accepted != st.Drafted || st.Tau() < 3.5 {
+		t.Fatalf("oracle with cheap wide calls: %+v τ=%.2f", st, st.Tau())
+	}
+}
+
+// flipSource is wrong for its first calls, then right: the gate must let it
+// back in once its shadow score recovers.
+type flipSource struct {
+	wrong  wrongSource
+	oracle oracleSource
+	steps  int
+	flipAt int
+}
+
+func (f *flipSource) Name() string { return "flip" }
+func (f *flipSource) Reset(h []int32) {
+	f.wrong.Reset(h)
+	f.oracle.Reset(h)
+	f.steps = 0
+}
+func (f *flipSource) Append(t int32) { f.wrong.Append(t); f.oracle.Append(t) }
+func (f *flipSource) Propose(n int) Proposal {
+	f.steps++
+	if f.steps < f.flipAt {
+		return f.wrong.Propose(n)
+	}
+	return f.oracle.Propose(n)
+}
+
+func TestGatingRecovers(t *testing.T) {
+	const vocab = 40
+	m := newFakeModel(vocab)
+	h := prompts(1, vocab)[0]
+	base, _ := run(t, m, &Decoder{}, h, Request{MaxTokens: 120, Width: 1})
+	truth := append(slices.Clone(h), ids(base)...)
+	flat := FixedCosts(map[int]float64{1: 1, 2: 1.3, 3: 1.6, 4: 1.9})
+	src := &flipSource{wrong: wrongSource{m: m}, oracle: oracleSource{truth: truth}, flipAt: 40}
+	got, st := run(t, m, &Decoder{Sources: []Source{src}, Costs: flat}, h, Request{MaxTokens: 120, Width: 4})
+	if !slices.Equal(ids(got), ids(base)) {
+		t.Fatal("ids differ")
+	}
+	// About 40 steps while wrong (mostly width 1), then about 80/4 wide
+	// ones once the shadow score has recovered.
+	if st.Accepted < 50 || st.TargetCalls > 70 || st.Sources["flip"].Accepted != st.Accepted {
+		t.Fatalf("source did not recover: %+v", st)
+	}
+}
+
+func TestSamplingMatchesWidthOne(t *testing.T) {
+	const vocab = 12
+	corpus := NewCorpus(0)
+	for _, p := range prompts(5, vocab) {
+		corpus.Add(p)
+	}
+	flat := FixedCosts(map[int]float64{1: 1, 8: 1.1})
+	for i, h := range prompts(20, vocab) {
+		m := newFakeModel(vocab)
+		m.sharp = 1.5
+		for seed := range uint64(3) {
+			base, _ := run(t, m, &Decoder{}, h, Request{MaxTokens: 30, Width: 1, Sampler: sample.New(0.9, seed, 0, 0.95)})
+			for _, w := range testWidths {
+				got, _ := run(t, m, &Decoder{Sources: DefaultSources(corpus), Costs: flat}, h,
+					Request{MaxTokens: 30, Width: w, Sampler: sample.New(0.9, seed, 0, 0.95), Ungated: w == 8})
+				if !slices.Equal(ids(got), ids(base)) {
+					t.Fatalf("prompt %d seed %d width %d: sampled ids differ\n got %v\nwant %v", i, seed, w, ids(got), ids(base))
+				}
+			}
+		}
+	}
+}
+
+// TestSamplingDistribution checks that speculative sampling leaves the
+// output distribution unchanged: over many seeds, the first three tokens
+// generated with a forced draft (the oracle of one fixed continuation, which
+// is right only sometimes) follow the exact distribution of the model.
+func TestSamplingDistribution(t *testing.T) {
+	const vocab = 4
+	m := newFakeModel(vocab)
+	m.sharp = 0.8
+	h := []int32{1, 2, 3, 1, 2}
+	// The model's exact probabilities of each 3-token continuation.
+	probs := map[[3]int32]float64{}
+	s := sample.New(1, 0, 0, 1)
+	c, _ := kv.New(m.Config().KV, 16)
+	logitsAfter := func(seq []int32) []float32 {
+		c.Reset()
+		res, _ := m.Forward(context.Background(), seq, 0, c, model.Logits)
+		return res.Logits[len(seq)-1]
+	}
+	p0 := s.Probs(logitsAfter(h))
+	for a := range int32(vocab) {
+		p1 := s.Probs(logitsAfter(append(slices.Clone(h), a)))
+		for b := range int32(vocab) {
+			p2 := s.Probs(logitsAfter(append(slices.Clone(h), a, b)))
+			for cc := range int32(vocab) {
+				probs[[3]int32{a, b, cc}] = p0[a] * p1[b] * p2[cc]
+			}
+		}
+	}
+	const n = 20000
+	counts := map[[3]int32]int{}
+	var drafted, accepted int
+	fixed := append(slices.Clone(h), 0, 1, 2)
+	for seed := range uint64(n) {
+		out, st := run(t, m, &Decoder{Sources: []Source{&oracleSource{truth: fixed}}}, h,
+			Request{MaxTokens: 3, Width: 4, Sampler: sample.New(1, seed, 0, 1), Ungated: true})
+		counts[[3]int32{out[0].ID, out[1].ID, out[2].ID}]++
+		drafted += st.Drafted
+		accepted += st.Accepted
+	}
+	if accepted == 0 || accepted == drafted {
+		t.Fatalf("drafts were all accepted or all rejected (%d of %d): the test checks nothing", accepted, drafted)
+	}
+	var chi float64
+	for k, p := range probs {
+		e := p * n
+		d := float64(counts[k]) - e
+		chi += d * d / e
+	}
+	// 63 degrees of freedom: the 0.999 quantile of chi-square(63) is 103.4.
+	if chi > 103.4 {
+		t.Fatalf("chi-square %.1f > 103.4 over 64 outcomes", chi)
+	}
+}
+
+func TestStopsAndLimits(t *testing.T) {
+	const vocab = 40
+	h := prompts(3, vocab)[2]
+	m := newFakeModel(vocab)
+	base, _ := run(t, m, &Decoder{}, h, Request{MaxTokens: 40, Width: 1})
+	truth := append(slices.Clone(h), ids(base)...)
+	stop := base[17].ID
+	first := slices.Index(ids(base), stop)
+	for _, w := range []int{1, 3, 8} {
+		oracle := &Decoder{Sources: []Source{&oracleSource{truth: truth}}}
+		got, st := run(t, m, oracle, h, Request{MaxTokens: 40, Width: w, Stop: []int32{stop}, Ungated: true})
+		if !slices.Equal(ids(got), ids(base[:first])) || st.Stopped != "stop" || st.Pending != stop {
+			t.Fatalf("width %d stop: got %v (%+v), want %v", w, ids(got), st, ids(base[:first]))
+		}
+		got, st = run(t, m, oracle, h, Request{MaxTokens: 11, Width: w, Ungated: true})
+		if !slices.Equal(ids(got), ids(base[:11])) || st.Stopped != "length" {
+			t.Fatalf("width %d length: got %v (%+v)", w, ids(got), st)
+		}
+		got, st = run(t, m, oracle, h, Request{Room: 9, Width: w, Ungated: true})
+		// Room 9: the pending token and 8 more fit, so 9 tokens emitted
+		// (the last one pending, not in the KV).
+		if !slices.Equal(ids(got), ids(base[:9])) || st.Stopped != "context" || st.Committed != 9 {
+			t.Fatalf("width %d room: got %v (%+v)", w, ids(got), st)
+		}
+	}
+}
+
+func TestLogitsStart(t *testing.T) {
+	// Request.Logits: the whole history is committed and the first token
+	// comes from its last logits. Same output as feeding it.
+	const vocab = 40
+	m := newFakeModel(vocab)
+	for _, h := range prompts(6, vocab) {
+		base, _ := run(t, m, &Decoder{}, h, Request{MaxTokens: 20, Width: 1})
+		for _, w := range []int{1, 4} {
+			c, _ := kv.New(m.Config().KV, max(MaxWidth, len(h)))
+			res, err := m.Forward(context.Background(), h, 0, c, model.Logits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = c.Commit(len(h))
+			var out []Token
+			st, err := (&Decoder{}).Run(context.Background(), BackendTarget{m, c}, Request{
+				History: h, Logits: res.Logits[len(h)-1], MaxTokens: 20, Width: w,
+			}, func(tk Token) error { out = append(out, tk); return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(ids(out), ids(base)) || c.Len() != len(h)+19 || st.Pending != base[19].ID {
+				t.Fatalf("width %d: got %v, want %v (cache %d)", w, ids(out), ids(base), c.Len())
+			}
+		}
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	m := newFakeModel(10)
+	c, _ := kv.New(m.Config().KV, 8)
+	dec := &Decoder{}
+	noop := func(Token) error { return nil }
+	for _, w := range []int{-1, 9} {
+		if _, err := dec.Run(context.Background(), BackendTarget{m, c}, Request{History: []int32{1}, Width: w}, noop); !errors.Is(err, ErrRequest) {
+			t.Fatalf("width %d: err %v", w, err)
+		}
+	}
+	if _, err := dec.Run(context.Background(), BackendTarget{m, c}, Request{Width: 1}, noop); !errors.Is(err, ErrRequest) {
+		t.Fatalf("empty history: err %v", err)
+	}
+	// emit's error stops generation and is returned; the KV stays
+	// consistent (run's checks are not used here, so check by hand).
+	boom := errors.New("boom")
+	n := 0
+	st, err := dec.Run(context.Background(), BackendTarget{m, c}, Request{History: []int32{1, 2, 3}, Width: 4, MaxTokens: 50},
+		func(Token) error {
+			n++
+			if n == 5 {
+				return boom
+			}
+			return nil
+		})
+	if !errors.Is(err, boom) || st.Tokens != 5 || c.Len() != st.Committed || c.Pending() != 0 {
+		t.Fatalf("emit error: %v %+v cache %d", err, st, c.Len())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c.Reset()
+	if _, err := dec.Run(ctx, BackendTarget{m, c}, Request{History: []int32{1}, Width: 4}, noop); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: err %v", err)
+	}
+	// A target returning the wrong number of rows is an error, not a panic.
+	if _, err := dec.Run(context.Background(), badTarget{}, Request{History: []int32{1}, Width: 1}, noop); err == nil {
+		t.Fatal("bad target: no error")
+	}
+}
+
+type badTarget struct{}
+
+func (badTarget) Forward(context.Context, []int32, model.Output) (model.Result, error) {
+	return model.Result{Argmax: []int32{1, 2}}, nil
+}
+func (badTarget) Commit(int) error { return nil }
+
+func TestBestDrafts(t *testing.T) {
+	any := func(int) bool { return true }
+	linear := FixedCosts(map[int]float64{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8})
+	if d, _ := bestDrafts(linear, 0.95, 7, any); d != 0 {
+		t.Fatalf("linear costs, q=0.95: %d drafts", d)
+	}
+	flat := FixedCosts(map[int]float64{1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1, 7: 1, 8: 1})
+	if d, _ := bestDrafts(flat, 0.1, 7, any); d != 7 {
+		t.Fatalf("free width, q=0.1: %d drafts, want 7", d)
+	}
+	// Cost 1 + 0.2(w-1): q=0.9 pays up to a point, q=0.15 does not.
+	mid := map[int]float64{}
+	for w := 1; w <= 8; w++ {
+		mid[w] = 1 + 0.2*float64(w-1)
+	}
+	c := FixedCosts(mid)
+	d, v := bestDrafts(c, 0.9, 7, any)
+	// Brute force the optimum.
+	bd, bv := 0, 1.0
+	for k := 1; k <= 7; k++ {
+		g := 0.0
+		for i := 0; i <= k; i++ {
+			g += math.Pow(0.9, float64(i))
+		}
+		if x := g / (1 + 0.2*float64(k)); x > bv {
+			bd, bv = k, x
+		}
+	}
+	if d != bd || math.Abs(v-bv) > 1e-9 {
+		t.Fatalf("q=0.9: %d (%.4f), want %d (%.4f)", d, v, bd, bv)
+	}
+	if d, _ := bestDrafts(c, 0.15, 7, any); d != 0 {
+		t.Fatalf("q=0.15: %d drafts", d)
+	}
+	// Only widths 1, 2 and 4 exist (Core ML): 3 drafts or 1.
+	only := func(w int) bool { return w == 1 || w == 2 || w == 4 }
+	if d, _ := bestDrafts(flat, 0.5, 7, only); d != 3 {
+		t.Fatalf("widths {1,2,4}: %d drafts", d)
+	}
+}
+
+func TestCostsRatio(t *testing.T) {
+	c := NewCosts(map[int]float64{1: 2, 3: 4, 8: 9})
+	for w, want := range map[int]float64{1: 1, 2: 1.5, 3: 2, 5: 3, 8: 4.5} {
+		if got := c.Ratio(w); math.Abs(got-want) > 1e-12 {
+			t.Errorf("Ratio(%d) = %v, want %v", w, got, want)
+		}
+	}
+	c = NewCosts(map[int]float64{1: 1, 2: 1.5})
+	if got := c.Ratio(4); math.Abs(got-(1.5+2*defaultSlope)) > 1e-12 {
+		t.Errorf("extrapolated Ratio(4) = %v", got)
+	}
+	if got := (&Costs{}).Ratio(3); got != 1+2*defaultSlope {
+		t.Errorf("unknown Ratio(3) = %v", got)
+	}
+	c.Observe(1, 3e9) // 3 s: the average moves toward it
+	if s := c.Seconds(1); s <= 1 || s >= 3 {
+		t.Errorf("after Observe: %v", s)
+	}
+}
+
+func TestMeasure(t *testing.T) {
+	m := newFakeModel(16)
+	c, err := Measure(context.Background(), m, MeasureOptions{Reps: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w := 1; w <= MaxWidth; w++ {
+		if c.Seconds(w) <= 0 {
+			t.Fatalf("width %d not measured", w)
+		}
+		if m.calls[w] < 2 {
+			t.Fatalf("width %d: %d calls", w, m.calls[w])
+		}
+	}
+	c, err = Measure(context.Background(), m, MeasureOptions{Widths: []int{1, 4}})
+	if err != nil || c.Seconds(4) <= 0 || c.Seconds(2) != 0 {
+		t.Fatalf("widths {1,4}: %v %v", c, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Measure(ctx, m, MeasureOptions{}); err == nil {
+		t.Fatal("cancelled Measure succeeded")
+	}
+}
+
+func ExampleDecoder_Run() {
+	m := newFakeModel(20)
+	c, _ := kv.New(m.Config().KV, MaxWidth)
+	dec := &Decoder{Sources: DefaultSources(nil)}
+	st, _ := dec.Run(context.Background(), BackendTarget{m, c},
+		Request{History: []int32{3, 4, 5, 3, 4}, MaxTokens: 12, Width: 4},
+		func(tk Token) error { fmt.Print(tk.ID, " "); return nil })
+	fmt.Println("|", st.Tokens, "tokens")
+	// Output: 15 6 14 11 8 4 3 2 14 7 0 4 | 12 tokens
+}

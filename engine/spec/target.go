@@ -1,0 +1,66 @@
+// Package spec is lossless speculative decoding without a draft model: cheap
+// Go drafters propose tokens from text the model has already seen (prompt
+// lookup over the request, suffix matching over a corpus of earlier turns and
+// saved prompts), and the verify loop checks them with one model call of width
+// 1+len(drafts), keeping the longest prefix the model agrees with plus the
+// model's own next token.
+//
+// The output is the output of decoding without speculation, token for token:
+// with greedy decoding a draft is kept only when it equals the model's argmax;
+// with sampling, each emitted token is picked with exactly one draw of the
+// seeded sampler, as width 1 would (see sample.Sampler.Pick), and a draft is
+// kept only when the pick equals it. That relies on the backend's row
+// independence (DESIGN.md invariant 1).
+//
+// The loop drives a Target, the model plus its KV cache, so it is tested with
+// fake models before a real backend exists; BackendTarget adapts a
+// model.Backend and kv.Cache.
+package spec
+
+import (
+	"context"
+
+	"anechat/engine/kv"
+	"anechat/engine/model"
+)
+
+// MaxWidth is the widest verify call: the pending token plus 7 drafts.
+const MaxWidth = 8
+
+// DefaultWidth is the speculation width when the user has not chosen one.
+const DefaultWidth = 4
+
+// A Target is the model the verify loop drives: a backend and the KV cache of
+// one sequence.
+type Target interface {
+	// Forward runs tokens at the positions right after the committed ones
+	// and returns a row per token (logits or argmax, as want asks). Their
+	// K/V rows stay pending until Commit.
+	Forward(ctx context.Context, tokens []int32, want model.Output) (model.Result, error)
+	// Commit keeps the first n pending rows of the last Forward and drops
+	// the rest (DESIGN.md invariant 3).
+	Commit(n int) error
+}
+
+// BackendTarget is a Target made of a backend and the cache it runs against.
+// The Session builds one per request.
+type BackendTarget struct {
+	Backend model.Backend
+	Cache   *kv.Cache
+}
+
+// Forward runs tokens at positions Cache.Len()...
+func (t BackendTarget) Forward(ctx context.Context, tokens []int32, want model.Output) (model.Result, error) {
+	return t.Backend.Forward(ctx, tokens, t.Cache.Len(), t.Cache, want)
+}
+
+// Commit keeps the first n pending rows.
+func (t BackendTarget) Commit(n int) error { return t.Cache.Commit(n) }
+
+// Token is one generated token.
+type Token struct {
+	ID int32
+	// Drafted is true when the token came from an accepted draft rather
+	// than from the model's own next-token choice (the UI highlights it).
+	Drafted bool
+}
