@@ -101,9 +101,9 @@ type wrongSource struct {
 	seq []int32
 }
 
-func (w *wrongSource) Name() string          { return "wrong" }
-func (w *wrongSource) Reset(h []int32)       { w.seq = slices.Clone(h) }
-func (w *wrongSource) Append(t int32)        { w.seq = append(w.seq, t) }
+func (w *wrongSource) Name() string    { return "wrong" }
+func (w *wrongSource) Reset(h []int32) { w.seq = slices.Clone(h) }
+func (w *wrongSource) Append(t int32)  { w.seq = append(w.seq, t) }
 func (w *wrongSource) Propose(n int) Proposal {
 	// Run the fake model on the sequence to know its argmax, then lie.
 	c, _ := kv.New(w.m.Config().KV, len(w.seq))
