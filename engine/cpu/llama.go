@@ -35,6 +35,7 @@ type Llama struct {
 	out     *Matrix
 	outNorm []float32
 	layers  []llamaLayer
+	file    *gguf.File // owned when opened by OpenLlama
 }
 
 // tensorSource is where weights come from (a GGUF file).
@@ -311,13 +312,17 @@ func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *k
 		cache.Rollback()
 		return model.Result{}, err
 	}
+	if want&model.Last != 0 {
+		x, n = x[(n-1)*H:], 1
+	}
 	logits := make([]float32, n*o.Vocab)
 	m.out.MatMul(m.pool, logits, x)
-	return result(logits, n, o.Vocab, want), nil
+	return Result(logits, n, o.Vocab, want), nil
 }
 
-// result packages flat logits as what want asks for.
-func result(logits []float32, n, vocab int, want model.Output) model.Result {
+// Result packages the flat logits of n positions as what want asks for
+// (model.Logits rows and/or model.Argmax ids).
+func Result(logits []float32, n, vocab int, want model.Output) model.Result {
 	var r model.Result
 	if want&model.Logits != 0 {
 		r.Logits = make([][]float32, n)
@@ -332,4 +337,39 @@ func result(logits []float32, n, vocab int, want model.Output) model.Result {
 		}
 	}
 	return r
+}
+
+// OpenLlama opens the GGUF file at path and binds its llama weights. The
+// returned model keeps the file mapped until Close.
+func OpenLlama(path string, pool *Pool) (*Llama, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := LoadLlama(f, pool)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	m.file = f
+	return m, nil
+}
+
+// File is the GGUF file the weights come from (nil when loaded from a file
+// the caller owns).
+func (m *Llama) File() *gguf.File { return m.file }
+
+// SetFingerprint replaces the weights' fingerprint in Config (the engine uses
+// model.FingerprintFiles so every backend agrees on one scheme).
+func (m *Llama) SetFingerprint(fp string) { m.cfg.Fingerprint = fp }
+
+// Close unmaps the file opened by OpenLlama; the model must not be used
+// afterwards.
+func (m *Llama) Close() error {
+	if m.file == nil {
+		return nil
+	}
+	f := m.file
+	m.file = nil
+	return f.Close()
 }

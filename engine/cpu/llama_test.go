@@ -281,3 +281,27 @@ func TestForwardErrors(t *testing.T) {
 		t.Errorf("cancelled forward: %v, %d pending", err, c.Pending())
 	}
 }
+
+func TestForwardLast(t *testing.T) {
+	m := loadRandom(t, tinyOpts, gguf.Q4_0)
+	ctx := context.Background()
+	c1, _ := kv.New(m.Config().KV, 8)
+	c2, _ := kv.New(m.Config().KV, 8)
+	toks := []int32{1, 5, 9, 33, 7}
+	all, err := m.Forward(ctx, toks, 0, c1, model.Logits|model.Argmax)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := m.Forward(ctx, toks, 0, c2, model.Logits|model.Argmax|model.Last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(last.Logits) != 1 || len(last.Argmax) != 1 || last.Argmax[0] != all.Argmax[4] {
+		t.Fatalf("last: %d rows, argmax %v vs %v", len(last.Logits), last.Argmax, all.Argmax)
+	}
+	for i, v := range last.Logits[0] {
+		if v != all.Logits[4][i] {
+			t.Fatalf("logit %d differs", i)
+		}
+	}
+}

@@ -18,6 +18,10 @@ const (
 	// Argmax asks for the greedy token of every position. Backends that can
 	// compute it in-graph (Core ML) avoid copying logits back to the host.
 	Argmax
+	// Last, combined with Logits and/or Argmax, asks for the row of the last
+	// position only: Result then holds exactly one row. Prefill uses it, so
+	// a backend may skip the output projection of every other position.
+	Last
 )
 
 // Result is what a Forward call returns. Row t belongs to tokens[t].

@@ -222,7 +222,7 @@ def main():
     g = torch.Generator().manual_seed(9)
     x = torch.cat([torch.randn(61, generator=g) * 10, torch.tensor([0.0, -0.0, 1e-6, -7e-8, 65504.0, 1e-40, 3.0e38])])
     safetensors.torch.save_file({"x.f32": x, "x.f16": x.to(torch.float16), "x.bf16": x.to(torch.bfloat16),
-                                 "m.f32": x[:60].reshape(6, 10).contiguous()},
+                                 "m.f32": x[:60].reshape(6, 10).clone()},
                                 os.path.join(HERE, "dtypes.safetensors"), metadata={"made_by": "gen.py"})
 
 
