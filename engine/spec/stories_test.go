@@ -1,0 +1,199 @@
+package spec_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"anechat/engine/cpu"
+	"anechat/engine/kv"
+	"anechat/engine/model"
+	"anechat/engine/sample"
+	"anechat/engine/spec"
+)
+
+// sharedModel returns ../shared/models/NAME beside the repo root, skipping
+// outside CI when it is missing.
+func sharedModel(t testing.TB, name string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+	p := filepath.Join(dir, "..", "shared", "models", name)
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s missing (CI needs ../shared beside the checkout): %v", p, err)
+		}
+		t.Skipf("%s missing: run make test with ../shared present", p)
+	}
+	return p
+}
+
+// generate runs one request on a fresh cache: the history but its last
+// token is prefilled in one batched call, then the decoder continues.
+func generate(t *testing.T, b model.Backend, dec *spec.Decoder, history []int32, req spec.Request) ([]int32, spec.Stats) {
+	t.Helper()
+	cfg := b.Config()
+	c, err := kv.New(cfg.KV, max(spec.MaxWidth, len(history)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(history) - 1; n > 0 {
+		if _, err := b.Forward(context.Background(), history[:n], 0, c, model.Argmax|model.Last); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Commit(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req.History = history
+	req.Room = cfg.ContextLen - c.Len()
+	req.Stop = cfg.EOS
+	var out []int32
+	st, err := dec.Run(context.Background(), spec.BackendTarget{Backend: b, Cache: c}, req, func(tk spec.Token) error {
+		out = append(out, tk.ID)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return out, st
+}
+
+// storiesPrompts builds n prompts from the model's own text (so they look
+// like what it was trained on), half of them with a span repeated, as a
+// rewrite or edit prompt would have.
+func storiesPrompts(t *testing.T, b model.Backend, n int) [][]int32 {
+	t.Helper()
+	cfg := b.Config()
+	r := rand.New(rand.NewPCG(7, 8))
+	var out [][]int32
+	for i := range n {
+		start := []int32{cfg.BOS, int32(1 + r.IntN(cfg.VocabSize-1))}
+		text, _ := generate(t, b, &spec.Decoder{}, start, spec.Request{
+			MaxTokens: 12 + r.IntN(28), Width: 1, Sampler: sample.New(1, uint64(i), 40, 0.95),
+		})
+		p := append(start, text...)
+		if i%2 == 0 && len(p) > 12 {
+			p = append(p, p[2:2+r.IntN(len(p)-4)]...)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func TestStoriesGreedyLossless(t *testing.T) {
+	m, err := cpu.OpenLlama(sharedModel(t, "stories260K.gguf"), cpu.NewPool(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	prompts := storiesPrompts(t, m, 20)
+	corpus := spec.NewCorpus(0)
+	for _, p := range prompts[:6] {
+		corpus.Add(p)
+	}
+	var wide, drafted, accepted int
+	for i, h := range prompts {
+		base, _ := generate(t, m, &spec.Decoder{}, h, spec.Request{MaxTokens: 32, Width: 1})
+		truth := append(slices.Clone(h), base...)
+		for _, w := range []int{2, 3, 4, 5, 8, 0} {
+			variants := []struct {
+				name string
+				dec  *spec.Decoder
+				req  spec.Request
+			}{
+				{"gated", &spec.Decoder{Sources: spec.DefaultSources(corpus)}, spec.Request{}},
+				{"ungated", &spec.Decoder{Sources: spec.DefaultSources(corpus)}, spec.Request{Ungated: true}},
+				{"wrong", &spec.Decoder{Sources: []spec.Source{&shiftSource{truth: truth, vocab: int32(m.Config().VocabSize), shift: 1}}}, spec.Request{Ungated: true}},
+				{"oracle", &spec.Decoder{Sources: []spec.Source{&shiftSource{truth: truth}}}, spec.Request{Ungated: true}},
+			}
+			if i%4 != 0 {
+				// Forced drafters on every fourth prompt: the suite
+				// must stay lean on a shared machine.
+				variants = variants[:2]
+			}
+			for _, v := range variants {
+				v.req.MaxTokens, v.req.Width = 32, w
+				got, st := generate(t, m, v.dec, h, v.req)
+				if !slices.Equal(got, base) {
+					t.Fatalf("prompt %d width %d %s: ids differ from width 1\n got %v\nwant %v", i, w, v.name, got, base)
+				}
+				switch v.name {
+				case "wrong":
+					if st.Accepted != 0 || (len(base) > 1 && st.Drafted == 0) {
+						t.Fatalf("prompt %d width %d wrong: %+v", i, w, st)
+					}
+				case "oracle":
+					if st.Accepted != st.Drafted {
+						t.Fatalf("prompt %d width %d oracle: %+v", i, w, st)
+					}
+				}
+				wide += st.Wide
+				drafted += st.Drafted
+				accepted += st.Accepted
+			}
+		}
+	}
+	if wide == 0 || accepted == 0 || accepted == drafted {
+		t.Fatalf("not exercised: wide %d drafted %d accepted %d", wide, drafted, accepted)
+	}
+}
+
+func TestStoriesSamplingMatchesWidthOne(t *testing.T) {
+	m, err := cpu.OpenLlama(sharedModel(t, "stories260K.gguf"), cpu.NewPool(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for i, h := range storiesPrompts(t, m, 8) {
+		mk := func() *sample.Sampler { return sample.New(0.8, uint64(100+i), 40, 0.9) }
+		base, _ := generate(t, m, &spec.Decoder{}, h, spec.Request{MaxTokens: 40, Width: 1, Sampler: mk()})
+		for _, w := range []int{2, 4, 8} {
+			got, _ := generate(t, m, &spec.Decoder{}, h, spec.Request{MaxTokens: 40, Width: w, Sampler: mk(), Ungated: true})
+			if !slices.Equal(got, base) {
+				t.Fatalf("prompt %d width %d: sampled ids differ\n got %v\nwant %v", i, w, got, base)
+			}
+		}
+	}
+}
+
+// shiftSource proposes the true continuation with every id shifted by
+// shift: 0 is an oracle (always right), 1 is always wrong.
+type shiftSource struct {
+	truth []int32
+	vocab int32
+	shift int32
+	n     int
+}
+
+func (s *shiftSource) Name() string    { return "shift" }
+func (s *shiftSource) Reset(h []int32) { s.n = len(h) }
+func (s *shiftSource) Append(int32)    { s.n++ }
+func (s *shiftSource) Propose(limit int) spec.Proposal {
+	end := min(s.n+limit, len(s.truth))
+	if end <= s.n {
+		return spec.Proposal{}
+	}
+	out := slices.Clone(s.truth[s.n:end])
+	if s.shift != 0 {
+		for i := range out {
+			out[i] = (out[i] + s.shift) % s.vocab
+		}
+	}
+	return spec.Proposal{Tokens: out, Match: 8}
+}
