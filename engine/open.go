@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"anechat/engine/cpu"
+	"anechat/engine/model"
+	"anechat/engine/model/gguf"
+)
+
+// OpenBackend loads the model at path on the CPU backend, deciding by file
+// type: a .gguf file is read with engine/model/gguf (architecture llama); a
+// directory with config.json is a Hugging Face safetensors model (gemma4).
+// The backend keeps the weights mapped: close it (it implements io.Closer)
+// when done. Config().Fingerprint is model.FingerprintFiles of the weights.
+func OpenBackend(path string) (model.Backend, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("engine: open model: %w", err)
+	}
+	if st.IsDir() {
+		if _, err := os.Stat(filepath.Join(path, "config.json")); err != nil {
+			return nil, fmt.Errorf("engine: open model %s: a model directory needs config.json: %w", path, err)
+		}
+		// Switch point: the gemma4 safetensors loader (engine/model/safetensors +
+		// engine/cpu gemma4) plugs in here.
+		return nil, fmt.Errorf("engine: open model %s: safetensors model directories are not supported yet", path)
+	}
+	if !strings.EqualFold(filepath.Ext(path), ".gguf") {
+		return nil, fmt.Errorf("engine: open model %s: unknown model format (want a .gguf file or a directory with config.json)", path)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	arch, err := f.String("general.architecture")
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("engine: open model: %w", err)
+	}
+	switch arch {
+	case "llama":
+		m, err := cpu.LoadLlama(f, nil)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		fp, err := model.FingerprintFiles(path)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		m.SetFingerprint(fp)
+		return &ggufBackend{Llama: m, file: f}, nil
+	}
+	f.Close()
+	return nil, fmt.Errorf("engine: open model %s: architecture %q is not supported (want llama)", path, arch)
+}
+
+// ggufBackend is a CPU model plus the GGUF file it maps.
+type ggufBackend struct {
+	*cpu.Llama
+	file *gguf.File
+}
+
+// GGUF returns the file the weights come from (the tokenizer reads it).
+func (b *ggufBackend) GGUF() *gguf.File { return b.file }
+
+// Close unmaps the weights.
+func (b *ggufBackend) Close() error { return b.file.Close() }
