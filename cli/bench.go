@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sort"
+)
+
+// benchCase is one `anechat bench WHAT`.
+type benchCase struct {
+	summary string
+	run     func(ctx context.Context, env *Env, args []string) error
+}
+
+// benchCases lists the benchmarks. Each lives in a file cli/bench_WHAT.go;
+// add yours as one line here.
+func benchCases() map[string]benchCase {
+	return map[string]benchCase{
+		"resume": {"time to first token, fresh prefill vs resume from a KV snapshot", runBenchResume},
+	}
+}
+
+// runBench is `anechat bench WHAT [flags]`.
+func runBench(ctx context.Context, env *Env, args []string) error {
+	cases := benchCases()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printBenchHelp(env, cases)
+		if len(args) == 0 {
+			return errUsage
+		}
+		return nil
+	}
+	c, ok := cases[args[0]]
+	if !ok {
+		fmt.Fprintf(env.Stderr, "anechat bench: unknown benchmark %q\n\n", args[0])
+		printBenchHelp(env, cases)
+		return errUsage
+	}
+	return c.run(ctx, env, args[1:])
+}
+
+func printBenchHelp(env *Env, cases map[string]benchCase) {
+	fmt.Fprintln(env.Stderr, "usage: anechat bench WHAT [flags]\n\nbenchmarks:")
+	names := make([]string, 0, len(cases))
+	for n := range cases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(env.Stderr, "  %-10s %s\n", n, cases[n].summary)
+	}
+	fmt.Fprintln(env.Stderr, "\nRun `anechat bench WHAT --help` for its flags.")
+}

@@ -1,0 +1,372 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"anechat/engine"
+	"anechat/engine/cpu"
+	"anechat/engine/kv"
+	"anechat/engine/model"
+	"anechat/engine/model/gguf"
+)
+
+// resumeFigures is one row of `anechat bench resume`.
+type resumeFigures struct {
+	PromptTokens int `json:"prompt_tokens"`
+	// FreshTTFTms: prefill of the whole prompt in batched calls, then the
+	// first token.
+	FreshTTFTms float64 `json:"fresh_ttft_ms"`
+	// ResumedTTFTms: lookup, load of the stored prompt, prefill of its last
+	// token, first token (a prompt resumed whole, e.g. a saved prompt).
+	ResumedTTFTms float64 `json:"resumed_ttft_ms"`
+	// Resumed64TTFTms: the same with the last 64 tokens new (a new message
+	// after a stored conversation).
+	Resumed64TTFTms float64 `json:"resumed64_ttft_ms"`
+	Speedup         float64 `json:"speedup"`
+	// LoadMs is the snapshot load alone (header checks, reading the rows
+	// into the cache, checksums); LoadGBps its bandwidth, ReadGBps that of a
+	// plain sequential read of the same file in the same run.
+	LoadMs        float64 `json:"load_ms"`
+	LoadGBps      float64 `json:"load_gbps"`
+	ReadGBps      float64 `json:"read_gbps"`
+	WriteMs       float64 `json:"write_ms"`
+	SnapshotBytes int64   `json:"snapshot_bytes"`
+	// Exact: the resumed first-token logits equal the fresh ones bit for bit.
+	Exact bool `json:"exact"`
+}
+
+// runBenchResume is `anechat bench resume`: time to first token of a fresh
+// prefill against a resume from a KV snapshot.
+func runBenchResume(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "bench resume", "--model PATH [--prompt-tokens 256,1024,2048] [--json]")
+	modelPath := fs.String("model", "", "model file (.gguf), or \"random\" for a generated memory-bound llama (~34 MB of Q8_0 weights)")
+	tokens := fs.String("prompt-tokens", "256,1024,2048", "comma-separated prompt lengths")
+	batch := fs.Int("batch", 64, "prefill call width")
+	repeat := fs.Int("repeat", 3, "runs of each resumed measurement (the median is reported)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *modelPath == "" {
+		fs.Usage()
+		return errUsage
+	}
+	var lens []int
+	for _, s := range strings.Split(*tokens, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 2*kv.BlockSize {
+			return fmt.Errorf("--prompt-tokens: %q is not a length of at least %d", s, 2*kv.BlockSize)
+		}
+		lens = append(lens, n)
+	}
+	b, name, closeModel, err := openBenchModel(*modelPath)
+	if err != nil {
+		return err
+	}
+	defer closeModel()
+	cfg := b.Config()
+	dir, err := os.MkdirTemp("", "anechat-bench-resume-")
+	if err != nil {
+		return fmt.Errorf("bench resume: temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	var rows []resumeFigures
+	for _, n := range lens {
+		if n > cfg.ContextLen {
+			return fmt.Errorf("--prompt-tokens %d: the model's context is %d", n, cfg.ContextLen)
+		}
+		f, err := benchResumeOne(ctx, b, dir, n, *batch, max(1, *repeat))
+		if err != nil {
+			return err
+		}
+		rows = append(rows, f)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"model": name, "fingerprint": cfg.Fingerprint, "batch": *batch, "results": rows})
+	}
+	fmt.Fprintf(env.Stdout, "model %s (%s), prefill width %d\n", name, cfg.Fingerprint, *batch)
+	fmt.Fprintf(env.Stdout, "%8s %12s %12s %14s %8s %9s %10s %10s %9s %10s %6s\n",
+		"tokens", "fresh ms", "resumed ms", "resumed+64 ms", "speedup", "load ms", "load GB/s", "read GB/s", "write ms", "bytes", "exact")
+	for _, r := range rows {
+		fmt.Fprintf(env.Stdout, "%8d %12.1f %12.2f %14.1f %7.0fx %9.2f %10.2f %10.2f %9.2f %10d %6v\n",
+			r.PromptTokens, r.FreshTTFTms, r.ResumedTTFTms, r.Resumed64TTFTms, r.Speedup, r.LoadMs, r.LoadGBps, r.ReadGBps, r.WriteMs, r.SnapshotBytes, r.Exact)
+	}
+	return nil
+}
+
+// openBenchModel loads a GGUF llama on the CPU backend, or generates the
+// "random" memory-bound one.
+func openBenchModel(path string) (model.Backend, string, func(), error) {
+	if path == "random" {
+		o := cpu.LlamaOptions{Hidden: 512, FFN: 1408, Layers: 8, Heads: 8, KVHeads: 2, Vocab: 8192, Context: 4096}
+		data, err := cpu.RandomLlama(o, gguf.Q8_0, 1)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		tmp, err := os.CreateTemp("", "anechat-random-*.gguf")
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("bench: %w", err)
+		}
+		if _, err := tmp.Write(data); err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			return nil, "", nil, fmt.Errorf("bench: %w", err)
+		}
+		tmp.Close()
+		b, _, closeFn, err := openBenchModel(tmp.Name())
+		if err != nil {
+			os.Remove(tmp.Name())
+			return nil, "", nil, err
+		}
+		return b, fmt.Sprintf("random llama (hidden %d, %d layers, Q8_0, %.1f MB)", o.Hidden, o.Layers, float64(len(data))/1e6),
+			func() { closeFn(); os.Remove(tmp.Name()) }, nil
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	m, err := cpu.LoadLlama(f, nil)
+	if err != nil {
+		f.Close()
+		return nil, "", nil, err
+	}
+	return m, filepath.Base(path), func() { f.Close() }, nil
+}
+
+// benchPrompt is n deterministic token ids (BOS first unless salt < 0: a
+// continuation), avoiding ids below 3 (control tokens of most vocabularies).
+func benchPrompt(cfg model.Config, n int, salt int) []int32 {
+	ids := make([]int32, n)
+	for i := range ids {
+		ids[i] = int32(3 + uint64(i*7919+i*i*31+salt*104729+1<<40)%uint64(cfg.VocabSize-3))
+	}
+	if cfg.BOS >= 0 && salt >= 0 {
+		ids[0] = cfg.BOS
+	}
+	return ids
+}
+
+// prefillFirst prefills ids[from:] on c in calls of width batch and returns
+// the last position's logits (whose argmax is the first token).
+func prefillFirst(ctx context.Context, b model.Backend, c *kv.Cache, ids []int32, from, batch int) ([]float32, error) {
+	var last []float32
+	for p := from; p < len(ids); {
+		n := min(batch, len(ids)-p)
+		r, err := b.Forward(ctx, ids[p:p+n], p, c, model.Logits)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Commit(n); err != nil {
+			return nil, err
+		}
+		last = r.Logits[n-1]
+		p += n
+	}
+	return last, nil
+}
+
+func benchResumeOne(ctx context.Context, b model.Backend, dir string, n, batch, repeat int) (resumeFigures, error) {
+	cfg := b.Config()
+	f := resumeFigures{PromptTokens: n}
+	meta := kv.Meta{Model: cfg.Fingerprint, Tokenizer: "bench", Template: ""}
+	ids := benchPrompt(cfg, n, n)
+	c, err := kv.New(cfg.KV, batch)
+	if err != nil {
+		return f, err
+	}
+	t0 := time.Now()
+	freshLogits, err := prefillFirst(ctx, b, c, ids, 0, batch)
+	if err != nil {
+		return f, err
+	}
+	cpu.Argmax(freshLogits)
+	f.FreshTTFTms = ms(time.Since(t0))
+
+	store := newMemSnapshots(dir)
+	r := &engine.Resumer{Store: store, Meta: meta}
+	t0 = time.Now()
+	path, err := r.Save(ctx, "whole", ids, c)
+	if err != nil {
+		return f, err
+	}
+	f.WriteMs = ms(time.Since(t0))
+	st, err := os.Stat(path)
+	if err != nil {
+		return f, err
+	}
+	f.SnapshotBytes = st.Size()
+	// A second snapshot whose last 64 tokens differ from the prompt's.
+	c.Reset()
+	tail := append(append([]int32(nil), ids[:n-64]...), benchPrompt(cfg, 64, -1-n)...)
+	if _, err := prefillFirst(ctx, b, c, tail, 0, batch); err != nil {
+		return f, err
+	}
+	if _, err := r.Save(ctx, "tail", tail, c); err != nil {
+		return f, err
+	}
+
+	var ttft, ttft64, load, read []float64
+	rc, err := kv.New(cfg.KV, batch)
+	if err != nil {
+		return f, err
+	}
+	for range repeat {
+		// Whole prompt stored: load, prefill the last token.
+		store.only(path)
+		t0 = time.Now()
+		from := r.Restore(ctx, ids, rc)
+		logits, err := prefillFirst(ctx, b, rc, ids, from, batch)
+		if err != nil {
+			return f, err
+		}
+		cpu.Argmax(logits)
+		ttft = append(ttft, ms(time.Since(t0)))
+		if from != n-1 {
+			return f, fmt.Errorf("bench resume: restored %d of %d tokens", from, n)
+		}
+		f.Exact = sameBits(logits, freshLogits)
+
+		// Last 64 tokens new: the stored prefix is the tail snapshot's.
+		other := append(append([]int32(nil), ids[:n-64]...), benchPrompt(cfg, 64, -2-n)...)
+		store.onlyNot(path)
+		t0 = time.Now()
+		from = r.Restore(ctx, other, rc)
+		if _, err := prefillFirst(ctx, b, rc, other, from, batch); err != nil {
+			return f, err
+		}
+		ttft64 = append(ttft64, ms(time.Since(t0)))
+		if from != n-64 {
+			return f, fmt.Errorf("bench resume: restored %d of %d shared tokens", from, n-64)
+		}
+		store.all()
+
+		t0 = time.Now()
+		if _, err := kv.Load(ctx, path, meta, rc); err != nil {
+			return f, err
+		}
+		load = append(load, ms(time.Since(t0)))
+		t0 = time.Now()
+		if err := plainRead(path); err != nil {
+			return f, err
+		}
+		read = append(read, ms(time.Since(t0)))
+	}
+	f.ResumedTTFTms = median(ttft)
+	f.Resumed64TTFTms = median(ttft64)
+	f.LoadMs = median(load)
+	f.Speedup = f.FreshTTFTms / f.ResumedTTFTms
+	f.LoadGBps = float64(f.SnapshotBytes) / (f.LoadMs / 1e3) / 1e9
+	f.ReadGBps = float64(f.SnapshotBytes) / (median(read) / 1e3) / 1e9
+	return f, nil
+}
+
+// plainRead reads the file sequentially in 1 MiB chunks: the bandwidth a
+// snapshot load is compared with.
+func plainRead(path string) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	buf := make([]byte, 1<<20)
+	for {
+		_, err := fh.Read(buf)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+func median(x []float64) float64 {
+	s := append([]float64(nil), x...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func sameBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// memSnapshots is an in-memory snapshot index for the benchmark (the app's
+// index is the storage database); it matches whole blocks like the real one
+// and can hide snapshots so each measurement resumes from the one it means.
+type memSnapshots struct {
+	dir    string
+	recs   map[string][]string // path -> block hashes
+	tokens map[string]int
+	hidden map[string]bool
+}
+
+func newMemSnapshots(dir string) *memSnapshots {
+	return &memSnapshots{dir: dir, recs: map[string][]string{}, tokens: map[string]int{}, hidden: map[string]bool{}}
+}
+
+func (m *memSnapshots) only(path string) {
+	for p := range m.recs {
+		m.hidden[p] = p != path
+	}
+}
+
+func (m *memSnapshots) onlyNot(path string) {
+	for p := range m.recs {
+		m.hidden[p] = p == path
+	}
+}
+
+func (m *memSnapshots) all() { clear(m.hidden) }
+
+func (m *memSnapshots) Dir() string { return m.dir }
+
+func (m *memSnapshots) LongestPrefix(_ context.Context, meta kv.Meta, ids []int32) (engine.StoredSnapshot, bool, error) {
+	want := kv.BlockHashes(meta, ids)
+	best, bestPath := 0, ""
+	for p, blocks := range m.recs {
+		if m.hidden[p] {
+			continue
+		}
+		k := 0
+		for k < len(want) && k < len(blocks) && want[k] == blocks[k] {
+			k++
+		}
+		if k > best {
+			best, bestPath = k, p
+		}
+	}
+	return engine.StoredSnapshot{Path: bestPath, Tokens: m.tokens[bestPath]}, best > 0, nil
+}
+
+func (m *memSnapshots) Replace(_ context.Context, _ string, meta kv.Meta, ids []int32, s engine.StoredSnapshot) ([]string, error) {
+	m.recs[s.Path] = kv.BlockHashes(meta, ids)
+	m.tokens[s.Path] = len(ids)
+	return nil, nil
+}
+
+func (m *memSnapshots) Forget(_ context.Context, path string) error {
+	delete(m.recs, path)
+	return nil
+}
