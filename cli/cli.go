@@ -29,6 +29,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"version", "print the version and build information", runVersion},
+		{"generate", "generate text from a prompt", runGenerate},
 		{"bench", "run a benchmark (anechat bench WHAT; resume, ...)", runBench},
 	}
 }

@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+
+	"anechat/engine"
+	"anechat/engine/model"
+)
+
+// generateJSON is the --json output of generate (issue 4).
+type generateJSON struct {
+	PromptIDs []int32      `json:"prompt_ids"`
+	IDs       []int32      `json:"ids"`
+	Text      string       `json:"text"`
+	Stats     generateStat `json:"stats"`
+}
+
+type generateStat struct {
+	TargetCalls   int     `json:"target_calls"`
+	Drafted       int     `json:"drafted"`
+	Accepted      int     `json:"accepted"`
+	PrefillTokens int     `json:"prefill_tokens"`
+	ResumedTokens int     `json:"resumed_tokens"`
+	TTFTms        float64 `json:"ttft_ms"`
+	DecodeTokS    float64 `json:"decode_tok_s"`
+}
+
+func statJSON(st engine.Stats) generateStat {
+	return generateStat{st.TargetCalls, st.Drafted, st.Accepted, st.PrefillTokens, st.ResumedTokens, st.TTFTms, st.DecodeTokS}
+}
+
+// genFlags are the sampling and speculation flags generate and chat share.
+type genFlags struct {
+	model       *string
+	maxTokens   *int
+	width       *int
+	temperature *float64
+	seed        *uint64
+}
+
+func addGenFlags(fs interface {
+	String(string, string, string) *string
+	Int(string, int, string) *int
+	Float64(string, float64, string) *float64
+	Uint64(string, uint64, string) *uint64
+}, defMax int) genFlags {
+	return genFlags{
+		model:       fs.String("model", "", "model file (.gguf) or directory (safetensors)"),
+		maxTokens:   fs.Int("max-tokens", defMax, "most tokens to generate (0 = until a stop token or the context ends)"),
+		width:       fs.Int("width", 1, "speculation width: 1 = off, 2..8, 0 = auto"),
+		temperature: fs.Float64("temperature", 0, "sampling temperature (0 = greedy)"),
+		seed:        fs.Uint64("seed", 0, "random seed for sampling"),
+	}
+}
+
+func (g genFlags) options() engine.GenerateOptions {
+	return engine.GenerateOptions{MaxTokens: *g.maxTokens, Width: *g.width, Temperature: *g.temperature, Seed: *g.seed}
+}
+
+// interruptible returns a context cancelled by Ctrl-C.
+func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt)
+}
+
+// parseIDs parses "1 403 407" or "1,403,407".
+func parseIDs(s string) ([]int32, error) {
+	var out []int32
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
+		n, err := strconv.ParseInt(f, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("--prompt-ids: %q is not a token id", f)
+		}
+		out = append(out, int32(n))
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--prompt-ids: no ids")
+	}
+	return out, nil
+}
+
+func runGenerate(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "generate", "--model PATH (--prompt TEXT | --prompt-ids IDS) [--raw] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--json]")
+	g := addGenFlags(fs, 256)
+	prompt := fs.String("prompt", "", "prompt text")
+	promptIDs := fs.String("prompt-ids", "", "prompt as token ids (\"1 403 407\"), fed as is: no BOS added, no template")
+	raw := fs.Bool("raw", false, "skip the chat template: BOS (if the tokenizer adds one) + the encoded prompt")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of streaming text")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *g.model == "" || (*prompt == "") == (*promptIDs == "") {
+		fmt.Fprintln(env.Stderr, "generate needs --model and exactly one of --prompt or --prompt-ids")
+		fs.Usage()
+		return errUsage
+	}
+	ctx, stop := interruptible(ctx)
+	defer stop()
+	m, err := openModel(*g.model)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	var ids []int32
+	if *promptIDs != "" {
+		if ids, err = parseIDs(*promptIDs); err != nil {
+			return err
+		}
+	} else if ids, err = m.promptIDs(*prompt, *raw); err != nil {
+		return err
+	}
+	s, err := engine.NewSession(m.backend, engine.SessionOptions{Text: m.textStream()})
+	if err != nil {
+		return err
+	}
+	if err := s.Prefill(ctx, ids, nil); err != nil {
+		return err
+	}
+	var out []int32
+	var text strings.Builder
+	st, err := s.Generate(ctx, g.options(), func(t engine.Token) error {
+		if t.ID >= 0 {
+			out = append(out, t.ID)
+		}
+		text.WriteString(t.Text)
+		if !*asJSON {
+			if m.textStream() == nil {
+				fmt.Fprintf(env.Stdout, "%d ", t.ID)
+			} else {
+				io.WriteString(env.Stdout, t.Text)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if out == nil {
+			out = []int32{}
+		}
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(generateJSON{PromptIDs: ids, IDs: out, Text: text.String(), Stats: statJSON(st)})
+	}
+	fmt.Fprintln(env.Stdout)
+	fmt.Fprintf(env.Stderr, "[%d prompt tokens, %d generated (%s), %d calls, %d/%d drafts accepted, ttft %.1f ms, %.1f tok/s]\n",
+		st.PrefillTokens, st.Tokens, st.Stopped, st.TargetCalls, st.Accepted, st.Drafted, st.TTFTms, st.DecodeTokS)
+	return nil
+}
+
+// loadedModel is a backend plus what turns text into ids and back.
+type loadedModel struct {
+	backend model.Backend
+	codec   textCodec // nil until a tokenizer is available for the model
+}
+
+func (m *loadedModel) Close() error {
+	if c, ok := m.backend.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+func (m *loadedModel) textStream() func() engine.TextStream {
+	if m.codec == nil {
+		return nil
+	}
+	return m.codec.stream
+}
+
+func (m *loadedModel) promptIDs(prompt string, raw bool) ([]int32, error) {
+	if m.codec == nil {
+		return nil, errors.New("no tokenizer for this model: pass --prompt-ids")
+	}
+	if raw {
+		return m.codec.raw(prompt), nil
+	}
+	return m.codec.chatPrompt(prompt)
+}
+
+// textCodec is the tokenizer and chat template of a model.
+type textCodec interface {
+	raw(text string) []int32
+	chatPrompt(user string) ([]int32, error)
+	stream() engine.TextStream
+}

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// storiesPath returns ../shared/models/stories260K.gguf, skipping outside CI
+// when it is missing.
+func storiesPath(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "shared", "models", "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s missing (CI needs ../shared beside the checkout): %v", p, err)
+		}
+		t.Skipf("%s missing: run make test with ../shared present", p)
+	}
+	return p
+}
+
+func TestGenerateJSON(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"generate", "--model", storiesPath(t), "--prompt-ids", "1 403 407 261 378", "--max-tokens", "60", "--json"}
+	if code := Run(context.Background(), args, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var got struct {
+		PromptIDs []int32        `json:"prompt_ids"`
+		IDs       []int32        `json:"ids"`
+		Text      *string        `json:"text"`
+		Stats     map[string]any `json:"stats"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	want := []int32{432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337, 410, 408, 419, 292, 411, 322, 265, 282, 295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426, 338, 391, 266, 267, 337, 335, 312, 432, 398, 312, 286, 267, 414, 270, 333, 415, 426, 13, 438, 310}
+	if !slices.Equal(got.IDs, want) || !slices.Equal(got.PromptIDs, []int32{1, 403, 407, 261, 378}) || got.Text == nil {
+		t.Fatalf("output %s", out.String())
+	}
+	for _, k := range []string{"target_calls", "drafted", "accepted", "prefill_tokens", "resumed_tokens", "ttft_ms", "decode_tok_s"} {
+		if _, ok := got.Stats[k]; !ok {
+			t.Errorf("stats lack %q: %s", k, out.String())
+		}
+	}
+	if got.Stats["prefill_tokens"] != float64(5) || got.Stats["target_calls"] != float64(59) {
+		t.Errorf("stats %v", got.Stats)
+	}
+}
+
+func TestGenerateErrors(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), []string{"generate", "--prompt", "x"}, nil, &out, &errb); code != 2 {
+		t.Fatalf("missing --model: exit %d", code)
+	}
+	errb.Reset()
+	bad := filepath.Join(t.TempDir(), "bad.gguf")
+	os.WriteFile(bad, []byte("GGUF\x03\x00\x00\x00"), 0o644)
+	if code := Run(context.Background(), []string{"generate", "--model", bad, "--prompt-ids", "1"}, nil, &out, &errb); code != 1 || !strings.Contains(errb.String(), "bad.gguf") {
+		t.Fatalf("corrupt model: exit %d, %s", code, errb.String())
+	}
+}
