@@ -1,4 +1,4 @@
-//go:build !desktop
+//go:build !desktop && !dev && !bindings
 
 package main
 

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# End-to-end test: the real Go backend (the Wails dev build of anechat, which
+# serves the built frontend plus the Wails IPC on a local port, exactly what
+# `wails dev` runs) under Xvfb, driven by Playwright in Debian's Chromium.
+#
+# We build and start the dev binary ourselves instead of running `wails dev`:
+# `wails dev` also starts file watchers and a Vite dev server and rebuilds on
+# change, which is for people; the binary it would start is this one.
+#
+# usage: build/scripts/e2e.sh BINARY   (built with -tags dev[,webkit2_41])
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bin=${1:?usage: e2e.sh DEV_BINARY}
+port=${ANECHAT_E2E_PORT:-34115}
+url="http://127.0.0.1:$port"
+
+work=$(mktemp -d)
+log="build/bin/e2e-backend.log"
+pid=""
+cleanup() {
+	if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+if curl -fsS -o /dev/null "$url/" 2>/dev/null; then
+	echo "e2e: something already listens on $url; stop it or set ANECHAT_E2E_PORT" >&2
+	exit 1
+fi
+
+# A fresh data dir: the test sees an empty database.
+export ANECHAT_HOME="$work/data"
+run=("$bin")
+if [[ "$(uname -s)" == Linux && -z "${ANECHAT_E2E_DISPLAY:-}" ]]; then
+	run=(xvfb-run -a -s "-screen 0 1280x800x24" "$bin")
+fi
+devserver="127.0.0.1:$port" assetdir="frontend/dist" loglevel=info \
+	setsid "${run[@]}" >"$log" 2>&1 &
+pid=$!
+
+for _ in $(seq 1 120); do
+	if curl -fsS -o /dev/null "$url/" 2>/dev/null; then break; fi
+	if ! kill -0 "$pid" 2>/dev/null; then
+		echo "e2e: the backend exited early; its log ($log):" >&2
+		cat "$log" >&2
+		exit 1
+	fi
+	sleep 0.5
+done
+curl -fsS -o /dev/null "$url/" || { echo "e2e: backend not serving on $url after 60s; log:" >&2; cat "$log" >&2; exit 1; }
+
+status=0
+(cd frontend && ANECHAT_E2E_URL="$url" npx playwright test) || status=$?
+if [[ $status -ne 0 ]]; then
+	echo "e2e: failed; backend log ($log):" >&2
+	tail -50 "$log" >&2
+fi
+# setsid made the backend a process group leader: end the group (xvfb-run, Xvfb, app).
+kill -- -"$pid" 2>/dev/null || true
+exit $status
