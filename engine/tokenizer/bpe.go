@@ -1,0 +1,351 @@
+package tokenizer
+
+import (
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// bpeModel is merges-ranked BPE (Hugging Face's BPE model; llama.cpp's gpt2
+// vocabularies use the same algorithm): start from characters (or bytes, for
+// byte-level vocabularies), repeatedly merge the adjacent pair with the
+// lowest merge rank, leftmost first.
+type bpeModel struct {
+	merges map[uint64]uint64 // left<<32|right -> rank<<32|result id
+
+	charLo []int32          // rune < 0x10000 -> id of its one-rune piece, -1 if none
+	charHi map[rune]int32   // the same for the astral planes
+	byteID [256]int32       // id of "<0xXX>" pieces (byte fallback), -1 if none
+	bl     [256]int32       // byte-level: id of the piece of the printable rune standing for each byte
+	vocab  map[string]int32 // model vocabulary only (ignore_merges lookups)
+
+	byteFallback bool
+	unk          int32 // -1 if none
+	fuseUnk      bool
+	ignoreMerges bool
+
+	// Words with metaspaces can be cut before each "▁" that follows another
+	// character without changing the result, as long as no merge joins a
+	// piece ending in that character to a piece starting with "▁" (checked at
+	// load). Gemma's vocabulary has one such merge (">" + "▁</"), so a "▁"
+	// after ">" keeps its word whole. Cutting lets us cache words and keeps
+	// each BPE small, which is most of the encoding speed.
+	chunkMeta     bool
+	noCutAfter    map[rune]bool
+	noCutAfterRaw bool // a merge starts from a byte-fallback/unk piece: never cut after those
+
+	cacheMu sync.Mutex
+	cache   map[string][]int32
+
+	pool sync.Pool // *bpeScratch
+}
+
+const (
+	cacheMaxEntries = 1 << 17
+	cacheMaxWordLen = 256
+)
+
+type bpeSym struct {
+	id         int32
+	prev, next int32
+}
+
+type bpeScratch struct {
+	syms []bpeSym
+	heap []uint64
+}
+
+func newBPEModel() *bpeModel {
+	m := &bpeModel{merges: map[uint64]uint64{}, charHi: map[rune]int32{}, unk: -1, cache: map[string][]int32{}}
+	m.charLo = make([]int32, 0x10000)
+	for i := range m.charLo {
+		m.charLo[i] = -1
+	}
+	for i := range m.byteID {
+		m.byteID[i] = -1
+		m.bl[i] = -1
+	}
+	m.pool.New = func() any { return &bpeScratch{} }
+	return m
+}
+
+func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
+
+// setPiece records a model-vocabulary piece for the character tables.
+func (m *bpeModel) setPiece(p string, id int32) {
+	r, n := utf8.DecodeRuneInString(p)
+	if n == len(p) && r != utf8.RuneError {
+		if r < 0x10000 {
+			m.charLo[r] = id
+		} else {
+			m.charHi[r] = id
+		}
+	} else if p == "\uFFFD" {
+		m.charLo[0xFFFD] = id
+	}
+	if b := parseBytePiece(p); b >= 0 {
+		m.byteID[b] = id
+	}
+}
+
+func (m *bpeModel) charID(r rune) int32 {
+	if r >= 0 && r < 0x10000 {
+		return m.charLo[r]
+	}
+	if id, ok := m.charHi[r]; ok {
+		return id
+	}
+	return -1
+}
+
+// addMerge records that left+right (ids) make result with the given rank. The
+// first occurrence of a pair wins (HF keeps the lowest rank as well).
+func (m *bpeModel) addMerge(left, right, result int32, rank int) {
+	k := pairKey(left, right)
+	if _, dup := m.merges[k]; dup {
+		return
+	}
+	m.merges[k] = uint64(rank)<<32 | uint64(uint32(result))
+}
+
+// prepareChunking decides whether words may be cut before metaspaces; call
+// after all merges are added. pieces maps ids to their text.
+func (m *bpeModel) prepareChunking(pieces []string) {
+	if m.ignoreMerges || m.charID('▁') < 0 {
+		return
+	}
+	m.noCutAfter = map[rune]bool{}
+	for k := range m.merges {
+		l, r := pieces[uint32(k>>32)], pieces[uint32(k)]
+		if !strings.HasPrefix(r, metaspace) || strings.HasSuffix(l, metaspace) || l == "" {
+			continue
+		}
+		if parseBytePiece(l) >= 0 || int32(uint32(k>>32)) == m.unk {
+			m.noCutAfterRaw = true
+		}
+		last, _ := utf8.DecodeLastRuneInString(l)
+		m.noCutAfter[last] = true
+	}
+	m.chunkMeta = true
+}
+
+// encodeWord appends the ids of one pre-tokenized word.
+func (m *bpeModel) encodeWord(out []int32, w string, byteLevel bool) []int32 {
+	if !m.chunkMeta || byteLevel {
+		return m.encodeChunk(out, w, byteLevel)
+	}
+	start := 0
+	prev := rune(-1)
+	for i, r := range w {
+		if r == '▁' && prev >= 0 && prev != '▁' && !m.noCutAfter[prev] &&
+			!(m.noCutAfterRaw && m.charID(prev) < 0) {
+			out = m.encodeChunk(out, w[start:i], false)
+			start = i
+		}
+		prev = r
+	}
+	return m.encodeChunk(out, w[start:], false)
+}
+
+func (m *bpeModel) encodeChunk(out []int32, w string, byteLevel bool) []int32 {
+	if w == "" {
+		return out
+	}
+	if m.ignoreMerges {
+		if id, ok := m.vocab[bytesOrRunes(w, byteLevel)]; ok {
+			return append(out, id)
+		}
+	}
+	cacheable := len(w) <= cacheMaxWordLen
+	if cacheable {
+		m.cacheMu.Lock()
+		ids, ok := m.cache[w]
+		m.cacheMu.Unlock()
+		if ok {
+			return append(out, ids...)
+		}
+	}
+	n0 := len(out)
+	out = m.bpe(out, w, byteLevel)
+	if cacheable {
+		ids := append([]int32(nil), out[n0:]...)
+		m.cacheMu.Lock()
+		if len(m.cache) >= cacheMaxEntries {
+			clear(m.cache)
+		}
+		m.cache[w] = ids
+		m.cacheMu.Unlock()
+	}
+	return out
+}
+
+func bytesOrRunes(w string, byteLevel bool) string {
+	if byteLevel {
+		return byteLevelString(w)
+	}
+	return w
+}
+
+// bpe runs the merge loop on one word with a binary heap of (rank, position),
+// the order Hugging Face's BPE uses: lowest rank first, then leftmost.
+func (m *bpeModel) bpe(out []int32, w string, byteLevel bool) []int32 {
+	sc := m.pool.Get().(*bpeScratch)
+	syms := sc.syms[:0]
+	push := func(id int32) {
+		if id == m.unk && m.fuseUnk && len(syms) > 0 && syms[len(syms)-1].id == m.unk {
+			return
+		}
+		syms = append(syms, bpeSym{id: id})
+	}
+	if byteLevel {
+		for i := 0; i < len(w); i++ {
+			id := m.bl[w[i]]
+			if id < 0 {
+				id = m.unk
+			}
+			if id >= 0 {
+				push(id)
+			}
+		}
+	} else {
+		for i := 0; i < len(w); {
+			r, n := utf8.DecodeRuneInString(w[i:])
+			id := int32(-1)
+			if !(r == utf8.RuneError && n == 1) {
+				id = m.charID(r)
+			}
+			if id < 0 && m.byteFallback {
+				ok := true
+				for j := i; j < i+n; j++ {
+					if m.byteID[w[j]] < 0 {
+						ok = false
+						break
+					}
+				}
+				if ok {
+					for j := i; j < i+n; j++ {
+						push(m.byteID[w[j]])
+					}
+					i += n
+					continue
+				}
+			}
+			if id < 0 {
+				id = m.unk
+			}
+			if id >= 0 {
+				push(id)
+			}
+			i += n
+		}
+	}
+	for i := range syms {
+		syms[i].prev = int32(i - 1)
+		syms[i].next = int32(i + 1)
+	}
+	if len(syms) > 0 {
+		syms[len(syms)-1].next = -1
+	}
+	h := sc.heap[:0]
+	for i := 0; i+1 < len(syms); i++ {
+		if v, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
+			h = heapPush(h, v&^0xFFFFFFFF|uint64(i))
+		}
+	}
+	for len(h) > 0 {
+		var top uint64
+		top, h = heapPop(h)
+		rank := top >> 32
+		pos := int32(top & 0xFFFFFFFF)
+		s := &syms[pos]
+		if s.id < 0 || s.next < 0 {
+			continue
+		}
+		nx := s.next
+		v, ok := m.merges[pairKey(s.id, syms[nx].id)]
+		if !ok || v>>32 != rank {
+			continue // stale entry
+		}
+		s.id = int32(uint32(v))
+		s.next = syms[nx].next
+		if s.next >= 0 {
+			syms[s.next].prev = pos
+		}
+		syms[nx].id = -1
+		if s.prev >= 0 {
+			if v, ok := m.merges[pairKey(syms[s.prev].id, s.id)]; ok {
+				h = heapPush(h, v&^0xFFFFFFFF|uint64(s.prev))
+			}
+		}
+		if s.next >= 0 {
+			if v, ok := m.merges[pairKey(s.id, syms[s.next].id)]; ok {
+				h = heapPush(h, v&^0xFFFFFFFF|uint64(pos))
+			}
+		}
+	}
+	for i := int32(0); len(syms) > 0 && i >= 0; i = syms[i].next {
+		out = append(out, syms[i].id)
+	}
+	sc.syms, sc.heap = syms, h
+	m.pool.Put(sc)
+	return out
+}
+
+func heapPush(h []uint64, v uint64) []uint64 {
+	h = append(h, v)
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p] <= v {
+			break
+		}
+		h[i] = h[p]
+		i = p
+	}
+	h[i] = v
+	return h
+}
+
+func heapPop(h []uint64) (uint64, []uint64) {
+	top := h[0]
+	last := h[len(h)-1]
+	h = h[:len(h)-1]
+	n := len(h)
+	if n == 0 {
+		return top, h
+	}
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		if r := l + 1; r < n && h[r] < h[l] {
+			l = r
+		}
+		if last <= h[l] {
+			break
+		}
+		h[i] = h[l]
+		i = l
+	}
+	h[i] = last
+	return top, h
+}
+
+// hash feeds the merge table into the fingerprint in rank order.
+func (m *bpeModel) hash(w func(uint64)) {
+	byRank := make([]uint64, len(m.merges)*2)
+	for k, v := range m.merges {
+		r := v >> 32
+		if int(r) < len(m.merges) {
+			byRank[2*r] = k
+			byRank[2*r+1] = v
+		}
+	}
+	for _, x := range byRank {
+		w(x)
+	}
+	w(boolBit(m.byteFallback) | boolBit(m.fuseUnk)<<1 | boolBit(m.ignoreMerges)<<2)
+	w(uint64(int64(m.unk)))
+}

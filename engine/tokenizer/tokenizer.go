@@ -1,0 +1,249 @@
+// Package tokenizer turns text into token ids and back, exactly as the
+// reference implementations do: Hugging Face tokenizer.json BPE models (with
+// byte fallback, as Gemma uses, or byte-level as GPT-2 uses) and the GGUF
+// vocabularies of llama.cpp (`llama`: SentencePiece BPE with scores; `gpt2`:
+// byte-level BPE with merges).
+//
+// A Tokenizer is immutable after loading and safe for concurrent use. Encode
+// treats every character of its input as text (a user who types
+// "<end_of_turn>" gets the tokens of those characters, never the control
+// token); EncodeSpecial recognises special and added tokens written inline, as
+// Hugging Face's tokenizers do by default. Neither adds BOS: raw prompt ids are
+// [BOS if AddsBOS()] + Encode(text).
+//
+// Streaming decode (NewStream) emits text as tokens arrive and never a broken
+// UTF-8 sequence; its concatenated output equals Decode of the same ids.
+package tokenizer
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"math"
+	"sync"
+	"unicode/utf8"
+)
+
+// metaspace is SentencePiece's visible space, U+2581.
+const metaspace = "\u2581"
+
+// Tokenizer encodes and decodes text for one vocabulary.
+type Tokenizer struct {
+	source string // file the tokenizer came from, for messages
+	kind   string // "hf-bpe", "gguf-llama", "gguf-gpt2" (part of the fingerprint)
+
+	pieces []string         // id -> piece (model vocabulary and added tokens)
+	vocab  map[string]int32 // piece -> id (model vocabulary and added tokens)
+	byteOf []int16          // id -> byte value of a <0xXX> piece, else -1
+	skip   []bool           // id decodes to nothing (special / control tokens)
+
+	added addedMatcher
+
+	norm []normOp  // HF normalizer, applied to each text segment
+	pre  []preStep // HF pre-tokenizer steps, applied in order
+
+	// byteLevel: words are mapped byte -> printable rune (GPT-2) before BPE.
+	byteLevel bool
+
+	bpe *bpeModel // merges-ranked BPE (HF, GGUF gpt2)
+	spm *spmModel // score-ranked BPE (GGUF llama)
+
+	dec decodeSpec
+
+	bos    int32
+	addBOS bool
+	eos    []int32
+
+	fpOnce sync.Once
+	fp     string
+}
+
+// Source is the file the tokenizer was loaded from.
+func (t *Tokenizer) Source() string { return t.source }
+
+// AddsBOS reports whether the model expects BOS at the start of a prompt
+// (Hugging Face's add_special_tokens=True; GGUF's tokenizer.ggml.add_bos_token).
+func (t *Tokenizer) AddsBOS() bool { return t.addBOS && t.bos >= 0 }
+
+// BOS is the beginning-of-sequence id, or -1 if the vocabulary has none.
+func (t *Tokenizer) BOS() int32 { return t.bos }
+
+// EOS lists the ids that end generation (for Gemma 3: <eos> and <end_of_turn>).
+func (t *Tokenizer) EOS() []int32 { return append([]int32(nil), t.eos...) }
+
+// VocabSize is one more than the largest token id.
+func (t *Tokenizer) VocabSize() int { return len(t.pieces) }
+
+// TokenID returns the id of a piece exactly as the vocabulary spells it
+// (e.g. "<start_of_turn>", "▁the", "<0x0A>").
+func (t *Tokenizer) TokenID(piece string) (int32, bool) {
+	id, ok := t.vocab[piece]
+	return id, ok
+}
+
+// Piece returns the vocabulary entry of id ("" if id is out of range).
+func (t *Tokenizer) Piece(id int32) string {
+	if id < 0 || int(id) >= len(t.pieces) {
+		return ""
+	}
+	return t.pieces[id]
+}
+
+// Encode tokenizes text as plain text: every character, including text that
+// looks like a special token, becomes ordinary tokens. Non-special added
+// tokens (Gemma's "\n\n", "<unused0>", ...) are still used, as Hugging Face
+// does with encode_special_tokens=True. No BOS.
+func (t *Tokenizer) Encode(text string) []int32 { return t.encode(text, false) }
+
+// EncodeSpecial tokenizes text recognising special and added tokens written
+// inline (Hugging Face's default). No BOS.
+func (t *Tokenizer) EncodeSpecial(text string) []int32 { return t.encode(text, true) }
+
+func (t *Tokenizer) encode(text string, special bool) []int32 {
+	out := make([]int32, 0, len(text)/3+1)
+	afterSpecial := true // GGUF llama: a space prefix goes before the first text and after each special token
+	t.added.split(text, special, func(seg string, id int32) {
+		if id >= 0 {
+			out = append(out, id)
+			afterSpecial = true
+			return
+		}
+		out = t.encodeText(out, seg, afterSpecial)
+		afterSpecial = false
+	})
+	return out
+}
+
+// encodeText tokenizes one segment with no added tokens in it.
+func (t *Tokenizer) encodeText(out []int32, seg string, first bool) []int32 {
+	if seg == "" {
+		return out
+	}
+	if t.spm != nil {
+		return t.spm.encode(out, seg, first)
+	}
+	seg = applyNorm(t.norm, seg)
+	if seg == "" {
+		return out
+	}
+	words := []string{seg}
+	for _, st := range t.pre {
+		words = st.apply(words, first)
+	}
+	for _, w := range words {
+		out = t.bpe.encodeWord(out, w, t.byteLevel)
+	}
+	return out
+}
+
+// Fingerprint identifies the tokenizer's behaviour: a hash of its kind,
+// vocabulary, merge ranks or scores, added tokens and normalisation. KV
+// snapshots bind it, so a cache built with another tokenizer is refused.
+func (t *Tokenizer) Fingerprint() string {
+	t.fpOnce.Do(func() {
+		h := sha256.New()
+		var b [8]byte
+		wstr := func(s string) {
+			binary.LittleEndian.PutUint64(b[:], uint64(len(s)))
+			h.Write(b[:])
+			h.Write([]byte(s))
+		}
+		wint := func(v uint64) {
+			binary.LittleEndian.PutUint64(b[:], v)
+			h.Write(b[:])
+		}
+		wstr("anechat-tokenizer-v1")
+		wstr(t.kind)
+		wint(uint64(len(t.pieces)))
+		for i, p := range t.pieces {
+			wstr(p)
+			flags := uint64(0)
+			if t.skip[i] {
+				flags |= 1
+			}
+			if t.added.isAdded(int32(i)) {
+				flags |= 2
+			}
+			if t.added.isSpecial(int32(i)) {
+				flags |= 4
+			}
+			wint(flags)
+		}
+		if t.bpe != nil {
+			t.bpe.hash(wint)
+		}
+		if t.spm != nil {
+			for _, s := range t.spm.scores {
+				wint(uint64(math.Float32bits(s)))
+			}
+			wint(boolBit(t.spm.spacePrefix))
+		}
+		for _, n := range t.norm {
+			wint(uint64(n.kind))
+			wstr(n.from)
+			wstr(n.to)
+		}
+		for _, p := range t.pre {
+			wint(uint64(p.kind))
+			wstr(p.pattern)
+			wint(uint64(p.behavior) | boolBit(p.flag)<<8 | uint64(p.scheme)<<9)
+		}
+		wint(boolBit(t.byteLevel))
+		d := t.dec
+		wint(boolBit(d.byteLevel) | boolBit(d.metaToSpace)<<1 | boolBit(d.byteFallback)<<2 | boolBit(d.stripAfterBOS)<<3 | boolBit(d.replaceBytes)<<4 | uint64(d.stripLeft)<<8 | boolBit(d.metaFirst)<<5)
+		wint(uint64(int64(t.bos)))
+		wint(boolBit(t.addBOS))
+		for _, e := range t.eos {
+			wint(uint64(e))
+		}
+		t.fp = hex.EncodeToString(h.Sum(nil)[:16])
+	})
+	return t.fp
+}
+
+func boolBit(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// parseBytePiece recognises the byte-fallback spelling "<0xAB>" (as Hugging
+// Face's ByteFallback decoder does: 6 bytes, two hex digits of either case).
+func parseBytePiece(p string) int16 {
+	if len(p) != 6 || p[0] != '<' || p[1] != '0' || p[2] != 'x' || p[5] != '>' {
+		return -1
+	}
+	h, ok1 := hexVal(p[3])
+	l, ok2 := hexVal(p[4])
+	if !ok1 || !ok2 {
+		return -1
+	}
+	return int16(h<<4 | l)
+}
+
+func hexVal(c byte) (int, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0'), true
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10, true
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10, true
+	}
+	return 0, false
+}
+
+// finish fills the per-id tables once pieces are known.
+func (t *Tokenizer) finish() {
+	t.byteOf = make([]int16, len(t.pieces))
+	for i, p := range t.pieces {
+		t.byteOf[i] = parseBytePiece(p)
+	}
+	if t.skip == nil {
+		t.skip = make([]bool, len(t.pieces))
+	}
+}
+
+// validUTF8 reports whether s is valid UTF-8 (a shorthand used by tests and fuzzers).
+func validUTF8(s string) bool { return utf8.ValidString(s) }

@@ -1,0 +1,163 @@
+package tokenizer
+
+import (
+	"fmt"
+	"strings"
+)
+
+// GGUF token types (tokenizer.ggml.token_type), as llama.cpp numbers them.
+const (
+	TokenNormal      = 1
+	TokenUnknown     = 2
+	TokenControl     = 3
+	TokenUserDefined = 4
+	TokenUnused      = 5
+	TokenByte        = 6
+)
+
+// Vocab is a GGUF tokenizer description (the tokenizer.ggml.* metadata),
+// independent of the file reader so that it can be built in tests too.
+type Vocab struct {
+	Source string    // file name, for messages
+	Model  string    // tokenizer.ggml.model: "llama" or "gpt2"
+	Pre    string    // tokenizer.ggml.pre (gpt2 only): "default", "gpt2", "smollm"
+	Tokens []string  // tokenizer.ggml.tokens
+	Scores []float32 // tokenizer.ggml.scores (llama)
+	Types  []int32   // tokenizer.ggml.token_type (optional: all normal)
+	Merges []string  // tokenizer.ggml.merges (gpt2): "left right"
+
+	BOS, EOS, EOT, UNK int32 // -1 when absent
+	AddBOS             *bool // tokenizer.ggml.add_bos_token; nil = model default
+	AddSpacePrefix     *bool // tokenizer.ggml.add_space_prefix; nil = model default
+}
+
+// FromVocab builds a tokenizer from a GGUF-style vocabulary.
+func FromVocab(v Vocab) (*Tokenizer, error) {
+	name := v.Source
+	if name == "" {
+		name = "GGUF vocabulary"
+	}
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("tokenizer %s: %w: %s", name, ErrMalformed, fmt.Sprintf(format, args...))
+	}
+	n := len(v.Tokens)
+	if n == 0 {
+		return nil, fail("tokenizer.ggml.tokens is empty")
+	}
+	if v.Types != nil && len(v.Types) != n {
+		return nil, fail("tokenizer.ggml.token_type has %d entries for %d tokens", len(v.Types), n)
+	}
+	typ := func(i int) int32 {
+		if v.Types == nil {
+			return TokenNormal
+		}
+		return v.Types[i]
+	}
+	checkID := func(key string, id int32) (int32, error) {
+		if id < 0 || int(id) >= n {
+			return -1, nil // llama.cpp writes -1 / 0xFFFFFFFF for "none"
+		}
+		return id, nil
+	}
+	t := &Tokenizer{source: name, bos: -1}
+	t.pieces = append([]string(nil), v.Tokens...)
+	t.vocab = make(map[string]int32, n)
+	t.skip = make([]bool, n)
+	t.added = newAddedMatcher()
+	for i, p := range v.Tokens {
+		if _, dup := t.vocab[p]; !dup {
+			t.vocab[p] = int32(i)
+		}
+		switch typ(i) {
+		case TokenControl:
+			t.skip[i] = true
+			t.added.add(p, int32(i), true)
+		case TokenUserDefined:
+			t.added.add(p, int32(i), false)
+		}
+	}
+	var err error
+	if t.bos, err = checkID("bos", v.BOS); err != nil {
+		return nil, err
+	}
+	unk, _ := checkID("unk", v.UNK)
+	for _, e := range []int32{v.EOS, v.EOT} {
+		if id, _ := checkID("eos", e); id >= 0 {
+			t.eos = append(t.eos, id)
+		}
+	}
+	t.eos = dedup(t.eos)
+
+	switch v.Model {
+	case "llama":
+		t.kind = "gguf-llama"
+		if len(v.Scores) != n {
+			return nil, fail("tokenizer.ggml.scores has %d entries for %d tokens", len(v.Scores), n)
+		}
+		m := &spmModel{vocab: t.vocab, scores: append([]float32(nil), v.Scores...), unk: unk, spacePrefix: true}
+		for i := range m.byteID {
+			m.byteID[i] = -1
+		}
+		for i, p := range v.Tokens {
+			if b := parseBytePiece(p); b >= 0 && (v.Types == nil || typ(i) == TokenByte) {
+				m.byteID[b] = int32(i)
+			}
+		}
+		if v.AddSpacePrefix != nil {
+			m.spacePrefix = *v.AddSpacePrefix
+		}
+		t.spm = m
+		t.addBOS = true
+		t.dec = decodeSpec{metaToSpace: true, byteFallback: true, stripAfterBOS: m.spacePrefix}
+		if unk >= 0 {
+			// llama.cpp shows an unknown token as U+2585.
+			t.pieces[unk] = "\u2585"
+		}
+	case "gpt2":
+		t.kind = "gguf-gpt2"
+		var pre []preStep
+		switch v.Pre {
+		case "", "default", "gpt2":
+		case "smollm":
+			pre = append(pre, preStep{kind: preDigits, flag: true})
+		default:
+			return nil, fmt.Errorf("tokenizer %s: %w: tokenizer.ggml.pre %q (supported: default, gpt2, smollm)", name, ErrUnsupported, v.Pre)
+		}
+		t.pre = append(pre, preStep{kind: preByteLevel, regex: true})
+		t.byteLevel = true
+		m := newBPEModel()
+		m.unk = unk
+		for i, p := range v.Tokens {
+			m.setPiece(p, int32(i))
+		}
+		for b := 0; b < 256; b++ {
+			if id, ok := t.vocab[string(byteToRune[b])]; ok {
+				m.bl[b] = id
+			}
+		}
+		for rank, s := range v.Merges {
+			a, b, ok := strings.Cut(s, " ")
+			if !ok {
+				return nil, fail("merge %d %q is not two pieces separated by a space", rank, truncate(s, 40))
+			}
+			l, ok1 := t.vocab[a]
+			r, ok2 := t.vocab[b]
+			res, ok3 := t.vocab[a+b]
+			if !ok1 || !ok2 || !ok3 {
+				return nil, fail("merge %d %q uses pieces that are not in tokenizer.ggml.tokens", rank, truncate(s, 40))
+			}
+			m.addMerge(l, r, res, rank)
+		}
+		t.bpe = m
+		t.dec = decodeSpec{byteLevel: true}
+	case "":
+		return nil, fail("no tokenizer.ggml.model")
+	default:
+		return nil, fmt.Errorf("tokenizer %s: %w: tokenizer.ggml.model %q (supported: llama, gpt2)", name, ErrUnsupported, v.Model)
+	}
+	if v.AddBOS != nil {
+		t.addBOS = *v.AddBOS
+	}
+	t.finish()
+	return t, nil
+}
