@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 
 	"anechat/engine/kv"
 )
@@ -154,4 +155,45 @@ func (r *Resumer) Save(ctx context.Context, key string, ids []int32, c *kv.Cache
 		}
 	}
 	return path, nil
+}
+
+// Prefill makes s hold the prompt ids and prefills what is not cached, in
+// batched calls from the first uncached offset (DESIGN.md invariant 5). When
+// everything s holds in its cache is a prefix of ids (the next turn of the
+// same conversation) it continues from there; otherwise it restores the
+// longest stored prefix of ids, or starts empty. A nil Resumer or Store
+// (caching off) always starts empty. The session's next Stats report the
+// restored positions as ResumedTokens and the rest as PrefillTokens.
+func (r *Resumer) Prefill(ctx context.Context, s *Session, ids []int32, progress func(done, total int)) error {
+	c := s.Cache()
+	have := s.Tokens()
+	if n := c.Len(); n > 0 && n < len(ids) && c.Pending() == 0 && len(have) >= n && slices.Equal(have[:n], ids[:n]) {
+		if err := s.Restored(ids[:n]); err != nil {
+			return err
+		}
+		return s.Prefill(ctx, ids[n:], progress)
+	}
+	s.Reset()
+	n := 0
+	if r != nil && r.Store != nil {
+		n = r.Restore(ctx, ids, c)
+	}
+	if err := s.Restored(ids[:n]); err != nil {
+		return err
+	}
+	return s.Prefill(ctx, ids[n:], progress)
+}
+
+// SaveSession writes the committed part of s's sequence as the snapshot of
+// key (see Save); call it after each assistant turn. A nil Resumer or Store
+// saves nothing.
+func (r *Resumer) SaveSession(ctx context.Context, key string, s *Session) (string, error) {
+	if r == nil || r.Store == nil {
+		return "", nil
+	}
+	n := s.Cache().Len()
+	if n == 0 {
+		return "", nil
+	}
+	return r.Save(ctx, key, s.Tokens()[:n], s.Cache())
 }

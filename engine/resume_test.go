@@ -168,25 +168,25 @@ func slidingGeometry(g kv.Geometry) kv.Geometry {
 func TestResumeExact(t *testing.T) {
 	m := storiesModel(t)
 	meta := kv.Meta{Model: m.Config().Fingerprint, Tokenizer: "stories-tok", Template: ""}
-	prompt := testPrompt(330, 0)
-	other := append(append([]int32(nil), prompt[:200]...), testPrompt(130, 5)[1:]...) // shares 200 tokens
+	prompt := testPrompt(230, 0)
+	other := append(append([]int32(nil), prompt[:150]...), testPrompt(90, 5)[1:]...) // shares 150 tokens
 	for _, tc := range []struct {
 		name     string
 		geo      kv.Geometry
 		stored   []int32
 		restored int // positions Restore must give
 	}{
-		{"full prefix", m.Config().KV, prompt[:260], 260},
-		{"whole prompt", m.Config().KV, prompt, 329},
-		{"partial prefix", m.Config().KV, other, 200},
-		{"longer stored", m.Config().KV, append(append([]int32(nil), prompt...), 5, 6, 7), 329},
-		{"sliding full prefix", slidingGeometry(m.Config().KV), prompt[:300], 300},
-		{"sliding whole prompt", slidingGeometry(m.Config().KV), prompt, 329},
+		{"full prefix", m.Config().KV, prompt[:192], 192},
+		{"whole prompt", m.Config().KV, prompt, 229},
+		{"partial prefix", m.Config().KV, other, 150},
+		{"longer stored", m.Config().KV, append(append([]int32(nil), prompt...), 5, 6, 7), 229},
+		{"sliding full prefix", slidingGeometry(m.Config().KV), prompt[:200], 200},
+		{"sliding whole prompt", slidingGeometry(m.Config().KV), prompt, 229},
 		{"sliding partial", slidingGeometry(m.Config().KV), other, 0}, // rows before the end of a window are gone: fresh
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fresh, _ := kv.New(tc.geo, 64)
-			wantIDs, wantBits := run(t, m, fresh, prompt, 0, 24)
+			wantIDs, wantBits := run(t, m, fresh, prompt, 0, 12)
 
 			store := newMemStore(t.TempDir())
 			var logBuf bytes.Buffer
@@ -201,7 +201,7 @@ func TestResumeExact(t *testing.T) {
 			if n != tc.restored || c.Len() != n {
 				t.Fatalf("restored %d positions (cache %d), want %d; log: %s", n, c.Len(), tc.restored, logBuf.String())
 			}
-			gotIDs, gotBits := run(t, m, c, prompt, n, 24)
+			gotIDs, gotBits := run(t, m, c, prompt, n, 12)
 			if !slicesEqual(gotIDs, wantIDs) || !bytes.Equal(gotBits, wantBits) {
 				t.Fatalf("resumed generation differs from a fresh one:\n got %v\nwant %v", gotIDs, wantIDs)
 			}
@@ -230,7 +230,7 @@ func slicesEqual(a, b []int32) bool {
 func TestResumeFailClosed(t *testing.T) {
 	m := storiesModel(t)
 	meta := kv.Meta{Model: m.Config().Fingerprint, Tokenizer: "stories-tok"}
-	prompt := testPrompt(200, 1)
+	prompt := testPrompt(130, 1)
 	for _, tc := range []struct {
 		name   string
 		damage func(t *testing.T, path string, s *memStore)
