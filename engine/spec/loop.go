@@ -22,7 +22,8 @@ type Request struct {
 	// is not in the KV yet and is fed as the first token of the first call.
 	Logits []float32
 	// Room is the number of positions still free in the target's context
-	// (ContextLen minus the committed length); <= 0 means unlimited.
+	// (ContextLen minus the committed length). With no room left (0), no
+	// model call is made.
 	Room int
 
 	// MaxTokens caps the generated tokens (<= 0: until a stop or Room).
@@ -148,9 +149,6 @@ func (d *Decoder) Run(ctx context.Context, t Target, req Request, emit func(Toke
 	}
 	g := newGate(len(d.Sources))
 	room := req.Room
-	if room <= 0 {
-		room = int(^uint(0) >> 1)
-	}
 	remaining := req.MaxTokens
 	if remaining <= 0 {
 		remaining = int(^uint(0) >> 1)

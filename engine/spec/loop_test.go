@@ -32,6 +32,9 @@ func run(t *testing.T, m *fakeModel, dec *Decoder, history []int32, req Request)
 		}
 	}
 	req.History = history
+	if req.Room == 0 {
+		req.Room = m.ctx - c.Len()
+	}
 	var out []Token
 	st, err := dec.Run(context.Background(), BackendTarget{m, c}, req, func(tk Token) error {
 		out = append(out, tk)
@@ -413,7 +416,7 @@ func TestLogitsStart(t *testing.T) {
 			_ = c.Commit(len(h))
 			var out []Token
 			st, err := (&Decoder{}).Run(context.Background(), BackendTarget{m, c}, Request{
-				History: h, Logits: res.Logits[len(h)-1], MaxTokens: 20, Width: w,
+				History: h, Logits: res.Logits[len(h)-1], MaxTokens: 20, Width: w, Room: 1000,
 			}, func(tk Token) error { out = append(out, tk); return nil })
 			if err != nil {
 				t.Fatal(err)
@@ -442,7 +445,7 @@ func TestRunErrors(t *testing.T) {
 	// consistent (run's checks are not used here, so check by hand).
 	boom := errors.New("boom")
 	n := 0
-	st, err := dec.Run(context.Background(), BackendTarget{m, c}, Request{History: []int32{1, 2, 3}, Width: 4, MaxTokens: 50},
+	st, err := dec.Run(context.Background(), BackendTarget{m, c}, Request{History: []int32{1, 2, 3}, Width: 4, MaxTokens: 50, Room: 100},
 		func(Token) error {
 			n++
 			if n == 5 {
@@ -456,11 +459,16 @@ func TestRunErrors(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	c.Reset()
-	if _, err := dec.Run(ctx, BackendTarget{m, c}, Request{History: []int32{1}, Width: 4}, noop); !errors.Is(err, context.Canceled) {
+	if _, err := dec.Run(ctx, BackendTarget{m, c}, Request{History: []int32{1}, Width: 4, Room: 100}, noop); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: err %v", err)
 	}
+	// No room left: no call, stopped by the context.
+	st, err = dec.Run(context.Background(), badTarget{}, Request{History: []int32{1}, Width: 4}, noop)
+	if err != nil || st.Stopped != "context" || st.TargetCalls != 0 || st.Pending != 1 {
+		t.Fatalf("no room: %v %+v", err, st)
+	}
 	// A target returning the wrong number of rows is an error, not a panic.
-	if _, err := dec.Run(context.Background(), badTarget{}, Request{History: []int32{1}, Width: 1}, noop); err == nil {
+	if _, err := dec.Run(context.Background(), badTarget{}, Request{History: []int32{1}, Width: 1, Room: 10}, noop); err == nil {
 		t.Fatal("bad target: no error")
 	}
 }
@@ -563,7 +571,7 @@ func ExampleDecoder_Run() {
 	c, _ := kv.New(m.Config().KV, MaxWidth)
 	dec := &Decoder{Sources: DefaultSources(nil)}
 	st, _ := dec.Run(context.Background(), BackendTarget{m, c},
-		Request{History: []int32{3, 4, 5, 3, 4}, MaxTokens: 12, Width: 4},
+		Request{History: []int32{3, 4, 5, 3, 4}, MaxTokens: 12, Width: 4, Room: 100},
 		func(tk Token) error { fmt.Print(tk.ID, " "); return nil })
 	fmt.Println("|", st.Tokens, "tokens")
 	// Output: 15 6 14 11 8 4 3 2 14 7 0 4 | 12 tokens

@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"context"
+
+	"anechat/engine/spec"
+)
+
+// SpecDecoder is engine/spec's speculative verify loop as a Session Decoder:
+// drafts from prompt lookup (and a corpus of earlier text, when set), one
+// model call of width 1+drafts per step, output identical to PlainDecoder.
+// It serves one Session (one request at a time).
+type SpecDecoder struct {
+	spec spec.Decoder
+	last spec.Stats
+}
+
+// NewSpecDecoder returns a speculative decoder. costs is the backend's cost
+// model (spec.Measure at load; nil = an assumed one that learns from the calls
+// made); corpus, when not nil, adds suffix matching over earlier
+// conversations and saved prompts.
+func NewSpecDecoder(costs *spec.Costs, corpus *spec.Corpus) *SpecDecoder {
+	return &SpecDecoder{spec: spec.Decoder{Sources: spec.DefaultSources(corpus), Costs: costs}}
+}
+
+// Decode implements Decoder.
+func (d *SpecDecoder) Decode(ctx context.Context, t Target, req DecodeRequest, emit func(id int32, drafted bool) error) (DecodeResult, error) {
+	st, err := d.spec.Run(ctx, t, spec.Request{
+		History:   req.History,
+		Logits:    req.Logits,
+		Room:      req.Room,
+		MaxTokens: req.MaxTokens,
+		Width:     req.Width,
+		Widths:    req.Widths,
+		Sampler:   req.Sampler,
+		Stop:      req.Stop,
+	}, func(tk spec.Token) error { return emit(tk.ID, tk.Drafted) })
+	d.last = st
+	return DecodeResult{
+		TargetCalls: st.TargetCalls,
+		Drafted:     st.Drafted,
+		Accepted:    st.Accepted,
+		Stopped:     st.Stopped,
+		Pending:     st.Pending,
+	}, err
+}
+
+// LastStats returns the verify loop's statistics for the last Decode (per
+// source drafts, wide calls), beyond what Stats carries.
+func (d *SpecDecoder) LastStats() spec.Stats { return d.last }
