@@ -1,0 +1,147 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"anechat/engine/model/gguf"
+)
+
+func storiesTokenizer(t *testing.T) *Tokenizer {
+	t.Helper()
+	path := needFile(t, filepath.Join(repoRoot(t), "..", "shared", "models", "stories260K.gguf"), "stories260K.gguf")
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tok, err := FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func ids(s string) []int32 {
+	var out []int32
+	for _, f := range strings.Fields(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, int32(n))
+	}
+	return out
+}
+
+// The reference prompt and output of ../shared/models/README.md (from llama2.c).
+func TestStoriesLlamaVocab(t *testing.T) {
+	tok := storiesTokenizer(t)
+	if !tok.AddsBOS() || tok.BOS() != 1 || !slices.Equal(tok.EOS(), []int32{2}) || tok.VocabSize() != 512 {
+		t.Fatalf("AddsBOS=%v BOS=%d EOS=%v VocabSize=%d, want true 1 [2] 512", tok.AddsBOS(), tok.BOS(), tok.EOS(), tok.VocabSize())
+	}
+	prompt := append([]int32{tok.BOS()}, tok.Encode("Once upon a time")...)
+	if want := ids("1 403 407 261 378"); !slices.Equal(prompt, want) {
+		t.Errorf("prompt ids = %v, want %v", prompt, want)
+	}
+	gen := ids("432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 419 292 411 322 265 282 295 433 426 385 328 432 358 394 261 370 432 352 266 268 388 426 338 391 266 267 337 335 312 432 398 312 286 267 414 270 333 415 426 13 438 310")
+	all := append(prompt, gen...)
+	want := "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.\nLily"
+	if got := tok.Decode(all); got != want {
+		t.Errorf("Decode = %q\nwant %q", got, want)
+	}
+	if got := streamAll(tok, all); got != want {
+		t.Errorf("stream = %q\nwant %q", got, want)
+	}
+	// Re-encoding the story text gives the same ids (the model wrote
+	// canonical tokenizations).
+	if got := tok.Encode(want); !slices.Equal(got, all[1:]) {
+		t.Errorf("Encode(story) = %v\nwant %v", got, all[1:])
+	}
+	// Generated ids decoded alone keep their leading space (no BOS, no strip).
+	if got := tok.Decode(gen[:2]); got != ", there" {
+		t.Errorf("Decode(gen[:2]) = %q, want \", there\"", got)
+	}
+	// Characters without a piece fall back to bytes and decode back; the
+	// dummy-prefix space goes away after BOS only.
+	for _, s := range []string{"héllo wörld", "日本 😀", "a\tb\n\nc", "", "   "} {
+		if got := tok.Decode(append([]int32{1}, tok.Encode(s)...)); got != s {
+			t.Errorf("Decode(BOS+Encode(%q)) = %q", s, got)
+		}
+		if got, want := tok.Decode(tok.Encode(s)), " "+s; s != "" && got != want {
+			t.Errorf("Decode(Encode(%q)) = %q, want %q", s, got, want)
+		}
+	}
+	// Control-token text is plain text for Encode, a token for EncodeSpecial.
+	if got := tok.Encode("</s>"); slices.Contains(got, 2) {
+		t.Errorf("Encode(</s>) = %v contains EOS", got)
+	}
+	if got := tok.EncodeSpecial("a</s>b"); !slices.Contains(got, 2) {
+		t.Errorf("EncodeSpecial(a</s>b) = %v lacks EOS", got)
+	}
+}
+
+// bytelevelVocab turns the committed tokenizers-trained byte-level BPE into
+// the GGUF shape (tokens by id, "a b" merges, token types).
+func bytelevelVocab(t *testing.T) Vocab {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "bytelevel.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Added []struct {
+			ID      int    `json:"id"`
+			Content string `json:"content"`
+		} `json:"added_tokens"`
+		Model struct {
+			Vocab  map[string]int `json:"vocab"`
+			Merges [][2]string    `json:"merges"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal(data, &j); err != nil {
+		t.Fatal(err)
+	}
+	v := Vocab{Source: "bytelevel.json as GGUF", Model: "gpt2", Pre: "gpt2", BOS: -1, EOS: -1, EOT: -1, UNK: -1}
+	v.Tokens = make([]string, len(j.Model.Vocab))
+	v.Types = make([]int32, len(j.Model.Vocab))
+	for p, id := range j.Model.Vocab {
+		v.Tokens[id] = p
+		v.Types[id] = TokenNormal
+	}
+	for _, a := range j.Added {
+		v.Types[a.ID] = TokenControl
+		v.EOS = int32(a.ID)
+	}
+	for _, m := range j.Model.Merges {
+		v.Merges = append(v.Merges, m[0]+" "+m[1])
+	}
+	return v
+}
+
+func TestByteLevelHFMatchesHuggingFace(t *testing.T) {
+	tok, err := Load(filepath.Join("testdata", "bytelevel.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.AddsBOS() {
+		t.Error("byte-level fixture has no BOS template, AddsBOS = true")
+	}
+	checkExpectations(t, tok, readExpectations(t, "bytelevel.jsonl.gz"), 2000)
+}
+
+func TestGGUFGPT2MatchesHuggingFace(t *testing.T) {
+	tok, err := FromVocab(bytelevelVocab(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.AddsBOS() || !slices.Equal(tok.EOS(), []int32{0}) {
+		t.Errorf("AddsBOS=%v EOS=%v, want false [0]", tok.AddsBOS(), tok.EOS())
+	}
+	checkExpectations(t, tok, readExpectations(t, "bytelevel.jsonl.gz"), 2000)
+}
