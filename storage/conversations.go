@@ -1,0 +1,303 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"anechat/storage/db"
+)
+
+// Conversation is one chat. Its messages form a tree (see Message); the
+// active leaf marks the branch on screen.
+type Conversation struct {
+	ID           int64           `json:"id"`
+	Title        string          `json:"title"`
+	ModelID      int64           `json:"modelId"`  // 0 if none
+	PromptID     int64           `json:"promptId"` // the library prompt it started from, 0 if none
+	SystemPrompt string          `json:"systemPrompt"`
+	Options      json.RawMessage `json:"options,omitempty"` // generation options as JSON, nil if none
+	ActiveLeafID int64           `json:"activeLeafId"`      // 0 while empty
+	CreatedAt    time.Time       `json:"createdAt"`
+	UpdatedAt    time.Time       `json:"updatedAt"`
+}
+
+// ConversationInput is what CreateConversation and UpdateConversation store
+// (UpdateConversation ignores PromptID).
+type ConversationInput struct {
+	Title        string
+	ModelID      int64 // 0 for none
+	PromptID     int64 // 0 for none
+	SystemPrompt string
+	Options      json.RawMessage // nil for none
+}
+
+func conversationOut(c db.Conversation) Conversation {
+	return Conversation{ID: c.ID, Title: c.Title, ModelID: idOut(c.ModelID), PromptID: idOut(c.PromptID),
+		SystemPrompt: c.SystemPrompt, Options: jsonOut(c.Options), ActiveLeafID: idOut(c.ActiveLeafID),
+		CreatedAt: fromMillis(c.CreatedAt), UpdatedAt: fromMillis(c.UpdatedAt)}
+}
+
+// CreateConversation starts an empty conversation.
+func (d *DB) CreateConversation(ctx context.Context, in ConversationInput) (Conversation, error) {
+	const op = "create conversation"
+	opts, err := jsonIn(op+" options", in.Options)
+	if err != nil {
+		return Conversation{}, err
+	}
+	now := millis(d.now())
+	c, err := d.q.CreateConversation(ctx, db.CreateConversationParams{Title: in.Title, ModelID: idIn(in.ModelID),
+		PromptID: idIn(in.PromptID), SystemPrompt: in.SystemPrompt, Options: opts, CreatedAt: now, UpdatedAt: now})
+	if err != nil {
+		return Conversation{}, d.fail(op, err)
+	}
+	return conversationOut(c), nil
+}
+
+// GetConversation returns the conversation with id, or ErrNotFound.
+func (d *DB) GetConversation(ctx context.Context, id int64) (Conversation, error) {
+	c, err := d.q.GetConversation(ctx, id)
+	if err != nil {
+		return Conversation{}, d.fail(fmt.Sprintf("get conversation %d", id), err)
+	}
+	return conversationOut(c), nil
+}
+
+// ListConversations lists conversations, most recently updated first;
+// limit <= 0 means all.
+func (d *DB) ListConversations(ctx context.Context, limit, offset int) ([]Conversation, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	cs, err := d.q.ListConversations(ctx, db.ListConversationsParams{Limit: int64(limit), Offset: int64(max(offset, 0))})
+	if err != nil {
+		return nil, d.fail("list conversations", err)
+	}
+	out := make([]Conversation, len(cs))
+	for i, c := range cs {
+		out[i] = conversationOut(c)
+	}
+	return out, nil
+}
+
+// UpdateConversation replaces title, model, system prompt and options.
+func (d *DB) UpdateConversation(ctx context.Context, id int64, in ConversationInput) (Conversation, error) {
+	op := fmt.Sprintf("update conversation %d", id)
+	opts, err := jsonIn(op+" options", in.Options)
+	if err != nil {
+		return Conversation{}, err
+	}
+	n, err := d.q.UpdateConversation(ctx, db.UpdateConversationParams{Title: in.Title, ModelID: idIn(in.ModelID),
+		SystemPrompt: in.SystemPrompt, Options: opts, UpdatedAt: millis(d.now()), ID: id})
+	if err := oneRow(op, n, err); err != nil {
+		return Conversation{}, d.fail(op, err)
+	}
+	return d.GetConversation(ctx, id)
+}
+
+// DeleteConversation deletes the conversation and all its messages. Its KV
+// snapshots stay (unlinked) until evicted.
+func (d *DB) DeleteConversation(ctx context.Context, id int64) error {
+	op := fmt.Sprintf("delete conversation %d", id)
+	n, err := d.q.DeleteConversation(ctx, id)
+	return d.fail(op, oneRow(op, n, err))
+}
+
+// SetActiveLeaf makes the branch ending at message leafID the one on screen.
+func (d *DB) SetActiveLeaf(ctx context.Context, conversationID, leafID int64) error {
+	op := fmt.Sprintf("set active message of conversation %d", conversationID)
+	return d.tx(ctx, op, func(q *db.Queries) error {
+		if leafID != 0 {
+			m, err := q.GetMessage(ctx, leafID)
+			if err != nil {
+				return fmt.Errorf("message %d: %w", leafID, err)
+			}
+			if m.ConversationID != conversationID {
+				return invalid(op, "message %d belongs to conversation %d", leafID, m.ConversationID)
+			}
+		}
+		n, err := q.SetActiveLeaf(ctx, db.SetActiveLeafParams{ActiveLeafID: idIn(leafID), UpdatedAt: millis(d.now()), ID: conversationID})
+		return oneRow(op, n, err)
+	})
+}
+
+// Roles a message may have.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Message is one node of a conversation's message tree. Editing a message or
+// regenerating an answer appends a sibling (same parent), creating a branch.
+type Message struct {
+	ID             int64           `json:"id"`
+	ConversationID int64           `json:"conversationId"`
+	ParentID       int64           `json:"parentId"` // 0 for a root
+	Role           string          `json:"role"`
+	Content        string          `json:"content"`
+	Stats          json.RawMessage `json:"stats,omitempty"` // generation stats as JSON, nil if none
+	CreatedAt      time.Time       `json:"createdAt"`
+}
+
+// MessageInput is what AppendMessage stores.
+type MessageInput struct {
+	ConversationID int64
+	ParentID       int64 // 0 for a root message
+	Role           string
+	Content        string
+	Stats          json.RawMessage // nil for none
+}
+
+func messageOut(m db.Message) Message {
+	return Message{ID: m.ID, ConversationID: m.ConversationID, ParentID: idOut(m.ParentID), Role: m.Role,
+		Content: m.Content, Stats: jsonOut(m.Stats), CreatedAt: fromMillis(m.CreatedAt)}
+}
+
+func messagesOut(ms []db.Message) []Message {
+	out := make([]Message, len(ms))
+	for i, m := range ms {
+		out[i] = messageOut(m)
+	}
+	return out
+}
+
+func validRole(r string) bool { return r == RoleSystem || r == RoleUser || r == RoleAssistant }
+
+// AppendMessage adds a message under in.ParentID (0: a new root) and makes it
+// the conversation's active leaf, in one transaction.
+func (d *DB) AppendMessage(ctx context.Context, in MessageInput) (Message, error) {
+	op := fmt.Sprintf("append message to conversation %d", in.ConversationID)
+	if !validRole(in.Role) {
+		return Message{}, invalid(op, "role %q is not system, user or assistant", in.Role)
+	}
+	stats, err := jsonIn(op+" stats", in.Stats)
+	if err != nil {
+		return Message{}, err
+	}
+	var out Message
+	err = d.tx(ctx, op, func(q *db.Queries) error {
+		if _, err := q.GetConversation(ctx, in.ConversationID); err != nil {
+			return fmt.Errorf("conversation %d: %w", in.ConversationID, err)
+		}
+		if in.ParentID != 0 {
+			p, err := q.GetMessage(ctx, in.ParentID)
+			if err != nil {
+				return fmt.Errorf("parent message %d: %w", in.ParentID, err)
+			}
+			if p.ConversationID != in.ConversationID {
+				return invalid(op, "parent message %d belongs to conversation %d", in.ParentID, p.ConversationID)
+			}
+		}
+		now := millis(d.now())
+		m, err := q.InsertMessage(ctx, db.InsertMessageParams{ConversationID: in.ConversationID, ParentID: idIn(in.ParentID),
+			Role: in.Role, Content: in.Content, Stats: stats, CreatedAt: now})
+		if err != nil {
+			return err
+		}
+		if _, err := q.SetActiveLeaf(ctx, db.SetActiveLeafParams{ActiveLeafID: idIn(m.ID), UpdatedAt: now, ID: in.ConversationID}); err != nil {
+			return err
+		}
+		out = messageOut(m)
+		return nil
+	})
+	return out, err
+}
+
+// GetMessage returns the message with id, or ErrNotFound.
+func (d *DB) GetMessage(ctx context.Context, id int64) (Message, error) {
+	m, err := d.q.GetMessage(ctx, id)
+	if err != nil {
+		return Message{}, d.fail(fmt.Sprintf("get message %d", id), err)
+	}
+	return messageOut(m), nil
+}
+
+// UpdateMessage replaces a message's content and stats (e.g. when a streamed
+// answer finishes). The full-text index follows.
+func (d *DB) UpdateMessage(ctx context.Context, id int64, content string, stats json.RawMessage) error {
+	op := fmt.Sprintf("update message %d", id)
+	s, err := jsonIn(op+" stats", stats)
+	if err != nil {
+		return err
+	}
+	n, err := d.q.UpdateMessage(ctx, db.UpdateMessageParams{Content: content, Stats: s, ID: id})
+	return d.fail(op, oneRow(op, n, err))
+}
+
+// Branch returns the messages from the root down to leafID, root first: the
+// conversation as the model sees it.
+func (d *DB) Branch(ctx context.Context, leafID int64) ([]Message, error) {
+	op := fmt.Sprintf("list branch of message %d", leafID)
+	ms, err := d.q.ListBranch(ctx, leafID)
+	if err != nil {
+		return nil, d.fail(op, err)
+	}
+	if len(ms) == 0 {
+		return nil, fmt.Errorf("storage: %s: %w", op, ErrNotFound)
+	}
+	return messagesOut(ms), nil
+}
+
+// ActiveBranch returns the branch ending at the conversation's active leaf
+// (empty for an empty conversation).
+func (d *DB) ActiveBranch(ctx context.Context, conversationID int64) ([]Message, error) {
+	c, err := d.GetConversation(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	if c.ActiveLeafID == 0 {
+		return []Message{}, nil
+	}
+	return d.Branch(ctx, c.ActiveLeafID)
+}
+
+// Tree returns every message of the conversation, parents before children
+// (ordered by id); group by ParentID to draw the tree.
+func (d *DB) Tree(ctx context.Context, conversationID int64) ([]Message, error) {
+	ms, err := d.q.ListConversationMessages(ctx, conversationID)
+	if err != nil {
+		return nil, d.fail(fmt.Sprintf("list messages of conversation %d", conversationID), err)
+	}
+	return messagesOut(ms), nil
+}
+
+// Children returns the direct replies to message id (its branches), oldest first.
+func (d *DB) Children(ctx context.Context, id int64) ([]Message, error) {
+	ms, err := d.q.ListChildren(ctx, sql.NullInt64{Int64: id, Valid: true})
+	if err != nil {
+		return nil, d.fail(fmt.Sprintf("list replies to message %d", id), err)
+	}
+	return messagesOut(ms), nil
+}
+
+// DeleteMessage deletes a message and its whole subtree. If the active leaf
+// was inside it, the deleted message's parent becomes the active leaf.
+func (d *DB) DeleteMessage(ctx context.Context, id int64) error {
+	op := fmt.Sprintf("delete message %d", id)
+	return d.tx(ctx, op, func(q *db.Queries) error {
+		m, err := q.GetMessage(ctx, id)
+		if err != nil {
+			return err
+		}
+		c, err := q.GetConversation(ctx, m.ConversationID)
+		if err != nil {
+			return err
+		}
+		if _, err := q.DeleteMessage(ctx, id); err != nil {
+			return err
+		}
+		if c.ActiveLeafID.Valid {
+			if _, err := q.GetMessage(ctx, c.ActiveLeafID.Int64); isNotFound(err) {
+				// The active leaf went with the subtree (the foreign key set it NULL).
+				_, err = q.SetActiveLeaf(ctx, db.SetActiveLeafParams{ActiveLeafID: m.ParentID, UpdatedAt: millis(d.now()), ID: c.ID})
+				return err
+			} else if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,48 @@
+-- name: InsertMessage :one
+INSERT INTO messages (conversation_id, parent_id, role, content, stats, created_at)
+VALUES (?, ?, ?, ?, ?, ?)
+RETURNING *;
+
+-- name: GetMessage :one
+SELECT * FROM messages WHERE id = ?;
+
+-- name: UpdateMessage :execrows
+UPDATE messages SET content = ?, stats = ? WHERE id = ?;
+
+-- name: ListConversationMessages :many
+-- Every message of the conversation (the whole tree), parents before children.
+SELECT * FROM messages WHERE conversation_id = ? ORDER BY id;
+
+-- name: ListChildren :many
+SELECT * FROM messages WHERE parent_id = ? ORDER BY id;
+
+-- name: ListRoots :many
+SELECT * FROM messages WHERE conversation_id = ? AND parent_id IS NULL ORDER BY id;
+
+-- name: ListBranch :many
+-- The path from the root down to the given message, root first.
+WITH RECURSIVE branch (id, depth) AS (
+    SELECT m.id, 0 FROM messages m WHERE m.id = ?
+    UNION ALL
+    SELECT p.parent_id, b.depth + 1
+    FROM branch b JOIN messages p ON p.id = b.id
+    WHERE p.parent_id IS NOT NULL
+)
+SELECT m.id, m.conversation_id, m.parent_id, m.role, m.content, m.stats, m.created_at
+FROM branch b JOIN messages m ON m.id = b.id
+ORDER BY b.depth DESC;
+
+-- name: DeleteMessage :execrows
+-- Deletes the message and, through the foreign key, its whole subtree.
+DELETE FROM messages WHERE id = ?;
+
+-- name: SearchMessages :many
+SELECT m.id, m.conversation_id, m.parent_id, m.role, m.created_at,
+       c.title AS conversation_title,
+       CAST(snippet(messages_fts, 0, sqlc.arg(mark_start), sqlc.arg(mark_end), sqlc.arg(ellipsis), 16) AS TEXT) AS snippet
+FROM messages_fts
+JOIN messages m ON m.id = messages_fts.rowid
+JOIN conversations c ON c.id = m.conversation_id
+WHERE messages_fts MATCH sqlc.arg(query)
+ORDER BY bm25(messages_fts), m.id DESC
+LIMIT sqlc.arg(max_results);
