@@ -8,7 +8,23 @@ import (
 // It accumulates in eight lanes, lane j taking the elements i ≡ j (mod 8),
 // then sums the lanes in a fixed tree: the order depends only on len(a), so a
 // given row always gives the same bits.
+//
+// On amd64 with AVX2 the first len(a)-len(a)%32 elements go through an FMA
+// kernel (four 8-lane accumulators) and the rest through the loop below; the
+// split depends only on len(a) as well.
 func Dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	s, done := dotSIMD(a, b)
+	if done == len(a) {
+		return s
+	}
+	if done == 0 {
+		return dotGo(a, b)
+	}
+	return s + dotGo(a[done:], b[done:])
+}
+
+func dotGo(a, b []float32) float32 {
 	n := len(a)
 	b = b[:n]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32

@@ -29,8 +29,10 @@ far from ties), not at the library's tiny init. Norm weights and layer scalars
 are random too, so nothing that multiplies by them can be skipped unnoticed.
 
 Writes next to this script:
-  config.json, model.safetensors   the model (save_pretrained, fp32)
-  tokenizer.json                   a Gemma-style BPE (byte fallback, "▁" for
+  model/config.json, model/model.safetensors, model/generation_config.json
+                                   the model (save_pretrained, fp32): a model
+                                   directory as engine.Open takes it
+  model/tokenizer.json                   a Gemma-style BPE (byte fallback, "▁" for
                                    spaces, <bos>/<eos>/<|turn>/<turn|>) trained
                                    here with `tokenizers` for the 512-id vocab
   reference.json                   per case: prompt ids, 64 greedy ids (from a
@@ -39,8 +41,9 @@ Writes next to this script:
   reference.safetensors            per case "<name>.logits": fp32 logits at
                                    every position of prompt+greedy (one
                                    forward of the whole sequence)
-  dtypes.safetensors               one tensor in F32, F16 and BF16 (torch's
-                                   conversions) to check the reader's decoding
+  dtypes.safetensors               one tensor in F32, F16 and BF16, and torch's
+                                   widening of the narrow ones back to F32, to
+                                   check the reader's decoding
 
 Everything is deterministic: rerunning gives the same files.
 """
@@ -55,9 +58,12 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from transformers import Gemma4ForCausalLM, Gemma4TextConfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+MODEL = os.path.join(HERE, "model")
 VOCAB = 512
 SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<|turn>", "<turn|>"]
 GREEDY = 64
+EMBED_STD = float(os.environ.get("G4_EMBED_STD", "0.5"))
+POST_NORM = float(os.environ.get("G4_POST_NORM", "2.0"))
 
 TRAIN_TEXT = [
     "Once upon a time, there was a little girl named Lily. She liked to play in the park with her dog.",
@@ -144,10 +150,15 @@ def randomise(model, gen):
     sd = model.state_dict()
     with torch.no_grad():
         for name, p in sorted(model.named_parameters()):
-            if name.endswith("norm.weight"):
+            if name.endswith(("post_attention_layernorm.weight", "post_feedforward_layernorm.weight")):
+                # Larger than 1, so that each block's output competes with
+                # the embedding in the residual stream (otherwise a random
+                # tied model just repeats its last token).
+                p.copy_(POST_NORM + 0.5 * torch.randn(p.shape, generator=gen))
+            elif name.endswith("norm.weight"):
                 p.copy_(1.0 + 0.25 * torch.randn(p.shape, generator=gen))
             elif "embed_tokens" in name:
-                p.copy_(torch.randn(p.shape, generator=gen))
+                p.copy_(EMBED_STD * torch.randn(p.shape, generator=gen))
             elif p.dim() == 2:
                 p.copy_(torch.randn(p.shape, generator=gen) * p.shape[1] ** -0.5)
             else:
@@ -178,15 +189,16 @@ def main():
     torch.manual_seed(0)
     torch.use_deterministic_algorithms(True)
     tok = make_tokenizer()
-    tok.save(os.path.join(HERE, "tokenizer.json"))
-    tok = Tokenizer.from_file(os.path.join(HERE, "tokenizer.json"))
+    os.makedirs(MODEL, exist_ok=True)
+    tok.save(os.path.join(MODEL, "tokenizer.json"))
+    tok = Tokenizer.from_file(os.path.join(MODEL, "tokenizer.json"))
 
     cfg = make_config()
     model = Gemma4ForCausalLM(cfg).eval().to(torch.float32)
     randomise(model, torch.Generator().manual_seed(4))
-    model.save_pretrained(HERE, safe_serialization=True)
+    model.save_pretrained(MODEL, safe_serialization=True)
     # Reload what was written, so the references come from the files.
-    model = Gemma4ForCausalLM.from_pretrained(HERE, dtype=torch.float32, attn_implementation="eager").eval()
+    model = Gemma4ForCausalLM.from_pretrained(MODEL, dtype=torch.float32, attn_implementation="eager").eval()
 
     chat = "<|turn>user\nTell me a story about a cat.<turn|>\n<|turn>model\n"
     cases = [
@@ -213,7 +225,8 @@ def main():
         tensors[name + ".logits"] = logits.contiguous().to(torch.float32)
         ref["cases"].append({"name": name, "prompt_ids": ids, "greedy_ids": gen_ids,
                              "min_margin": margin, "cached_generate_agrees": cached == gen_ids})
-        print(f"{name}: {len(ids)} prompt ids, min margin {margin:.4f}, cached generate agrees: {cached == gen_ids}")
+        print(f"{name}: {len(ids)} prompt ids, {len(set(gen_ids))} distinct greedy ids, min margin {margin:.4f}, "
+              f"max |logit| {float(logits.abs().max()):.2f}, cached generate agrees: {cached == gen_ids}")
     safetensors.torch.save_file(tensors, os.path.join(HERE, "reference.safetensors"))
     with open(os.path.join(HERE, "reference.json"), "w") as f:
         json.dump(ref, f, indent=1)
@@ -222,7 +235,10 @@ def main():
     g = torch.Generator().manual_seed(9)
     x = torch.cat([torch.randn(61, generator=g) * 10, torch.tensor([0.0, -0.0, 1e-6, -7e-8, 65504.0, 1e-40, 3.0e38])])
     safetensors.torch.save_file({"x.f32": x, "x.f16": x.to(torch.float16), "x.bf16": x.to(torch.bfloat16),
-                                 "m.f32": x[:60].reshape(6, 10).clone()},
+                                 # torch's own widening of the narrow types, to compare against
+                                 "x.f16.as_f32": x.to(torch.float16).to(torch.float32),
+                                 "x.bf16.as_f32": x.to(torch.bfloat16).to(torch.float32),
+                                 "m.f32": x[:60].reshape(6, 10).clone(), "ids.i64": torch.arange(5)},
                                 os.path.join(HERE, "dtypes.safetensors"), metadata={"made_by": "gen.py"})
 
 

@@ -1,0 +1,148 @@
+package cpu
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"anechat/engine/kv"
+	"anechat/engine/model"
+	"anechat/engine/model/gguf"
+)
+
+// smolPath finds SmolLM2-135M-Instruct (Q4_1), as fetched by
+// build/scripts/fetch-smollm2.sh: $ANECHAT_SMOLLM2, else the data dir's models
+// folder. "" when absent.
+func smolPath() string {
+	if p := os.Getenv("ANECHAT_SMOLLM2"); p != "" {
+		return p
+	}
+	dir := os.Getenv("ANECHAT_HOME")
+	if dir == "" {
+		if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+			dir = filepath.Join(x, "anechat")
+		} else if home, err := os.UserHomeDir(); err == nil {
+			dir = filepath.Join(home, ".local", "share", "anechat")
+			if runtime.GOOS == "darwin" {
+				dir = filepath.Join(home, "Library", "Application Support", "anechat")
+			}
+		}
+	}
+	p := filepath.Join(dir, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// bigOpts is a llama geometry whose Q4_1 weights (~460 MB) exceed this
+// machine's 300 MB L3, so decode streams them from DRAM.
+var bigOpts = LlamaOptions{Hidden: 2048, FFN: 8192, Layers: 10, Heads: 16, KVHeads: 4, Vocab: 32000, Context: 512}
+
+// benchForward times Forward calls of each width at a context of 64
+// committed positions; each call is rolled back, so every iteration sees
+// the same cache.
+func benchForward(b *testing.B, m *Llama) {
+	ctx := context.Background()
+	c, err := kv.New(m.Config().KV, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt := make([]int32, 64)
+	for i := range prompt {
+		prompt[i] = int32(1 + i%50)
+	}
+	if _, err := m.Forward(ctx, prompt, 0, c, model.Logits|model.Last); err != nil {
+		b.Fatal(err)
+	}
+	c.Commit(len(prompt))
+	var weights int64
+	for _, ti := range m.File().Tensors() {
+		weights += ti.Size
+	}
+	for _, w := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("w%d", w), func(b *testing.B) {
+			toks := prompt[:w]
+			b.SetBytes(weights) // weight bytes streamed per call: MB/s = weight bandwidth
+			for b.Loop() {
+				if _, err := m.Forward(ctx, toks, c.Len(), c, model.Argmax); err != nil {
+					b.Fatal(err)
+				}
+				c.Rollback()
+			}
+			b.ReportMetric(float64(w)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+		})
+	}
+}
+
+func BenchmarkForwardSmolLM2(b *testing.B) {
+	p := smolPath()
+	if p == "" {
+		b.Skip("SmolLM2 missing: run build/scripts/fetch-smollm2.sh")
+	}
+	m, err := OpenLlama(p, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	benchForward(b, m)
+}
+
+func BenchmarkForwardBigQ4_1(b *testing.B) {
+	data, err := RandomLlama(bigOpts, gguf.Q4_1, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := gguf.Parse("big.gguf", data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := LoadLlama(f, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.file = f
+	benchForward(b, m)
+}
+
+// BenchmarkMemoryRead measures the machine's read bandwidth: all cores sum a
+// 1 GiB buffer (beyond any cache). Compare with the MB/s of the Forward
+// benchmarks (weight bytes per call).
+func BenchmarkMemoryRead(b *testing.B) {
+	buf := make([]uint64, 1<<27) // 1 GiB
+	for i := range buf {
+		buf[i] = uint64(i)
+	}
+	workers := runtime.NumCPU()
+	b.SetBytes(int64(len(buf) * 8))
+	var sink uint64
+	for b.Loop() {
+		var wg sync.WaitGroup
+		sums := make([]uint64, workers)
+		per := len(buf) / workers
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var s0, s1, s2, s3 uint64
+				part := buf[w*per : (w+1)*per]
+				for i := 0; i+4 <= len(part); i += 4 {
+					s0 += part[i]
+					s1 += part[i+1]
+					s2 += part[i+2]
+					s3 += part[i+3]
+				}
+				sums[w] = s0 + s1 + s2 + s3
+			}()
+		}
+		wg.Wait()
+		for _, s := range sums {
+			sink += s
+		}
+	}
+	_ = sink
+}
