@@ -24,6 +24,20 @@ func Dot(a, b []float32) float32 {
 	return s + dotGo(a[done:], b[done:])
 }
 
+// Dot3 returns Dot(w, x0), Dot(w, x1), Dot(w, x2), bit for bit, reading w
+// once (three tokens against one weight row).
+func Dot3(w, x0, x1, x2 []float32) [3]float32 {
+	n := len(w)
+	s, done := dot3SIMD(w, x0[:n], x1[:n], x2[:n])
+	if done == n {
+		return s
+	}
+	if done == 0 {
+		return [3]float32{dotGo(w, x0), dotGo(w, x1), dotGo(w, x2)}
+	}
+	return [3]float32{s[0] + dotGo(w[done:], x0[done:]), s[1] + dotGo(w[done:], x1[done:]), s[2] + dotGo(w[done:], x2[done:])}
+}
+
 func dotGo(a, b []float32) float32 {
 	n := len(a)
 	b = b[:n]

@@ -282,3 +282,34 @@ func TestAttendMask(t *testing.T) {
 		}
 	}
 }
+
+// TestDot3: the three-token kernel equals three Dots bit for bit, for lengths
+// with and without a tail past the SIMD part.
+func TestDot3(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{1, 5, 31, 32, 64, 100, 576, 1000} {
+		w := randVals(r, n, 1)
+		x := [3][]float32{randVals(r, n, 1), randVals(r, n, 1), randVals(r, n, 1)}
+		got := Dot3(w, x[0], x[1], x[2])
+		for i := range 3 {
+			if want := Dot(w, x[i]); got[i] != want {
+				t.Fatalf("n=%d token %d: Dot3 %v, Dot %v", n, i, got[i], want)
+			}
+		}
+	}
+	// A matrix whose rows have a tail (F32, 100 columns), widths 1..8.
+	w := randVals(r, 7*100, 1)
+	m := FromF32("w", 7, 100, w)
+	x := randVals(r, 8*100, 1)
+	for n := 1; n <= 8; n++ {
+		out := make([]float32, n*7)
+		m.MatMul(NewPool(2), out, x[:n*100])
+		for tk := range n {
+			for ri := range 7 {
+				if want := Dot(w[ri*100:(ri+1)*100], x[tk*100:(tk+1)*100]); out[tk*7+ri] != want {
+					t.Fatalf("width %d token %d row %d differs", n, tk, ri)
+				}
+			}
+		}
+	}
+}

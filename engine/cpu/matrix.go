@@ -105,7 +105,13 @@ func (m *Matrix) MatMul(p *Pool, out, x []float32) {
 		}
 		for r := lo; r < hi; r++ {
 			w := m.rowF32(buf, r)
-			for t := range n {
+			t := 0
+			for ; t+3 <= n; t += 3 {
+				c := m.Cols
+				d := Dot3(w, x[t*c:(t+1)*c], x[(t+1)*c:(t+2)*c], x[(t+2)*c:(t+3)*c])
+				out[t*m.Rows+r], out[(t+1)*m.Rows+r], out[(t+2)*m.Rows+r] = d[0], d[1], d[2]
+			}
+			for ; t < n; t++ {
 				out[t*m.Rows+r] = Dot(w, x[t*m.Cols:(t+1)*m.Cols])
 			}
 		}
@@ -113,6 +119,9 @@ func (m *Matrix) MatMul(p *Pool, out, x []float32) {
 }
 
 func dequantRow(dst []float32, t gguf.Type, src []byte) {
+	if dequantSIMD(dst, t, src) {
+		return
+	}
 	switch t {
 	case gguf.F16:
 		for i := f16SIMD(dst, src); i < len(dst); i++ {
@@ -128,9 +137,6 @@ func dequantRow(dst []float32, t gguf.Type, src []byte) {
 		}
 	case gguf.Q8_0:
 		// Block: f16 scale d, 32 int8 q; x = d·q.
-		if dequantQ8SIMD(dst, src) {
-			return
-		}
 		for b := 0; b < len(dst)/32; b++ {
 			blk := src[b*34 : b*34+34 : b*34+34]
 			d := F16(binary.LittleEndian.Uint16(blk))
@@ -142,9 +148,6 @@ func dequantRow(dst []float32, t gguf.Type, src []byte) {
 	case gguf.Q4_0:
 		// Block: f16 scale d, 16 bytes; element i is the low nibble of
 		// byte i, element i+16 the high nibble; x = d·(q-8).
-		if dequantQ4SIMD(dst, src, false) {
-			return
-		}
 		for b := 0; b < len(dst)/32; b++ {
 			blk := src[b*18 : b*18+18 : b*18+18]
 			d := F16(binary.LittleEndian.Uint16(blk))
@@ -158,9 +161,6 @@ func dequantRow(dst []float32, t gguf.Type, src []byte) {
 	case gguf.Q4_1:
 		// Block: f16 scale d, f16 min m, 16 bytes of nibbles laid out as
 		// Q4_0; x = d·q + m.
-		if dequantQ4SIMD(dst, src, true) {
-			return
-		}
 		for b := 0; b < len(dst)/32; b++ {
 			blk := src[b*20 : b*20+20 : b*20+20]
 			d := F16(binary.LittleEndian.Uint16(blk))
@@ -173,53 +173,4 @@ func dequantRow(dst []float32, t gguf.Type, src []byte) {
 			}
 		}
 	}
-}
-
-// simdBlocks is how many blocks the SIMD dequantisers take per call (their
-// scales live in stack arrays of this size).
-const simdBlocks = 64
-
-// dequantQ4SIMD dequantises a Q4_0 (withMin false) or Q4_1 row with AVX2.
-// Q4_0's d·(q-8) is computed as the FMA q·d + (-8d): -8d is exact, so the
-// single rounding of the FMA gives exactly the rounded d·(q-8).
-func dequantQ4SIMD(dst []float32, src []byte, withMin bool) bool {
-	stride, qoff := 18, 2
-	if withMin {
-		stride, qoff = 20, 4
-	}
-	nb := len(dst) / 32
-	var d, m [simdBlocks]float32
-	for b0 := 0; b0 < nb; b0 += simdBlocks {
-		n := min(simdBlocks, nb-b0)
-		blk := src[b0*stride:]
-		for i := range n {
-			d[i] = F16(binary.LittleEndian.Uint16(blk[i*stride:]))
-			if withMin {
-				m[i] = F16(binary.LittleEndian.Uint16(blk[i*stride+2:]))
-			} else {
-				m[i] = -8 * d[i]
-			}
-		}
-		if !dequant4SIMD(dst[b0*32:], blk, qoff, stride, d[:n], m[:n]) {
-			return false
-		}
-	}
-	return true
-}
-
-// dequantQ8SIMD dequantises a Q8_0 row with AVX2.
-func dequantQ8SIMD(dst []float32, src []byte) bool {
-	nb := len(dst) / 32
-	var d [simdBlocks]float32
-	for b0 := 0; b0 < nb; b0 += simdBlocks {
-		n := min(simdBlocks, nb-b0)
-		blk := src[b0*34:]
-		for i := range n {
-			d[i] = F16(binary.LittleEndian.Uint16(blk[i*34:]))
-		}
-		if !dequant8SIMD(dst[b0*32:], blk, 2, 34, d[:n]) {
-			return false
-		}
-	}
-	return true
 }

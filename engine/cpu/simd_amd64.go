@@ -4,6 +4,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
+
+	"anechat/engine/model/gguf"
 )
 
 // hasAVX2 selects the AVX2/FMA kernels of simd_amd64.s. The choice is made
@@ -18,10 +20,16 @@ var hasF16C = hasAVX2 && cpu.X86.HasF16C
 func dotAVX2(a, b *float32, n int) float32
 
 //go:noescape
-func dequant4AVX2(dst *float32, qs *byte, stride int, d, m *float32, nblocks int)
+func dequantQ40AVX2(dst *float32, src *byte, nblocks int)
 
 //go:noescape
-func dequant8AVX2(dst *float32, qs *byte, stride int, d *float32, nblocks int)
+func dequantQ41AVX2(dst *float32, src *byte, nblocks int)
+
+//go:noescape
+func dequantQ80AVX2(dst *float32, src *byte, nblocks int)
+
+//go:noescape
+func dot3AVX2(w, x0, x1, x2 *float32, n int, out *[3]float32)
 
 //go:noescape
 func f16AVX2(dst *float32, src *uint16, n int)
@@ -36,26 +44,40 @@ func dotSIMD(a, b []float32) (float32, int) {
 	return dotAVX2(unsafe.SliceData(a), unsafe.SliceData(b), n), n
 }
 
-// dequant4SIMD dequantises nblocks 4-bit blocks; ok is false without AVX2.
-func dequant4SIMD(dst []float32, src []byte, qoff, stride int, d, m []float32) bool {
-	if !hasAVX2 || len(d) == 0 {
+// dequantSIMD dequantises a whole Q4_0, Q4_1 or Q8_0 row with AVX2 and
+// F16C; ok is false when the CPU lacks them.
+func dequantSIMD(dst []float32, t gguf.Type, src []byte) bool {
+	nb := len(dst) / 32
+	if !hasF16C || nb == 0 {
 		return false
 	}
-	_ = dst[32*len(d)-1]
-	_ = src[stride*(len(d)-1)+qoff+15]
-	dequant4AVX2(unsafe.SliceData(dst), &src[qoff], stride, unsafe.SliceData(d), unsafe.SliceData(m), len(d))
+	_ = dst[32*nb-1]
+	switch t {
+	case gguf.Q4_0:
+		_ = src[18*nb-1]
+		dequantQ40AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), nb)
+	case gguf.Q4_1:
+		_ = src[20*nb-1]
+		dequantQ41AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), nb)
+	case gguf.Q8_0:
+		_ = src[34*nb-1]
+		dequantQ80AVX2(unsafe.SliceData(dst), unsafe.SliceData(src), nb)
+	default:
+		return false
+	}
 	return true
 }
 
-// dequant8SIMD dequantises nblocks Q8_0 blocks; ok is false without AVX2.
-func dequant8SIMD(dst []float32, src []byte, qoff, stride int, d []float32) bool {
-	if !hasAVX2 || len(d) == 0 {
-		return false
+// dot3SIMD computes the SIMD part of three Dots of w (see dotSIMD).
+func dot3SIMD(w, x0, x1, x2 []float32) ([3]float32, int) {
+	var out [3]float32
+	n := len(w) &^ 31
+	if !hasAVX2 || n == 0 {
+		return out, 0
 	}
-	_ = dst[32*len(d)-1]
-	_ = src[stride*(len(d)-1)+qoff+31]
-	dequant8AVX2(unsafe.SliceData(dst), &src[qoff], stride, unsafe.SliceData(d), len(d))
-	return true
+	_, _, _ = x0[n-1], x1[n-1], x2[n-1]
+	dot3AVX2(unsafe.SliceData(w), unsafe.SliceData(x0), unsafe.SliceData(x1), unsafe.SliceData(x2), n, &out)
+	return out, n
 }
 
 // f16SIMD converts len(dst) - len(dst)%8 halves; it returns how many.

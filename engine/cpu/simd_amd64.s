@@ -42,71 +42,101 @@ DATA nibmask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA nibmask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL nibmask<>(SB), RODATA|NOPTR, $16
 
-// func dequant4AVX2(dst *float32, qs *byte, stride int, d, m *float32, nblocks int)
-// For each block b: 16 bytes of nibbles at qs+b*stride; element i (0..15) is
-// the low nibble of byte i, element i+16 the high nibble; x = q*d[b] + m[b]
-// (one rounding, FMA).
-TEXT ·dequant4AVX2(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), DI
-	MOVQ qs+8(FP), SI
-	MOVQ stride+16(FP), DX
-	MOVQ d+24(FP), R8
-	MOVQ m+32(FP), R9
-	MOVQ nblocks+40(FP), CX
-	VMOVDQU nibmask<>(SB), X15
-q4loop:
-	TESTQ CX, CX
-	JZ q4done
-	VBROADCASTSS (R8), Y8
-	VBROADCASTSS (R9), Y9
-	VMOVDQU (SI), X0
-	VPAND X15, X0, X1
-	VPSRLW $4, X0, X2
-	VPAND X15, X2, X2
-	VPMOVZXBD X1, Y3
-	VPSRLDQ $8, X1, X1
-	VPMOVZXBD X1, Y4
-	VPMOVZXBD X2, Y5
-	VPSRLDQ $8, X2, X2
-	VPMOVZXBD X2, Y6
-	VCVTDQ2PS Y3, Y3
-	VCVTDQ2PS Y4, Y4
-	VCVTDQ2PS Y5, Y5
-	VCVTDQ2PS Y6, Y6
-	VFMADD213PS Y9, Y8, Y3
-	VFMADD213PS Y9, Y8, Y4
-	VFMADD213PS Y9, Y8, Y5
-	VFMADD213PS Y9, Y8, Y6
-	VMOVUPS Y3, (DI)
-	VMOVUPS Y4, 32(DI)
-	VMOVUPS Y5, 64(DI)
+DATA minus8<>+0(SB)/4, $0xc1000000
+GLOBL minus8<>(SB), RODATA|NOPTR, $4
+
+// NIBBLES expands the 16 bytes at off(SI) into 32 floats in Y3..Y6 (element
+// i < 16 the low nibble of byte i, element i+16 its high nibble) and applies
+// x = q*Y8 + Y9 with one rounding (FMA).
+#define NIBBLES(off) \
+	VMOVDQU off(SI), X0 \
+	VPAND X15, X0, X1 \
+	VPSRLW $4, X0, X2 \
+	VPAND X15, X2, X2 \
+	VPMOVZXBD X1, Y3 \
+	VPSRLDQ $8, X1, X1 \
+	VPMOVZXBD X1, Y4 \
+	VPMOVZXBD X2, Y5 \
+	VPSRLDQ $8, X2, X2 \
+	VPMOVZXBD X2, Y6 \
+	VCVTDQ2PS Y3, Y3 \
+	VCVTDQ2PS Y4, Y4 \
+	VCVTDQ2PS Y5, Y5 \
+	VCVTDQ2PS Y6, Y6 \
+	VFMADD213PS Y9, Y8, Y3 \
+	VFMADD213PS Y9, Y8, Y4 \
+	VFMADD213PS Y9, Y8, Y5 \
+	VFMADD213PS Y9, Y8, Y6 \
+	VMOVUPS Y3, (DI) \
+	VMOVUPS Y4, 32(DI) \
+	VMOVUPS Y5, 64(DI) \
 	VMOVUPS Y6, 96(DI)
+
+// HALF broadcasts the f16 at off(SI) as float32 into all lanes of Y.
+#define HALF(off, X, Y) \
+	MOVWLZX off(SI), AX \
+	VMOVD AX, X \
+	VCVTPH2PS X, X \
+	VBROADCASTSS X, Y
+
+// func dequantQ40AVX2(dst *float32, src *byte, nblocks int)
+// Q4_0 blocks (f16 d, 16 nibble bytes): x = q*d + (-8d), which equals the
+// rounded d*(q-8) exactly (-8d is exact, the FMA rounds once).
+TEXT ·dequantQ40AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ nblocks+16(FP), CX
+	VMOVDQU nibmask<>(SB), X15
+	VBROADCASTSS minus8<>(SB), Y14
+q40loop:
+	TESTQ CX, CX
+	JZ q40done
+	HALF(0, X8, Y8)
+	VMULPS Y14, Y8, Y9
+	NIBBLES(2)
 	ADDQ $128, DI
-	ADDQ DX, SI
-	ADDQ $4, R8
-	ADDQ $4, R9
+	ADDQ $18, SI
 	DECQ CX
-	JMP q4loop
-q4done:
+	JMP q40loop
+q40done:
 	VZEROUPPER
 	RET
 
-// func dequant8AVX2(dst *float32, qs *byte, stride int, d *float32, nblocks int)
-// For each block b: 32 int8 at qs+b*stride; x = q*d[b].
-TEXT ·dequant8AVX2(SB), NOSPLIT, $0-40
+// func dequantQ41AVX2(dst *float32, src *byte, nblocks int)
+// Q4_1 blocks (f16 d, f16 m, 16 nibble bytes): x = q*d + m.
+TEXT ·dequantQ41AVX2(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
-	MOVQ qs+8(FP), SI
-	MOVQ stride+16(FP), DX
-	MOVQ d+24(FP), R8
-	MOVQ nblocks+32(FP), CX
-q8loop:
+	MOVQ src+8(FP), SI
+	MOVQ nblocks+16(FP), CX
+	VMOVDQU nibmask<>(SB), X15
+q41loop:
 	TESTQ CX, CX
-	JZ q8done
-	VBROADCASTSS (R8), Y8
-	VPMOVSXBD (SI), Y3
-	VPMOVSXBD 8(SI), Y4
-	VPMOVSXBD 16(SI), Y5
-	VPMOVSXBD 24(SI), Y6
+	JZ q41done
+	HALF(0, X8, Y8)
+	HALF(2, X9, Y9)
+	NIBBLES(4)
+	ADDQ $128, DI
+	ADDQ $20, SI
+	DECQ CX
+	JMP q41loop
+q41done:
+	VZEROUPPER
+	RET
+
+// func dequantQ80AVX2(dst *float32, src *byte, nblocks int)
+// Q8_0 blocks (f16 d, 32 int8): x = q*d.
+TEXT ·dequantQ80AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ nblocks+16(FP), CX
+q80loop:
+	TESTQ CX, CX
+	JZ q80done
+	HALF(0, X8, Y8)
+	VPMOVSXBD 2(SI), Y3
+	VPMOVSXBD 10(SI), Y4
+	VPMOVSXBD 18(SI), Y5
+	VPMOVSXBD 26(SI), Y6
 	VCVTDQ2PS Y3, Y3
 	VCVTDQ2PS Y4, Y4
 	VCVTDQ2PS Y5, Y5
@@ -120,11 +150,85 @@ q8loop:
 	VMOVUPS Y5, 64(DI)
 	VMOVUPS Y6, 96(DI)
 	ADDQ $128, DI
-	ADDQ DX, SI
-	ADDQ $4, R8
+	ADDQ $34, SI
 	DECQ CX
-	JMP q8loop
-q8done:
+	JMP q80loop
+q80done:
+	VZEROUPPER
+	RET
+
+// func dot3AVX2(w, x0, x1, x2 *float32, n int, out *[3]float32)
+// Three dot products of w with x0, x1, x2 (n a multiple of 32), each with
+// exactly the accumulation of dotAVX2: reading w once serves three tokens.
+TEXT ·dot3AVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ x0+8(FP), R8
+	MOVQ x1+16(FP), R9
+	MOVQ x2+24(FP), R10
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+d3loop:
+	CMPQ CX, $32
+	JL d3done
+	VMOVUPS (SI), Y12
+	VFMADD231PS (R8), Y12, Y0
+	VFMADD231PS (R9), Y12, Y4
+	VFMADD231PS (R10), Y12, Y8
+	VMOVUPS 32(SI), Y12
+	VFMADD231PS 32(R8), Y12, Y1
+	VFMADD231PS 32(R9), Y12, Y5
+	VFMADD231PS 32(R10), Y12, Y9
+	VMOVUPS 64(SI), Y12
+	VFMADD231PS 64(R8), Y12, Y2
+	VFMADD231PS 64(R9), Y12, Y6
+	VFMADD231PS 64(R10), Y12, Y10
+	VMOVUPS 96(SI), Y12
+	VFMADD231PS 96(R8), Y12, Y3
+	VFMADD231PS 96(R9), Y12, Y7
+	VFMADD231PS 96(R10), Y12, Y11
+	ADDQ $128, SI
+	ADDQ $128, R8
+	ADDQ $128, R9
+	ADDQ $128, R10
+	SUBQ $32, CX
+	JMP d3loop
+d3done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	MOVSS X0, (DI)
+	VADDPS Y5, Y4, Y4
+	VADDPS Y7, Y6, Y6
+	VADDPS Y6, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS X5, X4, X4
+	VHADDPS X4, X4, X4
+	VHADDPS X4, X4, X4
+	MOVSS X4, 4(DI)
+	VADDPS Y9, Y8, Y8
+	VADDPS Y11, Y10, Y10
+	VADDPS Y10, Y8, Y8
+	VEXTRACTF128 $1, Y8, X9
+	VADDPS X9, X8, X8
+	VHADDPS X8, X8, X8
+	VHADDPS X8, X8, X8
+	MOVSS X8, 8(DI)
 	VZEROUPPER
 	RET
 

@@ -2,12 +2,14 @@
 
 package cpu
 
+import "anechat/engine/model/gguf"
+
 // Pure-Go builds: the SIMD entry points decline and the Go loops run.
 
 func dotSIMD(a, b []float32) (float32, int) { return 0, 0 }
 
-func dequant4SIMD(dst []float32, src []byte, qoff, stride int, d, m []float32) bool { return false }
+func dequantSIMD(dst []float32, t gguf.Type, src []byte) bool { return false }
 
-func dequant8SIMD(dst []float32, src []byte, qoff, stride int, d []float32) bool { return false }
+func dot3SIMD(w, x0, x1, x2 []float32) ([3]float32, int) { return [3]float32{}, 0 }
 
 func f16SIMD(dst []float32, src []byte) int { return 0 }
