@@ -10,17 +10,22 @@ import (
 	"anechat/engine/model"
 )
 
-// Costs is the cost model of a backend: the wall time of one call of each
-// width 1..MaxWidth. It starts from a measurement at load (Measure) and
-// follows the calls actually made (a moving average), so it tracks the
-// machine's load and the growing context. It is safe for concurrent use.
+// Costs is the cost model of a backend: the wall time of a width-1 call and,
+// for each width 2..MaxWidth, the cost of a call of that width relative to a
+// width-1 call. It starts from a measurement at load (Measure) and follows the
+// calls actually made (moving averages). Keeping ratios rather than absolute
+// times matters: a width-1 call gets slower as the context grows, and a
+// ratio measured against the current width-1 time stays right where a stale
+// absolute time for a wide call would make it look cheap. It is safe for
+// concurrent use.
 type Costs struct {
 	mu     sync.Mutex
-	sec    [MaxWidth + 1]float64 // 0 = unknown
+	one    float64               // seconds per width-1 call; 0 = unknown
+	ratio  [MaxWidth + 1]float64 // ratio[w] = cost(w)/cost(1); 0 = unknown
 	frozen bool                  // ignore Observe
 }
 
-// costStep is the weight of one observed call in the moving average.
+// costStep is the weight of one observed call in the moving averages.
 const costStep = 0.05
 
 // defaultSlope is the assumed extra cost of each extra token in a call, as a
@@ -29,12 +34,18 @@ const costStep = 0.05
 const defaultSlope = 0.25
 
 // NewCosts returns a cost model from known per-width seconds (sec[w] for
-// width w; zero or missing entries are unknown).
+// width w; zero or missing entries are unknown; without sec[1] nothing is
+// known).
 func NewCosts(sec map[int]float64) *Costs {
 	c := &Costs{}
+	one := sec[1]
+	if one <= 0 {
+		return c
+	}
+	c.one = one
 	for w, s := range sec {
-		if w >= 1 && w <= MaxWidth && s > 0 {
-			c.sec[w] = s
+		if w >= 2 && w <= MaxWidth && s > 0 {
+			c.ratio[w] = s / one
 		}
 	}
 	return c
@@ -48,6 +59,14 @@ func FixedCosts(sec map[int]float64) *Costs {
 	return c
 }
 
+// Clone returns an independent copy (a benchmark gives each run the same
+// starting point).
+func (c *Costs) Clone() *Costs {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return &Costs{one: c.one, ratio: c.ratio, frozen: c.frozen}
+}
+
 // Observe records a call of width w that took d.
 func (c *Costs) Observe(w int, d time.Duration) {
 	if w < 1 || w > MaxWidth || d <= 0 {
@@ -59,11 +78,18 @@ func (c *Costs) Observe(w int, d time.Duration) {
 		return
 	}
 	s := d.Seconds()
-	if c.sec[w] == 0 {
-		c.sec[w] = s
-		return
+	switch {
+	case w == 1 && c.one == 0:
+		c.one = s
+	case w == 1:
+		c.one += costStep * (s - c.one)
+	case c.one == 0:
+		// No width-1 reference yet: nothing to compare with.
+	case c.ratio[w] == 0:
+		c.ratio[w] = s / c.one
+	default:
+		c.ratio[w] += costStep * (s/c.one - c.ratio[w])
 	}
-	c.sec[w] += costStep * (s - c.sec[w])
 }
 
 // Seconds returns the current estimate for a call of width w (0 if unknown).
@@ -72,8 +98,12 @@ func (c *Costs) Seconds(w int) float64 {
 		return 0
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sec[w]
+	one, known := c.one, w == 1 || c.ratio[w] > 0
+	c.mu.Unlock()
+	if !known {
+		return 0
+	}
+	return one * c.Ratio(w)
 }
 
 // Ratio is the cost of a call of width w relative to a width-1 call. Widths
@@ -83,33 +113,34 @@ func (c *Costs) Ratio(w int) float64 {
 	if w <= 1 {
 		return 1
 	}
+	w = min(w, MaxWidth)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	one := c.sec[1]
-	if one == 0 {
-		return 1 + defaultSlope*float64(w-1)
-	}
-	if c.sec[w] > 0 {
-		return c.sec[w] / one
+	if c.ratio[w] > 0 {
+		return c.ratio[w]
 	}
 	lo, hi := 1, 0
-	for v := w - 1; v >= 1; v-- {
-		if c.sec[v] > 0 {
+	for v := w - 1; v >= 2; v-- {
+		if c.ratio[v] > 0 {
 			lo = v
 			break
 		}
 	}
 	for v := w + 1; v <= MaxWidth; v++ {
-		if c.sec[v] > 0 {
+		if c.ratio[v] > 0 {
 			hi = v
 			break
 		}
 	}
+	rlo := 1.0
+	if lo > 1 {
+		rlo = c.ratio[lo]
+	}
 	if hi == 0 {
-		return c.sec[lo]/one + defaultSlope*float64(w-lo)
+		return rlo + defaultSlope*float64(w-lo)
 	}
 	f := float64(w-lo) / float64(hi-lo)
-	return (c.sec[lo] + f*(c.sec[hi]-c.sec[lo])) / one
+	return rlo + f*(c.ratio[hi]-rlo)
 }
 
 // MeasureOptions tunes Measure.
@@ -174,7 +205,7 @@ func Measure(ctx context.Context, b model.Backend, opts MeasureOptions) (*Costs,
 			return nil, fmt.Errorf("spec: measure: %w", err)
 		}
 	}
-	c := &Costs{}
+	sec := map[int]float64{}
 	for _, w := range widths {
 		if w < 1 || w > MaxWidth {
 			continue
@@ -195,9 +226,12 @@ func Measure(ctx context.Context, b model.Backend, opts MeasureOptions) (*Costs,
 				best = d
 			}
 		}
-		c.sec[w] = max(best.Seconds(), 1e-9)
+		sec[w] = max(best.Seconds(), 1e-9)
 	}
-	return c, nil
+	if sec[1] == 0 {
+		return nil, fmt.Errorf("spec: measure: width 1 must be among the widths measured")
+	}
+	return NewCosts(sec), nil
 }
 
 // bestDrafts returns how many of m proposed tokens to send so that the

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"anechat/engine/kv"
 	"anechat/engine/model"
@@ -575,4 +576,31 @@ func ExampleDecoder_Run() {
 		func(tk Token) error { fmt.Print(tk.ID, " "); return nil })
 	fmt.Println("|", st.Tokens, "tokens")
 	// Output: 15 6 14 11 8 4 3 2 14 7 0 4 | 12 tokens
+}
+
+// TestCostsFollowContext: width-1 calls getting slower (a longer context)
+// must not make wide calls look cheaper: the ratio stays as measured until a
+// wide call is observed, and is then measured against the current width-1 time.
+func TestCostsFollowContext(t *testing.T) {
+	c := NewCosts(map[int]float64{1: 1e-3, 4: 3e-3})
+	for range 200 {
+		c.Observe(1, 2*time.Millisecond)
+	}
+	if r := c.Ratio(4); math.Abs(r-3) > 1e-12 {
+		t.Fatalf("ratio drifted to %v without wide calls", r)
+	}
+	if s := c.Seconds(4); math.Abs(s-6e-3) > 1e-6 {
+		t.Fatalf("Seconds(4) = %v, want about 6 ms", s)
+	}
+	for range 200 {
+		c.Observe(4, 4*time.Millisecond)
+	}
+	if r := c.Ratio(4); math.Abs(r-2) > 0.01 {
+		t.Fatalf("ratio %v, want about 2 (4 ms against 2 ms)", r)
+	}
+	f := FixedCosts(map[int]float64{1: 1, 2: 1.5})
+	f.Observe(2, time.Second)
+	if f.Ratio(2) != 1.5 {
+		t.Fatal("fixed costs moved")
+	}
 }

@@ -1,0 +1,441 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"anechat/engine"
+	"anechat/engine/spec"
+)
+
+// specPrompt is one line of a speculation workload (JSON Lines).
+type specPrompt struct {
+	ID       string `json:"id"`
+	Category string `json:"category"`
+	Prompt   string `json:"prompt"`
+	// Raw skips the chat template: BOS (if the tokenizer adds one) + text.
+	Raw bool `json:"raw"`
+	// MaxTokens caps the generation (0: the --max-tokens flag).
+	MaxTokens int `json:"max_tokens"`
+	// IDs, when present, is the prompt as token ids, fed as is (for models
+	// without a tokenizer, and tests).
+	IDs []int32 `json:"ids,omitempty"`
+}
+
+// specRun is one prompt at one width.
+type specRun struct {
+	Width int `json:"width"`
+	// Identical: ids and text equal those of width 1.
+	Identical   bool    `json:"identical"`
+	Tokens      int     `json:"tokens"`
+	TargetCalls int     `json:"target_calls"`
+	Tau         float64 `json:"tau"`
+	Drafted     int     `json:"drafted"`
+	Accepted    int     `json:"accepted"`
+	Wide        int     `json:"wide_calls"`
+	TokS        float64 `json:"tok_s"`
+	Speedup     float64 `json:"speedup"`
+	seconds     float64
+}
+
+type specPromptResult struct {
+	ID           string    `json:"id"`
+	Category     string    `json:"category"`
+	PromptTokens int       `json:"prompt_tokens"`
+	Stopped      string    `json:"stopped"`
+	Runs         []specRun `json:"runs"`
+}
+
+// specSummary aggregates one category at one width: tokens per second is the
+// category's total tokens over its total decode time.
+type specSummary struct {
+	Category  string  `json:"category"`
+	Width     int     `json:"width"`
+	Prompts   int     `json:"prompts"`
+	Identical int     `json:"identical"`
+	Tau       float64 `json:"tau"`
+	Drafted   int     `json:"drafted"`
+	Accepted  int     `json:"accepted"`
+	TokS      float64 `json:"tok_s"`
+	Speedup   float64 `json:"speedup"`
+	tokens    int
+	calls     int
+	seconds   float64
+}
+
+type specReport struct {
+	Model   string             `json:"model"`
+	Widths  []int              `json:"widths"`
+	CostsMs map[string]float64 `json:"call_ms_by_width"`
+	Prompts []specPromptResult `json:"prompts"`
+	Summary []specSummary      `json:"summary"`
+}
+
+// readSpecWorkload parses a JSON Lines workload file.
+func readSpecWorkload(path string) ([]specPrompt, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--prompts: %w", err)
+	}
+	defer f.Close()
+	var out []specPrompt
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := strings.TrimSpace(sc.Text())
+		if b == "" || strings.HasPrefix(b, "//") {
+			continue
+		}
+		var p specPrompt
+		dec := json.NewDecoder(strings.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w (want {\"id\",\"category\",\"prompt\",\"raw\",\"max_tokens\"})", path, line, err)
+		}
+		if p.Prompt == "" && len(p.IDs) == 0 {
+			return nil, fmt.Errorf("%s:%d: prompt %q has neither prompt text nor ids", path, line, p.ID)
+		}
+		if p.ID == "" {
+			p.ID = strconv.Itoa(line)
+		}
+		if p.Category == "" {
+			p.Category = "uncategorised"
+		}
+		out = append(out, p)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no prompts", path)
+	}
+	return out, nil
+}
+
+func parseWidths(s string) ([]int, error) {
+	ws := []int{1}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		w, err := strconv.Atoi(f)
+		if err != nil || w < 0 || w > spec.MaxWidth {
+			return nil, fmt.Errorf("--widths: %q is not a width 1..%d (or 0 = auto)", f, spec.MaxWidth)
+		}
+		if !slices.Contains(ws, w) {
+			ws = append(ws, w)
+		}
+	}
+	return ws, nil
+}
+
+// runBenchSpec is `anechat bench spec`: every prompt of a workload at every
+// width, compared with width 1.
+func runBenchSpec(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "bench spec", "--model PATH --prompts FILE.jsonl [--widths 1,2,4,8] [--json]")
+	modelPath := fs.String("model", "", "model file (.gguf) or directory")
+	promptsPath := fs.String("prompts", "bench/workloads/spec.jsonl", "workload: JSON Lines {\"id\",\"category\",\"prompt\",\"raw\",\"max_tokens\"}")
+	widthsFlag := fs.String("widths", "1,2,4,8", "comma-separated widths (1 = off, 0 = auto); width 1 is always run as the reference")
+	maxTokens := fs.Int("max-tokens", 128, "tokens per prompt when its line has no max_tokens")
+	reps := fs.Int("reps", 3, "runs of each prompt and width; the fastest counts (the machine is shared)")
+	category := fs.String("category", "", "run only this category")
+	useCorpus := fs.Bool("corpus", false, "also draft from a corpus of the workload's earlier prompts and outputs (suffix matching)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *modelPath == "" {
+		fmt.Fprintln(env.Stderr, "bench spec needs --model")
+		fs.Usage()
+		return errUsage
+	}
+	widths, err := parseWidths(*widthsFlag)
+	if err != nil {
+		return err
+	}
+	prompts, err := readSpecWorkload(*promptsPath)
+	if err != nil {
+		return err
+	}
+	if *category != "" {
+		prompts = slices.DeleteFunc(prompts, func(p specPrompt) bool { return p.Category != *category })
+		if len(prompts) == 0 {
+			return fmt.Errorf("--category %q: no prompts in %s", *category, *promptsPath)
+		}
+	}
+	ctx, stop := interruptible(ctx)
+	defer stop()
+	m, err := openModel(*modelPath)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	rep, err := benchSpec(ctx, m, prompts, widths, benchSpecOptions{
+		maxTokens: *maxTokens, reps: max(*reps, 1), corpus: *useCorpus,
+		progress: func(msg string) {
+			if !*asJSON {
+				fmt.Fprintln(env.Stderr, msg)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	rep.Model = *modelPath
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printSpecReport(env.Stdout, rep)
+	}
+	for _, p := range rep.Prompts {
+		for _, r := range p.Runs {
+			if !r.Identical {
+				return fmt.Errorf("prompt %s width %d: %w", p.ID, r.Width, errNotLossless)
+			}
+		}
+	}
+	return nil
+}
+
+type benchSpecOptions struct {
+	maxTokens int
+	reps      int
+	corpus    bool
+	progress  func(string)
+}
+
+// benchSpec runs the workload. Width 1 is plain decoding (engine's
+// PlainDecoder); the others run the verify loop, each from the same
+// cost model measured once at load.
+func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths []int, o benchSpecOptions) (*specReport, error) {
+	b := m.backend
+	costs, err := spec.Measure(ctx, b, spec.MeasureOptions{})
+	if err != nil {
+		return nil, err
+	}
+	rep := &specReport{Widths: widths, CostsMs: map[string]float64{}}
+	for w := 1; w <= spec.MaxWidth; w++ {
+		if s := costs.Seconds(w); s > 0 {
+			rep.CostsMs[strconv.Itoa(w)] = s * 1000
+		}
+	}
+	// Warm up (page in the weights, grow the heap) before anything is timed.
+	if _, _, _, _, err := specRunOnce(ctx, m, []int32{max(b.Config().BOS, 0)}, 64, 1, costs, nil); err != nil {
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	var corpus *spec.Corpus
+	if o.corpus {
+		corpus = spec.NewCorpus(0)
+	}
+	for _, p := range prompts {
+		ids := p.IDs
+		if ids == nil {
+			if ids, err = m.promptIDs(p.Prompt, p.Raw); err != nil {
+				return nil, fmt.Errorf("prompt %s: %w", p.ID, err)
+			}
+		}
+		limit := p.MaxTokens
+		if limit <= 0 {
+			limit = o.maxTokens
+		}
+		// Leave room in the context for the generation.
+		if room := b.Config().ContextLen - len(ids); room < 2 {
+			return nil, fmt.Errorf("prompt %s: %d tokens leave no room in the context of %d", p.ID, len(ids), b.Config().ContextLen)
+		}
+		pr := specPromptResult{ID: p.ID, Category: p.Category, PromptTokens: len(ids)}
+		pr.Runs = make([]specRun, len(widths))
+		identical := make([]bool, len(widths))
+		var refIDs []int32
+		var refText string
+		// Repetitions run width after width (not all of one width, then
+		// the next), so a burst of load on the shared machine spreads over
+		// the widths; the fastest repetition of each width counts.
+		for rep := range o.reps {
+			for wi, w := range widths {
+				r, out, text, stopped, err := specRunOnce(ctx, m, ids, limit, w, costs, corpus)
+				if err != nil {
+					return nil, fmt.Errorf("prompt %s width %d: %w", p.ID, w, err)
+				}
+				if rep == 0 && wi == 0 {
+					refIDs, refText, pr.Stopped = out, text, stopped
+					for i := range identical {
+						identical[i] = true
+					}
+				}
+				identical[wi] = identical[wi] && slices.Equal(out, refIDs) && text == refText
+				if rep == 0 || r.TokS > pr.Runs[wi].TokS {
+					pr.Runs[wi] = r
+				}
+				if corpus != nil && rep == o.reps-1 && wi == len(widths)-1 {
+					corpus.Add(append(slices.Clone(ids), out...))
+				}
+			}
+		}
+		for wi := range pr.Runs {
+			pr.Runs[wi].Identical = identical[wi]
+		}
+		base := pr.Runs[0].TokS
+		for i := range pr.Runs {
+			if base > 0 {
+				pr.Runs[i].Speedup = pr.Runs[i].TokS / base
+			}
+		}
+		rep.Prompts = append(rep.Prompts, pr)
+		if o.progress != nil {
+			var parts []string
+			for _, r := range pr.Runs {
+				parts = append(parts, fmt.Sprintf("w%d τ=%.2f x%.2f", r.Width, r.Tau, r.Speedup))
+			}
+			o.progress(fmt.Sprintf("%-14s %s", p.ID, strings.Join(parts, "  ")))
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	rep.Summary = summarise(rep.Prompts, widths)
+	return rep, nil
+}
+
+// specRunOnce generates once from ids on a fresh Session at width w (width
+// 1: plain decoding) and returns the figures, ids, text and stop reason.
+func specRunOnce(ctx context.Context, m *loadedModel, ids []int32, limit, w int, costs *spec.Costs, corpus *spec.Corpus) (specRun, []int32, string, string, error) {
+	var dec engine.Decoder = engine.PlainDecoder{}
+	var sd *engine.SpecDecoder
+	if w != 1 {
+		sd = engine.NewSpecDecoder(costs.Clone(), corpus)
+		dec = sd
+	}
+	s, err := engine.NewSession(m.backend, engine.SessionOptions{Decoder: dec, Text: m.textStream()})
+	if err != nil {
+		return specRun{}, nil, "", "", err
+	}
+	if err := s.Prefill(ctx, ids, nil); err != nil {
+		return specRun{}, nil, "", "", err
+	}
+	var out []int32
+	var text strings.Builder
+	st, err := s.Generate(ctx, engine.GenerateOptions{MaxTokens: limit, Width: w}, func(t engine.Token) error {
+		if t.ID >= 0 {
+			out = append(out, t.ID)
+		}
+		text.WriteString(t.Text)
+		return nil
+	})
+	if err != nil {
+		return specRun{}, nil, "", "", err
+	}
+	r := specRun{Width: w, Tokens: st.Tokens, TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted, TokS: st.DecodeTokS}
+	if st.TargetCalls > 0 {
+		r.Tau = float64(st.Tokens) / float64(st.TargetCalls)
+	}
+	if st.DecodeTokS > 0 {
+		r.seconds = float64(st.Tokens) / st.DecodeTokS
+	}
+	if sd != nil {
+		r.Wide = sd.LastStats().Wide
+	}
+	return r, out, text.String(), st.Stopped, nil
+}
+
+// summarise aggregates per category (in first-seen order) and overall.
+func summarise(prs []specPromptResult, widths []int) []specSummary {
+	var cats []string
+	for _, p := range prs {
+		if !slices.Contains(cats, p.Category) {
+			cats = append(cats, p.Category)
+		}
+	}
+	cats = append(cats, "all")
+	var out []specSummary
+	for _, c := range cats {
+		var rows []specSummary
+		for wi, w := range widths {
+			s := specSummary{Category: c, Width: w}
+			for _, p := range prs {
+				if c != "all" && p.Category != c {
+					continue
+				}
+				r := p.Runs[wi]
+				s.Prompts++
+				if r.Identical {
+					s.Identical++
+				}
+				s.tokens += r.Tokens
+				s.calls += r.TargetCalls
+				s.seconds += r.seconds
+				s.Drafted += r.Drafted
+				s.Accepted += r.Accepted
+			}
+			if s.calls > 0 {
+				s.Tau = float64(s.tokens) / float64(s.calls)
+			}
+			if s.seconds > 0 {
+				s.TokS = float64(s.tokens) / s.seconds
+			}
+			rows = append(rows, s)
+		}
+		for i := range rows {
+			if rows[0].TokS > 0 {
+				rows[i].Speedup = rows[i].TokS / rows[0].TokS
+			}
+		}
+		out = append(out, rows...)
+	}
+	return out
+}
+
+func printSpecReport(w io.Writer, rep *specReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "prompt\tcategory\twidth\tidentical\ttokens\tcalls\tτ\tdrafted\taccepted\ttok/s\tspeedup\t")
+	for _, p := range rep.Prompts {
+		for _, r := range p.Runs {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%d\t%d\t%.2f\t%d\t%d\t%.0f\t%.2f\t\n",
+				p.ID, p.Category, r.Width, r.Identical, r.Tokens, r.TargetCalls, r.Tau, r.Drafted, r.Accepted, r.TokS, r.Speedup)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "category\twidth\tprompts\tidentical\tτ\tdrafted\taccepted\ttok/s\tspeedup\t")
+	for _, s := range rep.Summary {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%d\t%d\t%.0f\t%.2f\t\n",
+			s.Category, s.Width, s.Prompts, s.Identical, s.Tau, s.Drafted, s.Accepted, s.TokS, s.Speedup)
+	}
+	tw.Flush()
+	var ms []string
+	for w := 1; w <= spec.MaxWidth; w++ {
+		if v, ok := rep.CostsMs[strconv.Itoa(w)]; ok {
+			ms = append(ms, fmt.Sprintf("w%d %.3f", w, v))
+		}
+	}
+	fmt.Fprintf(w, "\nmeasured call time at load (ms): %s\n", strings.Join(ms, ", "))
+	bad := 0
+	for _, s := range rep.Summary {
+		if s.Category == "all" {
+			bad += s.Prompts - s.Identical
+		}
+	}
+	if bad > 0 {
+		fmt.Fprintf(w, "NOT LOSSLESS: %d runs differ from width 1\n", bad)
+	}
+}
+
+// errNotLossless is returned when any run differs from width 1.
+var errNotLossless = errors.New("speculative output differs from width 1")

@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// storiesModel returns ../shared/models/stories260K.gguf beside the repo,
+// skipping outside CI when it is missing.
+func storiesModel(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+	p := filepath.Join(dir, "..", "shared", "models", "stories260K.gguf")
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s missing (CI needs ../shared beside the checkout): %v", p, err)
+		}
+		t.Skipf("%s missing: run make test with ../shared present", p)
+	}
+	return p
+}
+
+func TestBenchSpecStories(t *testing.T) {
+	model := storiesModel(t)
+	// Token-id prompts (no tokenizer needed): one with a repeated span, where
+	// prompt lookup finds drafts, one without.
+	work := filepath.Join(t.TempDir(), "w.jsonl")
+	lines := `{"id":"copy","category":"rewrite","ids":[1,403,407,261,378,432,383,286,261,376,298,315,421,395,1,403,407,261,378,432,383],"max_tokens":24}
+{"id":"open","category":"chat","ids":[1,403,407],"max_tokens":16}
+`
+	if err := os.WriteFile(work, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), []string{"bench", "spec", "--model", model, "--prompts", work, "--widths", "2,4,0", "--reps", "1", "--json"}, nil, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var rep specReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("bad JSON: %v\n%s", err, out.String())
+	}
+	if len(rep.Prompts) != 2 || len(rep.Widths) != 4 || rep.Widths[0] != 1 {
+		t.Fatalf("report shape: %d prompts, widths %v", len(rep.Prompts), rep.Widths)
+	}
+	for _, p := range rep.Prompts {
+		if len(p.Runs) != 4 {
+			t.Fatalf("%s: %d runs", p.ID, len(p.Runs))
+		}
+		for _, r := range p.Runs {
+			if !r.Identical || r.Tokens != p.Runs[0].Tokens || r.TargetCalls+r.Accepted+1 != r.Tokens {
+				t.Fatalf("%s width %d: %+v", p.ID, r.Width, r)
+			}
+		}
+		if p.Runs[0].Drafted != 0 || p.Runs[0].Speedup != 1 {
+			t.Fatalf("%s width 1: %+v", p.ID, p.Runs[0])
+		}
+	}
+	cats := map[string]bool{}
+	for _, s := range rep.Summary {
+		cats[s.Category] = true
+		if s.Identical != s.Prompts {
+			t.Fatalf("summary %+v", s)
+		}
+	}
+	if !cats["rewrite"] || !cats["chat"] || !cats["all"] || len(rep.CostsMs) != 8 {
+		t.Fatalf("summary categories %v, costs %v", cats, rep.CostsMs)
+	}
+	// The table form prints the summary.
+	out.Reset()
+	if code := Run(context.Background(), []string{"bench", "spec", "--model", model, "--prompts", work, "--widths", "4", "--reps", "1"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("table: exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "category") || !strings.Contains(out.String(), "rewrite") {
+		t.Fatalf("table output:\n%s", out.String())
+	}
+}
+
+func TestBenchSpecBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte("{\"id\":\"x\",\"prompt\":\"hi\",\"bogus\":1}\n"), 0o644)
+	empty := filepath.Join(dir, "empty.jsonl")
+	os.WriteFile(empty, []byte("\n"), 0o644)
+	noText := filepath.Join(dir, "notext.jsonl")
+	os.WriteFile(noText, []byte("{\"id\":\"x\"}\n"), 0o644)
+	for name, args := range map[string][]string{
+		"no model":      {"bench", "spec"},
+		"bad widths":    {"bench", "spec", "--model", "m.gguf", "--widths", "9"},
+		"unknown field": {"bench", "spec", "--model", "m.gguf", "--prompts", bad},
+		"empty file":    {"bench", "spec", "--model", "m.gguf", "--prompts", empty},
+		"no text":       {"bench", "spec", "--model", "m.gguf", "--prompts", noText},
+		"missing file":  {"bench", "spec", "--model", "m.gguf", "--prompts", filepath.Join(dir, "nope")},
+	} {
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), args, nil, &out, &errb); code == 0 {
+			t.Errorf("%s: exit 0", name)
+		}
+	}
+	ws, err := parseWidths("4, 2,4,0")
+	if err != nil || len(ws) != 4 || ws[0] != 1 || ws[1] != 4 || ws[3] != 0 {
+		t.Fatalf("parseWidths: %v %v", ws, err)
+	}
+}
+
+func TestWorkloadFileParses(t *testing.T) {
+	ps, err := readSpecWorkload(filepath.Join("..", "bench", "workloads", "spec.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cats := map[string]int{}
+	for _, p := range ps {
+		cats[p.Category]++
+	}
+	for _, c := range []string{"summarise", "rewrite", "code-edit", "doc-qa", "list", "chat", "creative"} {
+		if cats[c] < 3 {
+			t.Errorf("category %s has %d prompts", c, cats[c])
+		}
+	}
+}
