@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -47,6 +48,12 @@ func RandomLlama(o LlamaOptions, typ gguf.Type, seed uint64) ([]byte, error) {
 			return
 		}
 		scale := float32(1 / math.Sqrt(float64(cols)))
+		if t == gguf.Q4_0 || t == gguf.Q4_1 || t == gguf.Q8_0 {
+			// Random blocks straight away: quantising normal samples is too
+			// slow for the benchmark's half-gigabyte models.
+			w.AddTensor(name, t, []int{cols, rows}, randomBlocks(r, t, rows*cols, scale))
+			return
+		}
 		vals := make([]float32, rows*cols)
 		for i := range vals {
 			vals[i] = float32(r.NormFloat64()) * scale
@@ -83,4 +90,29 @@ func RandomLlama(o LlamaOptions, typ gguf.Type, seed uint64) ([]byte, error) {
 		return nil, fmt.Errorf("cpu: random llama: %w", err)
 	}
 	return w.Bytes()
+}
+
+// randomBlocks returns n elements of random quantised blocks of type t with
+// values of roughly unit variance times scale.
+func randomBlocks(r *rand.Rand, t gguf.Type, n int, scale float32) []byte {
+	out := make([]byte, t.RowBytes(n))
+	for i := 0; i < len(out); i += 8 {
+		v := r.Uint64()
+		for j := 0; j < 8 && i+j < len(out); j++ {
+			out[i+j] = byte(v >> (8 * j))
+		}
+	}
+	bs := t.BlockBytes()
+	for b := 0; b < len(out); b += bs {
+		switch t {
+		case gguf.Q4_0: // q-8 uniform in -8..7: sd ~4.6
+			binary.LittleEndian.PutUint16(out[b:], ToF16(scale/4.6))
+		case gguf.Q4_1: // q uniform in 0..15 around -7.5
+			binary.LittleEndian.PutUint16(out[b:], ToF16(scale/4.6))
+			binary.LittleEndian.PutUint16(out[b+2:], ToF16(-7.5*scale/4.6))
+		case gguf.Q8_0: // int8 uniform: sd ~74
+			binary.LittleEndian.PutUint16(out[b:], ToF16(scale/74))
+		}
+	}
+	return out
 }
