@@ -1,0 +1,195 @@
+package safetensors
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Open memory-maps the .safetensors file at path and parses its header. On
+// systems without mmap the file is read into memory instead.
+func Open(path string) (*File, error) {
+	data, unmap, err := mapFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors: open %s: %w", path, err)
+	}
+	f, err := Parse(path, data)
+	if err != nil {
+		unmap()
+		return nil, err
+	}
+	f.unmap = unmap
+	return f, nil
+}
+
+// IndexName is the file that lists which shard holds each tensor of a
+// sharded checkpoint.
+const IndexName = "model.safetensors.index.json"
+
+// Dir is an open Hugging Face model directory: its config.json and the
+// tensors of all its weight files.
+type Dir struct {
+	path   string
+	config []byte
+	files  []*File
+	where  map[string]*File // tensor name -> file
+}
+
+// OpenDir opens the model directory dir: config.json (required) and the
+// weight files, which are those named by model.safetensors.index.json when
+// it exists, else every *.safetensors file in dir. A tensor name may appear
+// in only one file. Weights stay mapped until Close.
+func OpenDir(dir string) (*Dir, error) {
+	cfgPath := filepath.Join(dir, "config.json")
+	cfg, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors: model directory %s: %w", dir, err)
+	}
+	if !json.Valid(cfg) {
+		return nil, fmt.Errorf("safetensors: %s is not valid JSON", cfgPath)
+	}
+	names, err := weightFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dir{path: dir, config: cfg, where: map[string]*File{}}
+	for _, name := range names {
+		f, err := Open(filepath.Join(dir, name))
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		d.files = append(d.files, f)
+		for _, t := range f.tensors {
+			if g, dup := d.where[t.Name]; dup {
+				d.Close()
+				return nil, fmt.Errorf("safetensors: tensor %q is in both %s and %s", t.Name, g.path, f.path)
+			}
+			d.where[t.Name] = f
+		}
+	}
+	return d, nil
+}
+
+// weightFiles lists the weight files of dir (base names, sorted).
+func weightFiles(dir string) ([]string, error) {
+	idxPath := filepath.Join(dir, IndexName)
+	if idx, err := os.ReadFile(idxPath); err == nil {
+		var ix struct {
+			WeightMap map[string]string `json:"weight_map"`
+		}
+		if err := json.Unmarshal(idx, &ix); err != nil {
+			return nil, fmt.Errorf("safetensors: %s: %w", idxPath, err)
+		}
+		seen := map[string]bool{}
+		var names []string
+		for tensor, file := range ix.WeightMap {
+			if file == "" || filepath.Base(file) != file {
+				return nil, fmt.Errorf("safetensors: %s: tensor %q maps to %q, which is not a file name in the directory", idxPath, tensor, file)
+			}
+			if !seen[file] {
+				seen[file] = true
+				names = append(names, file)
+			}
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("safetensors: %s lists no weight files", idxPath)
+		}
+		sort.Strings(names)
+		return names, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("safetensors: %w", err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors: model directory %s: %w", dir, err)
+	}
+	var names []string
+	for _, e := range ents {
+		if filepath.Ext(e.Name()) == ".safetensors" && !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("safetensors: model directory %s has no .safetensors files", dir)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Path is the directory.
+func (d *Dir) Path() string { return d.path }
+
+// Config returns the raw bytes of config.json.
+func (d *Dir) Config() []byte { return d.config }
+
+// Files lists the paths of config.json and the weight files (what the
+// model's fingerprint covers).
+func (d *Dir) Files() []string {
+	out := []string{filepath.Join(d.path, "config.json")}
+	for _, f := range d.files {
+		out = append(out, f.path)
+	}
+	return out
+}
+
+// Tensors lists every tensor of every weight file, in name order.
+func (d *Dir) Tensors() []TensorInfo {
+	var out []TensorInfo
+	for _, f := range d.files {
+		out = append(out, f.tensors...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Tensor returns the description of the named tensor.
+func (d *Dir) Tensor(name string) (TensorInfo, bool) {
+	f, ok := d.where[name]
+	if !ok {
+		return TensorInfo{}, false
+	}
+	return f.Tensor(name)
+}
+
+// TensorData returns the raw bytes of the named tensor, aliasing the
+// mapping (valid until Close). The error for an absent tensor wraps
+// ErrMissing.
+func (d *Dir) TensorData(name string) ([]byte, error) {
+	f, ok := d.where[name]
+	if !ok {
+		return nil, fmt.Errorf("safetensors: %s: %w: %q", d.path, ErrMissing, name)
+	}
+	return f.TensorData(name)
+}
+
+// Float32s returns the named tensor converted to float32 (a copy), with its
+// description. It fails for an absent tensor (wrapping ErrMissing) and for
+// types other than F32, F16 and BF16.
+func (d *Dir) Float32s(name string) ([]float32, TensorInfo, error) {
+	t, ok := d.Tensor(name)
+	if !ok {
+		return nil, TensorInfo{}, fmt.Errorf("safetensors: %s: %w: %q", d.path, ErrMissing, name)
+	}
+	data, err := d.TensorData(name)
+	if err != nil {
+		return nil, t, err
+	}
+	v, err := Float32s(t, data)
+	return v, t, err
+}
+
+// Close unmaps every weight file.
+func (d *Dir) Close() error {
+	var first error
+	for _, f := range d.files {
+		if err := f.Close(); err != nil && first == nil {
+			first = fmt.Errorf("safetensors: close %s: %w", f.path, err)
+		}
+	}
+	d.files, d.where = nil, nil
+	return first
+}

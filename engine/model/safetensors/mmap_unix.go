@@ -1,0 +1,38 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd
+
+package safetensors
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// mapFile maps path read-only. An empty file maps to an empty slice.
+func mapFile(path string) ([]byte, func() error, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("not a regular file")
+	}
+	size := st.Size()
+	if size == 0 {
+		return []byte{}, func() error { return nil }, nil
+	}
+	if size != int64(int(size)) {
+		return nil, nil, fmt.Errorf("file of %d bytes is too large to map", size)
+	}
+	data, err := unix.Mmap(int(fh.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, nil, fmt.Errorf("mmap: %w", err)
+	}
+	return data, func() error { return unix.Munmap(data) }, nil
+}
