@@ -350,16 +350,18 @@ SELECT s.id, s.file_path, s.model_fingerprint, s.tokenizer_fingerprint, s.templa
        b.block_index, b.prefix_hash
 FROM kv_snapshot_blocks b
 JOIN kv_snapshots s ON s.id = b.snapshot_id
-WHERE b.prefix_hash IN (/*SLICE:hashes*/?)
-  AND s.model_fingerprint = ?2
-  AND s.tokenizer_fingerprint = ?3
+WHERE s.model_fingerprint = ?
+  AND s.tokenizer_fingerprint = ?
+  -- Plain ? above and the slice last: sqlc v1.31 numbers named arguments
+  -- (?2, ?3), which clash with the placeholders the slice expands to.
+  AND b.prefix_hash IN (/*SLICE:hashes*/?)
 ORDER BY b.block_index DESC, s.token_count ASC, s.last_used_at DESC, s.id DESC
 `
 
 type PrefixCandidatesParams struct {
-	Hashes               []string `json:"hashes"`
 	ModelFingerprint     string   `json:"model_fingerprint"`
 	TokenizerFingerprint string   `json:"tokenizer_fingerprint"`
+	Hashes               []string `json:"hashes"`
 }
 
 type PrefixCandidatesRow struct {
@@ -386,6 +388,8 @@ type PrefixCandidatesRow struct {
 func (q *Queries) PrefixCandidates(ctx context.Context, arg PrefixCandidatesParams) ([]PrefixCandidatesRow, error) {
 	query := prefixCandidates
 	var queryParams []interface{}
+	queryParams = append(queryParams, arg.ModelFingerprint)
+	queryParams = append(queryParams, arg.TokenizerFingerprint)
 	if len(arg.Hashes) > 0 {
 		for _, v := range arg.Hashes {
 			queryParams = append(queryParams, v)
@@ -394,8 +398,6 @@ func (q *Queries) PrefixCandidates(ctx context.Context, arg PrefixCandidatesPara
 	} else {
 		query = strings.Replace(query, "/*SLICE:hashes*/?", "NULL", 1)
 	}
-	queryParams = append(queryParams, arg.ModelFingerprint)
-	queryParams = append(queryParams, arg.TokenizerFingerprint)
 	rows, err := q.db.QueryContext(ctx, query, queryParams...)
 	if err != nil {
 		return nil, err

@@ -34,9 +34,11 @@ SELECT s.id, s.file_path, s.model_fingerprint, s.tokenizer_fingerprint, s.templa
        b.block_index, b.prefix_hash
 FROM kv_snapshot_blocks b
 JOIN kv_snapshots s ON s.id = b.snapshot_id
-WHERE b.prefix_hash IN (sqlc.slice(hashes))
-  AND s.model_fingerprint = sqlc.arg(model_fingerprint)
-  AND s.tokenizer_fingerprint = sqlc.arg(tokenizer_fingerprint)
+WHERE s.model_fingerprint = ?
+  AND s.tokenizer_fingerprint = ?
+  -- Plain ? above and the slice last: sqlc v1.31 numbers named arguments
+  -- (?2, ?3), which clash with the placeholders the slice expands to.
+  AND b.prefix_hash IN (sqlc.slice(hashes))
 ORDER BY b.block_index DESC, s.token_count ASC, s.last_used_at DESC, s.id DESC;
 
 -- name: TouchSnapshot :execrows

@@ -1,0 +1,333 @@
+package storage
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// chain makes chained block hashes the way engine/kv.BlockHashes does (each
+// hash covers the whole prefix), so the tests do not import the engine.
+func chain(ids []int32) []string {
+	var out []string
+	prev := []byte("seed")
+	for i := 0; i+BlockSize <= len(ids); i += BlockSize {
+		h := sha256.New()
+		h.Write(prev)
+		for _, id := range ids[i : i+BlockSize] {
+			h.Write([]byte(strconv.Itoa(int(id)) + ","))
+		}
+		prev = h.Sum(nil)
+		out = append(out, hex.EncodeToString(prev[:16]))
+	}
+	return out
+}
+
+func seq(n int, base int32) []int32 {
+	ids := make([]int32, n)
+	for i := range ids {
+		ids[i] = base + int32(i)
+	}
+	return ids
+}
+
+func snap(path string, ids []int32, bytes int64) SnapshotInput {
+	return SnapshotInput{FilePath: path, ModelFingerprint: "model", TokenizerFingerprint: "tok", TemplateHash: "tpl",
+		TokenCount: len(ids), Bytes: bytes, BlockHashes: chain(ids)}
+}
+
+func TestSnapshotRoundTripAndLongestPrefix(t *testing.T) {
+	ctx := context.Background()
+	d := openTest(t)
+	base := seq(64*10, 1)
+	// s4: first 4 blocks of base; s7: first 7 blocks + a partial block;
+	// s7short: first 7 blocks exactly (fewer tokens: preferred on a tie);
+	// other: diverges in block 0.
+	in4 := snap("s4.kv", base[:256], 1000)
+	in7 := snap("s7.kv", base[:64*7+10], 2000)
+	in7short := snap("s7short.kv", base[:64*7], 1900)
+	in4.ConversationID = 0
+	s4, err := d.InsertSnapshot(ctx, in4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s7, _ := d.InsertSnapshot(ctx, in7)
+	s7s, _ := d.InsertSnapshot(ctx, in7short)
+	other := append([]int32{999}, base[1:]...)
+	d.InsertSnapshot(ctx, snap("other.kv", other, 3000))
+
+	got, err := d.GetSnapshot(ctx, s4.ID)
+	if err != nil || got.FilePath != "s4.kv" || got.ModelFingerprint != "model" || got.TokenizerFingerprint != "tok" ||
+		got.TemplateHash != "tpl" || got.TokenCount != 256 || got.Bytes != 1000 || got.Pinned || got.CreatedAt.IsZero() ||
+		!got.LastUsedAt.Equal(got.CreatedAt) {
+		t.Errorf("snapshot round trip: %+v %v", got, err)
+	}
+	if hs, _ := d.SnapshotBlockHashes(ctx, s7.ID); !slices.Equal(hs, chain(base[:64*7])) {
+		t.Errorf("stored block hashes differ")
+	}
+
+	cases := []struct {
+		name   string
+		prompt []int32
+		want   int64
+		blocks int
+	}{
+		{"full base: deepest is block 7, shortest snapshot wins", base, s7s.ID, 7},
+		{"5 blocks", base[:64*5+3], s7s.ID, 5},
+		{"3 blocks", base[:64*3], s4.ID, 3}, // all of s4, s7, s7short share 3; s4 is the shortest
+		{"diverges in block 5", append(slices.Clone(base[:64*5]), seq(200, 5000)...), s7s.ID, 5},
+		{"diverges in block 4", append(slices.Clone(base[:64*4]), seq(200, 5000)...), s4.ID, 4},
+	}
+	for _, tc := range cases {
+		m, ok, err := d.LongestPrefix(ctx, "model", "tok", chain(tc.prompt))
+		if err != nil || !ok || m.Snapshot.ID != tc.want || m.Blocks != tc.blocks || m.Tokens != tc.blocks*BlockSize {
+			t.Errorf("%s: %+v ok=%v err=%v; want snapshot %d, %d blocks", tc.name, m, ok, err, tc.want, tc.blocks)
+		}
+	}
+	// No match: different first block, a short prompt, another model or tokenizer.
+	for name, f := range map[string]func() (PrefixMatch, bool, error){
+		"unrelated":       func() (PrefixMatch, bool, error) { return d.LongestPrefix(ctx, "model", "tok", chain(seq(640, 7000))) },
+		"under one block": func() (PrefixMatch, bool, error) { return d.LongestPrefix(ctx, "model", "tok", chain(base[:63])) },
+		"other model":     func() (PrefixMatch, bool, error) { return d.LongestPrefix(ctx, "model2", "tok", chain(base)) },
+		"other tokenizer": func() (PrefixMatch, bool, error) { return d.LongestPrefix(ctx, "model", "tok2", chain(base)) },
+	} {
+		if m, ok, err := f(); ok || err != nil {
+			t.Errorf("%s: matched %+v, %v", name, m, err)
+		}
+	}
+	// A hash found at the wrong block index does not count.
+	shifted := append([]string{"x"}, chain(base)...)
+	if m, ok, _ := d.LongestPrefix(ctx, "model", "tok", shifted); ok {
+		t.Errorf("shifted hashes matched %+v", m)
+	}
+	// On equal depth and size, the most recently used wins.
+	a, _ := d.InsertSnapshot(ctx, snap("tieA.kv", seq(128, 50000), 10))
+	b, _ := d.InsertSnapshot(ctx, snap("tieB.kv", seq(128, 50000), 10))
+	d.now = func() time.Time { return time.Now().Add(time.Minute) }
+	if err := d.TouchSnapshot(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if m, _, _ := d.LongestPrefix(ctx, "model", "tok", chain(seq(128, 50000))); m.Snapshot.ID != a.ID {
+		t.Errorf("tie: got %d, want the touched %d (not %d)", m.Snapshot.ID, a.ID, b.ID)
+	}
+	if err := d.TouchSnapshot(ctx, 424242); !errors.Is(err, ErrNotFound) {
+		t.Errorf("touch of a missing snapshot: %v", err)
+	}
+
+	// Bad input.
+	for name, in := range map[string]SnapshotInput{
+		"too many hashes": {FilePath: "x", ModelFingerprint: "m", TokenizerFingerprint: "t", TokenCount: 63, BlockHashes: []string{"h"}},
+		"escaping path":   {FilePath: "../x", ModelFingerprint: "m", TokenizerFingerprint: "t"},
+		"absolute path":   {FilePath: "/tmp/x", ModelFingerprint: "m", TokenizerFingerprint: "t"},
+		"no fingerprint":  {FilePath: "x"},
+		"empty hash":      {FilePath: "x", ModelFingerprint: "m", TokenizerFingerprint: "t", TokenCount: 64, BlockHashes: []string{""}},
+	} {
+		if _, err := d.InsertSnapshot(ctx, in); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+	if _, err := d.InsertSnapshot(ctx, in4); err == nil {
+		t.Error("a second row for the same file was accepted")
+	}
+}
+
+func TestLongestPrefixLongPrompt(t *testing.T) {
+	ctx := context.Background()
+	d := openTest(t)
+	// More blocks than one lookup query takes: the match sits in the first chunk.
+	long := seq(BlockSize*(maxHashesPerQuery+100), 1)
+	in := snap("short.kv", long[:BlockSize*50], 1)
+	s, err := d.InsertSnapshot(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok, err := d.LongestPrefix(ctx, "model", "tok", chain(long))
+	if err != nil || !ok || m.Snapshot.ID != s.ID || m.Blocks != 50 {
+		t.Errorf("long prompt: %+v %v %v", m, ok, err)
+	}
+}
+
+func TestEvictionAndPins(t *testing.T) {
+	ctx := context.Background()
+	d := openTest(t)
+	clock := time.Now()
+	d.now = func() time.Time { clock = clock.Add(time.Second); return clock }
+	var ids []int64
+	for i := range 5 { // 5 snapshots of 100 bytes, used in order 0..4
+		s, err := d.InsertSnapshot(ctx, snap("e"+strconv.Itoa(i)+".kv", seq(64, int32(i*1000)), 100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, s.ID)
+	}
+	if total, err := d.TotalSnapshotBytes(ctx); err != nil || total != 500 {
+		t.Errorf("total bytes %d, %v", total, err)
+	}
+	d.TouchSnapshot(ctx, ids[0]) // 0 becomes the most recent
+	if err := d.SetSnapshotPinned(ctx, ids[1], true); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := d.CreatePrompt(ctx, PromptInput{Title: "p"})
+	d.SetPromptSnapshot(ctx, p.ID, ids[2]) // pinned by the prompt library
+	candidates := func(quota int64) []int64 {
+		cs, err := d.EvictionCandidates(ctx, quota)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, c := range cs {
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	if got := candidates(500); len(got) != 0 {
+		t.Errorf("within quota: %v", got)
+	}
+	if got := candidates(350); !slices.Equal(got, []int64{ids[3], ids[4]}) {
+		t.Errorf("quota 350: %v, want LRU %v", got, []int64{ids[3], ids[4]})
+	}
+	if got := candidates(400); !slices.Equal(got, []int64{ids[3]}) {
+		t.Errorf("quota 400: %v", got)
+	}
+	// Quota 0: everything not pinned, pinned ones never.
+	if got := candidates(0); !slices.Equal(got, []int64{ids[3], ids[4], ids[0]}) {
+		t.Errorf("quota 0: %v", got)
+	}
+	d.SetSnapshotPinned(ctx, ids[1], false)
+	if got := candidates(0); !slices.Contains(got, ids[1]) || slices.Contains(got, ids[2]) {
+		t.Errorf("after unpinning: %v", got)
+	}
+	for _, id := range ids {
+		if err := d.DeleteSnapshot(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var blocks int
+	d.SQL().QueryRow("SELECT count(*) FROM kv_snapshot_blocks").Scan(&blocks)
+	if total, _ := d.TotalSnapshotBytes(ctx); total != 0 || blocks != 0 {
+		t.Errorf("after deleting all: %d bytes, %d block rows", total, blocks)
+	}
+	if err := d.DeleteSnapshot(ctx, ids[0]); !errors.Is(err, ErrNotFound) {
+		t.Errorf("double delete: %v", err)
+	}
+}
+
+func TestReplaceSnapshot(t *testing.T) {
+	ctx := context.Background()
+	d := openTest(t)
+	c, _ := d.CreateConversation(ctx, ConversationInput{})
+	c2, _ := d.CreateConversation(ctx, ConversationInput{})
+	first := snap("turn1.kv", seq(128, 1), 10)
+	first.ConversationID = c.ID
+	s1, old, err := d.ReplaceSnapshot(ctx, first)
+	if err != nil || len(old) != 0 {
+		t.Fatalf("first: %v %v", old, err)
+	}
+	keep := snap("other-conv.kv", seq(128, 1), 10)
+	keep.ConversationID = c2.ID
+	d.ReplaceSnapshot(ctx, keep)
+	second := snap("turn2.kv", seq(192, 1), 20)
+	second.ConversationID = c.ID
+	s2, old, err := d.ReplaceSnapshot(ctx, second)
+	if err != nil || len(old) != 1 || old[0].ID != s1.ID || old[0].FilePath != "turn1.kv" {
+		t.Fatalf("second: %+v %v", old, err)
+	}
+	if _, err := d.GetSnapshot(ctx, s1.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("old row still there: %v", err)
+	}
+	// The same file again (same contents): re-pointed, not returned as orphan.
+	again := second
+	s3, old, err := d.ReplaceSnapshot(ctx, again)
+	if err != nil || len(old) != 0 || s3.FilePath != "turn2.kv" {
+		t.Errorf("same file: %+v %+v %v", s3, old, err)
+	}
+	all, _ := d.ListSnapshots(ctx)
+	if len(all) != 2 {
+		t.Errorf("rows: %+v", all)
+	}
+	_ = s2
+	// Forget by path.
+	if err := d.ForgetSnapshotFile(ctx, "turn2.kv"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ForgetSnapshotFile(ctx, "turn2.kv"); err != nil {
+		t.Errorf("forgetting twice: %v", err)
+	}
+	if all, _ := d.ListSnapshots(ctx); len(all) != 1 || all[0].ConversationID != c2.ID {
+		t.Errorf("after forget: %+v", all)
+	}
+	// Deleting a conversation keeps its snapshot row, unlinked.
+	d.DeleteConversation(ctx, c2.ID)
+	if all, _ := d.ListSnapshots(ctx); len(all) != 1 || all[0].ConversationID != 0 {
+		t.Errorf("after deleting the conversation: %+v", all)
+	}
+}
+
+func TestReconcile(t *testing.T) {
+	ctx := context.Background()
+	d := openTest(t)
+	kvDir := filepath.Join(t.TempDir(), KVDir)
+	os.MkdirAll(filepath.Join(kvDir, "sub"), 0o755)
+	write := func(name string, size int) {
+		if err := os.WriteFile(filepath.Join(kvDir, name), make([]byte, size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("good.kv", 10)
+	write("sub/nested.kv", 7)
+	write("truncated.kv", 3) // its row says 10 bytes
+	write("orphan.kv", 5)    // no row
+	write(".tmp-123.kv", 5)  // a crashed write's temp file
+	d.InsertSnapshot(ctx, snap("good.kv", seq(64, 1), 10))
+	d.InsertSnapshot(ctx, snap("sub/nested.kv", seq(64, 2), 7))
+	d.InsertSnapshot(ctx, snap("truncated.kv", seq(64, 3), 10))
+	d.InsertSnapshot(ctx, snap("missing.kv", seq(64, 4), 10))
+
+	rep, err := d.Reconcile(ctx, kvDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(rep.RowsDeleted)
+	slices.Sort(rep.FilesDeleted)
+	if !slices.Equal(rep.RowsDeleted, []string{"missing.kv", "truncated.kv"}) ||
+		!slices.Equal(rep.FilesDeleted, []string{".tmp-123.kv", "orphan.kv", "truncated.kv"}) {
+		t.Errorf("report: %+v", rep)
+	}
+	var left []string
+	filepath.WalkDir(kvDir, func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			rel, _ := filepath.Rel(kvDir, p)
+			left = append(left, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	slices.Sort(left)
+	rows, _ := d.ListSnapshots(ctx)
+	var rowPaths []string
+	for _, r := range rows {
+		rowPaths = append(rowPaths, r.FilePath)
+	}
+	slices.Sort(rowPaths)
+	if !slices.Equal(left, []string{"good.kv", "sub/nested.kv"}) || !slices.Equal(rowPaths, left) {
+		t.Errorf("after reconcile: files %v, rows %v", left, rowPaths)
+	}
+	// A second run finds nothing to do.
+	if rep, err := d.Reconcile(ctx, kvDir); err != nil || len(rep.RowsDeleted)+len(rep.FilesDeleted) != 0 {
+		t.Errorf("second run: %+v %v", rep, err)
+	}
+	// A missing kv dir is created and drops every row.
+	fresh := filepath.Join(t.TempDir(), "nokv")
+	if rep, err := d.Reconcile(ctx, fresh); err != nil || len(rep.RowsDeleted) != 2 {
+		t.Errorf("missing dir: %+v %v", rep, err)
+	}
+	if st, err := os.Stat(fresh); err != nil || !st.IsDir() {
+		t.Errorf("kv dir not created: %v", err)
+	}
+}
