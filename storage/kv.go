@@ -42,8 +42,8 @@ type SnapshotInput struct {
 	TokenCount           int
 	Bytes                int64
 	Pinned               bool
-	ConversationID       int64    // 0 for none
-	PromptID             int64    // 0 for none
+	ConversationID       int64 // 0 for none
+	PromptID             int64 // 0 for none
 	// BlockHashes are the chained prefix hashes of the snapshot's token ids,
 	// one per full BlockSize-token block (engine/kv.BlockHashes): hash i
 	// must stand for the whole prefix ids[:BlockSize*(i+1)]. Opaque to
