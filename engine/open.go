@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"anechat/engine/cpu"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
+	"anechat/engine/tokenizer"
 )
 
 // OpenBackend loads the model at path on the CPU backend, deciding by file
@@ -71,3 +73,42 @@ func (b *ggufBackend) GGUF() *gguf.File { return b.file }
 
 // Close unmaps the weights.
 func (b *ggufBackend) Close() error { return b.file.Close() }
+
+// Open loads the model at path (see OpenBackend) and its tokenizer: the GGUF
+// file's tokenizer.ggml.* metadata, or tokenizer.json in a model directory.
+// Close the backend (io.Closer) when done.
+func Open(path string) (model.Backend, *tokenizer.Tokenizer, error) {
+	b, err := OpenBackend(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var tok *tokenizer.Tokenizer
+	if g, ok := b.(interface{ GGUF() *gguf.File }); ok {
+		tok, err = tokenizer.FromGGUF(g.GGUF())
+	} else {
+		tok, err = tokenizer.Load(filepath.Join(path, "tokenizer.json"))
+	}
+	if err != nil {
+		if c, ok := b.(io.Closer); ok {
+			c.Close()
+		}
+		return nil, nil, fmt.Errorf("engine: open %s: %w", path, err)
+	}
+	if tok.VocabSize() > b.Config().VocabSize {
+		if c, ok := b.(io.Closer); ok {
+			c.Close()
+		}
+		return nil, nil, fmt.Errorf("engine: open %s: the tokenizer has %d tokens, the model only %d logits", path, tok.VocabSize(), b.Config().VocabSize)
+	}
+	return b, tok, nil
+}
+
+// RawPrompt is the prompt of a raw (template-free) generation: BOS if the
+// tokenizer adds one, then the encoded text (HF add_special_tokens=True).
+func RawPrompt(tok *tokenizer.Tokenizer, text string) []int32 {
+	var ids []int32
+	if tok.AddsBOS() {
+		ids = append(ids, tok.BOS())
+	}
+	return append(ids, tok.Encode(text)...)
+}

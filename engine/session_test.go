@@ -275,3 +275,37 @@ func TestOpenBackendErrors(t *testing.T) {
 		t.Errorf("truncated: %v", err)
 	}
 }
+
+// TestOpenStoriesText: Open brings the GGUF tokenizer; the raw prompt of
+// "Once upon a time" is the reference ids and the streamed text is the
+// reference text.
+func TestOpenStoriesText(t *testing.T) {
+	b, tok, err := Open(sharedModel(t, "stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.(io.Closer).Close()
+	prompt := RawPrompt(tok, "Once upon a time")
+	if !slices.Equal(prompt, storiesPrompt) {
+		t.Fatalf("raw prompt %v, want %v", prompt, storiesPrompt)
+	}
+	s, _ := NewSession(b, SessionOptions{Text: func() TextStream { return tok.NewStream() }})
+	if err := s.Prefill(context.Background(), prompt, nil); err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	var got []int32
+	if _, err := s.Generate(context.Background(), GenerateOptions{MaxTokens: 60}, func(tk Token) error {
+		text.WriteString(tk.Text)
+		if tk.ID >= 0 {
+			got = append(got, tk.ID)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := " there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.\nLily"
+	if !slices.Equal(got, storiesWant) || !strings.HasPrefix(text.String(), ",") || text.String()[1:] != want {
+		t.Fatalf("text %q", text.String())
+	}
+}
