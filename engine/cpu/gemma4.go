@@ -499,6 +499,9 @@ func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *
 		cache.Rollback()
 		return model.Result{}, err
 	}
+	if want&model.Last != 0 {
+		x, n = x[(n-1)*H:], 1
+	}
 	logits := make([]float32, n*o.Vocab)
 	m.out.MatMul(m.pool, logits, x)
 	if c := o.Softcap; c > 0 {

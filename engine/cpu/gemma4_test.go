@@ -165,12 +165,16 @@ func TestGemma4Greedy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := m.Forward(context.Background(), c.Prompt, 0, cache, model.Argmax)
+		// Prefill as the Session does: only the last row's greedy id.
+		r, err := m.Forward(context.Background(), c.Prompt, 0, cache, model.Argmax|model.Last)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(r.Argmax) != 1 || r.Logits != nil {
+			t.Fatalf("%s: Last gave %d ids, logits %v", c.Name, len(r.Argmax), r.Logits != nil)
+		}
 		cache.Commit(len(c.Prompt))
-		next := r.Argmax[len(r.Argmax)-1]
+		next := r.Argmax[0]
 		var got []int32
 		for len(got) < len(c.Greedy) {
 			got = append(got, next)
