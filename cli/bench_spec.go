@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"anechat/engine"
+	"anechat/engine/model"
 	"anechat/engine/spec"
 )
 
@@ -145,13 +146,14 @@ func parseWidths(s string) ([]int, error) {
 // width, compared with width 1.
 func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "bench spec", "--model PATH --prompts FILE.jsonl [--widths 1,2,4,8] [--json]")
-	modelPath := fs.String("model", "", "model file (.gguf) or directory")
+	modelPath := fs.String("model", "", "model file (.gguf) or directory, or \"random\" for a generated memory-bound llama (no tokenizer: text prompts become byte ids)")
 	promptsPath := fs.String("prompts", "bench/workloads/spec.jsonl", "workload: JSON Lines {\"id\",\"category\",\"prompt\",\"raw\",\"max_tokens\"}")
 	widthsFlag := fs.String("widths", "1,2,4,8", "comma-separated widths (1 = off, 0 = auto); width 1 is always run as the reference")
 	maxTokens := fs.Int("max-tokens", 128, "tokens per prompt when its line has no max_tokens")
 	reps := fs.Int("reps", 3, "runs of each prompt and width; the fastest counts (the machine is shared)")
 	category := fs.String("category", "", "run only this category")
 	useCorpus := fs.Bool("corpus", false, "also draft from a corpus of the workload's earlier prompts and outputs (suffix matching)")
+	ungated := fs.Bool("ungated", false, "send every proposal whatever its acceptance rate (measures what the drafters could accept, not a setting to use)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -177,13 +179,13 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 	}
 	ctx, stop := interruptible(ctx)
 	defer stop()
-	m, err := openModel(*modelPath)
+	m, closeModel, err := openSpecModel(*modelPath)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer closeModel()
 	rep, err := benchSpec(ctx, m, prompts, widths, benchSpecOptions{
-		maxTokens: *maxTokens, reps: max(*reps, 1), corpus: *useCorpus,
+		maxTokens: *maxTokens, reps: max(*reps, 1), corpus: *useCorpus, ungated: *ungated,
 		progress: func(msg string) {
 			if !*asJSON {
 				fmt.Fprintln(env.Stderr, msg)
@@ -214,10 +216,42 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
+// openSpecModel opens the model to benchmark; "random" is bench resume's
+// generated memory-bound llama.
+func openSpecModel(path string) (*loadedModel, func(), error) {
+	if path == "random" {
+		b, _, closeFn, err := openBenchModel(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &loadedModel{backend: b}, closeFn, nil
+	}
+	m, err := openModel(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, func() { m.Close() }, nil
+}
+
+// byteIDs encodes text as one id per byte (3 + byte, wrapped into the
+// vocabulary) for models without a tokenizer: the repetition structure of
+// the text, which is what drafting feeds on, is kept.
+func byteIDs(text string, cfg model.Config) []int32 {
+	ids := []int32{}
+	if cfg.BOS >= 0 {
+		ids = append(ids, cfg.BOS)
+	}
+	for _, c := range []byte(text) {
+		ids = append(ids, int32(3+int(c))%int32(max(cfg.VocabSize, 1)))
+	}
+	return ids
+}
+
 type benchSpecOptions struct {
 	maxTokens int
 	reps      int
 	corpus    bool
+	ungated   bool
 	progress  func(string)
 }
 
@@ -237,7 +271,7 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 		}
 	}
 	// Warm up (page in the weights, grow the heap) before anything is timed.
-	if _, _, _, _, err := specRunOnce(ctx, m, []int32{max(b.Config().BOS, 0)}, 64, 1, costs, nil); err != nil {
+	if _, _, _, _, err := specRunOnce(ctx, m, []int32{max(b.Config().BOS, 0)}, 64, 1, costs, nil, false); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	var corpus *spec.Corpus
@@ -246,7 +280,9 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 	}
 	for _, p := range prompts {
 		ids := p.IDs
-		if ids == nil {
+		if ids == nil && m.codec == nil {
+			ids = byteIDs(p.Prompt, b.Config())
+		} else if ids == nil {
 			if ids, err = m.promptIDs(p.Prompt, p.Raw); err != nil {
 				return nil, fmt.Errorf("prompt %s: %w", p.ID, err)
 			}
@@ -259,6 +295,7 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 		if room := b.Config().ContextLen - len(ids); room < 2 {
 			return nil, fmt.Errorf("prompt %s: %d tokens leave no room in the context of %d", p.ID, len(ids), b.Config().ContextLen)
 		}
+		limit = min(limit, b.Config().ContextLen-len(ids))
 		pr := specPromptResult{ID: p.ID, Category: p.Category, PromptTokens: len(ids)}
 		pr.Runs = make([]specRun, len(widths))
 		identical := make([]bool, len(widths))
@@ -269,7 +306,7 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 		// the widths; the fastest repetition of each width counts.
 		for rep := range o.reps {
 			for wi, w := range widths {
-				r, out, text, stopped, err := specRunOnce(ctx, m, ids, limit, w, costs, corpus)
+				r, out, text, stopped, err := specRunOnce(ctx, m, ids, limit, w, costs, corpus, o.ungated)
 				if err != nil {
 					return nil, fmt.Errorf("prompt %s width %d: %w", p.ID, w, err)
 				}
@@ -315,11 +352,12 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 
 // specRunOnce generates once from ids on a fresh Session at width w (width
 // 1: plain decoding) and returns the figures, ids, text and stop reason.
-func specRunOnce(ctx context.Context, m *loadedModel, ids []int32, limit, w int, costs *spec.Costs, corpus *spec.Corpus) (specRun, []int32, string, string, error) {
+func specRunOnce(ctx context.Context, m *loadedModel, ids []int32, limit, w int, costs *spec.Costs, corpus *spec.Corpus, ungated bool) (specRun, []int32, string, string, error) {
 	var dec engine.Decoder = engine.PlainDecoder{}
 	var sd *engine.SpecDecoder
 	if w != 1 {
 		sd = engine.NewSpecDecoder(costs.Clone(), corpus)
+		sd.Ungated = ungated
 		dec = sd
 	}
 	s, err := engine.NewSession(m.backend, engine.SessionOptions{Decoder: dec, Text: m.textStream()})

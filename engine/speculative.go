@@ -11,6 +11,10 @@ import (
 // model call of width 1+drafts per step, output identical to PlainDecoder.
 // It serves one Session (one request at a time).
 type SpecDecoder struct {
+	// Ungated sends every proposal whatever its acceptance rate (for
+	// tests and for measuring what the drafters could accept).
+	Ungated bool
+
 	spec spec.Decoder
 	last spec.Stats
 }
@@ -34,6 +38,7 @@ func (d *SpecDecoder) Decode(ctx context.Context, t Target, req DecodeRequest, e
 		Widths:    req.Widths,
 		Sampler:   req.Sampler,
 		Stop:      req.Stop,
+		Ungated:   d.Ungated,
 	}, func(tk spec.Token) error { return emit(tk.ID, tk.Drafted) })
 	d.last = st
 	return DecodeResult{
