@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -329,5 +330,56 @@ func TestReconcile(t *testing.T) {
 	}
 	if st, err := os.Stat(fresh); err != nil || !st.IsDir() {
 		t.Errorf("kv dir not created: %v", err)
+	}
+}
+
+// TestLongestPrefixUsesIndex checks that the prefix lookup is an index
+// search on the block hashes, not a scan of the blocks table.
+func TestLongestPrefixUsesIndex(t *testing.T) {
+	d := openTest(t)
+	rows, err := d.SQL().Query(`EXPLAIN QUERY PLAN
+		SELECT s.id, b.block_index FROM kv_snapshot_blocks b JOIN kv_snapshots s ON s.id = b.snapshot_id
+		WHERE s.model_fingerprint = ? AND s.tokenizer_fingerprint = ? AND b.prefix_hash IN (?, ?, ?)
+		ORDER BY b.block_index DESC`, "m", "t", "a", "b", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	joined := strings.Join(plan, "; ")
+	if !strings.Contains(joined, "kv_snapshot_blocks_hash (prefix_hash=?)") || strings.Contains(joined, "SCAN b") {
+		t.Errorf("prefix lookup plan: %s", joined)
+	}
+}
+
+func BenchmarkLongestPrefix(b *testing.B) {
+	ctx := context.Background()
+	d, err := Open(ctx, filepath.Join(b.TempDir(), DBFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	// 500 snapshots of 2048 tokens (32 blocks each), all different from block 0.
+	for i := range 500 {
+		ids := seq(2048, int32(i*10000))
+		if _, err := d.InsertSnapshot(ctx, snap("b"+strconv.Itoa(i)+".kv", ids, 1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	prompt := chain(append(seq(64*20, 250*10000), seq(4096, 1<<30)...)) // shares 20 blocks with snapshot 250
+	b.ResetTimer()
+	for b.Loop() {
+		m, ok, err := d.LongestPrefix(ctx, "model", "tok", prompt)
+		if err != nil || !ok || m.Blocks != 20 {
+			b.Fatalf("%+v %v %v", m, ok, err)
+		}
 	}
 }
