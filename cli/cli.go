@@ -30,6 +30,7 @@ func commands() []command {
 	return []command{
 		{"version", "print the version and build information", runVersion},
 		{"generate", "generate text from a prompt", runGenerate},
+		{"chat", "chat with a model in the terminal", runChat},
 		{"bench", "run a benchmark (anechat bench WHAT; resume, ...)", runBench},
 	}
 }

@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// smolLM2Path is where build/scripts/fetch-smollm2.sh (run by
+// deps-smollm2.sh before the tests) puts SmolLM2: the data dir's models
+// folder. Outside CI a missing file skips the test.
+func smolLM2Path(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("ANECHAT_HOME")
+	if dir == "" {
+		if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+			dir = filepath.Join(x, "anechat")
+		} else {
+			home, _ := os.UserHomeDir()
+			dir = filepath.Join(home, ".local", "share", "anechat")
+			if runtime.GOOS == "darwin" {
+				dir = filepath.Join(home, "Library", "Application Support", "anechat")
+			}
+		}
+	}
+	p := filepath.Join(dir, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s missing (build/scripts/deps-smollm2.sh fetches it): %v", p, err)
+		}
+		t.Skipf("%s missing: run build/scripts/fetch-smollm2.sh", p)
+	}
+	return p
+}
+
+func runChatWith(t *testing.T, input string, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), append([]string{"chat"}, args...), strings.NewReader(input), &out, &errb); code != 0 {
+		t.Fatalf("chat exit %d: %s", code, errb.String())
+	}
+	return out.String()
+}
+
+// TestChatSmolLM2 holds a short two-turn chat with a real instruct model; the
+// second answer needs the first turn's context (the session continues).
+func TestChatSmolLM2(t *testing.T) {
+	out := runChatWith(t, "What is the capital of France?\nAnd of Italy?\n", "--model", smolLM2Path(t), "--max-tokens", "40")
+	turns := strings.Split(out, "\n> ")
+	if len(turns) < 3 || !strings.Contains(turns[1], "Paris") || !strings.Contains(turns[2], "Rome") {
+		t.Fatalf("chat transcript:\n%s", out)
+	}
+}
+
+// TestChatStories: the plain template on a story model, /reset and /quit.
+func TestChatStories(t *testing.T) {
+	out := runChatWith(t, "Once upon a time\n/reset\nOnce upon a time\n/quit\nnever read\n", "--model", storiesPath(t), "--max-tokens", "20")
+	turns := strings.Split(out, "\n> ")
+	if len(turns) != 5 || !strings.Contains(turns[2], "(conversation reset)") || turns[1] != turns[3] || !strings.Contains(turns[1], "Lily") {
+		t.Fatalf("chat transcript (%d parts):\n%q", len(turns), out)
+	}
+}
