@@ -31,8 +31,9 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	defer m.Close()
-	if m.codec == nil {
-		return errors.New("chat needs a tokenizer for the model")
+	codec, ok := m.codec.(chatCodec)
+	if !ok {
+		return errors.New("chat needs a tokenizer and chat template for the model")
 	}
 	opts := engine.SessionOptions{Text: m.textStream()}
 	if *g.width != 1 {
@@ -42,11 +43,11 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	c := &chatLoop{env: env, m: m, s: s, gen: g.options(), stats: *stats}
+	c := &chatLoop{env: env, codec: codec, s: s, gen: g.options(), stats: *stats}
 	if *system != "" {
 		c.msgs = append(c.msgs, chat.Message{Role: chat.RoleSystem, Content: *system})
 	}
-	c.gen.Stop = m.codec.stops()
+	c.gen.Stop = codec.stops()
 	fmt.Fprintf(env.Stdout, "anechat chat with %s (%s). Type a message; /reset starts over, /quit or end of input leaves.\n", *g.model, m.backend.Config().Arch)
 	in := bufio.NewScanner(env.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<20)
@@ -89,7 +90,7 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 // session that holds its tokens and KV.
 type chatLoop struct {
 	env   *Env
-	m     *loadedModel
+	codec chatCodec
 	s     *engine.Session
 	gen   engine.GenerateOptions
 	msgs  []chat.Message
@@ -100,7 +101,7 @@ type chatLoop struct {
 // and streams the model's answer.
 func (c *chatLoop) turn(ctx context.Context, user string) error {
 	msgs := append(slices.Clone(c.msgs), chat.Message{Role: chat.RoleUser, Content: user})
-	ids, err := c.m.codec.render(msgs)
+	ids, err := c.codec.render(msgs)
 	if err != nil {
 		return err
 	}
@@ -130,4 +131,11 @@ func (c *chatLoop) turn(ctx context.Context, user string) error {
 			st.PrefillTokens, st.Tokens, st.Stopped, st.TargetCalls, st.Accepted, st.Drafted, st.TTFTms, st.DecodeTokS)
 	}
 	return nil
+}
+
+// chatCodec renders conversations with the model's chat template.
+type chatCodec interface {
+	render(msgs []chat.Message) ([]int32, error)
+	stops() []int32
+	stream() engine.TextStream
 }
