@@ -17,7 +17,7 @@ type bpeModel struct {
 	charHi map[rune]int32   // the same for the astral planes
 	byteID [256]int32       // id of "<0xXX>" pieces (byte fallback), -1 if none
 	bl     [256]int32       // byte-level: id of the piece of the printable rune standing for each byte
-	vocab  map[string]int32 // model vocabulary only (ignore_merges lookups)
+	vocab  *pieceIndex     // ignore_merges lookups
 
 	byteFallback bool
 	unk          int32 // -1 if none
@@ -98,12 +98,15 @@ func (m *bpeModel) charID(r rune) int32 {
 	return -1
 }
 
-// addMerge records that left+right (ids) make result with the given rank. The
-// first occurrence of a pair wins (HF keeps the lowest rank as well).
-func (m *bpeModel) addMerge(left, right, result int32, rank int) {
+// addMerge records that left+right (ids) make result with the given rank.
+// For a pair listed twice, Hugging Face keeps the last rank (its merge map is
+// collected from the list) and llama.cpp the first (std::map::emplace).
+func (m *bpeModel) addMerge(left, right, result int32, rank int, keepFirst bool) {
 	k := pairKey(left, right)
-	if _, dup := m.merges[k]; dup {
-		return
+	if keepFirst {
+		if _, dup := m.merges[k]; dup {
+			return
+		}
 	}
 	m.merges[k] = uint64(rank)<<32 | uint64(uint32(result))
 }
@@ -152,7 +155,7 @@ func (m *bpeModel) encodeChunk(out []int32, w string, byteLevel bool) []int32 {
 		return out
 	}
 	if m.ignoreMerges {
-		if id, ok := m.vocab[bytesOrRunes(w, byteLevel)]; ok {
+		if id, ok := m.vocab.get(bytesOrRunes(w, byteLevel)); ok {
 			return append(out, id)
 		}
 	}

@@ -125,10 +125,11 @@ func parseHF(name string, data []byte) (t *Tokenizer, err error) {
 	var (
 		addedRaw, normRaw, preRaw, decRaw, postRaw []byte
 		opts                                       hfModelOptions
-		vocab                                      map[string]int32
+		pieces                                     []string
+		nvocab                                     int
 		maxID                                      int32 = -1
 		mergesRaw                                  []byte
-		sawModel                                   bool
+		sawModel, vocabNotObject, hasVocab         bool
 	)
 	if s.peek() != '{' {
 		return nil, fail("not a JSON object (is this a tokenizer.json?)")
@@ -154,19 +155,29 @@ func parseHF(name string, data []byte) (t *Tokenizer, err error) {
 				switch string(k) {
 				case "vocab":
 					if s.peek() != '{' {
-						return s.errorf("model.vocab is not an object (only BPE vocabularies are supported)")
+						vocabNotObject = true
+						_, err := s.skip()
+						return err
 					}
-					vocab = make(map[string]int32, 1<<18)
+					pieces = make([]string, 0, 1<<18)
+					hasVocab = true
 					return s.object(func(piece []byte) error {
 						p := string(piece)
 						v, err := s.int()
 						if err != nil {
 							return err
 						}
-						if v < 0 || v > math.MaxInt32-1 {
+						if v < 0 || v > 1<<24 {
 							return s.errorf("model.vocab[%q] = %d is not a valid id", truncate(p, 40), v)
 						}
-						vocab[p] = int32(v)
+						for int(v) >= len(pieces) {
+							pieces = append(pieces, "")
+						}
+						if pieces[v] != "" {
+							return s.errorf("model.vocab has two pieces with id %d", v)
+						}
+						pieces[v] = p
+						nvocab++
 						maxID = max(maxID, int32(v))
 						return nil
 					})
@@ -213,7 +224,10 @@ func parseHF(name string, data []byte) (t *Tokenizer, err error) {
 	if opts.Type != "" && opts.Type != "BPE" {
 		return nil, unsupported("model type %q (only BPE is supported)", opts.Type)
 	}
-	if vocab == nil {
+	if vocabNotObject {
+		return nil, fail("model.vocab is not an object")
+	}
+	if !hasVocab {
 		return nil, fail("model has no vocab")
 	}
 	if opts.Dropout != nil && *opts.Dropout != 0 {
@@ -243,26 +257,31 @@ func parseHF(name string, data []byte) (t *Tokenizer, err error) {
 	}
 
 	t = &Tokenizer{source: name, kind: "hf-bpe", bos: -1}
-	t.pieces = make([]string, maxID+1)
-	t.vocab = make(map[string]int32, len(vocab)+len(added))
+	for int(maxID) >= len(pieces) {
+		pieces = append(pieces, "")
+	}
+	t.pieces = pieces
+	t.vocab = newPieceIndex(&t.pieces, nvocab+len(added))
 	m := newBPEModel()
-	m.vocab = vocab
+	m.vocab = t.vocab
 	m.byteFallback = opts.ByteFallback
 	m.fuseUnk = opts.FuseUnk
 	m.ignoreMerges = opts.IgnoreMerges
-	for p, id := range vocab {
-		t.pieces[id] = p
-		t.vocab[p] = id
-		m.setPiece(p, id)
+	for id, p := range t.pieces {
+		if p == "" {
+			continue
+		}
+		t.vocab.set(p, int32(id))
+		m.setPiece(p, int32(id))
 	}
 	if opts.UnkToken != nil {
-		id, ok := vocab[*opts.UnkToken]
+		id, ok := t.vocab.get(*opts.UnkToken)
 		if !ok {
 			return nil, fail("unk_token %q is not in the vocab", *opts.UnkToken)
 		}
 		m.unk = id
 	}
-	if err := parseMerges(mergesRaw, vocab, m); err != nil {
+	if err := parseMerges(mergesRaw, t.vocab, m); err != nil {
 		return nil, fail("model.merges: %v", err)
 	}
 	t.bpe = m
@@ -274,10 +293,10 @@ func parseHF(name string, data []byte) (t *Tokenizer, err error) {
 			return nil, unsupported("added token %q uses single_word/lstrip/rstrip", truncate(a.Content, 40))
 		}
 		id := int32(a.ID)
-		if t.pieces[id] == "" {
-			t.pieces[id] = a.Content
-		}
-		t.vocab[a.Content] = id
+		// Added tokens win over the model's piece of the same id, as in
+		// HF's id_to_token.
+		t.pieces[id] = a.Content
+		t.vocab.set(a.Content, id)
 		t.added.add(a.Content, id, a.Special)
 		if a.Special {
 			t.skip[id] = true
@@ -297,7 +316,7 @@ func parseHF(name string, data []byte) (t *Tokenizer, err error) {
 	}
 	if t.byteLevel {
 		for b := 0; b < 256; b++ {
-			if id, ok := vocab[string(byteToRune[b])]; ok {
+			if id, ok := t.vocab.get(string(byteToRune[b])); ok {
 				m.bl[b] = id
 			}
 		}
@@ -320,16 +339,19 @@ func parseHF(name string, data []byte) (t *Tokenizer, err error) {
 }
 
 // parseMerges reads merges as ["a","b"] pairs or legacy "a b" strings.
-func parseMerges(raw []byte, vocab map[string]int32, m *bpeModel) error {
+func parseMerges(raw []byte, vocab *pieceIndex, m *bpeModel) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
+	// Pre-size the merge map (a pretty-printed merge takes ~40 bytes):
+	// growing a 515k-entry map costs more than a generous guess.
+	m.merges = make(map[uint64]uint64, len(raw)/32)
 	s := &scanner{data: raw}
 	var key []byte
 	return s.array(func(rank int) error {
 		var left, right int32
 		look := func(p []byte) (int32, error) {
-			id, ok := vocab[string(p)]
+			id, ok := vocab.quickBytes(p)
 			if !ok {
 				return 0, fmt.Errorf("merge %d: %q is not in the vocab", rank, truncate(string(p), 40))
 			}
@@ -375,11 +397,11 @@ func parseMerges(raw []byte, vocab map[string]int32, m *bpeModel) error {
 		if err != nil {
 			return err
 		}
-		res, ok := vocab[string(key)]
+		res, ok := vocab.quickBytes(key)
 		if !ok {
 			return fmt.Errorf("merge %d: result %q is not in the vocab", rank, truncate(string(key), 40))
 		}
-		m.addMerge(left, right, res, rank)
+		m.addMerge(left, right, res, rank, false)
 		return nil
 	})
 }
@@ -547,7 +569,7 @@ func parseDecoder(raw []byte) (decodeSpec, error) {
 
 // parsePost finds the BOS that the post-processor puts before a single
 // sequence (TemplateProcessing "single": [<bos>, $A]).
-func parsePost(raw []byte, vocab map[string]int32) (int32, bool, error) {
+func parsePost(raw []byte, vocab *pieceIndex) (int32, bool, error) {
 	if isNull(raw) {
 		return -1, false, nil
 	}
@@ -564,7 +586,7 @@ func parsePost(raw []byte, vocab map[string]int32) (int32, bool, error) {
 				if st, ok := p.SpecialTokens[name]; ok && len(st.IDs) == 1 {
 					return int32(st.IDs[0]), true
 				}
-				if id, ok := vocab[name]; ok {
+				if id, ok := vocab.get(name); ok {
 					return id, true
 				}
 			}
@@ -610,18 +632,18 @@ func (t *Tokenizer) readSideConfig(dir string) {
 	if data, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); err == nil {
 		var cfg map[string]any
 		if json.Unmarshal(data, &cfg) == nil {
-			if id, ok := t.vocab[tokenName(cfg["eos_token"])]; ok {
+			if id, ok := t.vocab.get(tokenName(cfg["eos_token"])); ok {
 				addEOS(id)
 			}
 			if b, ok := cfg["add_bos_token"].(bool); ok && !b {
 				t.addBOS = false
 			} else if ok && b && t.bos < 0 {
-				if id, ok := t.vocab[tokenName(cfg["bos_token"])]; ok {
+				if id, ok := t.vocab.get(tokenName(cfg["bos_token"])); ok {
 					t.bos, t.addBOS = id, true
 				}
 			}
 			if t.bos < 0 {
-				if id, ok := t.vocab[tokenName(cfg["bos_token"])]; ok {
+				if id, ok := t.vocab.get(tokenName(cfg["bos_token"])); ok {
 					t.bos = id
 				}
 			}
@@ -652,7 +674,7 @@ func (t *Tokenizer) readSideConfig(dir string) {
 func (t *Tokenizer) defaultEOS() []int32 {
 	var out []int32
 	for _, p := range []string{"<eos>", "</s>", "<|endoftext|>", "<end_of_turn>", "<turn|>", "<|im_end|>", "<|eot_id|>"} {
-		if id, ok := t.vocab[p]; ok && t.added.isSpecial(id) {
+		if id, ok := t.vocab.get(p); ok && t.added.isSpecial(id) {
 			out = append(out, id)
 		}
 	}

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -26,9 +27,17 @@ func (s *scanner) errorf(format string, args ...any) error {
 }
 
 func (s *scanner) ws() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
+	d := s.data
+	for s.pos < len(d) {
+		switch d[s.pos] {
+		case ' ':
+			// Pretty-printed files indent with runs of spaces: skip 8 at a time.
+			if s.pos+8 <= len(d) && binary.LittleEndian.Uint64(d[s.pos:]) == 0x2020202020202020 {
+				s.pos += 8
+				continue
+			}
+			s.pos++
+		case '\t', '\n', '\r':
 			s.pos++
 		default:
 			return

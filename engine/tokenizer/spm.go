@@ -11,7 +11,7 @@ import (
 // on ties); characters left without a piece become their UTF-8 bytes
 // (<0xXX> pieces), or unk.
 type spmModel struct {
-	vocab       map[string]int32 // normal/user pieces that merges may produce
+	vocab       *pieceIndex // pieces that merges may produce
 	scores      []float32
 	byteID      [256]int32
 	unk         int32
@@ -57,7 +57,7 @@ func (m *spmModel) encode(out []int32, seg string, first bool) []int32 {
 			return
 		}
 		piece := text[syms[l].start : syms[r].start+syms[r].n]
-		id, ok := m.vocab[piece]
+		id, ok := m.vocab.get(piece)
 		if !ok {
 			return
 		}
@@ -89,7 +89,7 @@ func (m *spmModel) encode(out []int32, seg string, first bool) []int32 {
 	for i := 0; i >= 0; i = syms[i].next {
 		s := syms[i]
 		piece := text[s.start : s.start+s.n]
-		if id, ok := m.vocab[piece]; ok {
+		if id, ok := m.vocab.get(piece); ok {
 			out = append(out, id)
 			continue
 		}

@@ -33,7 +33,7 @@ type Tokenizer struct {
 	kind   string // "hf-bpe", "gguf-llama", "gguf-gpt2" (part of the fingerprint)
 
 	pieces []string         // id -> piece (model vocabulary and added tokens)
-	vocab  map[string]int32 // piece -> id (model vocabulary and added tokens)
+	vocab  *pieceIndex      // piece -> id (model vocabulary and added tokens)
 	byteOf []int16          // id -> byte value of a <0xXX> piece, else -1
 	skip   []bool           // id decodes to nothing (special / control tokens)
 
@@ -77,8 +77,7 @@ func (t *Tokenizer) VocabSize() int { return len(t.pieces) }
 // TokenID returns the id of a piece exactly as the vocabulary spells it
 // (e.g. "<start_of_turn>", "▁the", "<0x0A>").
 func (t *Tokenizer) TokenID(piece string) (int32, bool) {
-	id, ok := t.vocab[piece]
-	return id, ok
+	return t.vocab.get(piece)
 }
 
 // Piece returns the vocabulary entry of id ("" if id is out of range).

@@ -61,13 +61,11 @@ func FromVocab(v Vocab) (*Tokenizer, error) {
 	}
 	t := &Tokenizer{source: name, bos: -1}
 	t.pieces = append([]string(nil), v.Tokens...)
-	t.vocab = make(map[string]int32, n)
+	t.vocab = newPieceIndex(&t.pieces, n)
 	t.skip = make([]bool, n)
 	t.added = newAddedMatcher()
 	for i, p := range v.Tokens {
-		if _, dup := t.vocab[p]; !dup {
-			t.vocab[p] = int32(i)
-		}
+		t.vocab.setIfAbsent(p, int32(i))
 		switch typ(i) {
 		case TokenControl:
 			t.skip[i] = true
@@ -126,12 +124,13 @@ func FromVocab(v Vocab) (*Tokenizer, error) {
 		t.pre = append(pre, preStep{kind: preByteLevel, regex: true})
 		t.byteLevel = true
 		m := newBPEModel()
+		m.merges = make(map[uint64]uint64, len(v.Merges))
 		m.unk = unk
 		for i, p := range v.Tokens {
 			m.setPiece(p, int32(i))
 		}
 		for b := 0; b < 256; b++ {
-			if id, ok := t.vocab[string(byteToRune[b])]; ok {
+			if id, ok := t.vocab.get(string(byteToRune[b])); ok {
 				m.bl[b] = id
 			}
 		}
@@ -140,13 +139,13 @@ func FromVocab(v Vocab) (*Tokenizer, error) {
 			if !ok {
 				return nil, fail("merge %d %q is not two pieces separated by a space", rank, truncate(s, 40))
 			}
-			l, ok1 := t.vocab[a]
-			r, ok2 := t.vocab[b]
-			res, ok3 := t.vocab[a+b]
+			l, ok1 := t.vocab.get(a)
+			r, ok2 := t.vocab.get(b)
+			res, ok3 := t.vocab.get(a + b)
 			if !ok1 || !ok2 || !ok3 {
 				return nil, fail("merge %d %q uses pieces that are not in tokenizer.ggml.tokens", rank, truncate(s, 40))
 			}
-			m.addMerge(l, r, res, rank)
+			m.addMerge(l, r, res, rank, true)
 		}
 		t.bpe = m
 		t.dec = decodeSpec{byteLevel: true}

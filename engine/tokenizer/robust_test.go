@@ -1,0 +1,249 @@
+package tokenizer
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// A malformed or unsupported file gives an error that names the file and the problem.
+func TestBadFiles(t *testing.T) {
+	good, err := os.ReadFile(filepath.Join("testdata", "bytelevel.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, data string
+		kind       error
+		mention    string
+	}{
+		{"empty", "", ErrMalformed, "not a JSON object"},
+		{"not json", "hello", ErrMalformed, "not a JSON object"},
+		{"truncated", string(good[:len(good)/2]), ErrMalformed, "byte"},
+		{"trailing", string(good) + "x", ErrMalformed, "trailing"},
+		{"no model", `{"version":"1.0"}`, ErrMalformed, "model"},
+		{"unigram", `{"model":{"type":"Unigram","vocab":[["a",0.0]]}}`, ErrUnsupported, "Unigram"},
+		{"wordpiece vocab", `{"model":{"vocab":{"a":0},"merges":[]}, "decoder":{"type":"WordPiece"}}`, ErrUnsupported, "WordPiece"},
+		{"bad id", `{"model":{"type":"BPE","vocab":{"a":-4},"merges":[]}}`, ErrMalformed, "not a valid id"},
+		{"float id", `{"model":{"type":"BPE","vocab":{"a":1.5},"merges":[]}}`, ErrMalformed, "integer"},
+		{"merge missing", `{"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":[["a","b"]]},"decoder":{"type":"ByteLevel"},"pre_tokenizer":{"type":"ByteLevel"}}`, ErrMalformed, "result \"ab\""},
+		{"merge shape", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[["a"]]}}`, ErrMalformed, "1 parts"},
+		{"legacy merge", `{"model":{"type":"BPE","vocab":{"a":0},"merges":["a"]}}`, ErrMalformed, "two pieces"},
+		{"regex split", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"pre_tokenizer":{"type":"Split","pattern":{"Regex":"\\s+"},"behavior":"Isolated"},"decoder":{"type":"Fuse"}}`, ErrUnsupported, "regex"},
+		{"nfkc", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"normalizer":{"type":"NFKC"}}`, ErrUnsupported, "NFKC"},
+		{"dropout", `{"model":{"type":"BPE","dropout":0.1,"vocab":{"a":0},"merges":[]}}`, ErrUnsupported, "dropout"},
+		{"lstrip", `{"added_tokens":[{"id":0,"content":"a","lstrip":true}],"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`, ErrUnsupported, "lstrip"},
+		{"huge id", `{"added_tokens":[{"id":99999999,"content":"a"}],"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`, ErrMalformed, "large"},
+		{"bad escape", `{"model":{"type":"BPE","vocab":{"\q":0}}}`, ErrMalformed, "escape"},
+		{"deep", strings.Repeat("[", 100000), ErrMalformed, "not a JSON object"},
+		{"deep value", `{"x":` + strings.Repeat("[", 1000) + `}`, ErrMalformed, "deep"},
+		{"no decoder", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`, ErrUnsupported, "decoder"},
+	}
+	dir := t.TempDir()
+	for _, c := range cases {
+		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".json")
+		if err := os.WriteFile(path, []byte(c.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path)
+		if err == nil {
+			t.Errorf("%s: no error", c.name)
+			continue
+		}
+		if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.mention) {
+			t.Errorf("%s: error %q, want %v naming %s and mentioning %q", c.name, err, c.kind, path, c.mention)
+		}
+	}
+	if _, err := Load(filepath.Join(dir, "absent.json")); err == nil || !strings.Contains(err.Error(), "absent.json") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestBadVocabs(t *testing.T) {
+	base := func() Vocab {
+		return Vocab{Source: "x.gguf", Model: "llama", Tokens: []string{"<unk>", "a"}, Scores: []float32{0, 0}, BOS: -1, EOS: -1, EOT: -1, UNK: 0}
+	}
+	cases := []struct {
+		name    string
+		edit    func(*Vocab)
+		kind    error
+		mention string
+	}{
+		{"no model", func(v *Vocab) { v.Model = "" }, ErrMalformed, "tokenizer.ggml.model"},
+		{"bert", func(v *Vocab) { v.Model = "bert" }, ErrUnsupported, "bert"},
+		{"no tokens", func(v *Vocab) { v.Tokens = nil }, ErrMalformed, "empty"},
+		{"scores", func(v *Vocab) { v.Scores = v.Scores[:1] }, ErrMalformed, "scores"},
+		{"types", func(v *Vocab) { v.Types = []int32{1} }, ErrMalformed, "token_type"},
+		{"pre", func(v *Vocab) { v.Model, v.Pre = "gpt2", "qwen2" }, ErrUnsupported, "qwen2"},
+		{"merge", func(v *Vocab) { v.Model, v.Merges = "gpt2", []string{"a b"} }, ErrMalformed, "merge 0"},
+	}
+	for _, c := range cases {
+		v := base()
+		c.edit(&v)
+		_, err := FromVocab(v)
+		if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), "x.gguf") || !strings.Contains(err.Error(), c.mention) {
+			t.Errorf("%s: error %v, want %v naming x.gguf and %q", c.name, err, c.kind, c.mention)
+		}
+	}
+}
+
+// Invalid UTF-8 encodes without a panic; the bytes come back (as U+FFFD
+// where they are not valid) and valid parts survive.
+func TestInvalidUTF8(t *testing.T) {
+	tok := gemma(t)
+	for _, s := range []string{"\xff", "a\xc3", "\xe4\xb8", "ok \xed\xa0\x80 ok", "\xf0\x9f\x98", string([]byte{0x80, 0x80, 'x'})} {
+		ids := tok.EncodeSpecial(s)
+		got := tok.Decode(ids)
+		if !utf8.ValidString(got) {
+			t.Errorf("Decode(Encode(%q)) = %q is not valid UTF-8", s, got)
+		}
+		if want := strings.ToValidUTF8(s, ""); !strings.Contains(strings.ReplaceAll(got, "\uFFFD", ""), want) && want != "" {
+			t.Errorf("Decode(Encode(%q)) = %q lost the valid text %q", s, got, want)
+		}
+	}
+}
+
+func TestLossyMaximalSubparts(t *testing.T) {
+	// Expected values from Rust's String::from_utf8_lossy.
+	cases := map[string]string{
+		"\xe2\x82a":         "\uFFFDa",
+		"\xf0\x9f\x98":      "\uFFFD",
+		"\xed\xa0\x80":      "\uFFFD\uFFFD\uFFFD",
+		"\xc0\xaf":          "\uFFFD\uFFFD",
+		"a\xf4\x90\x80\x80": "a\uFFFD\uFFFD\uFFFD\uFFFD",
+		"\xe0\xa0":          "\uFFFD",
+		"\xe0\x80":          "\uFFFD\uFFFD",
+		"é\xff":             "é\uFFFD",
+	}
+	for in, want := range cases {
+		got, n := appendLossy(nil, []byte(in), true)
+		if string(got) != want || n != len(in) {
+			t.Errorf("lossy(%q) = %q (%d), want %q", in, got, n, want)
+		}
+	}
+}
+
+func fuzzSeeds(f *testing.F) {
+	for _, s := range []string{"", "hello world", "  spaces  ", "\n\n\t", "日本語", "👨‍👩‍👧", "e\u0301", "<end_of_turn>", "<start_of_turn>user\n", "a>▁</b", "\xff\xfe", "<0x41>", "'s 're 12 34"} {
+		f.Add(s)
+	}
+}
+
+// decode(encode(s)) == s for valid UTF-8 (Gemma: byte fallback covers
+// everything) without "▁", which Gemma's decoder turns into a space exactly
+// as Hugging Face's does; EncodeSpecial never panics on anything.
+func FuzzGemmaRoundTrip(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		tok := gemma(t)
+		ids := tok.Encode(s)
+		_ = tok.EncodeSpecial(s)
+		if !utf8.ValidString(s) || strings.Contains(s, metaspace) {
+			return
+		}
+		if got := tok.Decode(ids); got != s {
+			t.Fatalf("Decode(Encode(%q)) = %q (ids %v)", s, got, ids)
+		}
+		if got := streamAll(tok, ids); got != s {
+			t.Fatalf("stream(Encode(%q)) = %q", s, got)
+		}
+	})
+}
+
+// Byte-level BPE round-trips everything, and the GPT-2 splitter never
+// drops or duplicates bytes.
+func FuzzByteLevelRoundTrip(f *testing.F) {
+	fuzzSeeds(f)
+	tok, err := Load(filepath.Join("testdata", "bytelevel.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got := strings.Join(gpt2Split(nil, s), ""); got != s {
+			t.Fatalf("gpt2Split(%q) joined = %q", s, got)
+		}
+		ids := tok.Encode(s)
+		_ = tok.EncodeSpecial(s)
+		if !utf8.ValidString(s) {
+			return
+		}
+		if got := tok.Decode(ids); got != s {
+			t.Fatalf("Decode(Encode(%q)) = %q", s, got)
+		}
+		if got := streamAll(tok, ids); got != s {
+			t.Fatalf("stream(Encode(%q)) = %q", s, got)
+		}
+	})
+}
+
+// Any id sequence streams to valid UTF-8 pieces whose concatenation is Decode.
+func FuzzStreamDecode(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3})
+	f.Add([]byte{0xE4, 0x01, 0xB8, 0x01, 0xAD, 0x01})
+	f.Add([]byte{0xF0, 0x01, 0x9F, 0x01, 0x98, 0x01, 0x80, 0x01, 0x41, 0x00})
+	byteLevel, err := Load(filepath.Join("testdata", "bytelevel.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		for _, tok := range []*Tokenizer{gemma(t), byteLevel} {
+			// Two bytes per id; ids near the byte-fallback pieces (<0x00> is
+			// 3+... in Gemma) are common so characters get split.
+			var ids []int32
+			for i := 0; i+1 < len(raw); i += 2 {
+				id := int32(raw[i]) | int32(raw[i+1])<<8
+				if raw[i+1] < 4 {
+					id = int32(raw[i]) + 3 // Gemma's byte pieces and specials
+				}
+				ids = append(ids, id%int32(tok.VocabSize()+5))
+			}
+			s := tok.NewStream()
+			var all strings.Builder
+			for _, id := range ids {
+				piece := s.Next(id)
+				if !utf8.ValidString(piece) {
+					t.Fatalf("Next(%d) = %q: broken UTF-8", id, piece)
+				}
+				all.WriteString(piece)
+			}
+			all.WriteString(s.Flush())
+			if want := tok.Decode(ids); all.String() != want {
+				t.Fatalf("stream %q != Decode %q for %v", all.String(), want, ids)
+			}
+		}
+	})
+}
+
+// The stream holds a character split over byte pieces until it is complete.
+func TestStreamHoldsPartialCharacters(t *testing.T) {
+	tok := gemma(t)
+	id := func(p string) int32 {
+		v, ok := tok.TokenID(p)
+		if !ok {
+			t.Fatalf("no %s", p)
+		}
+		return v
+	}
+	// 😀 = F0 9F 98 80, as four byte pieces, then "a".
+	ids := []int32{id("<0xF0>"), id("<0x9F>"), id("<0x98>"), id("<0x80>"), id("a")}
+	s := tok.NewStream()
+	var outs []string
+	for _, x := range ids {
+		outs = append(outs, s.Next(x))
+	}
+	outs = append(outs, s.Flush())
+	want := []string{"", "", "", "", "😀a", ""}
+	if strings.Join(outs, "|") != strings.Join(want, "|") {
+		t.Errorf("stream pieces = %q, want %q", outs, want)
+	}
+	// An incomplete character at the end flushes as U+FFFD per byte, like Decode.
+	s = tok.NewStream()
+	s.Next(id("<0xF0>"))
+	s.Next(id("<0x9F>"))
+	if got := s.Flush(); got != "\uFFFD\uFFFD" || tok.Decode(ids[:2]) != got {
+		t.Errorf("Flush of a partial character = %q, Decode = %q", got, tok.Decode(ids[:2]))
+	}
+}
