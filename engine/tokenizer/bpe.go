@@ -13,11 +13,11 @@ import (
 type bpeModel struct {
 	merges map[uint64]uint64 // left<<32|right -> rank<<32|result id
 
-	charLo []int32          // rune < 0x10000 -> id of its one-rune piece, -1 if none
-	charHi map[rune]int32   // the same for the astral planes
-	byteID [256]int32       // id of "<0xXX>" pieces (byte fallback), -1 if none
-	bl     [256]int32       // byte-level: id of the piece of the printable rune standing for each byte
-	vocab  *pieceIndex     // ignore_merges lookups
+	charLo []int32        // rune < 0x10000 -> id of its one-rune piece, -1 if none
+	charHi map[rune]int32 // the same for the astral planes
+	byteID [256]int32     // id of "<0xXX>" pieces (byte fallback), -1 if none
+	bl     [256]int32     // byte-level: id of the piece of the printable rune standing for each byte
+	vocab  *pieceIndex    // ignore_merges lookups
 
 	byteFallback bool
 	unk          int32 // -1 if none

@@ -32,10 +32,10 @@ type Tokenizer struct {
 	source string // file the tokenizer came from, for messages
 	kind   string // "hf-bpe", "gguf-llama", "gguf-gpt2" (part of the fingerprint)
 
-	pieces []string         // id -> piece (model vocabulary and added tokens)
-	vocab  *pieceIndex      // piece -> id (model vocabulary and added tokens)
-	byteOf []int16          // id -> byte value of a <0xXX> piece, else -1
-	skip   []bool           // id decodes to nothing (special / control tokens)
+	pieces []string    // id -> piece (model vocabulary and added tokens)
+	vocab  *pieceIndex // piece -> id (model vocabulary and added tokens)
+	byteOf []int16     // id -> byte value of a <0xXX> piece, else -1
+	skip   []bool      // id decodes to nothing (special / control tokens)
 
 	added addedMatcher
 
