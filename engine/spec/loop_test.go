@@ -604,3 +604,25 @@ func TestCostsFollowContext(t *testing.T) {
 		t.Fatal("fixed costs moved")
 	}
 }
+
+// slowTwo is the fake model with width-2 calls made slow.
+type slowTwo struct{ *fakeModel }
+
+func (s slowTwo) Forward(ctx context.Context, tokens []int32, start int, c *kv.Cache, want model.Output) (model.Result, error) {
+	if len(tokens) == 2 {
+		time.Sleep(3 * time.Millisecond)
+	}
+	return s.fakeModel.Forward(ctx, tokens, start, c, want)
+}
+
+// TestMeasureMonotone: a wide call measured faster than a narrower one (noise,
+// or here a quirk of the backend) is taken at the narrower one's cost.
+func TestMeasureMonotone(t *testing.T) {
+	c, err := Measure(context.Background(), slowTwo{newFakeModel(16)}, MeasureOptions{Widths: []int{1, 2, 3}, Reps: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Seconds(2) < 3e-3 || c.Seconds(3) < c.Seconds(2) {
+		t.Fatalf("w2 %v s, w3 %v s", c.Seconds(2), c.Seconds(3))
+	}
+}
