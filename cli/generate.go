@@ -93,6 +93,8 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 	promptIDs := fs.String("prompt-ids", "", "prompt as token ids (\"1 403 407\"), fed as is: no BOS added, no template")
 	raw := fs.Bool("raw", false, "skip the chat template: BOS (if the tokenizer adds one) + the encoded prompt")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of streaming text")
+	dataDir := fs.String("data-dir", "", "data directory holding the KV snapshot cache (default $ANECHAT_HOME or the OS default)")
+	noCache := fs.Bool("no-cache", false, "neither resume from nor save KV snapshots")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -120,7 +122,15 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Prefill(ctx, ids, nil); err != nil {
+	mode := "chat"
+	if *promptIDs != "" {
+		mode = "ids"
+	} else if *raw {
+		mode = "raw"
+	}
+	resumer, closeCache := openResumer(ctx, *dataDir, *noCache, m, mode, cliLogger(env))
+	defer closeCache()
+	if err := resumer.Prefill(ctx, s, ids, nil); err != nil {
 		return err
 	}
 	var out []int32
@@ -142,6 +152,9 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := resumer.SaveSession(ctx, "", s); err != nil {
+		cliLogger(env).Warn("kv snapshot not saved", "err", err)
+	}
 	if *asJSON {
 		if out == nil {
 			out = []int32{}
@@ -151,8 +164,8 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 		return enc.Encode(generateJSON{PromptIDs: ids, IDs: out, Text: text.String(), Stats: statJSON(st)})
 	}
 	fmt.Fprintln(env.Stdout)
-	fmt.Fprintf(env.Stderr, "[%d prompt tokens, %d generated (%s), %d calls, %d/%d drafts accepted, ttft %.1f ms, %.1f tok/s]\n",
-		st.PrefillTokens, st.Tokens, st.Stopped, st.TargetCalls, st.Accepted, st.Drafted, st.TTFTms, st.DecodeTokS)
+	fmt.Fprintf(env.Stderr, "[%d prompt tokens (%d resumed), %d generated (%s), %d calls, %d/%d drafts accepted, ttft %.1f ms, %.1f tok/s]\n",
+		st.PrefillTokens+st.ResumedTokens, st.ResumedTokens, st.Tokens, st.Stopped, st.TargetCalls, st.Accepted, st.Drafted, st.TTFTms, st.DecodeTokS)
 	return nil
 }
 
