@@ -243,3 +243,72 @@ func BenchmarkSuffixStep(b *testing.B) {
 		i++
 	}
 }
+
+// FuzzLookup checks prompt lookup against its definition on arbitrary
+// sequences (bytes as token ids over a small vocabulary, so matches abound).
+func FuzzLookup(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 1, 2, 3, 1, 2}, uint8(4))
+	f.Add([]byte("abracadabra abracadabra"), uint8(7))
+	f.Fuzz(func(t *testing.T, data []byte, vocab uint8) {
+		if len(data) > 300 {
+			data = data[:300]
+		}
+		v := int32(vocab%16) + 1
+		l := &Lookup{MaxN: 6, MinN: 1}
+		l.Reset(nil)
+		var seq []int32
+		for _, b := range data {
+			tok := int32(b) % v
+			seq = append(seq, tok)
+			l.Append(tok)
+			got, want := l.Propose(5), bruteLookup(seq, 6, 5)
+			if got.Match != want.Match || !slices.Equal(got.Tokens, want.Tokens) {
+				t.Fatalf("seq %v: got %+v, want %+v", seq, got, want)
+			}
+		}
+	})
+}
+
+// FuzzCorpus checks the suffix automaton's matcher against brute force: data
+// is split into documents at 0xFF bytes; the last part is the query.
+func FuzzCorpus(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 0xFF, 2, 3, 4, 5, 0xFF, 3, 4, 2, 3})
+	f.Add([]byte("the cat sat\xffthe hat\xffthe ca"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 400 {
+			data = data[:400]
+		}
+		parts := [][]int32{nil}
+		for _, b := range data {
+			if b == 0xFF {
+				parts = append(parts, nil)
+				continue
+			}
+			parts[len(parts)-1] = append(parts[len(parts)-1], int32(b%8))
+		}
+		docs, query := parts[:len(parts)-1], parts[len(parts)-1]
+		c := NewCorpus(0)
+		for _, d := range docs {
+			c.Add(d)
+		}
+		var kept [][]int32
+		for _, d := range docs {
+			if len(d) > 0 {
+				kept = append(kept, d)
+			}
+		}
+		m := c.Matcher()
+		m.MinMatch = 1
+		m.Reset(nil)
+		for i, tok := range query {
+			m.Append(tok)
+			q := query[:i+1]
+			if want := bruteSuffix(kept, q); int(m.n) != want {
+				t.Fatalf("docs %v query %v: match %d, want %d", kept, q, m.n, want)
+			}
+			if p := m.Propose(4); p.Match > 0 && !occursFollowed(kept, q[len(q)-p.Match:], p.Tokens) {
+				t.Fatalf("docs %v query %v: proposal %v not in the corpus", kept, q, p.Tokens)
+			}
+		}
+	})
+}
