@@ -27,9 +27,13 @@ func OpenBackend(path string) (model.Backend, error) {
 		if _, err := os.Stat(filepath.Join(path, "config.json")); err != nil {
 			return nil, fmt.Errorf("engine: open model %s: a model directory needs config.json: %w", path, err)
 		}
-		// Switch point: the gemma4 safetensors loader (engine/model/safetensors +
-		// engine/cpu gemma4) plugs in here.
-		return nil, fmt.Errorf("engine: open model %s: safetensors model directories are not supported yet", path)
+		// A Hugging Face safetensors directory: gemma4 (the loader checks
+		// config.json's model_type and fails naming it otherwise).
+		m, err := cpu.LoadGemma4(path, nil)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
 	}
 	if !strings.EqualFold(filepath.Ext(path), ".gguf") {
 		return nil, fmt.Errorf("engine: open model %s: unknown model format (want a .gguf file or a directory with config.json)", path)

@@ -35,7 +35,8 @@ Writes next to this script:
   model/tokenizer.json                   a Gemma-style BPE (byte fallback, "▁" for
                                    spaces, <bos>/<eos>/<|turn>/<turn|>) trained
                                    here with `tokenizers` for the 512-id vocab
-  reference.json                   per case: prompt ids, 64 greedy ids (from a
+  reference.json                   per case: the prompt text (or the user turn
+                                   of the chat case), its ids, 64 greedy ids (from a
                                    full re-forward per step, no cache), the
                                    smallest top-1/top-2 logit margin
   reference.safetensors            per case "<name>.logits": fp32 logits at
@@ -200,16 +201,20 @@ def main():
     # Reload what was written, so the references come from the files.
     model = Gemma4ForCausalLM.from_pretrained(MODEL, dtype=torch.float32, attn_implementation="eager").eval()
 
-    chat = "<|turn>user\nTell me a story about a cat.<turn|>\n<|turn>model\n"
-    cases = [
-        ("story", tok.encode("Once upon a time, there was a little girl named Lily.").ids),
-        ("fox", tok.encode("The quick brown fox jumps over the lazy dog. The dog was not happy.").ids),
-        ("short", tok.encode("Hello").ids),
-        ("chat", tok.encode(chat).ids),
+    # Raw prompts (tokenizers adds <bos>), and one chat turn in the Gemma 4
+    # format, tokenized whole as transformers' apply_chat_template does.
+    user = "Tell me a story about a cat."
+    chat = "<|turn>user\n" + user + "<turn|>\n<|turn>model\n"
+    texts = [
+        ("story", "Once upon a time, there was a little girl named Lily."),
+        ("fox", "The quick brown fox jumps over the lazy dog. The dog was not happy."),
+        ("short", "Hello"),
+        ("chat", chat),
     ]
+    cases = [(name, text, tok.encode(text).ids) for name, text in texts]
     ref = {"torch": torch.__version__, "transformers": transformers.__version__, "cases": []}
     tensors = {}
-    for name, ids in cases:
+    for name, text, ids in cases:
         assert ids[0] == 2
         gen_ids, margin = greedy(model, ids, GREEDY)
         seq = ids + gen_ids
@@ -223,7 +228,10 @@ def main():
                                  do_sample=False, eos_token_id=None, pad_token_id=0)
         cached = [int(i) for i in out[0, len(ids):]]
         tensors[name + ".logits"] = logits.contiguous().to(torch.float32)
-        ref["cases"].append({"name": name, "prompt_ids": ids, "greedy_ids": gen_ids,
+        entry = {"name": name, "text": text}
+        if name == "chat":
+            entry = {"name": name, "chat_user": user}
+        ref["cases"].append({**entry, "prompt_ids": ids, "greedy_ids": gen_ids,
                              "min_margin": margin, "cached_generate_agrees": cached == gen_ids})
         print(f"{name}: {len(ids)} prompt ids, {len(set(gen_ids))} distinct greedy ids, min margin {margin:.4f}, "
               f"max |logit| {float(logits.abs().max()):.2f}, cached generate agrees: {cached == gen_ids}")
