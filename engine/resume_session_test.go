@@ -26,14 +26,15 @@ func (b geoBackend) Config() model.Config {
 // after each turn and resumed in a new session (as after a restart), and
 // checks each turn against a fresh session on the same prompt: the same ids,
 // with the stats reporting what was resumed and what prefilled. With full
-// attention and with sliding windows shorter than the conversation.
+// attention, with sliding windows shorter than the conversation, and on the
+// Gemma 4 fixture (window 8, KV-shared layers).
 func TestResumeSessionTurns(t *testing.T) {
 	stories := openStories(t)
 	sliding := slidingGeometry(stories.Config().KV)
 	for _, tc := range []struct {
 		name string
 		b    model.Backend
-	}{{"full", stories}, {"sliding", geoBackend{stories, sliding}}} {
+	}{{"full", stories}, {"sliding", geoBackend{stories, sliding}}, {"gemma4", gemma4Fixture(t)}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			meta := kv.Meta{Model: tc.b.Config().Fingerprint, Tokenizer: "stories"}
@@ -51,7 +52,7 @@ func TestResumeSessionTurns(t *testing.T) {
 				out, _ := collect(t, s, opts)
 				return out
 			}
-			turn1 := testPrompt(150, 3)
+			turn1 := testPrompt(100, 3)
 			s, err := NewSession(tc.b, SessionOptions{})
 			if err != nil {
 				t.Fatal(err)

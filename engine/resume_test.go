@@ -75,6 +75,19 @@ func (m *memStore) Forget(_ context.Context, path string) error {
 	return nil
 }
 
+// gemma4Fixture opens the tiny random-weight Gemma 4 fixture committed under
+// engine/cpu/testdata: sliding window 8 on 4 of its 6 layers, the last 3
+// layers KV-shared, context 256.
+func gemma4Fixture(t testing.TB) model.Backend {
+	t.Helper()
+	m, err := cpu.LoadGemma4(filepath.Join("cpu", "testdata", "gemma4", "model"), cpu.NewPool(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
 func storiesModel(t testing.TB) *cpu.Llama {
 	t.Helper()
 	dir, _ := os.Getwd()
@@ -166,25 +179,38 @@ func slidingGeometry(g kv.Geometry) kv.Geometry {
 // whole-prompt and partial-prefix matches, with full attention and with
 // sliding windows, and reports how many positions were restored.
 func TestResumeExact(t *testing.T) {
-	m := storiesModel(t)
-	meta := kv.Meta{Model: m.Config().Fingerprint, Tokenizer: "stories-tok", Template: ""}
+	stories := storiesModel(t)
+	gemma := gemma4Fixture(t)
 	prompt := testPrompt(230, 0)
 	other := append(append([]int32(nil), prompt[:150]...), testPrompt(90, 5)[1:]...) // shares 150 tokens
+	m := stories
 	for _, tc := range []struct {
 		name     string
 		geo      kv.Geometry
 		stored   []int32
 		restored int // positions Restore must give
+		b        model.Backend
 	}{
-		{"full prefix", m.Config().KV, prompt[:192], 192},
-		{"whole prompt", m.Config().KV, prompt, 229},
-		{"partial prefix", m.Config().KV, other, 150},
-		{"longer stored", m.Config().KV, append(append([]int32(nil), prompt...), 5, 6, 7), 229},
-		{"sliding full prefix", slidingGeometry(m.Config().KV), prompt[:200], 200},
-		{"sliding whole prompt", slidingGeometry(m.Config().KV), prompt, 229},
-		{"sliding partial", slidingGeometry(m.Config().KV), other, 0}, // rows before the end of a window are gone: fresh
+		{"full prefix", m.Config().KV, prompt[:192], 192, nil},
+		{"whole prompt", m.Config().KV, prompt, 229, nil},
+		{"partial prefix", m.Config().KV, other, 150, nil},
+		{"longer stored", m.Config().KV, append(append([]int32(nil), prompt...), 5, 6, 7), 229, nil},
+		{"sliding full prefix", slidingGeometry(m.Config().KV), prompt[:200], 200, nil},
+		{"sliding whole prompt", slidingGeometry(m.Config().KV), prompt, 229, nil},
+		{"sliding partial", slidingGeometry(m.Config().KV), other, 0, nil}, // rows before the end of a window are gone: fresh
+		// Gemma 4: window 8 (the prompt crosses it many times), KV-shared
+		// layers (stored nothing, read their source's restored rows).
+		{"gemma4 full prefix", gemma.Config().KV, prompt[:192], 192, gemma},
+		{"gemma4 whole prompt", gemma.Config().KV, prompt, 229, gemma},
+		{"gemma4 partial", gemma.Config().KV, other, 0, gemma},
+		{"gemma4 longer stored", gemma.Config().KV, append(append([]int32(nil), prompt...), 5, 6, 7), 0, gemma},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			var m model.Backend = stories
+			if tc.b != nil {
+				m = tc.b
+			}
+			meta := kv.Meta{Model: m.Config().Fingerprint, Tokenizer: "tok", Template: ""}
 			fresh, _ := kv.New(tc.geo, 64)
 			wantIDs, wantBits := run(t, m, fresh, prompt, 0, 12)
 

@@ -94,8 +94,10 @@ func decode(t *testing.T, b model.Backend, c *kv.Cache, next int32, steps int) [
 // TestSnapshotRestoreForward checks, with the real CPU backend on
 // stories260K, that a cache restored from a snapshot makes later Forward
 // calls bit-identical to those on the original: with the model's full
-// attention, and with sliding windows imposed on some layers (the backend
-// attends over cache.Visible), restored past the point where rings wrapped.
+// attention, with sliding windows imposed on some layers (the backend
+// attends over cache.Visible), restored past the point where rings wrapped,
+// and on the Gemma 4 fixture (window 8, KV-shared layers that the snapshot
+// does not store).
 func TestSnapshotRestoreForward(t *testing.T) {
 	m := loadStories(t)
 	cfg := m.Config()
@@ -107,11 +109,19 @@ func TestSnapshotRestoreForward(t *testing.T) {
 	sliding.Layers = append([]kv.LayerSpec(nil), sliding.Layers...)
 	sliding.Layers[1].Window = 32
 	sliding.Layers[3].Window = 48
+	gemma, err := cpu.LoadGemma4(filepath.Join("..", "cpu", "testdata", "gemma4", "model"), cpu.NewPool(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gemma.Close()
 	for _, tc := range []struct {
 		name string
 		geo  kv.Geometry
-	}{{"full", cfg.KV}, {"sliding", sliding}} {
+		b    model.Backend
+	}{{"full", cfg.KV, m}, {"sliding", sliding, m}, {"gemma4", gemma.Config().KV, gemma}} {
 		t.Run(tc.name, func(t *testing.T) {
+			m := tc.b
+			cfg := m.Config()
 			meta := kv.Meta{Model: cfg.Fingerprint, Tokenizer: "stories", Template: ""}
 			orig, err := kv.New(tc.geo, 16)
 			if err != nil {
