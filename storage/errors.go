@@ -88,14 +88,15 @@ func (e *SchemaError) Is(target error) bool { return target == ErrSchemaTooNew }
 
 // SQLite primary result codes (sqlite3.h) that map to a kind.
 const (
-	sqliteBusy     = 5
-	sqliteLocked   = 6
-	sqliteReadOnly = 8
-	sqliteIOErr    = 10
-	sqliteCorrupt  = 11
-	sqliteFull     = 13
-	sqliteCantOpen = 14
-	sqliteNotADB   = 26
+	sqliteBusy       = 5
+	sqliteLocked     = 6
+	sqliteReadOnly   = 8
+	sqliteIOErr      = 10
+	sqliteCorrupt    = 11
+	sqliteFull       = 13
+	sqliteCantOpen   = 14
+	sqliteConstraint = 19
+	sqliteNotADB     = 26
 )
 
 // classify returns the kind of err, or nil if it is none of the kinds users
@@ -114,6 +115,8 @@ func classify(err error) error {
 			return ErrLocked
 		case sqliteIOErr:
 			return ErrIO
+		case sqliteConstraint:
+			return ErrInvalid // a duplicate, a dangling reference: the caller's values
 		}
 	}
 	switch {

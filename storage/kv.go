@@ -317,12 +317,20 @@ type ReconcileReport struct {
 	FilesDeleted []string // files no row pointed at (e.g. left by a crashed write)
 }
 
-// Reconcile makes the index and kvDir agree, for use at start before any
-// snapshot is written: it deletes rows whose file is missing or whose size
-// differs from the row's Bytes (an incomplete file), and deletes files (at
-// any depth) that no row points at, such as temp files of an interrupted
-// write. A missing kvDir is created.
+// Reconcile makes the index and kvDir agree, for use at start: it deletes
+// rows whose file is missing or whose size differs from the row's Bytes (an
+// incomplete file), and deletes files (at any depth) that no row points at,
+// such as temp files of an interrupted write. A missing kvDir is created.
+// When another process may be writing snapshots into kvDir right now, use
+// ReconcileMinAge so its files in flight are left alone.
 func (d *DB) Reconcile(ctx context.Context, kvDir string) (ReconcileReport, error) {
+	return d.ReconcileMinAge(ctx, kvDir, 0)
+}
+
+// ReconcileMinAge is Reconcile that deletes a file without a row only if it
+// was last modified at least minAge ago (a snapshot being written, or
+// renamed but not yet indexed, is young).
+func (d *DB) ReconcileMinAge(ctx context.Context, kvDir string, minAge time.Duration) (ReconcileReport, error) {
 	rep := ReconcileReport{RowsDeleted: []string{}, FilesDeleted: []string{}}
 	if err := os.MkdirAll(kvDir, 0o755); err != nil {
 		return rep, dirError("create KV directory", kvDir, err)
@@ -364,6 +372,18 @@ func (d *DB) Reconcile(ctx context.Context, kvDir string) (ReconcileReport, erro
 		rel = filepath.ToSlash(rel)
 		if keep[rel] {
 			return nil
+		}
+		if minAge > 0 {
+			info, err := e.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			if d.now().Sub(info.ModTime()) < minAge {
+				return nil
+			}
 		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err

@@ -383,3 +383,25 @@ func BenchmarkLongestPrefix(b *testing.B) {
 		}
 	}
 }
+
+func TestReconcileMinAgeSparesYoungFiles(t *testing.T) {
+	ctx := context.Background()
+	d := openTest(t)
+	kvDir := t.TempDir()
+	old := filepath.Join(kvDir, "old.tmp")
+	young := filepath.Join(kvDir, "young.tmp")
+	os.WriteFile(old, []byte("x"), 0o644)
+	os.WriteFile(young, []byte("x"), 0o644)
+	past := time.Now().Add(-time.Hour)
+	os.Chtimes(old, past, past)
+	rep, err := d.ReconcileMinAge(ctx, kvDir, 10*time.Minute)
+	if err != nil || !slices.Equal(rep.FilesDeleted, []string{"old.tmp"}) {
+		t.Errorf("report %+v, %v; want only old.tmp deleted", rep, err)
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Errorf("young file deleted: %v", err)
+	}
+	if rep, _ := d.Reconcile(ctx, kvDir); !slices.Equal(rep.FilesDeleted, []string{"young.tmp"}) {
+		t.Errorf("Reconcile (no minimum age): %+v", rep)
+	}
+}

@@ -505,3 +505,18 @@ func TestSettingsRoundTrip(t *testing.T) {
 		t.Error("deleted setting still found")
 	}
 }
+
+func TestConstraintViolationsAreInvalid(t *testing.T) {
+	ctx := context.Background()
+	d := openTest(t)
+	in := SnapshotInput{FilePath: "dup.kv", ModelFingerprint: "m", TokenizerFingerprint: "t"}
+	if _, err := d.InsertSnapshot(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.InsertSnapshot(ctx, in); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "dup.kv") {
+		t.Errorf("duplicate snapshot file: %v, want ErrInvalid naming the file", err)
+	}
+	if _, err := d.CreateConversation(ctx, ConversationInput{ModelID: 777}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("conversation with a missing model: %v, want ErrInvalid", err)
+	}
+}
