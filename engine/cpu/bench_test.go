@@ -68,6 +68,7 @@ func benchForward(b *testing.B, m *Llama) {
 		b.Run(fmt.Sprintf("w%d", w), func(b *testing.B) {
 			toks := prompt[:w]
 			b.SetBytes(weights) // weight bytes streamed per call: MB/s = weight bandwidth
+			cpu0 := cpuTime()
 			for b.Loop() {
 				if _, err := m.Forward(ctx, toks, c.Len(), c, model.Argmax); err != nil {
 					b.Fatal(err)
@@ -75,6 +76,7 @@ func benchForward(b *testing.B, m *Llama) {
 				c.Rollback()
 			}
 			b.ReportMetric(float64(w)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		})
 	}
 }
@@ -145,4 +147,33 @@ func BenchmarkMemoryRead(b *testing.B) {
 		}
 	}
 	_ = sink
+}
+
+// BenchmarkMatMul times one Q4_1 matrix (FFN-down shape of bigOpts) at
+// widths 1..8, single worker: the kernel's own scaling with width.
+func BenchmarkMatMul(b *testing.B) {
+	for _, shape := range [][2]int{{2048, 8192}, {8192, 2048}, {576, 1536}} {
+		rows, cols := shape[0], shape[1]
+		data := randomBlocks(newRand(1), gguf.Q4_1, rows*cols, 0.02)
+		m, err := NewMatrix("w", gguf.Q4_1, rows, cols, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		x := make([]float32, 8*cols)
+		for i := range x {
+			x[i] = float32(i%7) - 3
+		}
+		for _, n := range []int{1, 2, 3, 4, 8} {
+			b.Run(fmt.Sprintf("%dx%d/w%d", rows, cols, n), func(b *testing.B) {
+				out := make([]float32, n*rows)
+				p := NewPool(1)
+				b.SetBytes(int64(len(data)))
+				cpu0 := cpuTime()
+				for b.Loop() {
+					m.MatMul(p, out, x[:n*cols])
+				}
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-us/op")
+			})
+		}
+	}
 }

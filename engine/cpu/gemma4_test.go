@@ -194,14 +194,15 @@ func TestGemma4Greedy(t *testing.T) {
 
 // TestGemma4RowIndependence checks DESIGN.md invariant 1: calls of width 2,
 // 3, 4 and 8 give logits bit-identical to width-1 decoding, also past the
-// sliding window and across ring wrap-around.
+// sliding window and across ring wrap-around; so do prefill-sized calls
+// wider than the window (16, 32 tokens in a ring of window+32 slots).
 func TestGemma4RowIndependence(t *testing.T) {
 	m, cases := loadGemma4Fixture(t)
 	for _, c := range cases[:2] {
 		seq := c.seq()
 		one := decode(t, m, seq, 1, 8)
-		for _, w := range []int{2, 3, 4, 8} {
-			got := decode(t, m, seq, w, 8)
+		for _, w := range []int{2, 3, 4, 8, 16, 32} {
+			got := decode(t, m, seq, w, max(8, w))
 			for p := range one {
 				if !bitsEqual(got[p], one[p]) {
 					t.Fatalf("%s: width %d: logits at position %d differ from width 1", c.Name, w, p)
@@ -370,4 +371,43 @@ func TestGemma4LoadErrors(t *testing.T) {
 	if _, err := LoadGemma4(filepath.Join(t.TempDir(), "absent"), nil); err == nil || !strings.Contains(err.Error(), "absent") {
 		t.Errorf("absent dir: err = %v", err)
 	}
+}
+
+// FuzzParseGemma4Config: any config.json bytes either fail or give a
+// geometry the KV cache accepts, with every KV-shared layer reading an
+// earlier owning layer of its own kind.
+func FuzzParseGemma4Config(f *testing.F) {
+	data, err := os.ReadFile(filepath.Join(gemma4Dir, "model", "config.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add([]byte(`{"model_type":"gemma4","text_config":{"model_type":"gemma4_text"}}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		o, err := ParseGemma4Config("config.json", data)
+		if err != nil {
+			if !strings.Contains(err.Error(), "config.json") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		geo := kv.Geometry{Context: o.Context}
+		for i, l := range o.Layers {
+			if l.Source > i || o.Layers[l.Source].Sliding != l.Sliding || o.Layers[l.Source].Source != l.Source {
+				t.Fatalf("layer %d reads layer %d", i, l.Source)
+			}
+			if l.RopePairs < 0 || l.RopePairs > l.HeadDim/2 || o.Heads%l.KVHeads != 0 {
+				t.Fatalf("layer %d: %+v", i, l)
+			}
+			spec := kv.LayerSpec{KVHeads: l.KVHeads, HeadDim: l.HeadDim, Source: l.Source}
+			if l.Sliding {
+				spec.Window = o.Window
+			}
+			geo.Layers = append(geo.Layers, spec)
+		}
+		if err := geo.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

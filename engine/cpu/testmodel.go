@@ -116,3 +116,5 @@ func randomBlocks(r *rand.Rand, t gguf.Type, n int, scale float32) []byte {
 	}
 	return out
 }
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) }
