@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 
 	"anechat/engine/spec"
 )
@@ -20,15 +21,29 @@ type SpecDecoder struct {
 }
 
 // NewSpecDecoder returns a speculative decoder. costs is the backend's cost
-// model (spec.Measure at load; nil = an assumed one that learns from the calls
-// made); corpus, when not nil, adds suffix matching over earlier
-// conversations and saved prompts.
+// model (spec.Measure at load); nil measures it on the Session's backend at
+// the first Decode (about a second at most, see spec.MeasureOptions.Budget).
+// corpus, when not nil, adds suffix matching over earlier conversations and
+// saved prompts.
 func NewSpecDecoder(costs *spec.Costs, corpus *spec.Corpus) *SpecDecoder {
 	return &SpecDecoder{spec: spec.Decoder{Sources: spec.DefaultSources(corpus), Costs: costs}}
 }
 
 // Decode implements Decoder.
 func (d *SpecDecoder) Decode(ctx context.Context, t Target, req DecodeRequest, emit func(id int32, drafted bool) error) (DecodeResult, error) {
+	if d.spec.Costs == nil && req.Width != 1 {
+		if st, ok := t.(sessionTarget); ok {
+			c, err := spec.Measure(ctx, st.s.b, spec.MeasureOptions{Widths: req.Widths})
+			if err != nil {
+				if ctx.Err() != nil {
+					return DecodeResult{Pending: -1}, err
+				}
+				// The loop then starts from assumed costs and learns.
+				slog.Warn("speculation: measuring call costs failed", "err", err)
+			}
+			d.spec.Costs = c
+		}
+	}
 	st, err := d.spec.Run(ctx, t, spec.Request{
 		History:   req.History,
 		Logits:    req.Logits,
@@ -53,3 +68,7 @@ func (d *SpecDecoder) Decode(ctx context.Context, t Target, req DecodeRequest, e
 // LastStats returns the verify loop's statistics for the last Decode (per
 // source drafts, wide calls), beyond what Stats carries.
 func (d *SpecDecoder) LastStats() spec.Stats { return d.last }
+
+// Costs is the cost model in use (nil before the first Decode when none was
+// given).
+func (d *SpecDecoder) Costs() *spec.Costs { return d.spec.Costs }

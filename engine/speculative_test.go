@@ -124,3 +124,27 @@ func TestSpecDecoderContextEnd(t *testing.T) {
 		t.Logf("width %d: %d tokens, stopped %q, %+v", w, len(got[0]), dec.LastStats().Stopped, dec.LastStats())
 	}
 }
+
+// TestSpecDecoderMeasuresAtFirstUse: without a cost model the decoder
+// measures the Session's backend once, at the first speculative Decode.
+func TestSpecDecoderMeasuresAtFirstUse(t *testing.T) {
+	b := openStories(t)
+	dec := NewSpecDecoder(nil, nil)
+	want, _ := specTurns(t, b, PlainDecoder{}, 1, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
+	got, _ := specTurns(t, b, dec, 1, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
+	if dec.Costs() != nil {
+		t.Fatal("width 1 measured costs")
+	}
+	got, _ = specTurns(t, b, dec, 4, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
+	c := dec.Costs()
+	if c == nil || c.Seconds(1) <= 0 || c.Seconds(8) <= 0 {
+		t.Fatalf("costs not measured: %v", c)
+	}
+	if !slices.Equal(tokenIDs(got[0]), tokenIDs(want[0])) {
+		t.Fatal("ids differ")
+	}
+	specTurns(t, b, dec, 4, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
+	if dec.Costs() != c {
+		t.Fatal("costs measured twice")
+	}
+}

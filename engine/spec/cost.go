@@ -153,6 +153,10 @@ type MeasureOptions struct {
 	// Reps is the number of timed calls per width; the fastest counts
 	// (default 5: the machine may be shared and noisy).
 	Reps int
+	// Budget stops further repetitions once this much time has gone by
+	// (default 1 s; at least one repetition always runs), so a large model
+	// does not hold up the first generation.
+	Budget time.Duration
 }
 
 // Measure times calls of each width on a scratch cache, so the verify loop
@@ -207,8 +211,16 @@ func Measure(ctx context.Context, b model.Backend, opts MeasureOptions) (*Costs,
 	}
 	// Repetitions run width after width, so a burst of load on a shared
 	// machine hits every width alike; the fastest repetition counts.
+	budget := opts.Budget
+	if budget <= 0 {
+		budget = time.Second
+	}
+	began := time.Now()
 	best := map[int]time.Duration{}
-	for range reps {
+	for rep := range reps {
+		if rep > 0 && time.Since(began) >= budget {
+			break
+		}
 		for _, w := range widths {
 			if w < 1 || w > MaxWidth {
 				continue
