@@ -242,6 +242,12 @@ func (m *bpeModel) bpe(out []int32, w string, byteLevel bool) []int32 {
 			i += n
 		}
 	}
+	if len(syms) <= smallWord {
+		out = m.bpeSmall(out, syms)
+		sc.syms = syms
+		m.pool.Put(sc)
+		return out
+	}
 	for i := range syms {
 		syms[i].prev = int32(i - 1)
 		syms[i].next = int32(i + 1)
@@ -292,6 +298,57 @@ func (m *bpeModel) bpe(out []int32, w string, byteLevel bool) []int32 {
 	sc.syms, sc.heap = syms, h
 	m.pool.Put(sc)
 	return out
+}
+
+// smallWord is the symbol count up to which bpeSmall's linear scans beat
+// the heap (most words of prose).
+const smallWord = 24
+
+// bpeSmall is the same merge order as the heap loop (lowest rank, then
+// leftmost) for short words: ranks of adjacent pairs in an array, a linear
+// scan for the minimum, and only the two new neighbour pairs looked up after
+// each merge.
+func (m *bpeModel) bpeSmall(out []int32, syms []bpeSym) []int32 {
+	var idsBuf [smallWord]int32
+	var ranks [smallWord]uint64 // rank<<32 | result, or noMerge
+	const noMerge = ^uint64(0)
+	n := len(syms)
+	ids := idsBuf[:n]
+	for i := range syms {
+		ids[i] = syms[i].id
+	}
+	look := func(a, b int32) uint64 {
+		if v, ok := m.merges[pairKey(a, b)]; ok {
+			return v
+		}
+		return noMerge
+	}
+	for i := 0; i+1 < n; i++ {
+		ranks[i] = look(ids[i], ids[i+1])
+	}
+	for n > 1 {
+		best := 0
+		for i := 1; i+1 < n; i++ {
+			if ranks[i]>>32 < ranks[best]>>32 {
+				best = i
+			}
+		}
+		v := ranks[best]
+		if v == noMerge {
+			break
+		}
+		ids[best] = int32(uint32(v))
+		copy(ids[best+1:n], ids[best+2:n])
+		copy(ranks[best+1:n-1], ranks[best+2:n])
+		n--
+		if best > 0 {
+			ranks[best-1] = look(ids[best-1], ids[best])
+		}
+		if best+1 < n {
+			ranks[best] = look(ids[best], ids[best+1])
+		}
+	}
+	return append(out, ids[:n]...)
 }
 
 func heapPush(h []uint64, v uint64) []uint64 {
