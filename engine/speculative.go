@@ -16,8 +16,9 @@ type SpecDecoder struct {
 	// tests and for measuring what the drafters could accept).
 	Ungated bool
 
-	spec spec.Decoder
-	last spec.Stats
+	spec    spec.Decoder
+	last    spec.Stats
+	measure bool // measure the costs at the first speculative Decode
 }
 
 // NewSpecDecoder returns a speculative decoder. costs is the backend's cost
@@ -26,22 +27,24 @@ type SpecDecoder struct {
 // corpus, when not nil, adds suffix matching over earlier conversations and
 // saved prompts.
 func NewSpecDecoder(costs *spec.Costs, corpus *spec.Corpus) *SpecDecoder {
-	return &SpecDecoder{spec: spec.Decoder{Sources: spec.DefaultSources(corpus), Costs: costs}}
+	return &SpecDecoder{spec: spec.Decoder{Sources: spec.DefaultSources(corpus), Costs: costs}, measure: costs == nil}
 }
 
 // Decode implements Decoder.
 func (d *SpecDecoder) Decode(ctx context.Context, t Target, req DecodeRequest, emit func(id int32, drafted bool) error) (DecodeResult, error) {
-	if d.spec.Costs == nil && req.Width != 1 {
+	if d.measure && req.Width != 1 {
 		if st, ok := t.(sessionTarget); ok {
 			c, err := spec.Measure(ctx, st.s.b, spec.MeasureOptions{Widths: req.Widths})
+			if err != nil && ctx.Err() != nil {
+				return DecodeResult{Pending: -1}, err // measure again next time
+			}
+			d.measure = false
 			if err != nil {
-				if ctx.Err() != nil {
-					return DecodeResult{Pending: -1}, err
-				}
 				// The loop then starts from assumed costs and learns.
 				slog.Warn("speculation: measuring call costs failed", "err", err)
+			} else {
+				d.spec.Costs = c
 			}
-			d.spec.Costs = c
 		}
 	}
 	st, err := d.spec.Run(ctx, t, spec.Request{
@@ -70,5 +73,5 @@ func (d *SpecDecoder) Decode(ctx context.Context, t Target, req DecodeRequest, e
 func (d *SpecDecoder) LastStats() spec.Stats { return d.last }
 
 // Costs is the cost model in use (nil before the first Decode when none was
-// given).
+// given; until the first speculative Decode, one that width-1 calls fed).
 func (d *SpecDecoder) Costs() *spec.Costs { return d.spec.Costs }
