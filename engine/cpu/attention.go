@@ -11,16 +11,32 @@ import "anechat/engine/kv"
 // already be written (committed or pending). The result depends only on q,
 // pos and those rows (row independence, exact masks).
 func Attend(c *kv.Cache, layer, pos int, q []float32, kvHead, headDim int, scale float32, scores, out []float32) {
+	AttendGroup(c, layer, pos, q, 1, kvHead, headDim, scale, scores, out)
+}
+
+// AttendGroup is Attend for the group query heads that share kvHead, laid
+// out one after another in q (group·headDim floats) and out. Each K and V row
+// is read once for the whole group; every head's result is bit-identical to
+// Attend on that head alone. scores needs group·(pos+1) floats.
+func AttendGroup(c *kv.Cache, layer, pos int, q []float32, group, kvHead, headDim int, scale float32, scores, out []float32) {
 	lo, hi := c.Visible(layer, pos)
 	off := kvHead * headDim
-	s := scores[:hi-lo+1]
+	n := hi - lo + 1
 	for p := lo; p <= hi; p++ {
-		s[p-lo] = Dot(q[:headDim], c.K(layer, p)[off:off+headDim]) * scale
+		k := c.K(layer, p)[off : off+headDim]
+		for g := range group {
+			scores[g*n+p-lo] = Dot(q[g*headDim:(g+1)*headDim], k) * scale
+		}
 	}
-	Softmax(s)
-	out = out[:headDim]
+	for g := range group {
+		Softmax(scores[g*n : (g+1)*n])
+	}
+	out = out[:group*headDim]
 	clear(out)
 	for p := lo; p <= hi; p++ {
-		Axpy(out, s[p-lo], c.V(layer, p)[off:off+headDim])
+		v := c.V(layer, p)[off : off+headDim]
+		for g := range group {
+			Axpy(out[g*headDim:(g+1)*headDim], scores[g*n+p-lo], v)
+		}
 	}
 }

@@ -177,3 +177,43 @@ func BenchmarkMatMul(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPrefill times a prefill of N tokens in calls of 64 (the Session's
+// default), stories260K and SmolLM2.
+func BenchmarkPrefill(b *testing.B) {
+	models := map[string]string{"stories260K": "", "smollm2": smolPath()}
+	for name, path := range models {
+		if name == "stories260K" {
+			path = sharedModel(b, "stories260K.gguf")
+		}
+		if path == "" {
+			continue
+		}
+		m, err := OpenLlama(path, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer m.Close()
+		for _, n := range []int{256, 1024} {
+			b.Run(fmt.Sprintf("%s/%d", name, n), func(b *testing.B) {
+				toks := make([]int32, n)
+				for i := range toks {
+					toks[i] = int32(3 + i%200)
+				}
+				c, _ := kv.New(m.Config().KV, 64)
+				cpu0 := cpuTime()
+				for b.Loop() {
+					c.Reset()
+					for pos := 0; pos < n; pos += 64 {
+						if _, err := m.Forward(context.Background(), toks[pos:pos+64], pos, c, model.Logits|model.Last); err != nil {
+							b.Fatal(err)
+						}
+						c.Commit(64)
+					}
+				}
+				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			})
+		}
+	}
+}

@@ -313,3 +313,34 @@ func TestDot3(t *testing.T) {
 		}
 	}
 }
+
+// TestAttendGroup: grouped attention equals per-head Attend bit for bit.
+func TestAttendGroup(t *testing.T) {
+	const hd, group = 16, 3
+	geo := kv.Geometry{Context: 64, Layers: []kv.LayerSpec{{KVHeads: 2, HeadDim: hd, Window: 5, Source: 0}, {KVHeads: 2, HeadDim: hd, Source: 1}}}
+	c, _ := kv.New(geo, 16)
+	r := rand.New(rand.NewPCG(13, 14))
+	c.Reserve(0, 12)
+	for l := range 2 {
+		for p := range 12 {
+			copy(c.K(l, p), randVals(r, 2*hd, 1))
+			copy(c.V(l, p), randVals(r, 2*hd, 1))
+		}
+	}
+	q := randVals(r, group*hd, 1)
+	for l := range 2 {
+		for pos := range 12 {
+			got := make([]float32, group*hd)
+			AttendGroup(c, l, pos, q, group, 1, hd, 0.3, make([]float32, group*(pos+1)), got)
+			for g := range group {
+				want := make([]float32, hd)
+				Attend(c, l, pos, q[g*hd:(g+1)*hd], 1, hd, 0.3, make([]float32, pos+1), want)
+				for i := range hd {
+					if got[g*hd+i] != want[i] {
+						t.Fatalf("layer %d pos %d head %d differs", l, pos, g)
+					}
+				}
+			}
+		}
+	}
+}

@@ -260,7 +260,7 @@ func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *k
 	}
 	group := o.Heads / o.KVHeads
 	scale := float32(1 / sqrt64(float64(hd)))
-	scores := make([]float32, m.pool.Workers()*(start+n))
+	scores := make([]float32, m.pool.Workers()*group*(start+n))
 	for li := range m.layers {
 		if err := ctx.Err(); err != nil {
 			cache.Rollback()
@@ -284,12 +284,14 @@ func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *k
 			copy(cache.K(li, pos), k[t*kvd:(t+1)*kvd])
 			copy(cache.V(li, pos), v[t*kvd:(t+1)*kvd])
 		}
-		m.pool.For(n*o.Heads, 1, (start+n)*hd*2, func(w, lo, hi int) {
-			sc := scores[w*(start+n) : (w+1)*(start+n)]
+		// One work item per (token, KV head): the query heads sharing a KV
+		// head read its rows once.
+		m.pool.For(n*o.KVHeads, 1, (start+n)*hd*2*group, func(w, lo, hi int) {
+			sc := scores[w*group*(start+n) : (w+1)*group*(start+n)]
 			for i := lo; i < hi; i++ {
-				t, h := i/o.Heads, i%o.Heads
-				off := t*qd + h*hd
-				Attend(cache, li, start+t, q[off:off+hd], h/group, hd, scale, sc, att[off:off+hd])
+				t, g := i/o.KVHeads, i%o.KVHeads
+				off := t*qd + g*group*hd
+				AttendGroup(cache, li, start+t, q[off:off+group*hd], group, g, hd, scale, sc, att[off:off+group*hd])
 			}
 		})
 		l.wo.MatMul(m.pool, xb, att)
