@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -26,8 +27,9 @@ type resumeFigures struct {
 	// FreshTTFTms: prefill of the whole prompt in batched calls, then the
 	// first token.
 	FreshTTFTms float64 `json:"fresh_ttft_ms"`
-	// ResumedTTFTms: lookup, load of the stored prompt, prefill of its last
-	// token, first token (a prompt resumed whole, e.g. a saved prompt).
+	// ResumedTTFTms: index lookup (SQLite), load of the stored prompt,
+	// prefill of its last token, first token (a prompt resumed whole, e.g. a
+	// saved prompt).
 	ResumedTTFTms float64 `json:"resumed_ttft_ms"`
 	// Resumed64TTFTms: the same with the last 64 tokens new (a new message
 	// after a stored conversation).
@@ -106,8 +108,9 @@ func runBenchResume(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
-// openBenchModel loads a GGUF llama on the CPU backend, or generates the
-// "random" memory-bound one.
+// openBenchModel loads a model on the CPU backend (engine.OpenBackend: a GGUF
+// file or a safetensors directory), or generates the "random" memory-bound
+// llama.
 func openBenchModel(path string) (model.Backend, string, func(), error) {
 	if path == "random" {
 		o := cpu.LlamaOptions{Hidden: 512, FFN: 1408, Layers: 8, Heads: 8, KVHeads: 2, Vocab: 8192, Context: 4096}
@@ -133,16 +136,15 @@ func openBenchModel(path string) (model.Backend, string, func(), error) {
 		return b, fmt.Sprintf("random llama (hidden %d, %d layers, Q8_0, %.1f MB)", o.Hidden, o.Layers, float64(len(data))/1e6),
 			func() { closeFn(); os.Remove(tmp.Name()) }, nil
 	}
-	f, err := gguf.Open(path)
+	m, err := engine.OpenBackend(path)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	m, err := cpu.LoadLlama(f, nil)
-	if err != nil {
-		f.Close()
-		return nil, "", nil, err
+	closeFn := func() {}
+	if c, ok := m.(io.Closer); ok {
+		closeFn = func() { c.Close() }
 	}
-	return m, filepath.Base(path), func() { f.Close() }, nil
+	return m, filepath.Base(path), closeFn, nil
 }
 
 // benchPrompt is n deterministic token ids (BOS first unless salt < 0: a
@@ -194,10 +196,20 @@ func benchResumeOne(ctx context.Context, b model.Backend, dir string, n, batch, 
 	cpu.Argmax(freshLogits)
 	f.FreshTTFTms = ms(time.Since(t0))
 
-	store := newMemSnapshots(dir)
-	r := &engine.Resumer{Store: store, Meta: meta}
+	// The real index: a database in a fresh data dir, as the app uses.
+	home, err := os.MkdirTemp(dir, "data-")
+	if err != nil {
+		return f, err
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	store, err := openSnapshotIndex(ctx, home, quiet)
+	if err != nil {
+		return f, err
+	}
+	defer store.Close()
+	r := &engine.Resumer{Store: store, Meta: meta, Log: quiet}
 	t0 = time.Now()
-	path, err := r.Save(ctx, "whole", ids, c)
+	path, err := r.Save(ctx, "", ids, c)
 	if err != nil {
 		return f, err
 	}
@@ -207,13 +219,14 @@ func benchResumeOne(ctx context.Context, b model.Backend, dir string, n, batch, 
 		return f, err
 	}
 	f.SnapshotBytes = st.Size()
-	// A second snapshot whose last 64 tokens differ from the prompt's.
+	// A second snapshot of the prompt without its last 64 tokens: the
+	// conversation before a new message.
 	c.Reset()
-	tail := append(append([]int32(nil), ids[:n-64]...), benchPrompt(cfg, 64, -1-n)...)
-	if _, err := prefillFirst(ctx, b, c, tail, 0, batch); err != nil {
+	head := ids[:n-64]
+	if _, err := prefillFirst(ctx, b, c, head, 0, batch); err != nil {
 		return f, err
 	}
-	if _, err := r.Save(ctx, "tail", tail, c); err != nil {
+	if _, err := r.Save(ctx, "", head, c); err != nil {
 		return f, err
 	}
 
@@ -223,8 +236,8 @@ func benchResumeOne(ctx context.Context, b model.Backend, dir string, n, batch, 
 		return f, err
 	}
 	for range repeat {
-		// Whole prompt stored: load, prefill the last token.
-		store.only(path)
+		// Whole prompt stored: load, prefill the last token. The index
+		// picks this snapshot (it shares every block).
 		t0 = time.Now()
 		from := r.Restore(ctx, ids, rc)
 		logits, err := prefillFirst(ctx, b, rc, ids, from, batch)
@@ -238,9 +251,10 @@ func benchResumeOne(ctx context.Context, b model.Backend, dir string, n, batch, 
 		}
 		f.Exact = sameBits(logits, freshLogits)
 
-		// Last 64 tokens new: the stored prefix is the tail snapshot's.
+		// Last 64 tokens new: both snapshots share the first n-64 tokens;
+		// the index prefers the shorter (nothing to truncate, which a
+		// sliding-window model could not do).
 		other := append(append([]int32(nil), ids[:n-64]...), benchPrompt(cfg, 64, -2-n)...)
-		store.onlyNot(path)
 		t0 = time.Now()
 		from = r.Restore(ctx, other, rc)
 		if _, err := prefillFirst(ctx, b, rc, other, from, batch); err != nil {
@@ -250,7 +264,6 @@ func benchResumeOne(ctx context.Context, b model.Backend, dir string, n, batch, 
 		if from != n-64 {
 			return f, fmt.Errorf("bench resume: restored %d of %d shared tokens", from, n-64)
 		}
-		store.all()
 
 		t0 = time.Now()
 		if _, err := kv.Load(ctx, path, meta, rc); err != nil {
@@ -310,63 +323,4 @@ func sameBits(a, b []float32) bool {
 		}
 	}
 	return true
-}
-
-// memSnapshots is an in-memory snapshot index for the benchmark (the app's
-// index is the storage database); it matches whole blocks like the real one
-// and can hide snapshots so each measurement resumes from the one it means.
-type memSnapshots struct {
-	dir    string
-	recs   map[string][]string // path -> block hashes
-	tokens map[string]int
-	hidden map[string]bool
-}
-
-func newMemSnapshots(dir string) *memSnapshots {
-	return &memSnapshots{dir: dir, recs: map[string][]string{}, tokens: map[string]int{}, hidden: map[string]bool{}}
-}
-
-func (m *memSnapshots) only(path string) {
-	for p := range m.recs {
-		m.hidden[p] = p != path
-	}
-}
-
-func (m *memSnapshots) onlyNot(path string) {
-	for p := range m.recs {
-		m.hidden[p] = p == path
-	}
-}
-
-func (m *memSnapshots) all() { clear(m.hidden) }
-
-func (m *memSnapshots) Dir() string { return m.dir }
-
-func (m *memSnapshots) LongestPrefix(_ context.Context, meta kv.Meta, ids []int32) (engine.StoredSnapshot, bool, error) {
-	want := kv.BlockHashes(meta, ids)
-	best, bestPath := 0, ""
-	for p, blocks := range m.recs {
-		if m.hidden[p] {
-			continue
-		}
-		k := 0
-		for k < len(want) && k < len(blocks) && want[k] == blocks[k] {
-			k++
-		}
-		if k > best {
-			best, bestPath = k, p
-		}
-	}
-	return engine.StoredSnapshot{Path: bestPath, Tokens: m.tokens[bestPath]}, best > 0, nil
-}
-
-func (m *memSnapshots) Replace(_ context.Context, _ string, meta kv.Meta, ids []int32, s engine.StoredSnapshot) ([]string, error) {
-	m.recs[s.Path] = kv.BlockHashes(meta, ids)
-	m.tokens[s.Path] = len(ids)
-	return nil, nil
-}
-
-func (m *memSnapshots) Forget(_ context.Context, path string) error {
-	delete(m.recs, path)
-	return nil
 }
