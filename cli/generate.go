@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"anechat/engine"
+	"anechat/engine/chat"
 	"anechat/engine/model"
 )
 
@@ -118,7 +119,11 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 	} else if ids, err = m.promptIDs(*prompt, *raw); err != nil {
 		return err
 	}
-	s, err := engine.NewSession(m.backend, engine.SessionOptions{Text: m.textStream()})
+	sopts := engine.SessionOptions{Text: m.textStream()}
+	if *g.width != 1 {
+		sopts.Decoder = engine.NewSpecDecoder(nil, nil) // lossless: same ids as width 1
+	}
+	s, err := engine.NewSession(m.backend, sopts)
 	if err != nil {
 		return err
 	}
@@ -133,9 +138,13 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 	if err := resumer.Prefill(ctx, s, ids, nil); err != nil {
 		return err
 	}
+	opts := g.options()
+	if !*raw && *promptIDs == "" && m.codec != nil {
+		opts.Stop = m.codec.stops()
+	}
 	var out []int32
 	var text strings.Builder
-	st, err := s.Generate(ctx, g.options(), func(t engine.Token) error {
+	st, err := s.Generate(ctx, opts, func(t engine.Token) error {
 		if t.ID >= 0 {
 			out = append(out, t.ID)
 		}
@@ -203,5 +212,7 @@ func (m *loadedModel) promptIDs(prompt string, raw bool) ([]int32, error) {
 type textCodec interface {
 	raw(text string) []int32
 	chatPrompt(user string) ([]int32, error)
+	render(msgs []chat.Message) ([]int32, error)
+	stops() []int32
 	stream() engine.TextStream
 }

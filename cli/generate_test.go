@@ -29,8 +29,14 @@ func storiesPath(t *testing.T) string {
 }
 
 func TestGenerateJSON(t *testing.T) {
+	for _, width := range []string{"1", "4"} {
+		t.Run("width"+width, func(t *testing.T) { testGenerateJSON(t, width) })
+	}
+}
+
+func testGenerateJSON(t *testing.T, width string) {
 	var out, errb bytes.Buffer
-	args := []string{"generate", "--model", storiesPath(t), "--prompt-ids", "1 403 407 261 378", "--max-tokens", "60", "--json"}
+	args := []string{"generate", "--model", storiesPath(t), "--prompt-ids", "1 403 407 261 378", "--max-tokens", "60", "--json", "--no-cache", "--width", width}
 	if code := Run(context.Background(), args, nil, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -52,7 +58,7 @@ func TestGenerateJSON(t *testing.T) {
 			t.Errorf("stats lack %q: %s", k, out.String())
 		}
 	}
-	if got.Stats["prefill_tokens"] != float64(5) || got.Stats["target_calls"] != float64(59) {
+	if got.Stats["prefill_tokens"] != float64(5) || (width == "1" && got.Stats["target_calls"] != float64(59)) {
 		t.Errorf("stats %v", got.Stats)
 	}
 }
@@ -65,7 +71,27 @@ func TestGenerateErrors(t *testing.T) {
 	errb.Reset()
 	bad := filepath.Join(t.TempDir(), "bad.gguf")
 	os.WriteFile(bad, []byte("GGUF\x03\x00\x00\x00"), 0o644)
-	if code := Run(context.Background(), []string{"generate", "--model", bad, "--prompt-ids", "1"}, nil, &out, &errb); code != 1 || !strings.Contains(errb.String(), "bad.gguf") {
+	if code := Run(context.Background(), []string{"generate", "--model", bad, "--prompt-ids", "1", "--no-cache"}, nil, &out, &errb); code != 1 || !strings.Contains(errb.String(), "bad.gguf") {
 		t.Fatalf("corrupt model: exit %d, %s", code, errb.String())
+	}
+}
+
+// TestGenerateText: --prompt with --raw goes through the GGUF tokenizer.
+func TestGenerateText(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"generate", "--model", storiesPath(t), "--prompt", "Once upon a time", "--raw", "--max-tokens", "60", "--json", "--no-cache"}
+	if code := Run(context.Background(), args, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var got struct {
+		PromptIDs []int32 `json:"prompt_ids"`
+		Text      string  `json:"text"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.\nLily"
+	if !slices.Equal(got.PromptIDs, []int32{1, 403, 407, 261, 378}) || got.Text != want {
+		t.Fatalf("prompt %v text %q", got.PromptIDs, got.Text)
 	}
 }
