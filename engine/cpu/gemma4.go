@@ -260,19 +260,27 @@ func bindGemma4(d *safetensors.Dir, pool *Pool) (*Gemma4, error) {
 			l.scalar = s[0]
 		}
 	}
-	geo := kv.Geometry{Context: o.Context, Layers: make([]kv.LayerSpec, L)}
+	geo, err := o.Geometry()
+	if err != nil {
+		return nil, fmt.Errorf("cpu: gemma4: %s: %w", d.Path(), err)
+	}
+	m.cfg = model.Config{Arch: "gemma4", VocabSize: o.Vocab, Hidden: H, ContextLen: o.Context, KV: geo,
+		BOS: o.BOS, EOS: slices.Clone(o.EOS)}
+	return m, nil
+}
+
+// Geometry is the KV cache layout of the model: per layer its KV heads and
+// head dim, the window on sliding layers, and the layer whose rows a
+// KV-shared layer reads.
+func (o Gemma4Options) Geometry() (kv.Geometry, error) {
+	geo := kv.Geometry{Context: o.Context, Layers: make([]kv.LayerSpec, len(o.Layers))}
 	for i, lo := range o.Layers {
 		geo.Layers[i] = kv.LayerSpec{KVHeads: lo.KVHeads, HeadDim: lo.HeadDim, Source: lo.Source}
 		if lo.Sliding {
 			geo.Layers[i].Window = o.Window
 		}
 	}
-	if err := geo.Validate(); err != nil {
-		return nil, fmt.Errorf("cpu: gemma4: %s: %w", d.Path(), err)
-	}
-	m.cfg = model.Config{Arch: "gemma4", VocabSize: o.Vocab, Hidden: H, ContextLen: o.Context, KV: geo,
-		BOS: o.BOS, EOS: slices.Clone(o.EOS)}
-	return m, nil
+	return geo, geo.Validate()
 }
 
 // gemma4Rope holds cos and sin of one token position for one kind of layer:

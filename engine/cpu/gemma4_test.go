@@ -13,6 +13,7 @@ import (
 
 	"anechat/engine/kv"
 	"anechat/engine/model"
+	"anechat/engine/model/gguf"
 	"anechat/engine/model/safetensors"
 )
 
@@ -410,4 +411,75 @@ func FuzzParseGemma4Config(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestGemma4E2BGeometry checks Gemma4E2B(35, …) against the published facts
+// (docs/gemma4-on-ane.md): full attention on layers 4, 9, …, 34; layers 15-34
+// KV-shared, reading layer 13 (sliding) or 14 (full); MLP 12288 on them.
+func TestGemma4E2BGeometry(t *testing.T) {
+	o := Gemma4E2B(35, 262144)
+	if len(o.Layers) != 35 {
+		t.Fatalf("%d layers", len(o.Layers))
+	}
+	for i, l := range o.Layers {
+		full := i%5 == 4
+		src, ffn := i, 6144
+		if i >= 15 {
+			src, ffn = 13, 12288
+			if full {
+				src = 14
+			}
+		}
+		hd, pairs := 256, 128
+		if full {
+			hd, pairs = 512, 64
+		}
+		if l.Sliding == full || l.Source != src || l.FFN != ffn || l.HeadDim != hd || l.RopePairs != pairs || l.KVHeads != 1 {
+			t.Errorf("layer %d = %+v", i, l)
+		}
+	}
+	if _, err := o.Geometry(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRandomGemma4Quantised: row independence (widths 1-8, past the window)
+// also holds with quantised weights, on a random model of the E2B layer
+// pattern at toy size.
+func TestRandomGemma4Quantised(t *testing.T) {
+	o := Gemma4E2B(10, 96)
+	o.Hidden, o.Heads, o.PLEDim, o.Window, o.Context = 64, 2, 32, 6, 64
+	for i := range o.Layers {
+		l := &o.Layers[i]
+		l.HeadDim, l.RopePairs, l.FFN = l.HeadDim/8, l.RopePairs/8, l.FFN/64
+	}
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_1, gguf.BF16} {
+		m, err := RandomGemma4(o, typ, 7, NewPool(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq := make([]int32, 30)
+		for i := range seq {
+			seq[i] = int32((i*37 + 5) % o.Vocab)
+		}
+		one := decode(t, m, seq, 1, 8)
+		for _, row := range one {
+			for _, v := range row {
+				if math.IsNaN(float64(v)) || math.Abs(float64(v)) > 30 {
+					t.Fatalf("%s: logit %v outside the softcap", typ, v)
+				}
+			}
+		}
+		if bitsEqual(one[0], one[1]) {
+			t.Fatalf("%s: two positions gave the same logits", typ)
+		}
+		for _, w := range []int{2, 3, 4, 8} {
+			got := decode(t, m, seq, w, 8)
+			for p := range one {
+				if !bitsEqual(got[p], one[p]) {
+					t.Fatalf("%s: width %d: position %d differs from width 1", typ, w, p)
+				}
+			}
+		}
+	}
 }

@@ -1,0 +1,151 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"anechat/engine/model"
+	"anechat/engine/model/gguf"
+)
+
+// Gemma4E2B returns the text geometry of Gemma 4 E2B (docs/gemma4-on-ane.md)
+// cut to the given number of layers and vocabulary, for benchmarks with
+// random weights: full attention on every 5th layer, the last shared layers
+// (20 of 35, scaled down in proportion) reusing the last owning layer of
+// their kind, head dims 256/512, one KV head, MLP 6144 (12288 when shared),
+// PLE 256, window 512, softcap 30. layers must be at least 5.
+func Gemma4E2B(layers, vocab int) Gemma4Options {
+	o := Gemma4Options{Vocab: vocab, Hidden: 1536, Heads: 8, Eps: 1e-6, Window: 512, Softcap: 30,
+		PLEDim: 256, PLEVocab: vocab, Context: 32768, Tied: true, BOS: 2, EOS: []int32{1, 106}}
+	shared := layers * 20 / 35
+	first := layers - shared
+	last := map[bool]int{}
+	for i := range layers {
+		l := Gemma4Layer{Sliding: i%5 != 4, KVHeads: 1, Source: i, FFN: 6144}
+		if l.Sliding {
+			l.HeadDim, l.RopeTheta, l.RopePairs = 256, 1e4, 128
+		} else {
+			l.HeadDim, l.RopeTheta, l.RopePairs = 512, 1e6, 64 // proportional, factor 0.25
+		}
+		if i < first {
+			last[l.Sliding] = i
+		} else if src, ok := last[l.Sliding]; ok {
+			l.Source, l.FFN = src, 2*6144
+		}
+		o.Layers = append(o.Layers, l)
+	}
+	return o
+}
+
+// RandomGemma4 builds a gemma4 model of geometry o with random weights
+// stored as typ (any type the CPU kernels compute with), norms near 1. It
+// exists for benchmarks and tests at geometries no fixture has; it is
+// deterministic in seed.
+func RandomGemma4(o Gemma4Options, typ gguf.Type, seed uint64, pool *Pool) (*Gemma4, error) {
+	if !Supported(typ) {
+		return nil, fmt.Errorf("cpu: random gemma4: type %s is not supported", typ)
+	}
+	if o.Vocab <= 0 || o.Hidden <= 0 || o.Heads <= 0 || len(o.Layers) == 0 || o.Context <= 0 {
+		return nil, fmt.Errorf("cpu: random gemma4: incomplete options %+v", o)
+	}
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	var err error
+	mat := func(name string, rows, cols int) *Matrix {
+		if err != nil {
+			return nil
+		}
+		data := randomWeights(r, typ, rows, cols)
+		var m *Matrix
+		if m, err = NewMatrix(name, typ, rows, cols, data); err != nil {
+			err = fmt.Errorf("cpu: random gemma4: %w", err)
+		}
+		return m
+	}
+	norm := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = 1 + 0.1*float32(r.NormFloat64())
+		}
+		return v
+	}
+	H, L, P := o.Hidden, len(o.Layers), o.PLEDim
+	m := &Gemma4{opt: o, pool: pool}
+	if m.pool == nil {
+		m.pool = NewPool(0)
+	}
+	m.embed = mat("embed_tokens.weight", o.Vocab, H)
+	m.out = m.embed
+	if !o.Tied {
+		m.out = mat("lm_head.weight", o.Vocab, H)
+	}
+	m.norm = norm(H)
+	if P > 0 {
+		m.pleEmb = mat("embed_tokens_per_layer.weight", o.PLEVocab, L*P)
+		m.pleIn = mat("per_layer_model_projection.weight", L*P, H)
+		m.pleNrm = norm(P)
+	}
+	m.layers = make([]gemma4Layer, L)
+	for i, lo := range o.Layers {
+		l := &m.layers[i]
+		p := fmt.Sprintf("layers.%d.", i)
+		qd, kvd := o.Heads*lo.HeadDim, lo.KVHeads*lo.HeadDim
+		l.inNorm, l.postAttnNorm, l.preFFNorm, l.postFFNorm = norm(H), norm(H), norm(H), norm(H)
+		l.qNorm = norm(lo.HeadDim)
+		l.wq = mat(p+"q_proj", qd, H)
+		l.wo = mat(p+"o_proj", H, qd)
+		if lo.Source == i {
+			l.wk, l.wv, l.kNorm = mat(p+"k_proj", kvd, H), mat(p+"v_proj", kvd, H), norm(lo.HeadDim)
+		}
+		l.gate, l.up, l.down = mat(p+"gate_proj", lo.FFN, H), mat(p+"up_proj", lo.FFN, H), mat(p+"down_proj", H, lo.FFN)
+		if P > 0 {
+			l.pleGate, l.pleProj, l.plePostNorm = mat(p+"per_layer_input_gate", P, H), mat(p+"per_layer_projection", H, P), norm(H)
+		}
+		l.scalar = 1
+	}
+	if err != nil {
+		return nil, err
+	}
+	geo, err := o.Geometry()
+	if err != nil {
+		return nil, fmt.Errorf("cpu: random gemma4: %w", err)
+	}
+	m.cfg = model.Config{Arch: "gemma4", VocabSize: o.Vocab, Hidden: H, ContextLen: o.Context, KV: geo,
+		BOS: o.BOS, EOS: append([]int32(nil), o.EOS...), Fingerprint: fmt.Sprintf("random-gemma4:%s:%d", typ, seed)}
+	return m, nil
+}
+
+// randomWeights returns rows×cols values of standard deviation ~1/sqrt(cols)
+// encoded as typ: uniform floats for F32/F16/BF16, random blocks for the
+// quantised types.
+func randomWeights(r *rand.Rand, typ gguf.Type, rows, cols int) []byte {
+	scale := float32(1 / math.Sqrt(float64(cols)))
+	switch typ {
+	case gguf.F32, gguf.F16, gguf.BF16:
+	default:
+		return randomBlocks(r, typ, rows*cols, scale)
+	}
+	n := rows * cols
+	out := make([]byte, typ.RowBytes(n))
+	// Uniform in [-a, a) with a = sqrt(3)·scale has standard deviation scale.
+	a := float32(math.Sqrt(3)) * scale
+	for i := 0; i < n; i += 2 {
+		v := r.Uint64()
+		for j := 0; j < 2 && i+j < n; j++ {
+			x := (float32(uint32(v>>(32*j))>>8)/(1<<24)*2 - 1) * a
+			switch typ {
+			case gguf.F32:
+				u := math.Float32bits(x)
+				o := 4 * (i + j)
+				out[o], out[o+1], out[o+2], out[o+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+			case gguf.F16:
+				h := ToF16(x)
+				out[2*(i+j)], out[2*(i+j)+1] = byte(h), byte(h>>8)
+			case gguf.BF16:
+				h := ToBF16(x)
+				out[2*(i+j)], out[2*(i+j)+1] = byte(h), byte(h>>8)
+			}
+		}
+	}
+	return out
+}
