@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -395,16 +397,15 @@ func heapPop(h []uint64) (uint64, []uint64) {
 
 // hash feeds the merge table into the fingerprint in rank order.
 func (m *bpeModel) hash(w func(uint64)) {
-	byRank := make([]uint64, len(m.merges)*2)
+	type kv struct{ k, v uint64 }
+	all := make([]kv, 0, len(m.merges))
 	for k, v := range m.merges {
-		r := v >> 32
-		if int(r) < len(m.merges) {
-			byRank[2*r] = k
-			byRank[2*r+1] = v
-		}
+		all = append(all, kv{k, v})
 	}
-	for _, x := range byRank {
-		w(x)
+	slices.SortFunc(all, func(a, b kv) int { return cmp.Compare(a.v>>32, b.v>>32) })
+	for _, x := range all {
+		w(x.k)
+		w(x.v)
 	}
 	w(boolBit(m.byteFallback) | boolBit(m.fuseUnk)<<1 | boolBit(m.ignoreMerges)<<2)
 	w(uint64(int64(m.unk)))

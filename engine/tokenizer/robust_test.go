@@ -247,3 +247,34 @@ func TestStreamHoldsPartialCharacters(t *testing.T) {
 		t.Errorf("Flush of a partial character = %q, Decode = %q", got, tok.Decode(ids[:2]))
 	}
 }
+
+func TestFingerprint(t *testing.T) {
+	a, err := Load(filepath.Join("testdata", "bytelevel.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load(filepath.Join("testdata", "bytelevel.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Fingerprint() != b.Fingerprint() {
+		t.Errorf("same file, fingerprints %s and %s", a.Fingerprint(), b.Fingerprint())
+	}
+	c, err := FromVocab(bytelevelVocab(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := bytelevelVocab(t)
+	v.Merges = v.Merges[:len(v.Merges)-1]
+	d, err := FromVocab(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, tok := range []*Tokenizer{a, c, d} {
+		seen[tok.Fingerprint()] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("HF file, GGUF vocab and GGUF vocab minus a merge share fingerprints: %v", seen)
+	}
+}

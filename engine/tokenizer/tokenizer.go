@@ -100,15 +100,22 @@ func (t *Tokenizer) EncodeSpecial(text string) []int32 { return t.encode(text, t
 
 func (t *Tokenizer) encode(text string, special bool) []int32 {
 	out := make([]int32, 0, len(text)/3+1)
-	afterSpecial := true // GGUF llama: a space prefix goes before the first text and after each special token
+	// GGUF llama puts a space prefix before the first text and after each
+	// added token (llama.cpp); HF's Metaspace "first" scheme only before
+	// text that starts the input.
+	afterToken, atStart := true, true
 	t.added.split(text, special, func(seg string, id int32) {
 		if id >= 0 {
 			out = append(out, id)
-			afterSpecial = true
+			afterToken, atStart = true, false
 			return
 		}
-		out = t.encodeText(out, seg, afterSpecial)
-		afterSpecial = false
+		first := atStart
+		if t.spm != nil {
+			first = afterToken
+		}
+		out = t.encodeText(out, seg, first)
+		afterToken, atStart = false, false
 	})
 	return out
 }
