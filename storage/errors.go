@@ -48,7 +48,7 @@ type Error struct {
 func (e *Error) Error() string {
 	msg := "storage: " + e.Op
 	if e.Path != "" {
-		msg += " " + e.Path
+		msg += ": " + e.Path
 	}
 	msg += ": " + e.Kind.Error()
 	if e.Err != nil {
@@ -78,7 +78,7 @@ type SchemaError struct {
 
 // Error names the file, both versions and what to do.
 func (e *SchemaError) Error() string {
-	return fmt.Sprintf("storage: open database %s: schema version %d is newer than this anechat knows (%d): "+
+	return fmt.Sprintf("storage: open database: %s: schema version %d is newer than this anechat knows (%d): "+
 		"it was written by a newer anechat; upgrade anechat, or use another data directory with --data-dir or ANECHAT_HOME",
 		e.Path, e.Version, e.Known)
 }
@@ -163,5 +163,5 @@ func wrapErr(op, path string, err error) error {
 	if kind := classify(err); kind != nil {
 		return &Error{Op: op, Path: path, Kind: kind, Hint: hint(kind, path), Err: err}
 	}
-	return fmt.Errorf("storage: %s %s: %w", op, path, err)
+	return fmt.Errorf("storage: %s: %s: %w", op, path, err)
 }

@@ -61,9 +61,9 @@ type options struct {
 // ErrForeign, ErrSchemaTooNew, ErrNotWritable, ErrDiskFull, ErrLocked, and the
 // message names the path and what to do.
 func Open(ctx context.Context, path string) (*DB, error) {
-	sub, err := fs.Sub(embeddedMigrations, "migrations")
+	sub, err := migrationsFS()
 	if err != nil {
-		return nil, fmt.Errorf("storage: embedded migrations: %w", err)
+		return nil, err
 	}
 	return open(ctx, path, options{migrations: sub})
 }
@@ -204,23 +204,9 @@ func (d *DB) migrate(ctx context.Context, migs []migration) (int, error) {
 	}
 	defer tx.Rollback() // no-op after Commit
 
-	var appID, version int
-	if err := tx.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
-		return 0, wrapErr("open database", d.path, err)
-	}
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return 0, wrapErr("open database", d.path, err)
-	}
-	var objects int
-	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&objects); err != nil {
-		return 0, wrapErr("open database", d.path, err)
-	}
-	if appID != applicationID && (appID != 0 || version != 0 || objects != 0) {
-		return 0, &Error{Op: "open database", Path: d.path, Kind: ErrForeign, Hint: hint(ErrForeign, d.path),
-			Err: fmt.Errorf("application_id %#x, user_version %d, %d schema objects", appID, version, objects)}
-	}
-	if version > known {
-		return 0, &SchemaError{Path: d.path, Version: version, Known: known}
+	version, err := schemaVersion(ctx, tx, d.path, known)
+	if err != nil {
+		return 0, err
 	}
 	if version == known {
 		return version, nil
@@ -232,11 +218,11 @@ func (d *DB) migrate(ctx context.Context, migs []migration) (int, error) {
 	}
 	for _, m := range migs[version:] {
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return 0, wrapErr("apply migration "+m.name+" to", d.path, err)
+			return 0, wrapErr("apply migration "+m.name, d.path, err)
 		}
 		// PRAGMA user_version is part of the transaction: it rolls back too.
 		if _, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(m.version)); err != nil {
-			return 0, wrapErr("apply migration "+m.name+" to", d.path, err)
+			return 0, wrapErr("apply migration "+m.name, d.path, err)
 		}
 	}
 	if err := checkForeignKeys(ctx, tx); err != nil {
@@ -246,6 +232,35 @@ func (d *DB) migrate(ctx context.Context, migs []migration) (int, error) {
 		return 0, wrapErr("migrate", d.path, err)
 	}
 	return known, nil
+}
+
+// queryRower is a *sql.DB, *sql.Conn or *sql.Tx.
+type queryRower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// schemaVersion reads the schema version of the database at path and
+// refuses one that is not anechat's (ErrForeign) or is newer than known
+// (*SchemaError). A new, empty database is version 0.
+func schemaVersion(ctx context.Context, q queryRower, path string, known int) (int, error) {
+	var appID, version, objects int
+	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+		return 0, wrapErr("open database", path, err)
+	}
+	if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return 0, wrapErr("open database", path, err)
+	}
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&objects); err != nil {
+		return 0, wrapErr("open database", path, err)
+	}
+	if appID != applicationID && (appID != 0 || version != 0 || objects != 0) {
+		return version, &Error{Op: "open database", Path: path, Kind: ErrForeign, Hint: hint(ErrForeign, path),
+			Err: fmt.Errorf("application_id %#x, user_version %d, %d schema objects", appID, version, objects)}
+	}
+	if version > known {
+		return version, &SchemaError{Path: path, Version: version, Known: known}
+	}
+	return version, nil
 }
 
 // checkForeignKeys fails if a migration left rows violating a foreign key

@@ -129,6 +129,9 @@ func TestNewerSchemaRefused(t *testing.T) {
 	if !bytes.Equal(before, after) {
 		t.Error("refusing a newer database modified the file")
 	}
+	if info, err := Inspect(ctx, path); !errors.Is(err, ErrSchemaTooNew) || info.SchemaVersion != future {
+		t.Errorf("Inspect of a newer database: %+v, %v", info, err)
+	}
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -238,5 +241,57 @@ func TestCorruptFile(t *testing.T) {
 	}
 	if _, err := Open(ctx, dir); err == nil {
 		t.Error("Open of a directory succeeded")
+	}
+}
+
+// TestCorruptPagesAtQueryTime damages pages in the middle of a database whose
+// first page is intact: Open may still succeed, but reads and Check fail
+// with ErrCorrupt naming the file, and nothing panics.
+func TestCorruptPagesAtQueryTime(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), DBFile)
+	d, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := d.CreateConversation(ctx, ConversationInput{Title: "big"})
+	for i := range 200 {
+		if _, err := d.AppendMessage(ctx, MessageInput{ConversationID: c.ID, Role: RoleUser, Content: strings.Repeat("word"+strconv.Itoa(i)+" ", 300)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close() // the last connection checkpoints the WAL into the file
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const page = 4096
+	if len(b) < 40*page {
+		t.Fatalf("database only %d bytes", len(b))
+	}
+	for i := 10 * page; i < len(b)-page; i += 3 * page { // every third page from the 11th on
+		for j := range page {
+			b[i+j] = byte(j*31 + i/page)
+		}
+	}
+	os.WriteFile(path, b, 0o644)
+	d, err = Open(ctx, path)
+	if err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Open of a damaged database: %v, want nil or ErrCorrupt", err)
+		}
+		t.Logf("Open refused the damaged database: %v", err)
+		return
+	}
+	defer d.Close()
+	_, treeErr := d.Tree(ctx, c.ID)
+	_, searchErr := d.SearchMessages(ctx, "word150", 10)
+	checkErr := d.Check(ctx)
+	if !errors.Is(checkErr, ErrCorrupt) || !strings.Contains(checkErr.Error(), path) {
+		t.Errorf("Check: %v, want ErrCorrupt naming the file", checkErr)
+	}
+	t.Logf("tree: %v; search: %v", treeErr, searchErr)
+	if !errors.Is(treeErr, ErrCorrupt) && !errors.Is(searchErr, ErrCorrupt) {
+		t.Errorf("reads of damaged pages: tree %v, search %v; want ErrCorrupt", treeErr, searchErr)
 	}
 }
