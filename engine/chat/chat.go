@@ -118,6 +118,19 @@ func union(a []int32, b ...int32) []int32 {
 	return out
 }
 
+// stripThinking removes <|channel>…<channel|> thought blocks from model text
+// and trims it, like Gemma 4's strip_thinking macro.
+func stripThinking(s string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(s, "<channel|>") {
+		if before, _, found := strings.Cut(part, "<|channel>"); found {
+			part = before
+		}
+		b.WriteString(part)
+	}
+	return pyStrip(b.String())
+}
+
 // pyStrip trims like Python's str.strip() (Jinja's trim filter): Unicode
 // whitespace plus the separators U+001C..U+001F that Python counts as space.
 func pyStrip(s string) string {
@@ -143,13 +156,18 @@ type builder struct {
 func (b *builder) id(ids ...int32) { b.out = append(b.out, ids...) }
 func (b *builder) text(s string)   { b.out = append(b.out, b.tok.Encode(s)...) }
 
-// Gemma4 is the Gemma 4 format:
+// Gemma4 is the Gemma 4 format, as Gemma 4 E2B's chat_template.jinja writes
+// text-only conversations:
 //
 //	<bos><|turn>system\n{system}<turn|>\n<|turn>user\n{user}<turn|>\n<|turn>model\n{answer}<turn|>\n…<|turn>model\n
 //
-// A system message, if any, comes first and gets its own turn. Message text
-// is trimmed (Python strip) like the Gemma templates do. Generation ends at
-// <turn|> or <eos>.
+// System messages get their own system turn (the template's first-message
+// block, or a turn with role "system" later on). Text is trimmed (Python
+// strip); an assistant's text first loses any <|channel>…<channel|> thought
+// block (the template's strip_thinking), and an assistant message right after
+// another continues the same model turn without a new header. The generation
+// prompt has no empty thought channel (E2B/E4B). Generation ends at <turn|>
+// or <eos>.
 type Gemma4 struct {
 	tok       *tokenizer.Tokenizer
 	turn, end int32
@@ -199,15 +217,19 @@ func (g *Gemma4) Render(msgs []Message, addGenerationPrompt bool) ([]int32, erro
 		if err := checkRole(i, m); err != nil {
 			return nil, err
 		}
-		role := m.Role
-		switch {
-		case role == RoleSystem && i > 0:
-			return nil, fmt.Errorf("%w: message %d: a system message must come first", ErrConversation, i)
-		case role == RoleAssistant:
-			role = "model"
+		text := pyStrip(m.Content)
+		header := m.Role + "\n"
+		if m.Role == RoleAssistant {
+			text = stripThinking(m.Content)
+			header = "model\n"
+			if i > 0 && msgs[i-1].Role == RoleAssistant {
+				header = "" // continue_same_model_turn
+			}
 		}
-		b.id(g.turn)
-		b.text(role + "\n" + pyStrip(m.Content))
+		if header != "" {
+			b.id(g.turn)
+		}
+		b.text(header + text)
 		b.id(g.end)
 		b.text("\n")
 	}

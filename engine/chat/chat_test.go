@@ -219,6 +219,10 @@ func TestGemma4Format(t *testing.T) {
 		{[]Message{{RoleSystem, "Be brief. "}, {RoleUser, " Hi "}, {RoleAssistant, "Hey!\n"}, {RoleUser, "Bye"}}, true,
 			"<bos><|turn>system\nBe brief.<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\nHey!<turn|>\n<|turn>user\nBye<turn|>\n<|turn>model\n"},
 		{[]Message{{RoleUser, "a"}, {RoleAssistant, "b"}}, false, "<bos><|turn>user\na<turn|>\n<|turn>model\nb<turn|>\n"},
+		// Thought blocks are dropped from history; consecutive model
+		// messages share one turn header; a later system message is a turn.
+		{[]Message{{RoleUser, "q"}, {RoleAssistant, "<|channel>thought\nhmm<channel|> A "}, {RoleAssistant, "B"}, {RoleSystem, " S "}}, true,
+			"<bos><|turn>user\nq<turn|>\n<|turn>model\nA<turn|>\nB<turn|>\n<|turn>system\nS<turn|>\n<|turn>model\n"},
 	}
 	for _, c := range cases {
 		got, err := tmpl.Render(c.msgs, c.gen)
@@ -242,8 +246,8 @@ func TestGemma4Format(t *testing.T) {
 	if n := count(ids, turnEnd); n != 1 {
 		t.Errorf("<turn|> appears %d times in %v, want 1", n, ids)
 	}
-	if _, err := tmpl.Render([]Message{{RoleUser, "a"}, {RoleSystem, "late"}}, true); !errors.Is(err, ErrConversation) {
-		t.Errorf("late system message: err = %v, want ErrConversation", err)
+	if _, err := tmpl.Render([]Message{{RoleUser, "a"}, {Role: "tool", Content: "x"}}, true); !errors.Is(err, ErrConversation) {
+		t.Errorf("tool message: err = %v, want ErrConversation", err)
 	}
 }
 
