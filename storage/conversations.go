@@ -301,3 +301,27 @@ func (d *DB) DeleteMessage(ctx context.Context, id int64) error {
 		return nil
 	})
 }
+
+// Siblings returns message id and its alternatives (the messages with the
+// same parent: the edits or regenerations a UI pages through), oldest first.
+func (d *DB) Siblings(ctx context.Context, id int64) ([]Message, error) {
+	ms, err := d.q.ListSiblings(ctx, id)
+	if err != nil {
+		return nil, d.fail(fmt.Sprintf("list alternatives of message %d", id), err)
+	}
+	if len(ms) == 0 {
+		return nil, fmt.Errorf("storage: list alternatives of message %d: %w", id, ErrNotFound)
+	}
+	return messagesOut(ms), nil
+}
+
+// LatestLeaf returns the leaf reached from message id by following the
+// newest reply at each step (id itself if it has none): where to land when
+// the user switches to another alternative.
+func (d *DB) LatestLeaf(ctx context.Context, id int64) (int64, error) {
+	leaf, err := d.q.LatestLeaf(ctx, id)
+	if err != nil {
+		return 0, d.fail(fmt.Sprintf("find the latest leaf under message %d", id), err)
+	}
+	return leaf, nil
+}

@@ -219,6 +219,23 @@ func TestMessageBranches(t *testing.T) {
 	if kids, _ := d.Children(ctx, u1.ID); contents(kids) != "hi|hello there" {
 		t.Errorf("children of u1: %q", contents(kids))
 	}
+	if sib, err := d.Siblings(ctx, a1b.ID); err != nil || contents(sib) != "hi|hello there" {
+		t.Errorf("siblings of a1': %q, %v", contents(sib), err)
+	}
+	if sib, _ := d.Siblings(ctx, u1.ID); contents(sib) != "hello" {
+		t.Errorf("siblings of the root: %q", contents(sib))
+	}
+	if _, err := d.Siblings(ctx, 99999); !errors.Is(err, ErrNotFound) {
+		t.Errorf("siblings of a missing message: %v", err)
+	}
+	for from, want := range map[int64]int64{u1.ID: a3.ID, a1.ID: a2.ID, a2.ID: a2.ID, u2b.ID: a3.ID} {
+		if leaf, err := d.LatestLeaf(ctx, from); err != nil || leaf != want {
+			t.Errorf("latest leaf from %d: %d, %v; want %d", from, leaf, err, want)
+		}
+	}
+	if _, err := d.LatestLeaf(ctx, 99999); !errors.Is(err, ErrNotFound) {
+		t.Errorf("latest leaf of a missing message: %v", err)
+	}
 	tree, _ := d.Tree(ctx, c.ID)
 	if len(tree) != 7 || tree[0].ID != u1.ID || tree[0].ParentID != 0 || tree[4].ParentID != u1.ID {
 		t.Errorf("tree: %+v", tree)

@@ -81,6 +81,25 @@ func (q *Queries) InsertMessage(ctx context.Context, arg InsertMessageParams) (M
 	return i, err
 }
 
+const latestLeaf = `-- name: LatestLeaf :one
+WITH RECURSIVE down (id, depth) AS (
+    SELECT m.id, 0 FROM messages m WHERE m.id = ?1
+    UNION ALL
+    SELECT (SELECT max(c.id) FROM messages c WHERE c.parent_id = down.id), down.depth + 1
+    FROM down
+    WHERE EXISTS (SELECT 1 FROM messages c WHERE c.parent_id = down.id)
+)
+SELECT CAST(id AS INTEGER) AS leaf FROM down ORDER BY depth DESC LIMIT 1
+`
+
+// The leaf reached from a message by following its newest reply each time.
+func (q *Queries) LatestLeaf(ctx context.Context, id int64) (int64, error) {
+	row := q.db.QueryRowContext(ctx, latestLeaf, id)
+	var leaf int64
+	err := row.Scan(&leaf)
+	return leaf, err
+}
+
 const listBranch = `-- name: ListBranch :many
 WITH RECURSIVE branch (id, depth) AS (
     SELECT m.id, 0 FROM messages m WHERE m.id = ?
@@ -203,6 +222,45 @@ SELECT id, conversation_id, parent_id, role, content, stats, created_at FROM mes
 
 func (q *Queries) ListRoots(ctx context.Context, conversationID int64) ([]Message, error) {
 	rows, err := q.db.QueryContext(ctx, listRoots, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Message{}
+	for rows.Next() {
+		var i Message
+		if err := rows.Scan(
+			&i.ID,
+			&i.ConversationID,
+			&i.ParentID,
+			&i.Role,
+			&i.Content,
+			&i.Stats,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listSiblings = `-- name: ListSiblings :many
+SELECT s.id, s.conversation_id, s.parent_id, s.role, s.content, s.stats, s.created_at FROM messages s JOIN messages m ON m.id = ?1
+WHERE s.conversation_id = m.conversation_id AND s.parent_id IS m.parent_id
+ORDER BY s.id
+`
+
+// The message and its siblings (same parent; roots of the same
+// conversation for a root), oldest first.
+func (q *Queries) ListSiblings(ctx context.Context, id int64) ([]Message, error) {
+	rows, err := q.db.QueryContext(ctx, listSiblings, id)
 	if err != nil {
 		return nil, err
 	}

@@ -46,3 +46,21 @@ JOIN conversations c ON c.id = m.conversation_id
 WHERE messages_fts MATCH sqlc.arg(query)
 ORDER BY bm25(messages_fts), m.id DESC
 LIMIT sqlc.arg(max_results);
+
+-- name: ListSiblings :many
+-- The message and its siblings (same parent; roots of the same
+-- conversation for a root), oldest first.
+SELECT s.* FROM messages s JOIN messages m ON m.id = sqlc.arg(id)
+WHERE s.conversation_id = m.conversation_id AND s.parent_id IS m.parent_id
+ORDER BY s.id;
+
+-- name: LatestLeaf :one
+-- The leaf reached from a message by following its newest reply each time.
+WITH RECURSIVE down (id, depth) AS (
+    SELECT m.id, 0 FROM messages m WHERE m.id = sqlc.arg(id)
+    UNION ALL
+    SELECT (SELECT max(c.id) FROM messages c WHERE c.parent_id = down.id), down.depth + 1
+    FROM down
+    WHERE EXISTS (SELECT 1 FROM messages c WHERE c.parent_id = down.id)
+)
+SELECT CAST(id AS INTEGER) AS leaf FROM down ORDER BY depth DESC LIMIT 1;
