@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -277,4 +278,47 @@ func TestFingerprint(t *testing.T) {
 	if len(seen) != 3 {
 		t.Errorf("HF file, GGUF vocab and GGUF vocab minus a merge share fingerprints: %v", seen)
 	}
+}
+
+// Encode is safe for concurrent use (the word cache is shared) and gives
+// the same ids from every goroutine.
+func TestConcurrentEncode(t *testing.T) {
+	tok, err := Load(filepath.Join("testdata", "bytelevel.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exps := readExpectations(t, "bytelevel.jsonl.gz")
+	done := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func(g int) {
+			for i := g; i < len(exps); i += 2 {
+				e := exps[i]
+				if e.S == nil {
+					continue
+				}
+				if got := tok.Encode(*e.S); !slicesEqual(got, e.Enc) {
+					done <- fmt.Errorf("goroutine %d: Encode(%q) = %v, want %v", g, short(*e.S), got, e.Enc)
+					return
+				}
+			}
+			done <- nil
+		}(g)
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func slicesEqual(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
