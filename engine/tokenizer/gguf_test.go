@@ -7,24 +7,35 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"anechat/engine/model/gguf"
 )
 
-func storiesTokenizer(t *testing.T) *Tokenizer {
+var storiesOnce struct {
+	sync.Once
+	tok *Tokenizer
+	err error
+}
+
+// storiesTokenizer loads ../shared/models/stories260K.gguf's vocabulary once.
+func storiesTokenizer(t testing.TB) *Tokenizer {
 	t.Helper()
 	path := needFile(t, filepath.Join(repoRoot(t), "..", "shared", "models", "stories260K.gguf"), "stories260K.gguf")
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
+	storiesOnce.Do(func() {
+		f, err := gguf.Open(path)
+		if err != nil {
+			storiesOnce.err = err
+			return
+		}
+		defer f.Close()
+		storiesOnce.tok, storiesOnce.err = FromGGUF(f)
+	})
+	if storiesOnce.err != nil {
+		t.Fatal(storiesOnce.err)
 	}
-	defer f.Close()
-	tok, err := FromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return storiesOnce.tok
 }
 
 func ids(s string) []int32 {

@@ -322,3 +322,28 @@ func slicesEqual(a, b []int32) bool {
 	}
 	return true
 }
+
+// stories260K's SentencePiece vocabulary: BOS + Encode(s) decodes to s for
+// valid UTF-8 without "▁" (byte fallback covers every character); any bytes
+// encode without a panic.
+func FuzzStoriesRoundTrip(f *testing.F) {
+	fuzzSeeds(f)
+	path := filepath.Join(repoRoot(f), "..", "shared", "models", "stories260K.gguf")
+	if _, err := os.Stat(path); err != nil {
+		f.Skipf("stories260K.gguf missing (%s)", path)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tok := storiesTokenizer(t)
+		ids := append([]int32{tok.BOS()}, tok.Encode(s)...)
+		_ = tok.EncodeSpecial(s)
+		if !utf8.ValidString(s) || strings.Contains(s, metaspace) {
+			return
+		}
+		if got := tok.Decode(ids); got != s {
+			t.Fatalf("Decode(BOS+Encode(%q)) = %q", s, got)
+		}
+		if got := streamAll(tok, ids); got != s {
+			t.Fatalf("stream(BOS+Encode(%q)) = %q", s, got)
+		}
+	})
+}
