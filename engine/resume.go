@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 
 	"anechat/engine/kv"
 )
@@ -158,20 +157,29 @@ func (r *Resumer) Save(ctx context.Context, key string, ids []int32, c *kv.Cache
 }
 
 // Prefill makes s hold the prompt ids and prefills what is not cached, in
-// batched calls from the first uncached offset (DESIGN.md invariant 5). When
-// everything s holds in its cache is a prefix of ids (the next turn of the
-// same conversation) it continues from there; otherwise it restores the
-// longest stored prefix of ids, or starts empty. A nil Resumer or Store
-// (caching off) always starts empty. The session's next Stats report the
-// restored positions as ResumedTokens and the rest as PrefillTokens.
+// batched calls from the first uncached offset (DESIGN.md invariant 5).
+//
+// When everything s holds in its cache is a prefix of ids (the next turn of
+// the same conversation), it continues from there; when most of ids is a
+// prefix of what s holds (a regenerated or edited last message), it
+// truncates the cache to the shared part if the sliding windows allow;
+// otherwise it restores the longest stored prefix of ids, or starts empty.
+// A nil Resumer or Store (caching off) never reads the store. The session's
+// next Stats report the reused or restored positions as ResumedTokens and
+// the rest as PrefillTokens.
 func (r *Resumer) Prefill(ctx context.Context, s *Session, ids []int32, progress func(done, total int)) error {
 	c := s.Cache()
-	have := s.Tokens()
-	if n := c.Len(); n > 0 && n < len(ids) && c.Pending() == 0 && len(have) >= n && slices.Equal(have[:n], ids[:n]) {
-		if err := s.Restored(ids[:n]); err != nil {
-			return err
+	if have := s.Tokens(); c.Len() > 0 && c.Pending() == 0 && len(ids) > 0 {
+		k, lim := 0, min(c.Len(), len(ids)-1, len(have))
+		for k < lim && have[k] == ids[k] {
+			k++
 		}
-		return s.Prefill(ctx, ids[n:], progress)
+		if k > 0 && (k == c.Len() || 2*k > len(ids) && c.Truncate(k) == nil) {
+			if err := s.Restored(ids[:k]); err != nil {
+				return err
+			}
+			return s.Prefill(ctx, ids[k:], progress)
+		}
 	}
 	s.Reset()
 	n := 0
@@ -186,14 +194,14 @@ func (r *Resumer) Prefill(ctx context.Context, s *Session, ids []int32, progress
 
 // SaveSession writes the committed part of s's sequence as the snapshot of
 // key (see Save); call it after each assistant turn. A nil Resumer or Store
-// saves nothing.
+// saves nothing, and neither does a sequence shorter than one block.
 func (r *Resumer) SaveSession(ctx context.Context, key string, s *Session) (string, error) {
 	if r == nil || r.Store == nil {
 		return "", nil
 	}
 	n := s.Cache().Len()
-	if n == 0 {
-		return "", nil
+	if n < kv.BlockSize {
+		return "", nil // shorter than a block: the index could never match it
 	}
 	return r.Save(ctx, key, s.Tokens()[:n], s.Cache())
 }

@@ -67,6 +67,31 @@ func TestResumeSessionTurns(t *testing.T) {
 			if st.ResumedTokens != 0 || st.PrefillTokens != len(turn1) {
 				t.Errorf("turn 1 with nothing stored: resumed %d prefilled %d", st.ResumedTokens, st.PrefillTokens)
 			}
+			// Regenerate (the same prompt again) and edit (its last 5
+			// tokens changed) in the same session: the cache is truncated
+			// in memory, the output is a fresh one's.
+			edited := append(slices.Clone(turn1[:len(turn1)-5]), testPrompt(6, 11)[1:]...)
+			for _, c := range []struct {
+				p       []int32
+				reused  int
+				variant string
+			}{{turn1, len(turn1) - 1, "regenerate"}, {edited, len(turn1) - 5, "edit"}} {
+				if err := r.Prefill(ctx, s, c.p, nil); err != nil {
+					t.Fatal(err)
+				}
+				got, st := collect(t, s, opts)
+				if want := fresh(c.p); !slices.Equal(got, want) {
+					t.Fatalf("%s: %v, fresh %v", c.variant, got, want)
+				}
+				if st.ResumedTokens < c.reused || st.ResumedTokens+st.PrefillTokens != len(c.p) {
+					t.Errorf("%s reused %d and prefilled %d positions, want at least %d reused", c.variant, st.ResumedTokens, st.PrefillTokens, c.reused)
+				}
+			}
+			// Back to turn 1's state before saving it.
+			if err := r.Prefill(ctx, s, turn1, nil); err != nil {
+				t.Fatal(err)
+			}
+			collect(t, s, opts)
 			if _, err := r.SaveSession(ctx, "conv", s); err != nil {
 				t.Fatal(err)
 			}
