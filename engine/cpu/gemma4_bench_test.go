@@ -1,0 +1,68 @@
+package cpu
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"anechat/engine/kv"
+	"anechat/engine/model"
+	"anechat/engine/model/gguf"
+)
+
+// BenchmarkGemma4E2B times decode calls of width 1, 2, 4 and 8 on random
+// weights in the Gemma 4 E2B geometry cut to 10 layers (the last 5
+// KV-shared, with the double-wide MLP) and a 65536-token vocabulary, in BF16
+// (what Hugging Face checkpoints ship) and Q8_0, at 64 committed positions. MB/s counts the weight bytes one call streams (layers and the
+// tied output projection; embedding and PLE tables are only looked up).
+func BenchmarkGemma4E2B(b *testing.B) {
+	for _, typ := range []gguf.Type{gguf.BF16, gguf.Q8_0} {
+		b.Run(typ.String(), func(b *testing.B) {
+			m, err := RandomGemma4(Gemma4E2B(10, 65536), typ, 1, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var streamed int64
+			for _, l := range m.layers {
+				for _, w := range []*Matrix{l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down, l.pleGate, l.pleProj} {
+					if w != nil {
+						streamed += int64(len(w.Data))
+					}
+				}
+			}
+			streamed += int64(len(m.out.Data)) + int64(len(m.pleIn.Data))
+			benchGemma4(b, m, streamed)
+		})
+	}
+}
+
+func benchGemma4(b *testing.B, m *Gemma4, streamed int64) {
+	ctx := context.Background()
+	c, err := kv.New(m.Config().KV, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt := make([]int32, 64)
+	for i := range prompt {
+		prompt[i] = int32(3 + i*7)
+	}
+	if _, err := m.Forward(ctx, prompt, 0, c, model.Argmax|model.Last); err != nil {
+		b.Fatal(err)
+	}
+	c.Commit(len(prompt))
+	for _, w := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("w%d", w), func(b *testing.B) {
+			toks := prompt[:w]
+			b.SetBytes(streamed)
+			cpu0 := cpuTime()
+			for b.Loop() {
+				if _, err := m.Forward(ctx, toks, c.Len(), c, model.Argmax); err != nil {
+					b.Fatal(err)
+				}
+				c.Rollback()
+			}
+			b.ReportMetric(float64(w)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
