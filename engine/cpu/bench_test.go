@@ -194,7 +194,11 @@ func BenchmarkPrefill(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer m.Close()
-		for _, n := range []int{256, 1024} {
+		lens := []int{256, 1024}
+		if name == "smollm2" {
+			lens = []int{256} // ~35 GMAC per 256 tokens
+		}
+		for _, n := range lens {
 			b.Run(fmt.Sprintf("%s/%d", name, n), func(b *testing.B) {
 				toks := make([]int32, n)
 				for i := range toks {
