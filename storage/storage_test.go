@@ -295,3 +295,26 @@ func TestCorruptPagesAtQueryTime(t *testing.T) {
 		t.Errorf("reads of damaged pages: tree %v, search %v; want ErrCorrupt", treeErr, searchErr)
 	}
 }
+
+func TestOpenCancelledAndNestedPath(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	path := filepath.Join(t.TempDir(), "a", "b", DBFile)
+	if d, err := Open(ctx, path); err == nil {
+		d.Close()
+		t.Error("Open with a cancelled context succeeded")
+	} else if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Open: %v, want context.Canceled", err)
+	}
+	d, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("Open after a cancelled attempt: %v", err)
+	}
+	defer d.Close()
+	if d.Path() != path {
+		t.Errorf("Path() = %q, want %q", d.Path(), path)
+	}
+	if _, err := Open(context.Background(), ""); !errors.Is(err, ErrInvalid) {
+		t.Errorf("empty path: %v", err)
+	}
+}
