@@ -17,6 +17,7 @@ import (
 	"github.com/wailsapp/wails/v2/pkg/runtime"
 
 	"anechat/app"
+	"anechat/cli"
 )
 
 // The built frontend. `wails build` and `make run` build frontend/dist before
@@ -49,7 +50,7 @@ func runDesktop() int {
 		}
 	}
 
-	a := app.New(app.Options{Log: log})
+	a := app.New(app.Options{Log: log, Version: cli.Version})
 	err = wails.Run(&options.App{
 		Title:       "anechat",
 		Width:       1100,

@@ -1,13 +1,18 @@
-// Package app holds the services bound to the desktop window: chat, library,
-// settings, models and system. Each exported method of a service is callable
+// Package app holds the services bound to the desktop window: Chat, Library,
+// Settings, Models and System. Each exported method of a service is callable
 // from the frontend; long work reports back through events. The services work
-// on storage and, through small interfaces, on the engine; they know nothing
-// of Wails, so that plain Go tests drive them.
+// on storage and, through the small Generator interface, on the engine; they
+// know nothing of Wails, so plain Go tests drive them.
 package app
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
+
+	"anechat/storage"
 )
 
 // Emitter sends an event to the window. desktop.go implements it with the
@@ -20,13 +25,42 @@ type Emitter interface {
 type Options struct {
 	// Log receives the services' diagnostics; nil discards them.
 	Log *slog.Logger
+	// DataDir is the data directory; "" resolves it with storage.DataDir
+	// ($ANECHAT_HOME, else the OS default).
+	DataDir string
+	// Version is the program version System.Info reports.
+	Version string
+	// Generator runs the model for Chat; nil means no engine is available
+	// and sending a message fails with ErrNoEngine.
+	Generator Generator
 }
 
 // App owns the services and what they share.
 type App struct {
-	log    *slog.Logger
-	System *System
+	core     *core
+	Chat     *Chat
+	Library  *Library
+	Settings *Settings
+	Models   *Models
+	System   *System
 }
+
+// core is the state every service shares: the database (or why it could not
+// be opened), the event sink and the window's lifetime.
+type core struct {
+	log     *slog.Logger
+	opts    Options
+	mu      sync.Mutex
+	ctx     context.Context // cancelled at Shutdown
+	cancel  context.CancelFunc
+	emit    Emitter
+	dataDir string
+	store   *storage.DB
+	openErr error // why the data dir or database is unusable, nil if fine
+}
+
+// ErrNotStarted is returned by a service called before Startup.
+var ErrNotStarted = errors.New("app: not started yet (the window calls Startup first)")
 
 // New builds the services. They become usable after Startup.
 func New(opts Options) *App {
@@ -34,16 +68,93 @@ func New(opts Options) *App {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &App{log: log, System: &System{}}
+	c := &core{log: log, opts: opts, openErr: ErrNotStarted}
+	a := &App{core: c}
+	a.Settings = &Settings{c: c}
+	a.Models = &Models{c: c, settings: a.Settings}
+	a.Chat = &Chat{c: c, settings: a.Settings, models: a.Models, gen: opts.Generator, streams: map[int64]*stream{}}
+	a.Library = &Library{c: c}
+	a.System = &System{c: c}
+	return a
 }
 
-// Startup is called once the window exists; ctx lives as long as the window.
-func (a *App) Startup(ctx context.Context, emit Emitter) {}
+// Startup resolves the data directory and opens the database; ctx lives as
+// long as the window. A failure (unwritable directory, corrupt database) is
+// kept: every service call then returns it, and System.Info shows it, so the
+// window can tell the user which path is wrong and what to do.
+func (a *App) Startup(ctx context.Context, emit Emitter) {
+	c := a.core
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	c.emit = emit
+	c.openErr = nil
+	dir, err := storage.DataDir(c.opts.DataDir)
+	if err != nil {
+		c.openErr = fmt.Errorf("app: data directory: %w", err)
+		c.log.Error("data directory unusable", "err", err)
+		return
+	}
+	c.dataDir = dir
+	s, err := storage.Open(ctx, storage.DBPath(dir))
+	if err != nil {
+		c.openErr = fmt.Errorf("app: database: %w", err)
+		c.log.Error("database unusable", "err", err)
+		return
+	}
+	c.store = s
+	c.log.Info("storage open", "path", s.Path(), "schema", s.SchemaVersion())
+}
 
-// Shutdown releases what Startup opened.
-func (a *App) Shutdown() {}
+// Shutdown cancels running generations and closes the database.
+func (a *App) Shutdown() {
+	c := a.core
+	c.mu.Lock()
+	cancel, s := c.cancel, c.store
+	c.store, c.openErr = nil, errors.New("app: shut down")
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	a.Chat.wait()
+	if s != nil {
+		if err := s.Close(); err != nil {
+			c.log.Error("close database", "err", err)
+		}
+	}
+}
 
 // Services lists the values whose methods are bound to the window.
 func (a *App) Services() []any {
-	return []any{a.System}
+	return []any{a.Chat, a.Library, a.Settings, a.Models, a.System}
+}
+
+// db returns the open database, or why there is none.
+func (c *core) db() (*storage.DB, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.store == nil {
+		return nil, c.openErr
+	}
+	return c.store, nil
+}
+
+// context is the window's context (cancelled at Shutdown).
+func (c *core) context() context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx == nil {
+		return context.Background()
+	}
+	return c.ctx
+}
+
+// send emits an event if there is a window.
+func (c *core) send(name string, data any) {
+	c.mu.Lock()
+	e := c.emit
+	c.mu.Unlock()
+	if e != nil {
+		e.Emit(name, data)
+	}
 }

@@ -32,6 +32,7 @@ func commands() []command {
 		{"generate", "generate text from a prompt", runGenerate},
 		{"chat", "chat with a model in the terminal", runChat},
 		{"bench", "run a benchmark (anechat bench WHAT; resume, ...)", runBench},
+		{"doctor", "report platform, backends, data dir, database and models", runDoctor},
 	}
 }
 

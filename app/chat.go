@@ -1,0 +1,461 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"anechat/storage"
+)
+
+// Events the chat service emits while it generates a reply. Every stream ends
+// with exactly one EventDone or EventError.
+const (
+	// EventToken carries a TokenEvent: a piece of reply text.
+	EventToken = "chat:token"
+	// EventDone carries a DoneEvent: the reply as stored (also when cancelled).
+	EventDone = "chat:done"
+	// EventError carries an ErrorEvent: generation failed, nothing was stored.
+	EventError = "chat:error"
+)
+
+// TokenEvent is a piece of streamed reply text. ParentID is the user message
+// being answered, which identifies the stream within its conversation.
+type TokenEvent struct {
+	ConversationID int64  `json:"conversationId"`
+	ParentID       int64  `json:"parentId"`
+	Text           string `json:"text"`
+}
+
+// DoneEvent ends a stream: Message is the stored reply (nil when it was
+// cancelled before any text), Stats how it went.
+type DoneEvent struct {
+	ConversationID int64            `json:"conversationId"`
+	ParentID       int64            `json:"parentId"`
+	Message        *storage.Message `json:"message"`
+	Stats          GenerateStats    `json:"stats"`
+}
+
+// ErrorEvent ends a stream that failed.
+type ErrorEvent struct {
+	ConversationID int64  `json:"conversationId"`
+	ParentID       int64  `json:"parentId"`
+	Error          string `json:"error"`
+}
+
+// ErrBusy: the conversation is already generating a reply.
+var ErrBusy = errors.New("chat: this conversation is already generating a reply; stop it first")
+
+// Chat is the conversation service: conversations, their message trees, and
+// sending messages whose replies stream back as events.
+type Chat struct {
+	c        *core
+	settings *Settings
+	models   *Models
+	gen      Generator
+
+	mu      sync.Mutex
+	streams map[int64]*stream // by conversation id
+	wg      sync.WaitGroup
+}
+
+// stream is one reply being generated.
+type stream struct {
+	parentID int64
+	cancel   context.CancelFunc
+}
+
+// NewConversation is what CreateConversation needs; every field is optional.
+type NewConversation struct {
+	Title    string `json:"title"`
+	ModelID  int64  `json:"modelId"`  // 0: the default model at send time
+	PromptID int64  `json:"promptId"` // start from a library prompt (its system prompt and title)
+}
+
+// Thread is one conversation as the window draws it: every message of the
+// tree, and the ids of the active branch from root to leaf.
+type Thread struct {
+	Conversation storage.Conversation `json:"conversation"`
+	Messages     []storage.Message    `json:"messages"`
+	Path         []int64              `json:"path"`
+	// Generating is the user message being answered right now, 0 if none.
+	Generating int64 `json:"generating"`
+}
+
+// Turn is what Send, Edit and Regenerate started: the user message being
+// answered (stored); the reply arrives through events.
+type Turn struct {
+	ConversationID int64           `json:"conversationId"`
+	User           storage.Message `json:"user"`
+}
+
+// ListConversations lists every conversation, most recently updated first.
+func (ch *Chat) ListConversations() ([]storage.Conversation, error) {
+	d, err := ch.c.db()
+	if err != nil {
+		return nil, err
+	}
+	return d.ListConversations(ch.c.context(), 0, 0)
+}
+
+// CreateConversation starts an empty conversation.
+func (ch *Chat) CreateConversation(in NewConversation) (storage.Conversation, error) {
+	d, err := ch.c.db()
+	if err != nil {
+		return storage.Conversation{}, err
+	}
+	ctx := ch.c.context()
+	sc := storage.ConversationInput{Title: strings.TrimSpace(in.Title), ModelID: in.ModelID, PromptID: in.PromptID}
+	if in.ModelID != 0 {
+		if _, err := d.GetModel(ctx, in.ModelID); err != nil {
+			return storage.Conversation{}, fmt.Errorf("chat: model %d: %w", in.ModelID, err)
+		}
+	}
+	if in.PromptID != 0 {
+		p, err := d.GetPrompt(ctx, in.PromptID)
+		if err != nil {
+			return storage.Conversation{}, fmt.Errorf("chat: prompt %d: %w", in.PromptID, err)
+		}
+		sc.SystemPrompt = p.SystemPrompt
+		if sc.Title == "" {
+			sc.Title = p.Title
+		}
+	}
+	if sc.Title == "" {
+		sc.Title = "New chat"
+	}
+	return d.CreateConversation(ctx, sc)
+}
+
+// RenameConversation changes a conversation's title.
+func (ch *Chat) RenameConversation(id int64, title string) (storage.Conversation, error) {
+	title = strings.TrimSpace(title)
+	if title == "" {
+		return storage.Conversation{}, errors.New("chat: a conversation needs a title")
+	}
+	return ch.updateConversation(id, func(in *storage.ConversationInput) { in.Title = title })
+}
+
+// SetSystemPrompt changes the system prompt later replies are generated with.
+func (ch *Chat) SetSystemPrompt(id int64, system string) (storage.Conversation, error) {
+	return ch.updateConversation(id, func(in *storage.ConversationInput) { in.SystemPrompt = system })
+}
+
+// SetModel makes the conversation use model modelID (0: the default model).
+func (ch *Chat) SetModel(id, modelID int64) (storage.Conversation, error) {
+	if modelID != 0 {
+		d, err := ch.c.db()
+		if err != nil {
+			return storage.Conversation{}, err
+		}
+		if _, err := d.GetModel(ch.c.context(), modelID); err != nil {
+			return storage.Conversation{}, fmt.Errorf("chat: model %d: %w", modelID, err)
+		}
+	}
+	return ch.updateConversation(id, func(in *storage.ConversationInput) { in.ModelID = modelID })
+}
+
+func (ch *Chat) updateConversation(id int64, change func(*storage.ConversationInput)) (storage.Conversation, error) {
+	d, err := ch.c.db()
+	if err != nil {
+		return storage.Conversation{}, err
+	}
+	ctx := ch.c.context()
+	c, err := d.GetConversation(ctx, id)
+	if err != nil {
+		return storage.Conversation{}, err
+	}
+	in := storage.ConversationInput{Title: c.Title, ModelID: c.ModelID, PromptID: c.PromptID, SystemPrompt: c.SystemPrompt, Options: c.Options}
+	change(&in)
+	return d.UpdateConversation(ctx, id, in)
+}
+
+// DeleteConversation stops its generation, if any, and deletes it with all
+// its messages.
+func (ch *Chat) DeleteConversation(id int64) error {
+	d, err := ch.c.db()
+	if err != nil {
+		return err
+	}
+	ch.Cancel(id)
+	ch.mu.Lock()
+	for ch.streams[id] != nil { // let the cancelled stream finish writing
+		ch.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		ch.mu.Lock()
+	}
+	ch.mu.Unlock()
+	return d.DeleteConversation(ch.c.context(), id)
+}
+
+// Thread returns the conversation with its whole message tree and the
+// active branch.
+func (ch *Chat) Thread(id int64) (Thread, error) {
+	d, err := ch.c.db()
+	if err != nil {
+		return Thread{}, err
+	}
+	ctx := ch.c.context()
+	c, err := d.GetConversation(ctx, id)
+	if err != nil {
+		return Thread{}, err
+	}
+	ms, err := d.Tree(ctx, id)
+	if err != nil {
+		return Thread{}, err
+	}
+	branch, err := d.ActiveBranch(ctx, id)
+	if err != nil {
+		return Thread{}, err
+	}
+	t := Thread{Conversation: c, Messages: ms, Path: make([]int64, len(branch))}
+	for i, m := range branch {
+		t.Path[i] = m.ID
+	}
+	ch.mu.Lock()
+	if s := ch.streams[id]; s != nil {
+		t.Generating = s.parentID
+	}
+	ch.mu.Unlock()
+	return t, nil
+}
+
+// SelectBranch shows the branch through message id: from it, the newest
+// reply at each level down to a leaf becomes the active branch.
+func (ch *Chat) SelectBranch(id int64) (Thread, error) {
+	d, err := ch.c.db()
+	if err != nil {
+		return Thread{}, err
+	}
+	ctx := ch.c.context()
+	m, err := d.GetMessage(ctx, id)
+	if err != nil {
+		return Thread{}, err
+	}
+	if ch.busy(m.ConversationID) {
+		return Thread{}, ErrBusy
+	}
+	leaf := m.ID
+	for {
+		kids, err := d.Children(ctx, leaf)
+		if err != nil {
+			return Thread{}, err
+		}
+		if len(kids) == 0 {
+			break
+		}
+		leaf = kids[len(kids)-1].ID
+	}
+	if err := d.SetActiveLeaf(ctx, m.ConversationID, leaf); err != nil {
+		return Thread{}, err
+	}
+	return ch.Thread(m.ConversationID)
+}
+
+// Send appends the user's message to the active branch and starts the reply.
+func (ch *Chat) Send(conversationID int64, text string) (Turn, error) {
+	if strings.TrimSpace(text) == "" {
+		return Turn{}, errors.New("chat: the message is empty")
+	}
+	d, err := ch.c.db()
+	if err != nil {
+		return Turn{}, err
+	}
+	c, err := d.GetConversation(ch.c.context(), conversationID)
+	if err != nil {
+		return Turn{}, err
+	}
+	return ch.start(c, func(ctx context.Context) (storage.Message, error) {
+		return d.AppendMessage(ctx, storage.MessageInput{ConversationID: c.ID, ParentID: c.ActiveLeafID, Role: storage.RoleUser, Content: text})
+	})
+}
+
+// Edit makes a new version of user message id with text (a sibling, so the
+// old version stays as another branch) and starts its reply.
+func (ch *Chat) Edit(id int64, text string) (Turn, error) {
+	if strings.TrimSpace(text) == "" {
+		return Turn{}, errors.New("chat: the message is empty")
+	}
+	d, err := ch.c.db()
+	if err != nil {
+		return Turn{}, err
+	}
+	ctx := ch.c.context()
+	m, err := d.GetMessage(ctx, id)
+	if err != nil {
+		return Turn{}, err
+	}
+	if m.Role != storage.RoleUser {
+		return Turn{}, fmt.Errorf("chat: message %d is a %s message; only user messages can be edited (regenerate an answer instead)", id, m.Role)
+	}
+	c, err := d.GetConversation(ctx, m.ConversationID)
+	if err != nil {
+		return Turn{}, err
+	}
+	return ch.start(c, func(ctx context.Context) (storage.Message, error) {
+		return d.AppendMessage(ctx, storage.MessageInput{ConversationID: c.ID, ParentID: m.ParentID, Role: storage.RoleUser, Content: text})
+	})
+}
+
+// Regenerate answers again the user message that assistant message id
+// answered; the new reply is a sibling of the old one (another branch).
+func (ch *Chat) Regenerate(id int64) (Turn, error) {
+	d, err := ch.c.db()
+	if err != nil {
+		return Turn{}, err
+	}
+	ctx := ch.c.context()
+	m, err := d.GetMessage(ctx, id)
+	if err != nil {
+		return Turn{}, err
+	}
+	if m.Role != storage.RoleAssistant || m.ParentID == 0 {
+		return Turn{}, fmt.Errorf("chat: message %d is not an answer to a user message; only answers can be regenerated", id)
+	}
+	c, err := d.GetConversation(ctx, m.ConversationID)
+	if err != nil {
+		return Turn{}, err
+	}
+	return ch.start(c, func(ctx context.Context) (storage.Message, error) {
+		u, err := d.GetMessage(ctx, m.ParentID)
+		if err != nil {
+			return storage.Message{}, err
+		}
+		// The branch on screen ends at the question until the new answer lands.
+		return u, d.SetActiveLeaf(ctx, c.ID, u.ID)
+	})
+}
+
+// Cancel stops the reply being generated in the conversation; what was
+// generated so far is kept. It reports whether anything was running.
+func (ch *Chat) Cancel(conversationID int64) bool {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if s := ch.streams[conversationID]; s != nil {
+		s.cancel()
+		return true
+	}
+	return false
+}
+
+// Search finds messages containing every word of query, best first.
+func (ch *Chat) Search(query string) ([]storage.SearchHit, error) {
+	d, err := ch.c.db()
+	if err != nil {
+		return nil, err
+	}
+	return d.SearchMessages(ch.c.context(), query, 50)
+}
+
+func (ch *Chat) busy(conversationID int64) bool {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return ch.streams[conversationID] != nil
+}
+
+// start checks that a reply can be generated (an engine, a model, no reply
+// already running), only then stores the question through question, and
+// generates the answer in the background.
+func (ch *Chat) start(c storage.Conversation, question func(context.Context) (storage.Message, error)) (Turn, error) {
+	if ch.gen == nil {
+		return Turn{}, ErrNoEngine
+	}
+	mdl, err := ch.models.resolve(c.ModelID)
+	if err != nil {
+		return Turn{}, err
+	}
+	prefs, err := ch.settings.Get()
+	if err != nil {
+		return Turn{}, err
+	}
+	d, err := ch.c.db()
+	if err != nil {
+		return Turn{}, err
+	}
+	ch.mu.Lock()
+	if ch.streams[c.ID] != nil {
+		ch.mu.Unlock()
+		return Turn{}, ErrBusy
+	}
+	ctx, cancel := context.WithCancel(ch.c.context())
+	s := &stream{cancel: cancel}
+	ch.streams[c.ID] = s // reserved before writing, so a second Send is refused
+	ch.mu.Unlock()
+
+	finish := func() {
+		cancel()
+		ch.mu.Lock()
+		delete(ch.streams, c.ID)
+		ch.mu.Unlock()
+	}
+	u, err := question(ctx)
+	if err != nil {
+		finish()
+		return Turn{}, err
+	}
+	branch, err := d.Branch(ctx, u.ID)
+	if err != nil {
+		finish()
+		return Turn{}, err
+	}
+	ch.mu.Lock()
+	s.parentID = u.ID
+	ch.mu.Unlock()
+
+	req := GenerateRequest{Model: mdl, ConversationID: c.ID, Width: int(prefs.SpeculationWidth),
+		MaxTokens: prefs.MaxTokens, Temperature: prefs.Temperature, Seed: uint64(time.Now().UnixNano())}
+	if strings.TrimSpace(c.SystemPrompt) != "" {
+		req.Messages = append(req.Messages, ChatMessage{Role: storage.RoleSystem, Content: c.SystemPrompt})
+	}
+	for _, m := range branch {
+		req.Messages = append(req.Messages, ChatMessage{Role: m.Role, Content: m.Content})
+	}
+	ch.wg.Add(1)
+	go func() {
+		defer ch.wg.Done()
+		defer finish()
+		ch.generate(ctx, d, req, u)
+	}()
+	return Turn{ConversationID: c.ID, User: u}, nil
+}
+
+// generate runs the model, streams its text and stores the reply.
+func (ch *Chat) generate(ctx context.Context, d *storage.DB, req GenerateRequest, u storage.Message) {
+	var text strings.Builder
+	stats, err := ch.gen.Generate(ctx, req, func(piece string) error {
+		text.WriteString(piece)
+		ch.c.send(EventToken, TokenEvent{ConversationID: u.ConversationID, ParentID: u.ID, Text: piece})
+		return nil
+	})
+	stats.Width = req.Width
+	cancelled := errors.Is(err, context.Canceled) && ctx.Err() != nil
+	if err != nil && !cancelled {
+		ch.c.log.Error("generate", "conversation", u.ConversationID, "err", err)
+		ch.c.send(EventError, ErrorEvent{ConversationID: u.ConversationID, ParentID: u.ID, Error: err.Error()})
+		return
+	}
+	if cancelled {
+		stats.Stopped = "cancelled"
+	}
+	done := DoneEvent{ConversationID: u.ConversationID, ParentID: u.ID, Stats: stats}
+	if text.Len() > 0 {
+		raw, _ := json.Marshal(stats) // plain struct of numbers and a string: cannot fail
+		// Store even when the window is closing: the text was already shown.
+		m, err := d.AppendMessage(context.WithoutCancel(ctx), storage.MessageInput{ConversationID: u.ConversationID,
+			ParentID: u.ID, Role: storage.RoleAssistant, Content: text.String(), Stats: raw})
+		if err != nil {
+			ch.c.log.Error("store reply", "conversation", u.ConversationID, "err", err)
+			ch.c.send(EventError, ErrorEvent{ConversationID: u.ConversationID, ParentID: u.ID, Error: err.Error()})
+			return
+		}
+		done.Message = &m
+	}
+	ch.c.send(EventDone, done)
+}
+
+// wait blocks until every running generation has ended.
+func (ch *Chat) wait() { ch.wg.Wait() }

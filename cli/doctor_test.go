@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"anechat/engine/model/gguf"
+	"anechat/storage"
+)
+
+func doctor(t *testing.T, args ...string) (code int, out, errOut string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = Run(context.Background(), append([]string{"doctor"}, args...), nil, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestDoctorOnAFreshDataDir(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := doctor(t, "--data-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"data dir:  " + dir,
+		"cpu      available",
+		"coreml   " + coreMLStatus(runtime.GOOS, runtime.GOARCH),
+		"not created yet",
+		"models:    " + filepath.Join(dir, "models") + ": 0 found",
+		"no problems found",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestCoreMLStatus(t *testing.T) {
+	if s := coreMLStatus("linux", "amd64"); !strings.HasPrefix(s, "not built for this platform") {
+		t.Errorf("linux: %q", s)
+	}
+	if s := coreMLStatus("darwin", "amd64"); !strings.HasPrefix(s, "not built for this platform") {
+		t.Errorf("intel mac: %q", s)
+	}
+	if s := coreMLStatus("darwin", "arm64"); strings.Contains(s, "not built for this platform") {
+		t.Errorf("apple silicon: %q", s)
+	}
+}
+
+func TestDoctorReportsDatabaseAndModels(t *testing.T) {
+	dir := t.TempDir()
+	d, err := storage.Open(context.Background(), storage.DBPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := d.CreateConversation(context.Background(), storage.ConversationInput{Title: "t"})
+	d.AppendMessage(context.Background(), storage.MessageInput{ConversationID: c.ID, Role: "user", Content: "hi"})
+	d.Close()
+	w := gguf.NewWriter()
+	w.Set("general.architecture", "llama")
+	w.AddF32("x", []int{2}, []float32{1, 2})
+	b, _ := w.Bytes()
+	os.MkdirAll(filepath.Join(dir, "models"), 0o755)
+	os.WriteFile(filepath.Join(dir, "models", "tiny.gguf"), b, 0o644)
+
+	code, out, errOut := doctor(t, "--data-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	for _, want := range []string{"schema version 1, integrity ok", "1 conversations, 1 messages, 0 prompts", "1 found", "tiny.gguf  (gguf, llama"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// A broken model file is a problem: exit 1, and the file is named.
+	os.WriteFile(filepath.Join(dir, "models", "bad.gguf"), []byte("nope"), 0o644)
+	code, out, _ = doctor(t, "--data-dir", dir)
+	if code != 1 || !strings.Contains(out, "PROBLEM: "+filepath.Join(dir, "models", "bad.gguf")) {
+		t.Fatalf("exit %d with a broken model file:\n%s", code, out)
+	}
+}
+
+func TestDoctorNamesACorruptDatabase(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(storage.DBPath(dir), []byte("definitely not sqlite, but long enough to have a header"), 0o644)
+	code, out, errOut := doctor(t, "--data-dir", dir)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1:\n%s", code, out)
+	}
+	if !strings.Contains(out, "database:  PROBLEM: ") || !strings.Contains(out, storage.DBPath(dir)+": database file is corrupt") || !strings.Contains(out, "move") {
+		t.Fatalf("the report should name the file and what to do:\n%s", out)
+	}
+	if !strings.Contains(errOut, "found 1 problem") {
+		t.Fatalf("stderr %q", errOut)
+	}
+}
+
+func TestDoctorNamesAnUnusableDataDir(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	code, out, _ := doctor(t, "--data-dir", filepath.Join(file, "sub"))
+	if code != 1 || !strings.Contains(out, "data dir:  PROBLEM") || !strings.Contains(out, file) {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
