@@ -2,12 +2,14 @@ package cpu
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -480,6 +482,115 @@ func TestRandomGemma4Quantised(t *testing.T) {
 					t.Fatalf("%s: width %d: position %d differs from width 1", typ, w, p)
 				}
 			}
+		}
+	}
+}
+
+// writeSafetensors writes tensors (name -> info and bytes) as one file.
+func writeSafetensors(t *testing.T, path string, infos map[string]safetensors.TensorInfo, data map[string][]byte) {
+	t.Helper()
+	header := map[string]any{}
+	var body []byte
+	names := make([]string, 0, len(infos))
+	for name := range infos {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		ti := infos[name]
+		header[name] = map[string]any{"dtype": ti.DType, "shape": ti.Shape, "data_offsets": []int{len(body), len(body) + len(data[name])}}
+		body = append(body, data[name]...)
+	}
+	h, err := json.Marshal(header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(h)%8 != 0 {
+		h = append(h, ' ')
+	}
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+	out = append(append(out, h...), body...)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGemma4CheckpointLayouts loads the fixture in the layouts real
+// checkpoints use: a multimodal config (model_type gemma4, the text model in
+// text_config, tensors under model.language_model., extra vision tensors),
+// sharded with an index; and an older config giving the full layers' head
+// dim as global_head_dim instead of per_layer_config. Both give logits
+// bit-identical to the fixture's own layout.
+func TestGemma4CheckpointLayouts(t *testing.T) {
+	m, cases := loadGemma4Fixture(t)
+	seq := cases[0].seq()[:24]
+	want := decode(t, m, seq, 4, 8)
+
+	src, err := safetensors.OpenDir(filepath.Join(gemma4Dir, "model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	cfgData := src.Config()
+	var text map[string]any
+	if err := json.Unmarshal(cfgData, &text); err != nil {
+		t.Fatal(err)
+	}
+
+	// Multimodal, sharded.
+	dir := t.TempDir()
+	shards := []map[string]safetensors.TensorInfo{{}, {}}
+	datas := []map[string][]byte{{}, {}}
+	index := map[string]string{}
+	for i, ti := range src.Tensors() {
+		name := strings.Replace(ti.Name, "model.", "model.language_model.", 1)
+		raw, _ := src.TensorData(ti.Name)
+		shards[i%2][name], datas[i%2][name] = ti, raw
+		index[name] = fmt.Sprintf("model-%05d-of-00002.safetensors", i%2+1)
+	}
+	shards[0]["model.vision_tower.patch.weight"] = safetensors.TensorInfo{DType: safetensors.BF16, Shape: []int{2, 2}}
+	datas[0]["model.vision_tower.patch.weight"] = make([]byte, 8)
+	index["model.vision_tower.patch.weight"] = "model-00001-of-00002.safetensors"
+	for i := range shards {
+		writeSafetensors(t, filepath.Join(dir, fmt.Sprintf("model-%05d-of-00002.safetensors", i+1)), shards[i], datas[i])
+	}
+	idx, _ := json.Marshal(map[string]any{"weight_map": index})
+	os.WriteFile(filepath.Join(dir, safetensors.IndexName), idx, 0o644)
+	eos := text["eos_token_id"]
+	delete(text, "eos_token_id")
+	mm, _ := json.Marshal(map[string]any{"model_type": "gemma4", "text_config": text, "eos_token_id": eos,
+		"vision_config": map[string]any{"model_type": "gemma4_vision"}})
+	os.WriteFile(filepath.Join(dir, "config.json"), mm, 0o644)
+	os.WriteFile(filepath.Join(dir, "generation_config.json"), []byte(`{"eos_token_id":[1,6,7]}`), 0o644)
+	mmModel, err := LoadGemma4(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mmModel.Close()
+	if fmt.Sprint(mmModel.Config().EOS) != "[1 6 7]" {
+		t.Errorf("EOS = %v, want config's plus generation_config's", mmModel.Config().EOS)
+	}
+	got := decode(t, mmModel, seq, 4, 8)
+	for p := range want {
+		if !bitsEqual(got[p], want[p]) {
+			t.Fatalf("multimodal layout: position %d differs", p)
+		}
+	}
+
+	// global_head_dim instead of per_layer_config.
+	old := copyFixture(t, func(c map[string]any) {
+		delete(c, "per_layer_config")
+		c["global_head_dim"] = 32
+	})
+	oldModel, err := LoadGemma4(old, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oldModel.Close()
+	got = decode(t, oldModel, seq, 4, 8)
+	for p := range want {
+		if !bitsEqual(got[p], want[p]) {
+			t.Fatalf("global_head_dim config: position %d differs", p)
 		}
 	}
 }
