@@ -16,11 +16,20 @@
 //
 // The exported kernels are the building blocks the gemma4 architecture reuses:
 //
-//	Matrix, NewMatrix, (*Matrix).MatMul   weights in F32/F16/BF16/Q8_0/Q4_0/Q4_1, x·Wᵀ for K tokens
+//	Matrix, NewMatrix, FromF32            weights in F32/F16/BF16/Q8_0/Q4_0/Q4_1 (Supported), aliasing the mapping
+//	(*Matrix).MatMul                      out = x·Wᵀ for K tokens, each weight row read once for all K
 //	(*Matrix).Row                         dequantised row (embedding lookup)
-//	RMSNorm, RMSNormInPlace               y = x/rms(x)·(w) (w may be nil: weightless norm)
-//	RoPE, RoPENeox                        rotary embedding, adjacent pairs / split halves
-//	Softmax, Dot, Axpy, SiLU, GELUTanh    element-wise helpers
-//	Attend                                one query head over kv.Cache rows, honouring Visible (windows)
+//	RMSNorm                               y = x/rms(x)·w (w may be nil: weightless norm)
+//	RoPE, RoPENeox                        rotary embedding: adjacent pairs / split halves (partial, proportional)
+//	Dot, Dot3, Axpy, Add, Softmax         vector helpers (Dot3 = three Dots of one row, bit-identical)
+//	SiLU, GELUTanh, Argmax                activations, greedy pick (ties to the lowest id)
+//	Attend, AttendGroup                   query heads over kv.Cache rows, honouring Visible (sliding windows)
+//	Result                                flat logits -> model.Result for the Output flags (Logits, Argmax, Last)
 //	Pool                                  the worker pool every parallel kernel runs on
+//	F16, BF16, ToF16, ToBF16, Quantize    conversions; Quantize encodes test weights
+//	RandomLlama                           a random-weight llama GGUF of any geometry (tests, benchmarks)
+//
+// On amd64 with AVX2/FMA/F16C, Dot, Dot3 and the dequantisers run assembly
+// (simd_amd64.s); elsewhere the Go loops. The choice is fixed per process, so
+// row independence holds on every machine.
 package cpu

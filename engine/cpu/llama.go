@@ -26,7 +26,8 @@ type llamaLayer struct {
 }
 
 // Llama is the llama architecture (stories260K, SmolLM2) on the CPU. It is a
-// model.Backend; it is safe for one Forward at a time.
+// model.Backend. Forward keeps no state outside the cache it is given, so
+// concurrent calls on distinct caches are safe.
 type Llama struct {
 	opt     LlamaOptions
 	cfg     model.Config
