@@ -184,10 +184,31 @@ func TestDiskFullTmpfs(t *testing.T) {
 	if _, err := DataDir(filepath.Join(mnt, "anechat")); !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), mnt) {
 		t.Errorf("DataDir on a full disk: %v, want ErrDiskFull", err)
 	}
+	// A new database cannot be created, let alone migrated, on the full disk.
+	fresh := filepath.Join(mnt, "fresh.db")
+	if d, err := Open(ctx, fresh); err == nil {
+		d.Close()
+		t.Error("creating a database on a full disk succeeded")
+	} else if !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), fresh) {
+		t.Errorf("new database on a full disk: %v, want ErrDiskFull naming %s", err, fresh)
+	}
 	// Reopening on the full disk either works (nothing to write) or fails typed.
 	if d, err := Open(ctx, DBPath(dir)); err == nil {
 		d.Close()
 	} else if !errors.Is(err, ErrDiskFull) && !errors.Is(err, ErrIO) {
 		t.Errorf("reopen on a full disk: %v", err)
+	}
+	// With space freed, the database is whole and usable again.
+	os.Remove(filepath.Join(mnt, "filler"))
+	d, err = Open(ctx, DBPath(dir))
+	if err != nil {
+		t.Fatalf("reopen after freeing space: %v", err)
+	}
+	defer d.Close()
+	if err := d.Check(ctx); err != nil {
+		t.Error(err)
+	}
+	if _, err := d.AppendMessage(ctx, MessageInput{ConversationID: c.ID, Role: RoleUser, Content: "after"}); err != nil {
+		t.Errorf("write after freeing space: %v", err)
 	}
 }
