@@ -11,13 +11,14 @@ import (
 
 	"anechat/engine"
 	"anechat/engine/chat"
+	"anechat/engine/spec"
 )
 
 // TestGemma4EndToEnd drives the fixture the way the app does: engine.Open
 // (safetensors directory + its tokenizer.json), the prompt from text (raw, or
 // the Gemma 4 chat template), then a Session's batched prefill and greedy
-// generation. The prompt ids equal the `tokenizers` library's and the 64
-// generated ids transformers' greedy ids.
+// generation, plain and speculative. The prompt ids equal the `tokenizers`
+// library's and the 64 generated ids transformers' greedy ids.
 func TestGemma4EndToEnd(t *testing.T) {
 	dir := filepath.Join("testdata", "gemma4")
 	b, tok, err := engine.Open(filepath.Join(dir, "model"))
@@ -48,6 +49,7 @@ func TestGemma4EndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	accepted := 0
 	for _, c := range ref.Cases {
 		var prompt []int32
 		if c.ChatUser != "" {
@@ -61,26 +63,43 @@ func TestGemma4EndToEnd(t *testing.T) {
 			t.Errorf("%s: prompt ids\n%v\ntokenizers\n%v", c.Name, prompt, c.Prompt)
 			continue
 		}
-		s, err := engine.NewSession(b, engine.SessionOptions{MaxBatch: 8})
-		if err != nil {
-			t.Fatal(err)
+		// Plain decoding, then speculation (prompt lookup, every proposal
+		// sent) at widths 4 and 8: all three equal transformers' greedy ids.
+		for _, width := range []int{1, 4, 8} {
+			opts := engine.SessionOptions{MaxBatch: 8}
+			if width > 1 {
+				d := engine.NewSpecDecoder(spec.FixedCosts(map[int]float64{1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1, 7: 1, 8: 1}), nil)
+				d.Ungated = true
+				opts.Decoder = d
+			}
+			s, err := engine.NewSession(b, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Prefill(context.Background(), prompt, nil); err != nil {
+				t.Fatal(err)
+			}
+			var got []int32
+			st, err := s.Generate(context.Background(), engine.GenerateOptions{MaxTokens: len(c.Greedy), Width: width},
+				func(tk engine.Token) error {
+					if tk.ID >= 0 {
+						got = append(got, tk.ID)
+					}
+					return nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.Greedy) {
+				t.Errorf("%s, width %d: generated\n%v\ntransformers\n%v", c.Name, width, got, c.Greedy)
+			}
+			if width > 1 {
+				accepted += st.Accepted
+				t.Logf("%s, width %d: %d calls for %d tokens, %d drafted, %d accepted", c.Name, width, st.TargetCalls, len(got), st.Drafted, st.Accepted)
+			}
 		}
-		if err := s.Prefill(context.Background(), prompt, nil); err != nil {
-			t.Fatal(err)
-		}
-		var got []int32
-		_, err = s.Generate(context.Background(), engine.GenerateOptions{MaxTokens: len(c.Greedy), Width: 1},
-			func(tk engine.Token) error {
-				if tk.ID >= 0 {
-					got = append(got, tk.ID)
-				}
-				return nil
-			})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fmt.Sprint(got) != fmt.Sprint(c.Greedy) {
-			t.Errorf("%s: generated\n%v\ntransformers\n%v", c.Name, got, c.Greedy)
-		}
+	}
+	if accepted == 0 {
+		t.Errorf("no draft was ever accepted: speculation was not exercised")
 	}
 }
