@@ -19,6 +19,7 @@ import (
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
+	"anechat/kvindex"
 )
 
 // resumeFigures is one row of `anechat bench resume`.
@@ -202,7 +203,7 @@ func benchResumeOne(ctx context.Context, b model.Backend, dir string, n, batch, 
 		return f, err
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store, err := openSnapshotIndex(ctx, home, quiet)
+	store, err := kvindex.Open(ctx, home, quiet)
 	if err != nil {
 		return f, err
 	}
