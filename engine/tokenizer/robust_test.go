@@ -78,7 +78,7 @@ func TestBadVocabs(t *testing.T) {
 		{"no tokens", func(v *Vocab) { v.Tokens = nil }, ErrMalformed, "empty"},
 		{"scores", func(v *Vocab) { v.Scores = v.Scores[:1] }, ErrMalformed, "scores"},
 		{"types", func(v *Vocab) { v.Types = []int32{1} }, ErrMalformed, "token_type"},
-		{"pre", func(v *Vocab) { v.Model, v.Pre = "gpt2", "qwen2" }, ErrUnsupported, "qwen2"},
+		{"pre", func(v *Vocab) { v.Model, v.Pre = "gpt2", "deepseek-llm" }, ErrUnsupported, "deepseek-llm"},
 		{"merge", func(v *Vocab) { v.Model, v.Merges = "gpt2", []string{"a b"} }, ErrMalformed, "merge 0"},
 	}
 	for _, c := range cases {
@@ -346,4 +346,21 @@ func FuzzStoriesRoundTrip(f *testing.F) {
 			t.Fatalf("stream(BOS+Encode(%q)) = %q", s, got)
 		}
 	})
+}
+
+// Case-insensitive contractions fold like the regex engine does (ſ is s);
+// expected splits from tokenizers' Split(Regex(Llama 3 pattern)).
+func TestLlama3Contractions(t *testing.T) {
+	cases := map[string][]string{
+		"'ſx":  {"'ſ", "x"},
+		"'Sx":  {"'S", "x"},
+		"'REx": {"'RE", "x"},
+		"'ﬅ":   {"'ﬅ"},
+		"'Kx":  {"'Kx"},
+	}
+	for in, want := range cases {
+		if got := llama3Split(nil, in, 3); strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("llama3Split(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

@@ -114,14 +114,22 @@ func FromVocab(v Vocab) (*Tokenizer, error) {
 	case "gpt2":
 		t.kind = "gguf-gpt2"
 		var pre []preStep
+		ignoreMerges := false
 		switch v.Pre {
 		case "", "default", "gpt2":
+			pre = []preStep{{kind: preByteLevel, regex: true}}
 		case "smollm":
-			pre = append(pre, preStep{kind: preDigits, flag: true})
+			pre = []preStep{{kind: preDigits, flag: true}, {kind: preByteLevel, regex: true}}
+		case "llama-bpe", "llama3":
+			// llama.cpp also looks whole words up first for Llama 3.
+			pre = []preStep{{kind: preLlama3, behavior: 3}, {kind: preByteLevel}}
+			ignoreMerges = true
+		case "qwen2":
+			pre = []preStep{{kind: preLlama3, behavior: 1}, {kind: preByteLevel}}
 		default:
-			return nil, fmt.Errorf("tokenizer %s: %w: tokenizer.ggml.pre %q (supported: default, gpt2, smollm)", name, ErrUnsupported, v.Pre)
+			return nil, fmt.Errorf("tokenizer %s: %w: tokenizer.ggml.pre %q (supported: default, gpt2, smollm, llama-bpe, qwen2)", name, ErrUnsupported, v.Pre)
 		}
-		t.pre = append(pre, preStep{kind: preByteLevel, regex: true})
+		t.pre = pre
 		t.byteLevel = true
 		m := newBPEModel()
 		m.merges = make(map[uint64]uint64, len(v.Merges))
@@ -129,6 +137,8 @@ func FromVocab(v Vocab) (*Tokenizer, error) {
 		// llama.cpp's BPE and HF's BPE without unk_token both do that (the
 		// SmolLM2 vocabulary lacks a few bytes).
 		m.unk = -1
+		m.vocab = t.vocab
+		m.ignoreMerges = ignoreMerges
 		for i, p := range v.Tokens {
 			m.setPiece(p, int32(i))
 		}

