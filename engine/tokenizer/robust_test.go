@@ -166,6 +166,17 @@ func FuzzByteLevelRoundTrip(f *testing.F) {
 		if got := strings.Join(gpt2Split(nil, s), ""); got != s {
 			t.Fatalf("gpt2Split(%q) joined = %q", s, got)
 		}
+		for _, digits := range []int{1, 3} {
+			parts := llama3Split(nil, s, digits)
+			if got := strings.Join(parts, ""); got != s {
+				t.Fatalf("llama3Split(%q, %d) joined = %q", s, digits, got)
+			}
+			for _, p := range parts {
+				if p == "" {
+					t.Fatalf("llama3Split(%q, %d) has an empty piece", s, digits)
+				}
+			}
+		}
 		ids := tok.Encode(s)
 		_ = tok.EncodeSpecial(s)
 		if !utf8.ValidString(s) {
