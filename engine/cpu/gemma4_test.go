@@ -594,3 +594,60 @@ func TestGemma4CheckpointLayouts(t *testing.T) {
 		}
 	}
 }
+
+// TestGemma4WindowMask pins DESIGN.md invariant 2 on the sliding layers from
+// below: in a width-8 call at position p, no query may read a row older
+// than p-W+1 (the oldest any of them may see). Those rows, still held in
+// the rings, are overwritten with NaN: the call's logits stay bit-identical.
+// (From above, row independence shows that no query sees a later row of its
+// own call; the reference logits show that every row inside the window is
+// seen.)
+func TestGemma4WindowMask(t *testing.T) {
+	m, cases := loadGemma4Fixture(t)
+	seq := cases[1].seq()
+	const p, width = 40, 8
+	run := func(poison bool) [][]float32 {
+		cache, err := kv.New(m.Config().KV, width)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pos := 0; pos < p; pos += 4 {
+			if _, err := m.Forward(context.Background(), seq[pos:pos+4], pos, cache, model.Argmax); err != nil {
+				t.Fatal(err)
+			}
+			cache.Commit(4)
+		}
+		if poison {
+			W := m.Options().Window
+			oldest := p - (W + width) + 1 // the ring holds the last W+width positions
+			n := 0
+			for layer, l := range m.Config().KV.Layers {
+				if l.Window == 0 || !cache.Owns(layer) {
+					continue
+				}
+				for pos := oldest; pos < p-W+1; pos++ {
+					for _, row := range [][]float32{cache.K(layer, pos), cache.V(layer, pos)} {
+						for i := range row {
+							row[i] = float32(math.NaN())
+						}
+					}
+					n++
+				}
+			}
+			if n == 0 {
+				t.Fatal("nothing poisoned")
+			}
+		}
+		r, err := m.Forward(context.Background(), seq[p:p+width], p, cache, model.Logits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Logits
+	}
+	clean, poisoned := run(false), run(true)
+	for i := range clean {
+		if !bitsEqual(clean[i], poisoned[i]) {
+			t.Fatalf("query %d of the call at %d read a row outside its window", i, p)
+		}
+	}
+}
