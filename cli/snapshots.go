@@ -32,16 +32,15 @@ func openResumer(ctx context.Context, dataDirFlag string, noCache bool, m *loade
 }
 
 // snapshotMeta binds snapshots to the model and to the ids' making: the
-// tokenizer and chat template when the model's codec tells them (a codec may
-// implement tokenizerFingerprint() and templateHash()), else the mode alone
-// (the model fingerprint covers a tokenizer stored with the weights).
+// tokenizer's fingerprint (not for --prompt-ids, fed as is) and, for chat
+// prompts, the chat template's hash.
 func snapshotMeta(m *loadedModel, mode string) kv.Meta {
 	meta := kv.Meta{Model: m.backend.Config().Fingerprint, Tokenizer: "none", Template: mode}
-	if f, ok := m.codec.(interface{ tokenizerFingerprint() string }); ok && mode != "ids" {
-		meta.Tokenizer = f.tokenizerFingerprint()
-	}
-	if h, ok := m.codec.(interface{ templateHash() string }); ok && mode == "chat" {
-		meta.Template = "chat:" + h.templateHash()
+	if tc, ok := m.codec.(*tokCodec); ok && mode != "ids" {
+		meta.Tokenizer = tc.tok.Fingerprint()
+		if mode == "chat" {
+			meta.Template = "chat:" + tc.tmpl.Hash()
+		}
 	}
 	return meta
 }

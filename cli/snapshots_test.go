@@ -52,3 +52,62 @@ func TestGenerateResume(t *testing.T) {
 		t.Errorf("--no-cache run: %+v %v", third.Stats, third.IDs)
 	}
 }
+
+// TestSnapshotMeta: snapshots of --prompt-ids, --raw and chat prompts are
+// bound apart, and to the tokenizer and template of the model.
+func TestSnapshotMeta(t *testing.T) {
+	m, err := openModel(storiesForCLI(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ids, raw, chat := snapshotMeta(m, "ids"), snapshotMeta(m, "raw"), snapshotMeta(m, "chat")
+	if ids.Model == "" || ids.Model != raw.Model || raw.Model != chat.Model {
+		t.Errorf("model fingerprints %q %q %q", ids.Model, raw.Model, chat.Model)
+	}
+	tc := m.codec.(*tokCodec)
+	if ids.Tokenizer != "none" || raw.Tokenizer != tc.tok.Fingerprint() || chat.Tokenizer != tc.tok.Fingerprint() {
+		t.Errorf("tokenizer bindings %q %q %q", ids.Tokenizer, raw.Tokenizer, chat.Tokenizer)
+	}
+	if ids.Template == raw.Template || raw.Template == chat.Template || chat.Template != "chat:"+tc.tmpl.Hash() {
+		t.Errorf("template bindings %q %q %q", ids.Template, raw.Template, chat.Template)
+	}
+}
+
+// TestGenerateResumeText: a long --raw text prompt resumes on the second run
+// with the same ids and text, and a snapshot made from ids does not serve it
+// (another binding).
+func TestGenerateResumeText(t *testing.T) {
+	model := storiesForCLI(t)
+	home := t.TempDir()
+	text := strings.Repeat("Once upon a time, there was a little girl named Lily. She loved to play outside. ", 4)
+	run := func(args ...string) generateJSON {
+		t.Helper()
+		var out, errb bytes.Buffer
+		args = append([]string{"generate", "--model", model, "--max-tokens", "16", "--json", "--data-dir", home}, args...)
+		if code := Run(context.Background(), args, nil, &out, &errb); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		var g generateJSON
+		if err := json.Unmarshal(out.Bytes(), &g); err != nil {
+			t.Fatalf("%v: %s", err, out.String())
+		}
+		return g
+	}
+	first := run("--raw", "--prompt", text)
+	if len(first.PromptIDs) <= 64 || first.Stats.ResumedTokens != 0 {
+		t.Fatalf("first run: %d prompt ids, %+v", len(first.PromptIDs), first.Stats)
+	}
+	ids := make([]string, len(first.PromptIDs))
+	for i, id := range first.PromptIDs {
+		ids[i] = fmt.Sprint(id)
+	}
+	// Same ids given as --prompt-ids: bound to "ids", not to the tokenizer.
+	if g := run("--prompt-ids", strings.Join(ids, " ")); g.Stats.ResumedTokens != 0 || !slices.Equal(g.IDs, first.IDs) {
+		t.Errorf("--prompt-ids run used the --raw snapshot: %+v", g.Stats)
+	}
+	second := run("--raw", "--prompt", text)
+	if second.Stats.ResumedTokens != len(first.PromptIDs)-1 || second.Text != first.Text || !slices.Equal(second.IDs, first.IDs) {
+		t.Errorf("second run: %+v, text %q vs %q", second.Stats, second.Text, first.Text)
+	}
+}
