@@ -212,3 +212,40 @@ func TestHFLlama3Regex(t *testing.T) {
 	}
 	checkExpectations(t, tok, readExpectations(t, "bytelevel_llama3.jsonl.gz"), 1200)
 }
+
+// FromGGUF errors name the file and the key that is missing or wrong.
+func TestFromGGUFErrors(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name    string
+		meta    map[string]any
+		mention string
+	}{
+		{"no model", map[string]any{"general.architecture": "llama"}, "tokenizer.ggml.model"},
+		{"no tokens", map[string]any{"tokenizer.ggml.model": "llama"}, "tokenizer.ggml.tokens"},
+		{"no scores", map[string]any{"tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": []string{"a"}}, "tokenizer.ggml.scores"},
+		{"bad types", map[string]any{"tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": []string{"a"},
+			"tokenizer.ggml.scores": []float32{0}, "tokenizer.ggml.token_type": "x"}, "tokenizer.ggml.token_type"},
+		{"bert", map[string]any{"tokenizer.ggml.model": "bert", "tokenizer.ggml.tokens": []string{"a"}}, "bert"},
+		{"no merges", map[string]any{"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.tokens": []string{"a"}}, "tokenizer.ggml.merges"},
+	}
+	for _, c := range cases {
+		w := gguf.NewWriter()
+		for k, v := range c.meta {
+			w.Set(k, v)
+		}
+		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".gguf")
+		if err := w.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		f, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = FromGGUF(f)
+		f.Close()
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.mention) {
+			t.Errorf("%s: error %v, want one naming %s and %q", c.name, err, path, c.mention)
+		}
+	}
+}
