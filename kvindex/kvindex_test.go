@@ -1,8 +1,10 @@
 package kvindex
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -99,6 +101,7 @@ func TestSnapshotWriterHelper(t *testing.T) {
 		if _, err := r.Save(ctx, key, ids, c); err != nil {
 			t.Fatal(err)
 		}
+		fmt.Println("saved")
 	}
 }
 
@@ -124,11 +127,16 @@ func TestSnapshotWriterKilled(t *testing.T) {
 		cmd.Env = append(os.Environ(), killHomeEnv+"="+home)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+		// Kill after 0-3 completed saves plus up to a few ms: during
+		// start-up (open, migrate, reconcile), inside a file write, between
+		// the rename and the row swap, during the old file's delete or an
+		// eviction.
+		saves := rng.IntN(4)
+		delay := time.Duration(rng.IntN(5000)) * time.Microsecond
+		if saves == 0 {
+			delay *= 10
 		}
-		time.Sleep(time.Duration(5_000+rng.IntN(60_000)) * time.Microsecond)
-		cmd.Process.Signal(syscall.SIGKILL)
+		killAfter(t, cmd, saves, delay)
 		if err := cmd.Wait(); err == nil {
 			t.Fatalf("run %d: helper exited by itself: %s", run, stderr.String())
 		}
@@ -289,5 +297,49 @@ func TestSnapshotIndex(t *testing.T) {
 	}
 	if err := x.Forget(ctx, "/elsewhere/x.kv"); err == nil {
 		t.Error("Forget of a file outside kv/ accepted")
+	}
+}
+
+// killAfter starts cmd and SIGKILLs it after it has reported saves completed
+// saves (a line "saved" each on its stdout) and a further delay: the kill
+// lands anywhere from start-up to the middle of a later save, whatever the
+// machine's speed.
+func killAfter(t *testing.T, cmd *exec.Cmd, saves int, delay time.Duration) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	saved := make(chan struct{}, 1<<10)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			if sc.Text() == "saved" {
+				saved <- struct{}{}
+			}
+		}
+		close(saved)
+	}()
+	deadline := time.After(30 * time.Second)
+	for range saves {
+		select {
+		case _, ok := <-saved:
+			if !ok {
+				t.Fatal("helper ended before it was killed")
+			}
+		case <-deadline:
+			cmd.Process.Kill()
+			t.Fatal("helper made no progress in 30 s")
+		}
+	}
+	time.Sleep(delay)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,7 +1,9 @@
 package kv
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -45,6 +47,7 @@ func TestKilledWriterHelper(t *testing.T) {
 			os.Remove(prev)
 		}
 		prev = path
+		fmt.Println("saved")
 	}
 }
 
@@ -66,16 +69,14 @@ func TestKilledWriter(t *testing.T) {
 	for run := 0; run < 50; run++ {
 		cmd := exec.Command(exe, "-test.run=^TestKilledWriterHelper$", "-test.count=1")
 		cmd.Env = append(os.Environ(), killDirEnv+"="+dir)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+		// Kill after 0-2 completed saves plus up to a few ms: before the
+		// first write, inside a write, between write and delete.
+		saves := rng.IntN(3)
+		delay := time.Duration(rng.IntN(4000)) * time.Microsecond
+		if saves == 0 {
+			delay *= 10
 		}
-		// The helper starts in a few ms and then writes a snapshot every
-		// few ms: kill it anywhere from before its first write to deep in
-		// its loop.
-		time.Sleep(time.Duration(rng.IntN(60_000)) * time.Microsecond)
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
+		killAfter(t, cmd, saves, delay)
 		err := cmd.Wait()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.Success() {
 			t.Fatalf("run %d: helper ended with %v, want killed", run, err)
@@ -108,5 +109,49 @@ func TestKilledWriter(t *testing.T) {
 	t.Logf("50 kills: %d complete snapshots checked, %d temporary files left by a kill", complete, temps)
 	if complete == 0 {
 		t.Error("no kill happened after a complete write: the test checks nothing")
+	}
+}
+
+// killAfter starts cmd and SIGKILLs it after it has reported saves completed
+// saves (a line "saved" each on its stdout) and a further delay: the kill
+// lands anywhere from start-up to the middle of a later save, whatever the
+// machine's speed.
+func killAfter(t *testing.T, cmd *exec.Cmd, saves int, delay time.Duration) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	saved := make(chan struct{}, 1<<10)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			if sc.Text() == "saved" {
+				saved <- struct{}{}
+			}
+		}
+		close(saved)
+	}()
+	deadline := time.After(30 * time.Second)
+	for range saves {
+		select {
+		case _, ok := <-saved:
+			if !ok {
+				t.Fatal("helper ended before it was killed")
+			}
+		case <-deadline:
+			cmd.Process.Kill()
+			t.Fatal("helper made no progress in 30 s")
+		}
+	}
+	time.Sleep(delay)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
 	}
 }
