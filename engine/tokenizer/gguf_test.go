@@ -249,3 +249,21 @@ func TestFromGGUFErrors(t *testing.T) {
 		}
 	}
 }
+
+// SentencePiece-style tokenizer.json layouts (trained by gen.py): Llama 2's
+// Prepend+Replace normalizer with a Strip decoder, and the Metaspace
+// pre-tokenizer with prepend_scheme "first".
+func TestHFSentencePieceLayouts(t *testing.T) {
+	for _, name := range []string{"spm_prepend", "spm_metaspace"} {
+		t.Run(name, func(t *testing.T) {
+			tok, err := Load(filepath.Join("testdata", name+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tok.AddsBOS() || tok.BOS() != 1 {
+				t.Errorf("AddsBOS=%v BOS=%d, want true 1", tok.AddsBOS(), tok.BOS())
+			}
+			checkExpectations(t, tok, readExpectations(t, name+".jsonl.gz"), 1200)
+		})
+	}
+}

