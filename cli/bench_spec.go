@@ -45,7 +45,13 @@ type specRun struct {
 	Wide        int     `json:"wide_calls"`
 	TokS        float64 `json:"tok_s"`
 	Speedup     float64 `json:"speedup"`
-	seconds     float64
+	// ModelSpeedup is the speedup the cost model measured at load predicts
+	// for the calls made (width 1's calls x its cost over the sum of each
+	// call's cost): what an idle machine would show, free of the noise of a
+	// shared one.
+	ModelSpeedup float64 `json:"model_speedup"`
+	seconds      float64
+	modelSeconds float64
 }
 
 type specPromptResult struct {
@@ -68,9 +74,12 @@ type specSummary struct {
 	Accepted  int     `json:"accepted"`
 	TokS      float64 `json:"tok_s"`
 	Speedup   float64 `json:"speedup"`
-	tokens    int
-	calls     int
-	seconds   float64
+	// ModelSpeedup: see specRun.
+	ModelSpeedup float64 `json:"model_speedup"`
+	tokens       int
+	calls        int
+	seconds      float64
+	modelSeconds float64
 }
 
 type specReport struct {
@@ -153,6 +162,7 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 	reps := fs.Int("reps", 3, "runs of each prompt and width; the fastest counts (the machine is shared)")
 	category := fs.String("category", "", "run only this category")
 	useCorpus := fs.Bool("corpus", false, "also draft from a corpus of the workload's earlier prompts and outputs (suffix matching)")
+	fixedCosts := fs.Bool("fixed-costs", false, "keep the cost model measured at load instead of following the calls' timing (reproducible gating on a noisy machine)")
 	ungated := fs.Bool("ungated", false, "send every proposal whatever its acceptance rate (measures what the drafters could accept, not a setting to use)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
@@ -185,7 +195,7 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 	}
 	defer closeModel()
 	rep, err := benchSpec(ctx, m, prompts, widths, benchSpecOptions{
-		maxTokens: *maxTokens, reps: max(*reps, 1), corpus: *useCorpus, ungated: *ungated,
+		maxTokens: *maxTokens, reps: max(*reps, 1), corpus: *useCorpus, ungated: *ungated, fixedCosts: *fixedCosts,
 		progress: func(msg string) {
 			if !*asJSON {
 				fmt.Fprintln(env.Stderr, msg)
@@ -248,11 +258,12 @@ func byteIDs(text string, cfg model.Config) []int32 {
 }
 
 type benchSpecOptions struct {
-	maxTokens int
-	reps      int
-	corpus    bool
-	ungated   bool
-	progress  func(string)
+	maxTokens  int
+	reps       int
+	corpus     bool
+	ungated    bool
+	fixedCosts bool
+	progress   func(string)
 }
 
 // benchSpec runs the workload. Width 1 is plain decoding (engine's
@@ -263,6 +274,9 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 	costs, err := spec.Measure(ctx, b, spec.MeasureOptions{})
 	if err != nil {
 		return nil, err
+	}
+	if o.fixedCosts {
+		costs = costs.Frozen()
 	}
 	rep := &specReport{Widths: widths, CostsMs: map[string]float64{}}
 	for w := 1; w <= spec.MaxWidth; w++ {
@@ -333,6 +347,9 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 			if base > 0 {
 				pr.Runs[i].Speedup = pr.Runs[i].TokS / base
 			}
+			if ms := pr.Runs[i].modelSeconds; ms > 0 {
+				pr.Runs[i].ModelSpeedup = pr.Runs[0].modelSeconds / ms
+			}
 		}
 		rep.Prompts = append(rep.Prompts, pr)
 		if o.progress != nil {
@@ -387,7 +404,13 @@ func specRunOnce(ctx context.Context, m *loadedModel, ids []int32, limit, w int,
 		r.seconds = float64(st.Tokens) / st.DecodeTokS
 	}
 	if sd != nil {
-		r.Wide = sd.LastStats().Wide
+		ls := sd.LastStats()
+		r.Wide = ls.Wide
+		for w, n := range ls.Calls {
+			r.modelSeconds += float64(n) * costs.Seconds(w)
+		}
+	} else {
+		r.modelSeconds = float64(st.TargetCalls) * costs.Seconds(1)
 	}
 	return r, out, text.String(), st.Stopped, nil
 }
@@ -418,6 +441,7 @@ func summarise(prs []specPromptResult, widths []int) []specSummary {
 				s.tokens += r.Tokens
 				s.calls += r.TargetCalls
 				s.seconds += r.seconds
+				s.modelSeconds += r.modelSeconds
 				s.Drafted += r.Drafted
 				s.Accepted += r.Accepted
 			}
@@ -433,6 +457,9 @@ func summarise(prs []specPromptResult, widths []int) []specSummary {
 			if rows[0].TokS > 0 {
 				rows[i].Speedup = rows[i].TokS / rows[0].TokS
 			}
+			if rows[i].modelSeconds > 0 {
+				rows[i].ModelSpeedup = rows[0].modelSeconds / rows[i].modelSeconds
+			}
 		}
 		out = append(out, rows...)
 	}
@@ -441,20 +468,20 @@ func summarise(prs []specPromptResult, widths []int) []specSummary {
 
 func printSpecReport(w io.Writer, rep *specReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "prompt\tcategory\twidth\tidentical\ttokens\tcalls\tτ\tdrafted\taccepted\ttok/s\tspeedup\t")
+	fmt.Fprintln(tw, "prompt\tcategory\twidth\tidentical\ttokens\tcalls\tτ\tdrafted\taccepted\ttok/s\tspeedup\tmodel x\t")
 	for _, p := range rep.Prompts {
 		for _, r := range p.Runs {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%d\t%d\t%.2f\t%d\t%d\t%.0f\t%.2f\t\n",
-				p.ID, p.Category, r.Width, r.Identical, r.Tokens, r.TargetCalls, r.Tau, r.Drafted, r.Accepted, r.TokS, r.Speedup)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%d\t%d\t%.2f\t%d\t%d\t%.0f\t%.2f\t%.2f\t\n",
+				p.ID, p.Category, r.Width, r.Identical, r.Tokens, r.TargetCalls, r.Tau, r.Drafted, r.Accepted, r.TokS, r.Speedup, r.ModelSpeedup)
 		}
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "category\twidth\tprompts\tidentical\tτ\tdrafted\taccepted\ttok/s\tspeedup\t")
+	fmt.Fprintln(tw, "category\twidth\tprompts\tidentical\tτ\tdrafted\taccepted\ttok/s\tspeedup\tmodel x\t")
 	for _, s := range rep.Summary {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%d\t%d\t%.0f\t%.2f\t\n",
-			s.Category, s.Width, s.Prompts, s.Identical, s.Tau, s.Drafted, s.Accepted, s.TokS, s.Speedup)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%d\t%d\t%.0f\t%.2f\t%.2f\t\n",
+			s.Category, s.Width, s.Prompts, s.Identical, s.Tau, s.Drafted, s.Accepted, s.TokS, s.Speedup, s.ModelSpeedup)
 	}
 	tw.Flush()
 	var ms []string

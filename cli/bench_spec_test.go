@@ -50,7 +50,7 @@ func TestBenchSpecStories(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	code := Run(context.Background(), []string{"bench", "spec", "--model", model, "--prompts", work, "--widths", "2,4,0", "--reps", "1", "--json"}, nil, &out, &errb)
+	code := Run(context.Background(), []string{"bench", "spec", "--model", model, "--prompts", work, "--widths", "2,4,0", "--reps", "1", "--fixed-costs", "--json"}, nil, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -70,7 +70,7 @@ func TestBenchSpecStories(t *testing.T) {
 				t.Fatalf("%s width %d: %+v", p.ID, r.Width, r)
 			}
 		}
-		if p.Runs[0].Drafted != 0 || p.Runs[0].Speedup != 1 {
+		if p.Runs[0].Drafted != 0 || p.Runs[0].Speedup != 1 || p.Runs[0].ModelSpeedup != 1 {
 			t.Fatalf("%s width 1: %+v", p.ID, p.Runs[0])
 		}
 	}
@@ -83,6 +83,15 @@ func TestBenchSpecStories(t *testing.T) {
 	}
 	if !cats["rewrite"] || !cats["chat"] || !cats["all"] || len(rep.CostsMs) != 8 {
 		t.Fatalf("summary categories %v, costs %v", cats, rep.CostsMs)
+	}
+	// Model speedup follows from the calls made and the measured costs:
+	// with drafts accepted it differs from 1, with none it is at most 1.
+	for _, p := range rep.Prompts {
+		for _, r := range p.Runs[1:] {
+			if r.ModelSpeedup <= 0 || (r.Accepted == 0 && r.ModelSpeedup > 1+1e-9) {
+				t.Fatalf("%s width %d: model speedup %v with %d accepted", p.ID, r.Width, r.ModelSpeedup, r.Accepted)
+			}
+		}
 	}
 	// The table form prints the summary.
 	out.Reset()

@@ -67,6 +67,15 @@ func (c *Costs) Clone() *Costs {
 	return &Costs{one: c.one, ratio: c.ratio, frozen: c.frozen}
 }
 
+// Frozen returns a copy that ignores Observe: gating decisions then depend
+// only on the measurement, not on the timing of the calls (reproducible
+// benchmarks).
+func (c *Costs) Frozen() *Costs {
+	f := c.Clone()
+	f.frozen = true
+	return f
+}
+
 // Observe records a call of width w that took d.
 func (c *Costs) Observe(w int, d time.Duration) {
 	if w < 1 || w > MaxWidth || d <= 0 {

@@ -55,6 +55,8 @@ type Stats struct {
 	Drafted, Accepted int
 	// Wide is the number of calls that carried at least one draft.
 	Wide int
+	// Calls counts the model calls by width (Calls[w] for width w).
+	Calls [MaxWidth + 1]int
 	// Sources has Drafted/Accepted per source name.
 	Sources map[string]SourceStats
 	// Decode is the wall time of the loop, model calls included.
@@ -238,6 +240,7 @@ func (d *Decoder) Run(ctx context.Context, t Target, req Request, emit func(Toke
 		res, err := t.Forward(ctx, tokens, want)
 		d.Costs.Observe(len(tokens), time.Since(t0))
 		st.TargetCalls++
+		st.Calls[len(tokens)]++
 		if err != nil {
 			return st, fmt.Errorf("spec: model call of width %d: %w", len(tokens), err)
 		}
