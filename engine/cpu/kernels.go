@@ -101,11 +101,27 @@ func RMSNorm(out, x, w []float32, eps float32) {
 // of one head by pos·base^(-2i/dims) (the llama/GGUF "normal" layout).
 func RoPE(x []float32, pos, dims int, base float64) {
 	for i := 0; i+1 < dims; i += 2 {
-		theta := float64(pos) * math.Pow(base, -float64(i)/float64(dims))
-		s, c := math.Sincos(theta)
-		a, b := float64(x[i]), float64(x[i+1])
-		x[i] = float32(a*c - b*s)
-		x[i+1] = float32(a*s + b*c)
+		c, s := ropeCosSin(pos, math.Pow(base, -float64(i)/float64(dims)))
+		rotatePair(x, i, c, s)
+	}
+}
+
+// ropeCosSin is the rotation of a pair with inverse frequency invFreq at pos.
+func ropeCosSin(pos int, invFreq float64) (c, s float64) {
+	s, c = math.Sincos(float64(pos) * invFreq)
+	return c, s
+}
+
+func rotatePair(x []float32, i int, c, s float64) {
+	a, b := float64(x[i]), float64(x[i+1])
+	x[i] = float32(a*c - b*s)
+	x[i+1] = float32(a*s + b*c)
+}
+
+// rotatePairs is RoPE with precomputed cos/sin per pair (bit-identical).
+func rotatePairs(x []float32, cos, sin []float64) {
+	for j := range cos {
+		rotatePair(x, 2*j, cos[j], sin[j])
 	}
 }
 

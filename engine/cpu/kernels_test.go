@@ -120,12 +120,30 @@ func TestMatMulRowIndependence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The reference is width-1 calls; they must agree with the plain
+		// Dot of the dequantised row: exactly on the float path, within the
+		// error of 8-bit activations on the integer path (Q4_0, Q4_1, Q8_0
+		// with AVX2).
 		ref := make([]float32, 8*rows)
+		for tk := range 8 {
+			m.MatMul(NewPool(1), ref[tk*rows:(tk+1)*rows], x[tk*cols:(tk+1)*cols])
+		}
 		row := make([]float32, cols)
+		k1, _ := q8Kernels(typ)
 		for ri := range rows {
 			m.Row(row, ri)
 			for tk := range 8 {
-				ref[tk*rows+ri] = Dot(row, x[tk*cols:(tk+1)*cols])
+				want := Dot(row, x[tk*cols:(tk+1)*cols])
+				if k1 == nil && ref[tk*rows+ri] != want {
+					t.Fatalf("%s: row %d token %d: %v, Dot gives %v", typ, ri, tk, ref[tk*rows+ri], want)
+				}
+				var norm float64
+				for i, w := range row {
+					norm += math.Abs(float64(w * x[tk*cols+i]))
+				}
+				if d := math.Abs(float64(ref[tk*rows+ri] - want)); d > 0.01*norm+1e-6 {
+					t.Fatalf("%s: row %d token %d: %v, Dot gives %v (norm %v)", typ, ri, tk, ref[tk*rows+ri], want, norm)
+				}
 			}
 		}
 		for _, workers := range []int{1, 2, 3, 7} {
@@ -340,6 +358,29 @@ func TestAttendGroup(t *testing.T) {
 						t.Fatalf("layer %d pos %d head %d differs", l, pos, g)
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestMatMulZeroTokens: an all-zero token (every activation block has scale
+// 0) gives exactly zero on every path, and a token of huge values stays finite.
+func TestMatMulZeroTokens(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	const rows, cols = 5, 64
+	w := randVals(r, rows*cols, 0.1)
+	for _, typ := range []gguf.Type{gguf.F32, gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1} {
+		data, _ := Quantize(typ, w, cols)
+		m, _ := NewMatrix("w", typ, rows, cols, data)
+		x := make([]float32, 2*cols)
+		for i := cols; i < 2*cols; i++ {
+			x[i] = 1e30 * float32(i%3-1)
+		}
+		out := make([]float32, 2*rows)
+		m.MatMul(NewPool(1), out, x)
+		for i := range rows {
+			if out[i] != 0 || math.IsNaN(float64(out[rows+i])) {
+				t.Fatalf("%s: zero token gives %v, huge token %v", typ, out[i], out[rows+i])
 			}
 		}
 	}

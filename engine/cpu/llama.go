@@ -3,6 +3,7 @@ package cpu
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"anechat/engine/kv"
 	"anechat/engine/model"
@@ -37,6 +38,7 @@ type Llama struct {
 	outNorm []float32
 	layers  []llamaLayer
 	file    *gguf.File // owned when opened by OpenLlama
+	invFreq []float64  // RoPE base^(-2i/RopeDim) per pair
 }
 
 // tensorSource is where weights come from (a GGUF file).
@@ -202,6 +204,10 @@ func LoadLlama(f *gguf.File, pool *Pool) (*Llama, error) {
 			}
 		}
 	}
+	m.invFreq = make([]float64, o.RopeDim/2)
+	for i := range m.invFreq {
+		m.invFreq[i] = math.Pow(o.RopeBase, -float64(2*i)/float64(o.RopeDim))
+	}
 	geo := kv.Geometry{Context: o.Context, Layers: make([]kv.LayerSpec, o.Layers)}
 	for i := range geo.Layers {
 		geo.Layers[i] = kv.LayerSpec{KVHeads: o.KVHeads, HeadDim: o.HeadDim, Source: i}
@@ -259,6 +265,15 @@ func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *k
 	for t, id := range tokens {
 		m.embd.Row(x[t*H:(t+1)*H], int(id))
 	}
+	// RoPE angles per token, shared by every head and layer: the same
+	// float64 expressions as RoPE, so the same bits.
+	pairs := o.RopeDim / 2
+	rope := make([]float64, 2*n*pairs)
+	for t := range n {
+		for i := range pairs {
+			rope[t*pairs+i], rope[(n+t)*pairs+i] = ropeCosSin(start+t, m.invFreq[i])
+		}
+	}
 	group := o.Heads / o.KVHeads
 	scale := float32(1 / sqrt64(float64(hd)))
 	scores := make([]float32, m.pool.Workers()*group*(start+n))
@@ -271,16 +286,18 @@ func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *k
 		for t := range n {
 			RMSNorm(xb[t*H:(t+1)*H], x[t*H:(t+1)*H], l.attnNorm, o.Eps)
 		}
-		l.wq.MatMul(m.pool, q, xb)
-		l.wk.MatMul(m.pool, k, xb)
-		l.wv.MatMul(m.pool, v, xb)
+		in := NewInput(xb, H)
+		l.wq.MatMulInput(m.pool, q, in)
+		l.wk.MatMulInput(m.pool, k, in)
+		l.wv.MatMulInput(m.pool, v, in)
 		for t := range n {
 			pos := start + t
+			rc, rs := rope[t*pairs:(t+1)*pairs], rope[(n+t)*pairs:(n+t+1)*pairs]
 			for h := range o.Heads {
-				RoPE(q[t*qd+h*hd:t*qd+(h+1)*hd], pos, o.RopeDim, o.RopeBase)
+				rotatePairs(q[t*qd+h*hd:t*qd+(h+1)*hd], rc, rs)
 			}
 			for h := range o.KVHeads {
-				RoPE(k[t*kvd+h*hd:t*kvd+(h+1)*hd], pos, o.RopeDim, o.RopeBase)
+				rotatePairs(k[t*kvd+h*hd:t*kvd+(h+1)*hd], rc, rs)
 			}
 			copy(cache.K(li, pos), k[t*kvd:(t+1)*kvd])
 			copy(cache.V(li, pos), v[t*kvd:(t+1)*kvd])
@@ -300,8 +317,9 @@ func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *k
 		for t := range n {
 			RMSNorm(xb[t*H:(t+1)*H], x[t*H:(t+1)*H], l.ffnNorm, o.Eps)
 		}
-		l.gate.MatMul(m.pool, g, xb)
-		l.up.MatMul(m.pool, u, xb)
+		in = NewInput(xb, H)
+		l.gate.MatMulInput(m.pool, g, in)
+		l.up.MatMulInput(m.pool, u, in)
 		for i := range g {
 			g[i] = SiLU(g[i]) * u[i]
 		}

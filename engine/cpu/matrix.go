@@ -91,8 +91,20 @@ func (m *Matrix) rowF32(buf []float32, r int) []float32 {
 // a narrow one; the dot product of a row with a token is the same
 // computation whatever n is (row independence).
 func (m *Matrix) MatMul(p *Pool, out, x []float32) {
+	m.MatMulInput(p, out, NewInput(x, m.Cols))
+}
+
+// MatMulInput is MatMul on an Input that other matrices may share (see
+// Input). On amd64 with AVX2, Q4_0, Q4_1 and Q8_0 weights multiply 8-bit
+// quantised activations with integer dot products (q8_amd64.s); every other
+// case dequantises each row to float32 once for all tokens.
+func (m *Matrix) MatMulInput(p *Pool, out []float32, in *Input) {
+	x := in.X
 	n := len(x) / m.Cols
 	out = out[:n*m.Rows]
+	if m.matMulQ8(p, out, in, n) {
+		return
+	}
 	const chunk = 16
 	var scratch []float32
 	if m.f32 == nil {

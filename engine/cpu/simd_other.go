@@ -13,3 +13,9 @@ func dequantSIMD(dst []float32, t gguf.Type, src []byte) bool { return false }
 func dot3SIMD(w, x0, x1, x2 []float32) ([3]float32, int) { return [3]float32{}, 0 }
 
 func f16SIMD(dst []float32, src []byte) int { return 0 }
+
+func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool { return false }
+
+func q8Kernels(t gguf.Type) (x1, x4 func(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)) {
+	return nil, nil
+}

@@ -1,0 +1,72 @@
+package cpu
+
+import "anechat/engine/model/gguf"
+
+//go:noescape
+func dotQ41Q8x1(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+
+//go:noescape
+func dotQ41Q8x4(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+
+//go:noescape
+func dotQ40Q8x1(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+
+//go:noescape
+func dotQ40Q8x4(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+
+//go:noescape
+func dotQ80Q8x1(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+
+//go:noescape
+func dotQ80Q8x4(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+
+// hasQ8 selects the integer kernels for Q4_0, Q4_1 and Q8_0 weights.
+var hasQ8 = hasF16C
+
+// q8Kernels returns the 1- and 4-token integer kernels for t, nil if none.
+func q8Kernels(t gguf.Type) (x1, x4 func(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)) {
+	if !hasQ8 {
+		return nil, nil
+	}
+	switch t {
+	case gguf.Q4_0:
+		return dotQ40Q8x1, dotQ40Q8x4
+	case gguf.Q4_1:
+		return dotQ41Q8x1, dotQ41Q8x4
+	case gguf.Q8_0:
+		return dotQ80Q8x1, dotQ80Q8x4
+	}
+	return nil, nil
+}
+
+// matMulQ8 is MatMul for quantised weights with 8-bit activations: each
+// token's row of the input is quantised once (Input), then every weight row
+// is multiplied with up to four tokens per pass. It reports false when the CPU
+// or the type has no integer kernel.
+func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool {
+	k1, k4 := q8Kernels(m.Type)
+	if k1 == nil || in.Cols != m.Cols {
+		return false
+	}
+	cols, nb := m.Cols, m.Cols/32
+	qx, dx, sx := in.q8()
+	const chunk = 16
+	p.For(m.Rows, chunk, cols*n/2, func(_, lo, hi int) {
+		var res [4]float32
+		for r := lo; r < hi; r++ {
+			w := &m.Data[r*m.rowBytes]
+			t := 0
+			for ; t+4 <= n; t += 4 {
+				k4(w, nb, &qx[t*cols], &dx[t*nb], &sx[t*nb], cols, 4*nb, &res[0])
+				for j := range 4 {
+					out[(t+j)*m.Rows+r] = res[j]
+				}
+			}
+			for ; t < n; t++ {
+				k1(w, nb, &qx[t*cols], &dx[t*nb], &sx[t*nb], cols, 4*nb, &res[0])
+				out[t*m.Rows+r] = res[0]
+			}
+		}
+	})
+	return true
+}
