@@ -339,10 +339,7 @@ func slicesEqual(a, b []int32) bool {
 // encode without a panic.
 func FuzzStoriesRoundTrip(f *testing.F) {
 	fuzzSeeds(f)
-	path := filepath.Join(repoRoot(f), "..", "shared", "models", "stories260K.gguf")
-	if _, err := os.Stat(path); err != nil {
-		f.Skipf("stories260K.gguf missing (%s)", path)
-	}
+	needFile(f, filepath.Join(repoRoot(f), "..", "shared", "models", "stories260K.gguf"), "stories260K.gguf")
 	f.Fuzz(func(t *testing.T, s string) {
 		tok := storiesTokenizer(t)
 		ids := append([]int32{tok.BOS()}, tok.Encode(s)...)
