@@ -651,3 +651,52 @@ func TestGemma4WindowMask(t *testing.T) {
 		}
 	}
 }
+
+// TestGemma4BF16 loads the fixture saved with BF16 weights (as real
+// checkpoints are) and compares every position of the first case with
+// transformers' fp32 logits from the same rounded weights. The weights are
+// used in place: the matrices stay BF16.
+func TestGemma4BF16(t *testing.T) {
+	_, cases := loadGemma4Fixture(t)
+	m, err := LoadGemma4(filepath.Join(gemma4Dir, "model-bf16"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.embed.Type != gguf.BF16 || m.layers[3].gate.Type != gguf.BF16 {
+		t.Fatalf("weights are %s, %s, not BF16", m.embed.Type, m.layers[3].gate.Type)
+	}
+	f, err := safetensors.Open(filepath.Join(gemma4Dir, "reference.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ti, ok := f.Tensor(cases[0].Name + ".bf16.logits")
+	if !ok {
+		t.Fatal("no BF16 reference logits")
+	}
+	raw, _ := f.TensorData(ti.Name)
+	ref, err := safetensors.Float32s(ti, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	V := m.Config().VocabSize
+	got := decode(t, m, cases[0].seq(), 4, 8)
+	if len(got)*V != len(ref) {
+		t.Fatalf("%d positions, reference has %d", len(got), len(ref)/V)
+	}
+	worst := 0.0
+	for p, row := range got {
+		diff, scale := 0.0, 0.0
+		for i, v := range row {
+			diff = math.Max(diff, math.Abs(float64(v)-float64(ref[p*V+i])))
+			scale = math.Max(scale, math.Abs(float64(ref[p*V+i])))
+		}
+		if rel := diff / scale; rel > 1e-4 || math.IsNaN(rel) {
+			t.Fatalf("position %d: relative error %.2e", p, rel)
+		} else {
+			worst = math.Max(worst, rel)
+		}
+	}
+	t.Logf("%d positions, worst relative error %.2e", len(got), worst)
+}

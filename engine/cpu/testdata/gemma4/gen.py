@@ -39,9 +39,13 @@ Writes next to this script:
                                    of the chat case), its ids, 64 greedy ids (from a
                                    full re-forward per step, no cache), the
                                    smallest top-1/top-2 logit margin
+  model-bf16/                      the same model with BF16 weights
   reference.safetensors            per case "<name>.logits": fp32 logits at
                                    every position of prompt+greedy (one
-                                   forward of the whole sequence)
+                                   forward of the whole sequence); and
+                                   "story.bf16.logits": the same for the
+                                   first case, computed in fp32 from the BF16
+                                   weights
   dtypes.safetensors               one tensor in F32, F16 and BF16, and torch's
                                    widening of the narrow ones back to F32, to
                                    check the reader's decoding
@@ -60,6 +64,7 @@ from transformers import Gemma4ForCausalLM, Gemma4TextConfig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, "model")
+MODEL_BF16 = os.path.join(HERE, "model-bf16")
 VOCAB = 512
 SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<|turn>", "<turn|>"]
 GREEDY = 64
@@ -235,6 +240,15 @@ def main():
                              "min_margin": margin, "cached_generate_agrees": cached == gen_ids})
         print(f"{name}: {len(ids)} prompt ids, {len(set(gen_ids))} distinct greedy ids, min margin {margin:.4f}, "
               f"max |logit| {float(logits.abs().max()):.2f}, cached generate agrees: {cached == gen_ids}")
+    # The same model with BF16 weights (what real checkpoints ship), and the
+    # logits of the first case computed in fp32 from those rounded weights:
+    # the math the CPU backend does on a BF16 checkpoint.
+    model.to(torch.bfloat16).save_pretrained(MODEL_BF16, safe_serialization=True)
+    wide = Gemma4ForCausalLM.from_pretrained(MODEL_BF16, dtype=torch.float32, attn_implementation="eager").eval()
+    name, _, ids = cases[0]
+    seq = ids + ref["cases"][0]["greedy_ids"]
+    with torch.no_grad():
+        tensors[name + ".bf16.logits"] = wide(torch.tensor([seq]), use_cache=False).logits[0].contiguous()
     safetensors.torch.save_file(tensors, os.path.join(HERE, "reference.safetensors"))
     with open(os.path.join(HERE, "reference.json"), "w") as f:
         json.dump(ref, f, indent=1)
