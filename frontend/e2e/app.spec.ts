@@ -1,7 +1,95 @@
 import { expect, test } from "./fixtures";
 
-test("the status bar shows what the Go backend reports", async ({ page }) => {
+// These run against the real Go backend on a fresh data directory (see
+// build/scripts/e2e.sh); they share it, so each test makes its own data.
+
+test.beforeEach(async ({ page }) => {
+  page.on("dialog", (d) => void d.accept());
   await page.goto("/");
-  // The platform comes from app.System.Info over the Wails IPC, not from the page.
-  await expect(page.getByTestId("status")).toContainText(/anechat .+ · (linux|darwin)\/(amd64|arm64)/);
+});
+
+test("the status bar shows what the Go backend reports", async ({ page }) => {
+  // The platform and data dir come from app.System.Info over the Wails IPC.
+  await expect(page.getByTestId("status")).toContainText(/anechat .+ · (linux|darwin)\/(amd64|arm64) · \/.+ · schema v\d+/);
+  await expect(page.getByTestId("storage-error")).toHaveCount(0);
+});
+
+test("conversations are created, renamed, kept across reloads and deleted", async ({ page }) => {
+  await page.getByTestId("new-chat").click();
+  await expect(page.getByTestId("chat-title")).toHaveText("New chat");
+  await page.getByTestId("chat-title").dblclick();
+  await page.getByTestId("title-input").fill("Trip to Lisbon");
+  await page.getByRole("button", { name: "Rename" }).click();
+  await expect(page.getByTestId("chat-title")).toHaveText("Trip to Lisbon");
+  await page.reload();
+  const item = page.getByTestId("conversations").getByText("Trip to Lisbon");
+  await expect(item).toBeVisible();
+  await item.click();
+  await page.getByTestId("delete-chat").click();
+  await expect(page.getByTestId("conversations").getByText("Trip to Lisbon")).toHaveCount(0);
+});
+
+test("sending without a model says so and stores nothing", async ({ page }) => {
+  await page.getByTestId("new-chat").click();
+  await page.getByTestId("composer").fill("Hello?");
+  await page.getByTestId("send").click();
+  await expect(page.getByTestId("chat-error")).toContainText("no model available");
+  await expect(page.getByTestId("msg-user")).toHaveCount(0);
+});
+
+test("the prompt library creates, filters by tag and search, and starts a chat", async ({ page }) => {
+  await page.getByTestId("nav-library").click();
+  await page.getByTestId("new-prompt").click();
+  await page.getByTestId("prompt-title").fill("Haiku writer");
+  await page.getByTestId("prompt-system").fill("You answer in haiku.");
+  await page.getByTestId("prompt-body").fill("Write a haiku about **autumn**.");
+  await page.getByTestId("prompt-tags").fill("Poetry, fun");
+  await page.getByTestId("prompt-save").click();
+  await page.getByTestId("new-prompt").click();
+  await page.getByTestId("prompt-title").fill("SQL helper");
+  await page.getByTestId("prompt-body").fill("Explain this query.");
+  await page.getByTestId("prompt-tags").fill("work");
+  await page.getByTestId("prompt-save").click();
+  await expect(page.getByTestId("prompt")).toHaveCount(2);
+  // Tags are normalised by the backend: "Poetry" is stored as "poetry".
+  await page.getByRole("button", { name: "poetry (1)" }).click();
+  await expect(page.getByTestId("prompt")).toHaveCount(1);
+  await expect(page.getByTestId("prompt")).toContainText("Haiku writer");
+  // Markdown in the body is rendered.
+  await expect(page.getByTestId("prompt").locator("strong", { hasText: "autumn" })).toBeVisible();
+  await page.getByRole("button", { name: "all", exact: true }).click();
+  await page.getByTestId("prompt-search").fill("query");
+  await expect(page.getByTestId("prompt")).toHaveCount(1);
+  await expect(page.getByTestId("prompt")).toContainText("SQL helper");
+  await page.getByTestId("prompt-search").fill("");
+  await page.getByTestId("prompt").filter({ hasText: "Haiku writer" }).getByTestId("prompt-start").click();
+  await expect(page.getByTestId("chat-title")).toHaveText("Haiku writer");
+  await expect(page.getByTestId("composer")).toHaveValue("Write a haiku about **autumn**.");
+});
+
+test("settings are validated, saved and read back", async ({ page }) => {
+  await page.getByTestId("nav-settings").click();
+  await expect(page.getByTestId("width")).toHaveValue("4"); // the default
+  await expect(page.getByTestId("quota")).toHaveValue("2"); // 2 GiB
+  await page.getByTestId("width").selectOption("auto");
+  await page.getByTestId("quota").fill("1.5");
+  await page.getByTestId("save-settings").click();
+  await expect(page.getByTestId("saved")).toBeVisible();
+  // Out of range: the Go side refuses it with a message naming the field.
+  await page.getByTestId("temperature").fill("5");
+  await page.getByTestId("save-settings").click();
+  await expect(page.getByTestId("settings-error")).toContainText("temperature");
+  await page.reload();
+  await page.getByTestId("nav-settings").click();
+  await expect(page.getByTestId("width")).toHaveValue("auto");
+  await expect(page.getByTestId("quota")).toHaveValue("1.5");
+  await page.getByRole("button", { name: "Reset to defaults" }).click();
+  await expect(page.getByTestId("width")).toHaveValue("4");
+});
+
+test("the models page shows the models folder and scans it", async ({ page }) => {
+  await page.getByTestId("nav-models").click();
+  await expect(page.getByTestId("models-dir")).toContainText("/models");
+  await page.getByTestId("scan").click();
+  await expect(page.getByTestId("scan-result")).toContainText(/Scan registered \d+ model/);
 });

@@ -1,27 +1,149 @@
-import { useEffect, useState } from "preact/hooks";
+import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
+import { api, type Api } from "./api";
 import type { Bridge } from "./bridge";
+import { ChatPage } from "./ChatPage";
+import { LibraryPage } from "./LibraryPage";
+import { streamDone, streamError, streamToken, type Streams } from "./logic";
+import { ModelsPage } from "./ModelsPage";
+import { SettingsPage } from "./SettingsPage";
+import type { Conversation, SystemInfo } from "./types";
 
-interface SystemInfo {
-  version: string;
-  os: string;
-  arch: string;
-  go: string;
-}
+type Page = "chat" | "library" | "models" | "settings";
 
-/** The whole window. */
+/** The whole window: sidebar (conversations, pages), the page, a status bar. */
 export function App({ bridge }: { bridge: Bridge }) {
+  const a: Api = useMemo(() => api(bridge), [bridge]);
   const [info, setInfo] = useState<SystemInfo | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [fatal, setFatal] = useState<string | null>(null);
+  const [page, setPage] = useState<Page>("chat");
+  const [conversations, setConversations] = useState<Conversation[]>([]);
+  const [current, setCurrent] = useState<number | null>(null);
+  const [streams, setStreams] = useState<Streams>({});
+  const [finished, setFinished] = useState(0); // bumps when a reply is stored
+  const [draft, setDraft] = useState("");
+
+  const reloadConversations = useCallback(async () => {
+    try {
+      setConversations(await a.chat.list());
+    } catch (e) {
+      setFatal((e as Error).message);
+    }
+  }, [a]);
+
   useEffect(() => {
-    bridge.call<SystemInfo>("System", "Info").then(setInfo, (e: Error) => setError(e.message));
-  }, [bridge]);
+    a.system.info().then(setInfo, (e: Error) => setFatal(e.message));
+    void reloadConversations();
+    try {
+      const offs = [
+        a.events.onToken((e) => setStreams((s) => streamToken(s, e))),
+        a.events.onDone((e) => {
+          setStreams((s) => streamDone(s, e));
+          setFinished((n) => n + 1);
+        }),
+        a.events.onError((e) => setStreams((s) => streamError(s, e))),
+      ];
+      return () => offs.forEach((off) => off());
+    } catch (e) {
+      setFatal((e as Error).message);
+      return undefined;
+    }
+  }, [a, reloadConversations]);
+
+  const newChat = async (promptId = 0, body = "") => {
+    try {
+      const c = await a.chat.create({ promptId });
+      await reloadConversations();
+      setCurrent(c.id);
+      setDraft(body);
+      setPage("chat");
+    } catch (e) {
+      setFatal((e as Error).message);
+    }
+  };
+
+  const storageError = info?.storageError || null;
   return (
     <div class="shell">
+      <aside class="sidebar">
+        <div class="brand">anechat</div>
+        <button class="primary" data-testid="new-chat" onClick={() => newChat()} disabled={!!storageError}>
+          New chat
+        </button>
+        <ul class="conversations" data-testid="conversations">
+          {conversations.map((c) => (
+            <li key={c.id}>
+              <button
+                class={page === "chat" && current === c.id ? "conv active" : "conv"}
+                onClick={() => {
+                  setCurrent(c.id);
+                  setPage("chat");
+                }}
+              >
+                {streams[c.id]?.running ? "● " : ""}
+                {c.title}
+              </button>
+            </li>
+          ))}
+        </ul>
+        <nav class="pages">
+          {(["library", "models", "settings"] as const).map((p) => (
+            <button key={p} class={page === p ? "nav active" : "nav"} data-testid={`nav-${p}`} onClick={() => setPage(p)}>
+              {{ library: "Prompt library", models: "Models", settings: "Settings" }[p]}
+            </button>
+          ))}
+        </nav>
+      </aside>
       <main class="main">
-        <h1>anechat</h1>
+        {storageError && (
+          <div class="banner error" role="alert" data-testid="storage-error">
+            <strong>Storage is unusable.</strong> {storageError}
+          </div>
+        )}
+        {fatal && (
+          <div class="banner error" role="alert" data-testid="fatal">
+            {fatal} <button onClick={() => setFatal(null)}>dismiss</button>
+          </div>
+        )}
+        {page === "chat" &&
+          (current !== null ? (
+            <ChatPage
+              key={current}
+              api={a}
+              conversationId={current}
+              stream={streams[current] ?? null}
+              finished={finished}
+              draft={draft}
+              onDraftUsed={() => setDraft("")}
+              onChanged={reloadConversations}
+              onDeleted={() => {
+                setCurrent(null);
+                void reloadConversations();
+              }}
+              onStarted={(parentId) =>
+                setStreams((s) => ({ ...s, [current]: { parentId, text: "", error: null, running: true } }))
+              }
+              onClearStream={() =>
+                setStreams((s) => {
+                  const { [current]: _gone, ...rest } = s;
+                  return rest;
+                })
+              }
+            />
+          ) : (
+            <div class="empty" data-testid="welcome">
+              <h1>anechat</h1>
+              <p>Start a new chat, or pick one on the left.</p>
+              {info?.engineError && <p class="muted">{info.engineError}</p>}
+            </div>
+          ))}
+        {page === "library" && <LibraryPage api={a} onStartChat={(p) => newChat(p.id, p.body)} />}
+        {page === "models" && <ModelsPage api={a} />}
+        {page === "settings" && <SettingsPage api={a} />}
       </main>
       <footer class="status" data-testid="status">
-        {error ? <span class="error">{error}</span> : info ? `anechat ${info.version} · ${info.os}/${info.arch}` : "connecting…"}
+        {info
+          ? `anechat ${info.version} · ${info.os}/${info.arch} · ${info.dataDir || "no data directory"}${info.schemaVersion ? ` · schema v${info.schemaVersion}` : ""}`
+          : "connecting…"}
       </footer>
     </div>
   );

@@ -1,0 +1,125 @@
+import { render } from "preact";
+import { act } from "preact/test-utils";
+import { afterEach, describe, expect, it } from "vitest";
+import { App } from "./App";
+import type { Bridge } from "./bridge";
+import { wailsBridge, NoBackendError } from "./bridge";
+import type { Thread } from "./types";
+
+// A fake backend: answers calls from a table and lets the test fire events.
+function fakeBridge(answers: Record<string, (...a: unknown[]) => unknown>) {
+  const listeners = new Map<string, ((d: unknown) => void)[]>();
+  const calls: string[] = [];
+  const bridge: Bridge = {
+    async call<T>(service: string, method: string, ...args: unknown[]) {
+      const key = `${service}.${method}`;
+      calls.push(key);
+      const f = answers[key];
+      if (!f) throw new Error(`unexpected call ${key}`);
+      return f(...args) as T;
+    },
+    on(event, cb) {
+      listeners.set(event, [...(listeners.get(event) ?? []), cb]);
+      return () => listeners.set(event, (listeners.get(event) ?? []).filter((x) => x !== cb));
+    },
+  };
+  const fire = (event: string, data: unknown) => (listeners.get(event) ?? []).forEach((cb) => cb(data));
+  return { bridge, calls, fire };
+}
+
+const info = { version: "1.0", os: "linux", arch: "amd64", go: "go1", dataDir: "/d", database: "/d/anechat.db", schemaVersion: 1, storageError: "", engineError: "" };
+const conv = { id: 1, title: "Evil", modelId: 0, promptId: 0, systemPrompt: "", activeLeafId: 2, createdAt: "", updatedAt: "" };
+const thread: Thread = {
+  conversation: conv,
+  messages: [
+    { id: 1, conversationId: 1, parentId: 0, role: "user", content: "<b>hi</b>", createdAt: "" },
+    { id: 2, conversationId: 1, parentId: 1, role: "assistant", content: "ok <script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\"> **bold**", createdAt: "" },
+  ],
+  path: [1, 2],
+  generating: 0,
+};
+
+const flush = () => act(async () => { for (let i = 0; i < 5; i++) await Promise.resolve(); });
+let root: HTMLElement;
+afterEach(() => { render(null, root); root.remove(); });
+
+async function mount(bridge: Bridge) {
+  root = document.createElement("div");
+  document.body.append(root);
+  await act(() => render(<App bridge={bridge} />, root));
+}
+
+describe("App", () => {
+  it("shows backend info, opens a conversation and renders its reply sanitized", async () => {
+    const f = fakeBridge({
+      "System.Info": () => info,
+      "Chat.ListConversations": () => [conv],
+      "Chat.Thread": () => thread,
+    });
+    await mount(f.bridge);
+    await flush();
+    expect(root.querySelector("[data-testid=status]")?.textContent).toContain("anechat 1.0 · linux/amd64 · /d · schema v1");
+    const item = [...root.querySelectorAll<HTMLButtonElement>(".conv")].find((b) => b.textContent === "Evil");
+    expect(item).toBeDefined();
+    await act(() => item!.click());
+    await flush();
+    const assistant = root.querySelector("[data-testid=msg-assistant]")!;
+    expect(assistant.querySelector("strong")?.textContent).toBe("bold");
+    expect(assistant.innerHTML).not.toMatch(/<script|onerror/i);
+    expect((window as unknown as { pwned?: number }).pwned).toBeUndefined();
+    // The user's own text is shown as text, not HTML.
+    expect(root.querySelector("[data-testid=msg-user] .plain")?.textContent).toBe("<b>hi</b>");
+  });
+
+  it("streams tokens of the open conversation and reloads when done", async () => {
+    const f = fakeBridge({
+      "System.Info": () => info,
+      "Chat.ListConversations": () => [conv],
+      "Chat.Thread": () => thread,
+    });
+    await mount(f.bridge);
+    await flush();
+    await act(() => root.querySelector<HTMLButtonElement>(".conv")!.click());
+    await flush();
+    await act(() => {
+      f.fire("chat:token", { conversationId: 1, parentId: 2, text: "Hel" });
+      f.fire("chat:token", { conversationId: 1, parentId: 2, text: "lo *you*" });
+    });
+    const streaming = root.querySelector("[data-testid=streaming]")!;
+    expect(streaming.textContent?.trim()).toBe("Hello you");
+    expect(streaming.querySelector("em")?.textContent).toBe("you");
+    expect(root.querySelector("[data-testid=stop]")).not.toBeNull();
+    const before = f.calls.filter((c) => c === "Chat.Thread").length;
+    await act(() => f.fire("chat:done", { conversationId: 1, parentId: 2, message: null, stats: {} }));
+    await flush();
+    expect(root.querySelector("[data-testid=streaming]")).toBeNull();
+    expect(f.calls.filter((c) => c === "Chat.Thread").length).toBe(before + 1);
+  });
+
+  it("shows the storage error with its path", async () => {
+    const f = fakeBridge({
+      "System.Info": () => ({ ...info, storageError: "storage: open database /d/anechat.db: database file is corrupt (move it aside)" }),
+      "Chat.ListConversations": () => { throw new Error("storage: corrupt"); },
+    });
+    await mount(f.bridge);
+    await flush();
+    expect(root.querySelector("[data-testid=storage-error]")?.textContent).toContain("/d/anechat.db");
+    expect(root.querySelector<HTMLButtonElement>("[data-testid=new-chat]")?.disabled).toBe(true);
+  });
+});
+
+describe("wailsBridge", () => {
+  it("calls window.go.app.Service.Method and turns Go error strings into Errors", async () => {
+    const w = {
+      go: { app: { Chat: {
+        Thread: async (id: unknown) => ({ id }),
+        Send: async () => { throw "chat: the message is empty"; },
+      } } },
+    };
+    const b = wailsBridge(w as never);
+    await expect(b.call("Chat", "Thread", 7)).resolves.toEqual({ id: 7 });
+    await expect(b.call("Chat", "Send")).rejects.toThrow("chat: the message is empty");
+    await expect(b.call("Chat", "Nope")).rejects.toBeInstanceOf(NoBackendError);
+    expect(() => b.on("x", () => {})).toThrow(NoBackendError);
+  });
+});

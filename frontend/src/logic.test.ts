@@ -1,0 +1,91 @@
+import { describe, expect, it } from "vitest";
+import {
+  branchRows, bytesToGiB, gibToBytes, humanBytes, parseTags, parseWidth, statsLine,
+  streamDone, streamError, streamStarted, streamToken,
+} from "./logic";
+import type { Message, Thread } from "./types";
+
+const msg = (id: number, parentId: number, role: Message["role"], content = `m${id}`): Message => ({
+  id, parentId, role, content, conversationId: 1, createdAt: "2026-01-01T00:00:00Z",
+});
+
+const thread = (messages: Message[], path: number[]): Thread => ({
+  conversation: {
+    id: 1, title: "t", modelId: 0, promptId: 0, systemPrompt: "", activeLeafId: path[path.length - 1] ?? 0,
+    createdAt: "", updatedAt: "",
+  },
+  messages, path, generating: 0,
+});
+
+describe("branchRows", () => {
+  it("lists the active path with each message's sibling versions", () => {
+    // 1 user -> 2 answer; 1 edited as 3 -> 4 answer, regenerated as 5.
+    const t = thread([msg(1, 0, "user"), msg(2, 1, "assistant"), msg(3, 0, "user"), msg(4, 3, "assistant"), msg(5, 3, "assistant")], [3, 5]);
+    const rows = branchRows(t);
+    expect(rows.map((r) => r.message.id)).toEqual([3, 5]);
+    expect(rows[0]).toMatchObject({ siblings: [1, 3], index: 1 });
+    expect(rows[1]).toMatchObject({ siblings: [4, 5], index: 1 });
+  });
+
+  it("gives a lone message itself as its only version", () => {
+    const rows = branchRows(thread([msg(7, 0, "user")], [7]));
+    expect(rows).toEqual([{ message: msg(7, 0, "user"), siblings: [7], index: 0 }]);
+  });
+
+  it("skips path ids missing from the tree", () => {
+    expect(branchRows(thread([msg(1, 0, "user")], [1, 99]))).toHaveLength(1);
+  });
+});
+
+describe("streams", () => {
+  it("accumulates tokens, ends on done, keeps text and error on failure", () => {
+    let s = streamStarted({}, 1, 10);
+    s = streamToken(s, { conversationId: 1, parentId: 10, text: "Hel" });
+    s = streamToken(s, { conversationId: 1, parentId: 10, text: "lo" });
+    s = streamToken(s, { conversationId: 2, parentId: 20, text: "other" });
+    expect(s[1]).toEqual({ parentId: 10, text: "Hello", error: null, running: true });
+    expect(s[2]?.text).toBe("other");
+    const failed = streamError(s, { conversationId: 1, parentId: 10, error: "boom" });
+    expect(failed[1]).toEqual({ parentId: 10, text: "Hello", error: "boom", running: false });
+    const done = streamDone(s, { conversationId: 1, parentId: 10, message: null, stats: {} as never });
+    expect(done[1]).toBeUndefined();
+    expect(done[2]?.text).toBe("other");
+  });
+
+  it("restarts when a token belongs to a new reply", () => {
+    let s = streamToken({}, { conversationId: 1, parentId: 10, text: "old" });
+    s = streamToken(s, { conversationId: 1, parentId: 11, text: "new" });
+    expect(s[1]).toMatchObject({ parentId: 11, text: "new" });
+  });
+});
+
+describe("settings helpers", () => {
+  it("parses widths 1-8 and auto, rejects the rest", () => {
+    expect(parseWidth("auto")).toBe("auto");
+    expect(parseWidth("1")).toBe(1);
+    expect(parseWidth("8")).toBe(8);
+    for (const bad of ["0", "9", "2.5", "", "x"]) expect(() => parseWidth(bad)).toThrow();
+  });
+
+  it("converts the quota between GiB and bytes", () => {
+    expect(gibToBytes(2)).toBe(2 * 1024 ** 3);
+    expect(bytesToGiB(2 * 1024 ** 3)).toBe(2);
+    expect(bytesToGiB(gibToBytes(0.5))).toBe(0.5);
+    expect(() => gibToBytes(-1)).toThrow();
+    expect(() => gibToBytes(Number.NaN)).toThrow();
+  });
+
+  it("parses comma separated tags", () => {
+    expect(parseTags(" a, b ,, C ")).toEqual(["a", "b", "C"]);
+    expect(parseTags("")).toEqual([]);
+  });
+
+  it("formats sizes and stats", () => {
+    expect(humanBytes(512)).toBe("512 B");
+    expect(humanBytes(1536)).toBe("1.5 KiB");
+    expect(humanBytes(2 * 1024 ** 3)).toBe("2.0 GiB");
+    expect(statsLine({ tokens: 5, prefillTokens: 1, resumedTokens: 0, targetCalls: 3, drafted: 4, accepted: 2, ttftMs: 12.4, decodeTokS: 30.25, width: 4, stopped: "cancelled" }))
+      .toBe("5 tokens · 30.3 tok/s · first token 12 ms · 2/4 drafts accepted · width 4 · cancelled");
+    expect(statsLine(undefined)).toBe("");
+  });
+});

@@ -1,0 +1,120 @@
+// Pure UI logic, kept apart from the components so that unit tests cover it.
+import type { DoneEvent, ErrorEvent, Message, Thread, TokenEvent, Width } from "./types";
+
+/** A message on the active branch with its alternatives (same parent). */
+export interface Row {
+  message: Message;
+  /** Ids of every version at this point of the conversation, oldest first. */
+  siblings: number[];
+  /** Position of message among siblings (0-based). */
+  index: number;
+}
+
+/** The active branch of a thread, each message with its sibling versions. */
+export function branchRows(t: Thread): Row[] {
+  const byId = new Map(t.messages.map((m) => [m.id, m]));
+  const kids = new Map<number, number[]>();
+  for (const m of t.messages) {
+    const list = kids.get(m.parentId) ?? [];
+    list.push(m.id);
+    kids.set(m.parentId, list);
+  }
+  for (const list of kids.values()) list.sort((a, b) => a - b);
+  const rows: Row[] = [];
+  for (const id of t.path) {
+    const message = byId.get(id);
+    if (!message) continue; // the tree and the path come from one call; be safe anyway
+    const siblings = kids.get(message.parentId) ?? [id];
+    rows.push({ message, siblings, index: siblings.indexOf(id) });
+  }
+  return rows;
+}
+
+/** A reply being streamed (or that just failed) in one conversation. */
+export interface Stream {
+  parentId: number;
+  text: string;
+  error: string | null;
+  running: boolean;
+}
+
+/** Streams by conversation id. */
+export type Streams = Readonly<Record<number, Stream>>;
+
+/** A reply to parentId has started. */
+export function streamStarted(s: Streams, conversationId: number, parentId: number): Streams {
+  return { ...s, [conversationId]: { parentId, text: "", error: null, running: true } };
+}
+
+/** Appends a token's text to its stream (starting one if the event came first). */
+export function streamToken(s: Streams, e: TokenEvent): Streams {
+  const cur = s[e.conversationId];
+  const base = cur && cur.parentId === e.parentId ? cur : { parentId: e.parentId, text: "", error: null, running: true };
+  return { ...s, [e.conversationId]: { ...base, text: base.text + e.text, running: true } };
+}
+
+/** A stream ended and its reply is stored: drop it (the thread reloads). */
+export function streamDone(s: Streams, e: DoneEvent): Streams {
+  const { [e.conversationId]: _gone, ...rest } = s;
+  return rest;
+}
+
+/** A stream failed: keep what it showed and the error, not running. */
+export function streamError(s: Streams, e: ErrorEvent): Streams {
+  const cur = s[e.conversationId];
+  return { ...s, [e.conversationId]: { parentId: e.parentId, text: cur?.text ?? "", error: e.error, running: false } };
+}
+
+/** Splits "a, b ,, C" into tags as typed (the Go side normalises them). */
+export function parseTags(text: string): string[] {
+  return text.split(",").map((t) => t.trim()).filter((t) => t !== "");
+}
+
+/** The speculation widths the settings page offers. */
+export const widthChoices: Width[] = ["auto", 1, 2, 3, 4, 5, 6, 7, 8];
+
+/** Parses the width select's value. */
+export function parseWidth(v: string): Width {
+  if (v === "auto") return "auto";
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`speculation width ${v}: want 1-8 or auto`);
+  return n;
+}
+
+const GiB = 1024 ** 3;
+
+/** Bytes as GiB for the quota field (two decimals at most). */
+export function bytesToGiB(n: number): number {
+  return Math.round((n / GiB) * 100) / 100;
+}
+
+/** The quota field's GiB as whole bytes. */
+export function gibToBytes(g: number): number {
+  if (!Number.isFinite(g) || g < 0) throw new Error(`KV cache quota ${g} GiB: want a number of GiB, 0 or more`);
+  return Math.round(g * GiB);
+}
+
+/** A byte count for people. */
+export function humanBytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let v = n;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return i === 0 ? `${n} B` : `${v.toFixed(1)} ${units[i]}`;
+}
+
+/** One line of generation statistics for a reply. */
+export function statsLine(st: Message["stats"]): string {
+  if (!st) return "";
+  const parts = [`${st.tokens} tokens`];
+  if (st.decodeTokS > 0) parts.push(`${st.decodeTokS.toFixed(1)} tok/s`);
+  if (st.ttftMs > 0) parts.push(`first token ${Math.round(st.ttftMs)} ms`);
+  if (st.drafted > 0) parts.push(`${st.accepted}/${st.drafted} drafts accepted`);
+  if (st.width) parts.push(`width ${st.width}`);
+  else parts.push("width auto");
+  if (st.stopped && st.stopped !== "stop") parts.push(st.stopped);
+  return parts.join(" · ");
+}
