@@ -74,7 +74,7 @@ func LoadGemma4(dir string, pool *Pool) (*Gemma4, error) {
 			m.cfg.EOS = append(m.cfg.EOS, id)
 		}
 	}
-	m.opt.EOS = m.cfg.EOS
+	m.opt.EOS = slices.Clone(m.cfg.EOS)
 	return m, nil
 }
 

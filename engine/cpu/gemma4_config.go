@@ -31,8 +31,11 @@ type Gemma4Layer struct {
 // Gemma4Options are the hyper-parameters of a gemma4 text model, read from a
 // Hugging Face config.json (Gemma4TextConfig).
 type Gemma4Options struct {
+	// Vocab is the number of logits; Hidden the residual width; Heads the
+	// query heads of every layer.
 	Vocab, Hidden, Heads int
-	Eps                  float32
+	// Eps is the RMSNorm epsilon.
+	Eps float32
 	// Window is the sliding window W (a query at p sees p-W+1..p).
 	Window int
 	// Softcap is the final logit softcap (0: none).
@@ -43,10 +46,13 @@ type Gemma4Options struct {
 	// Context is the longest sequence (max_position_embeddings).
 	Context int
 	// Tied is true when the output projection is the embedding table.
-	Tied   bool
+	Tied bool
+	// Layers describes each decoder layer.
 	Layers []Gemma4Layer
-	BOS    int32
-	EOS    []int32
+	// BOS is the beginning-of-sequence id (-1: none); EOS the ids that end
+	// generation.
+	BOS int32
+	EOS []int32
 }
 
 // gemma4JSON is the part of config.json the CPU backend reads.
@@ -170,6 +176,9 @@ func ParseGemma4Config(path string, data []byte) (Gemma4Options, error) {
 			o.PLEDim = *c.PLEDim
 		}
 		o.PLEVocab = c.PLEVocab
+		if o.PLEVocab == 0 {
+			o.PLEVocab = 262144 // the library default
+		}
 		if o.PLEVocab <= 0 || o.PLEVocab > 1<<24 || o.PLEDim > 1<<16 {
 			return bad("per-layer embeddings of %d x %d are out of range", o.PLEVocab, o.PLEDim)
 		}
