@@ -129,7 +129,7 @@ func TestMatMulRowIndependence(t *testing.T) {
 			m.MatMul(NewPool(1), ref[tk*rows:(tk+1)*rows], x[tk*cols:(tk+1)*cols])
 		}
 		row := make([]float32, cols)
-		k1, _ := q8Kernels(typ)
+		k1, _, _ := q8Kernels(typ)
 		for ri := range rows {
 			m.Row(row, ri)
 			for tk := range 8 {

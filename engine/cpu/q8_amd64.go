@@ -18,25 +18,37 @@ func dotQ40Q8x4(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int
 func dotQ80Q8x1(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
 
 //go:noescape
+func dotQ41Q8x2(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+
+//go:noescape
+func dotQ40Q8x2(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+
+//go:noescape
+func dotQ80Q8x2(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+
+//go:noescape
 func dotQ80Q8x4(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
 
 // hasQ8 selects the integer kernels for Q4_0, Q4_1 and Q8_0 weights.
 var hasQ8 = hasF16C
 
-// q8Kernels returns the 1- and 4-token integer kernels for t, nil if none.
-func q8Kernels(t gguf.Type) (x1, x4 func(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)) {
+// q8Kernel is an integer dot kernel over 1, 2 or 4 tokens.
+type q8Kernel func(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+
+// q8Kernels returns the 1-, 2- and 4-token integer kernels for t, nil if none.
+func q8Kernels(t gguf.Type) (x1, x2, x4 q8Kernel) {
 	if !hasQ8 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	switch t {
 	case gguf.Q4_0:
-		return dotQ40Q8x1, dotQ40Q8x4
+		return dotQ40Q8x1, dotQ40Q8x2, dotQ40Q8x4
 	case gguf.Q4_1:
-		return dotQ41Q8x1, dotQ41Q8x4
+		return dotQ41Q8x1, dotQ41Q8x2, dotQ41Q8x4
 	case gguf.Q8_0:
-		return dotQ80Q8x1, dotQ80Q8x4
+		return dotQ80Q8x1, dotQ80Q8x2, dotQ80Q8x4
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 // matMulQ8 is MatMul for quantised weights with 8-bit activations: each
@@ -44,7 +56,7 @@ func q8Kernels(t gguf.Type) (x1, x4 func(w *byte, nb int, qx *int8, dx, sx *floa
 // is multiplied with up to four tokens per pass. It reports false when the CPU
 // or the type has no integer kernel.
 func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool {
-	k1, k4 := q8Kernels(m.Type)
+	k1, k2, k4 := q8Kernels(m.Type)
 	if k1 == nil || in.Cols != m.Cols {
 		return false
 	}
@@ -61,6 +73,11 @@ func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool {
 				for j := range 4 {
 					out[(t+j)*m.Rows+r] = res[j]
 				}
+			}
+			if t+2 <= n {
+				k2(w, nb, &qx[t*cols], &dx[t*nb], &sx[t*nb], cols, 4*nb, &res[0])
+				out[t*m.Rows+r], out[(t+1)*m.Rows+r] = res[0], res[1]
+				t += 2
 			}
 			for ; t < n; t++ {
 				k1(w, nb, &qx[t*cols], &dx[t*nb], &sx[t*nb], cols, 4*nb, &res[0])

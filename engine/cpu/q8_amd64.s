@@ -42,14 +42,16 @@ GLOBL q8m8<>(SB), RODATA|NOPTR, $4
 	VCVTPH2PS X, X
 
 // TOK4 accumulates token k of a 4-bit block (u8 weights in Y8).
-#define TOK4(acc, macc) \
-	VPMADDUBSW (R8), Y8, Y12 \
+#define TOKM(q, d, sm, acc, macc) \
+	VPMADDUBSW q, Y8, Y12 \
 	VPMADDWD Y13, Y12, Y12 \
 	VCVTDQ2PS Y12, Y12 \
-	VMULSS (R9), X10, X11 \
+	VMULSS d, X10, X11 \
 	VBROADCASTSS X11, Y11 \
 	VFMADD231PS Y11, Y12, acc \
-	VFMADD231SS (R10), X14, macc
+	VFMADD231SS sm, X14, macc
+
+#define TOK4(acc, macc) TOKM((R8), (R9), (R10), acc, macc)
 
 // REDUCE stores reduce(acc)+macc to off(DI).
 #define REDUCE(acc, accx, tmpx, macc, off) \
@@ -104,30 +106,17 @@ q41x1done:
 	VZEROUPPER
 	RET
 
-// TOKS4 runs TOK4 for tokens 0..3 (qx/dx/sx of token k at base + k*stride).
+// TOKS4 accumulates tokens 0..3: token k's data at base + k*stride (R13 =
+// 3*qstride, BX = 3*dstride, set by STRIDES3).
 #define TOKS4 \
-	TOK4(Y0, X4) \
-	ADDQ R11, R8 \
-	ADDQ R12, R9 \
-	ADDQ R12, R10 \
-	TOK4(Y1, X5) \
-	ADDQ R11, R8 \
-	ADDQ R12, R9 \
-	ADDQ R12, R10 \
-	TOK4(Y2, X6) \
-	ADDQ R11, R8 \
-	ADDQ R12, R9 \
-	ADDQ R12, R10 \
-	TOK4(Y3, X7) \
-	SUBQ R11, R8 \
-	SUBQ R11, R8 \
-	SUBQ R11, R8 \
-	SUBQ R12, R9 \
-	SUBQ R12, R9 \
-	SUBQ R12, R9 \
-	SUBQ R12, R10 \
-	SUBQ R12, R10 \
-	SUBQ R12, R10
+	TOKM((R8), (R9), (R10), Y0, X4) \
+	TOKM((R8)(R11*1), (R9)(R12*1), (R10)(R12*1), Y1, X5) \
+	TOKM((R8)(R11*2), (R9)(R12*2), (R10)(R12*2), Y2, X6) \
+	TOKM((R8)(R13*1), (R9)(BX*1), (R10)(BX*1), Y3, X7)
+
+#define STRIDES3 \
+	LEAQ (R11)(R11*2), R13 \
+	LEAQ (R12)(R12*2), BX
 
 #define STORE4 \
 	REDUCE(Y0, X0, X8, X4, 0) \
@@ -138,6 +127,7 @@ q41x1done:
 // func dotQ41Q8x4(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
 TEXT ·dotQ41Q8x4(SB), NOSPLIT, $0-64
 	ARGS
+	STRIDES3
 	ZERO
 q41x4:
 	TESTQ CX, CX
@@ -183,6 +173,7 @@ q40x1done:
 // func dotQ40Q8x4(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
 TEXT ·dotQ40Q8x4(SB), NOSPLIT, $0-64
 	ARGS
+	STRIDES3
 	ZERO
 q40x4:
 	TESTQ CX, CX
@@ -202,16 +193,19 @@ q40x4done:
 	VZEROUPPER
 	RET
 
-// TOK8 accumulates token k of a Q8_0 block: |w| in Y8, w (sign) in Y9.
-#define TOK8(acc) \
-	VMOVDQU (R8), Y12 \
+// TOK8 accumulates one token of a Q8_0 block (x at q, d_x at d): |w| in
+// Y8, w (sign) in Y9.
+#define TOK8M(q, d, acc) \
+	VMOVDQU q, Y12 \
 	VPSIGNB Y9, Y12, Y12 \
 	VPMADDUBSW Y12, Y8, Y12 \
 	VPMADDWD Y13, Y12, Y12 \
 	VCVTDQ2PS Y12, Y12 \
-	VMULSS (R9), X10, X11 \
+	VMULSS d, X10, X11 \
 	VBROADCASTSS X11, Y11 \
 	VFMADD231PS Y11, Y12, acc
+
+#define TOK8(acc) TOK8M((R8), (R9), acc)
 
 #define W8 \
 	VMOVDQU 2(SI), Y9 \
@@ -240,28 +234,17 @@ q80x1done:
 // func dotQ80Q8x4(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
 TEXT ·dotQ80Q8x4(SB), NOSPLIT, $0-64
 	ARGS
+	STRIDES3
 	ZERO
 q80x4:
 	TESTQ CX, CX
 	JZ q80x4done
 	HALFS(0, X10)
 	W8
-	TOK8(Y0)
-	ADDQ R11, R8
-	ADDQ R12, R9
-	TOK8(Y1)
-	ADDQ R11, R8
-	ADDQ R12, R9
-	TOK8(Y2)
-	ADDQ R11, R8
-	ADDQ R12, R9
-	TOK8(Y3)
-	SUBQ R11, R8
-	SUBQ R11, R8
-	SUBQ R11, R8
-	SUBQ R12, R9
-	SUBQ R12, R9
-	SUBQ R12, R9
+	TOK8M((R8), (R9), Y0)
+	TOK8M((R8)(R11*1), (R9)(R12*1), Y1)
+	TOK8M((R8)(R11*2), (R9)(R12*2), Y2)
+	TOK8M((R8)(R13*1), (R9)(BX*1), Y3)
 	ADDQ $34, SI
 	ADDQ $32, R8
 	ADDQ $4, R9
@@ -269,5 +252,79 @@ q80x4:
 	JMP q80x4
 q80x4done:
 	STORE4
+	VZEROUPPER
+	RET
+
+// Two-token variants (widths 2, 3, 6, 7): same per-token operations.
+#define TOKS2 \
+	TOKM((R8), (R9), (R10), Y0, X4) \
+	TOKM((R8)(R11*1), (R9)(R12*1), (R10)(R12*1), Y1, X5)
+
+#define STORE2 \
+	REDUCE(Y0, X0, X8, X4, 0) \
+	REDUCE(Y1, X1, X8, X5, 4)
+
+// func dotQ41Q8x2(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+TEXT ·dotQ41Q8x2(SB), NOSPLIT, $0-64
+	ARGS
+	ZERO
+q41x2:
+	TESTQ CX, CX
+	JZ q41x2done
+	HALFS(0, X10)
+	HALFS(2, X14)
+	W4(4)
+	TOKS2
+	ADDQ $20, SI
+	ADDQ $32, R8
+	ADDQ $4, R9
+	ADDQ $4, R10
+	DECQ CX
+	JMP q41x2
+q41x2done:
+	STORE2
+	VZEROUPPER
+	RET
+
+// func dotQ40Q8x2(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+TEXT ·dotQ40Q8x2(SB), NOSPLIT, $0-64
+	ARGS
+	ZERO
+q40x2:
+	TESTQ CX, CX
+	JZ q40x2done
+	HALFS(0, X10)
+	VMULSS q8m8<>(SB), X10, X14
+	W4(2)
+	TOKS2
+	ADDQ $18, SI
+	ADDQ $32, R8
+	ADDQ $4, R9
+	ADDQ $4, R10
+	DECQ CX
+	JMP q40x2
+q40x2done:
+	STORE2
+	VZEROUPPER
+	RET
+
+// func dotQ80Q8x2(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+TEXT ·dotQ80Q8x2(SB), NOSPLIT, $0-64
+	ARGS
+	ZERO
+q80x2:
+	TESTQ CX, CX
+	JZ q80x2done
+	HALFS(0, X10)
+	W8
+	TOK8M((R8), (R9), Y0)
+	TOK8M((R8)(R11*1), (R9)(R12*1), Y1)
+	ADDQ $34, SI
+	ADDQ $32, R8
+	ADDQ $4, R9
+	DECQ CX
+	JMP q80x2
+q80x2done:
+	STORE2
 	VZEROUPPER
 	RET

@@ -16,6 +16,6 @@ func f16SIMD(dst []float32, src []byte) int { return 0 }
 
 func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool { return false }
 
-func q8Kernels(t gguf.Type) (x1, x4 func(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)) {
-	return nil, nil
-}
+type q8Kernel func(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+
+func q8Kernels(t gguf.Type) (x1, x2, x4 q8Kernel) { return nil, nil, nil }
