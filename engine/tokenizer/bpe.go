@@ -26,15 +26,19 @@ type bpeModel struct {
 	fuseUnk      bool
 	ignoreMerges bool
 
-	// Words with metaspaces can be cut before each "▁" that follows another
-	// character without changing the result, as long as no merge joins a
-	// piece ending in that character to a piece starting with "▁" (checked at
-	// load). Gemma's vocabulary has one such merge (">" + "▁</"), so a "▁"
-	// after ">" keeps its word whole. Cutting lets us cache words and keeps
-	// each BPE small, which is most of the encoding speed.
-	chunkMeta     bool
-	noCutAfter    map[rune]bool
-	noCutAfterRaw bool // a merge starts from a byte-fallback/unk piece: never cut after those
+	// A word can be cut between two characters x|y without changing the
+	// result when no merge joins a piece ending in x to a piece starting
+	// with y: no symbol can ever span that boundary, and merges on either
+	// side never interact. prepareChunking collects the (last rune, first
+	// rune) pairs of all merges; Gemma has 33,695 of them, so most word
+	// boundaries ("x|▁y", except ">" + "▁</") and about half of the
+	// boundaries inside CJK text or JSON are cuts. Cutting keeps each BPE
+	// small and lets pieces be cached, which is most of the encoding speed.
+	chunk          bool
+	joinASCII      [128 * 128 / 64]uint64 // bit x*128+y: some merge joins ...x | y...
+	join           map[uint64]struct{}    // the same for other rune pairs
+	noCutAfterRaw  bool                   // a merge's left piece is a byte/unk piece
+	noCutBeforeRaw bool                   // a merge's right piece is a byte/unk piece
 
 	cacheMu sync.Mutex
 	cache   map[string][]int32
@@ -113,41 +117,111 @@ func (m *bpeModel) addMerge(left, right, result int32, rank int, keepFirst bool)
 	m.merges[k] = uint64(rank)<<32 | uint64(uint32(result))
 }
 
-// prepareChunking decides whether words may be cut before metaspaces; call
+// prepareChunking records which character pairs some merge joins; call
 // after all merges are added. pieces maps ids to their text.
 func (m *bpeModel) prepareChunking(pieces []string) {
-	if m.ignoreMerges || m.charID('▁') < 0 {
-		return
+	if m.ignoreMerges {
+		return // a whole-word lookup comes first: words must stay whole
 	}
-	m.noCutAfter = map[rune]bool{}
+	m.join = map[uint64]struct{}{}
 	for k := range m.merges {
-		l, r := pieces[uint32(k>>32)], pieces[uint32(k)]
-		if !strings.HasPrefix(r, metaspace) || strings.HasSuffix(l, metaspace) || l == "" {
+		li, ri := int32(uint32(k>>32)), int32(uint32(k))
+		l, r := pieces[li], pieces[ri]
+		if l == "" || r == "" {
+			m.noCutAfterRaw, m.noCutBeforeRaw = true, true
 			continue
 		}
-		if parseBytePiece(l) >= 0 || int32(uint32(k>>32)) == m.unk {
+		if parseBytePiece(l) >= 0 || li == m.unk {
 			m.noCutAfterRaw = true
+			continue
 		}
-		last, _ := utf8.DecodeLastRuneInString(l)
-		m.noCutAfter[last] = true
+		if parseBytePiece(r) >= 0 || ri == m.unk {
+			m.noCutBeforeRaw = true
+			continue
+		}
+		x, _ := utf8.DecodeLastRuneInString(l)
+		y, _ := utf8.DecodeRuneInString(r)
+		if x < 128 && y < 128 {
+			bit := x*128 + y
+			m.joinASCII[bit/64] |= 1 << (bit % 64)
+		} else {
+			m.join[uint64(uint32(x))<<32|uint64(uint32(y))] = struct{}{}
+		}
 	}
-	m.chunkMeta = true
+	m.chunk = true
 }
 
-// encodeWord appends the ids of one pre-tokenized word.
+// canCut reports whether a word may be cut between x and y; raw marks a
+// character without a one-rune piece (it becomes byte pieces or unk).
+func (m *bpeModel) canCut(x rune, xRaw bool, y rune, yRaw bool) bool {
+	switch {
+	case xRaw && yRaw:
+		// fuse_unk may join two unknowns; byte pieces may merge.
+		return !m.fuseUnk && !m.noCutAfterRaw && !m.noCutBeforeRaw
+	case xRaw:
+		return !m.noCutAfterRaw
+	case yRaw:
+		return !m.noCutBeforeRaw
+	case x < 128 && y < 128:
+		bit := x*128 + y
+		return m.joinASCII[bit/64]&(1<<(bit%64)) == 0
+	}
+	_, joined := m.join[uint64(uint32(x))<<32|uint64(uint32(y))]
+	return !joined
+}
+
+// encodeWord appends the ids of one pre-tokenized word. It cuts before each
+// "▁" where allowed (cheap: strings.Index finds them), and only looks for
+// cuts between every pair of characters inside pieces longer than
+// longPiece bytes (CJK text, URLs, minified code), where they pay off.
 func (m *bpeModel) encodeWord(out []int32, w string, byteLevel bool) []int32 {
-	if !m.chunkMeta || byteLevel {
+	if !m.chunk || byteLevel {
 		return m.encodeChunk(out, w, byteLevel)
 	}
 	start := 0
-	prev := rune(-1)
-	for i, r := range w {
-		if r == '▁' && prev >= 0 && prev != '▁' && !m.noCutAfter[prev] &&
-			!(m.noCutAfterRaw && m.charID(prev) < 0) {
+	for i := 0; i < len(w); {
+		j := strings.Index(w[i:], metaspace)
+		if j < 0 {
+			break
+		}
+		p := i + j
+		if p > start {
+			x, n := utf8.DecodeLastRuneInString(w[:p])
+			if x != '▁' && m.canCut(x, m.isRaw(x, n), '▁', false) {
+				out = m.encodePiece(out, w[start:p])
+				start = p
+			}
+		}
+		i = p + len(metaspace)
+	}
+	return m.encodePiece(out, w[start:])
+}
+
+// longPiece is the length above which encodePiece looks for inner cuts.
+const longPiece = 48
+
+func (m *bpeModel) isRaw(r rune, n int) bool {
+	return (r == utf8.RuneError && n == 1) || m.charID(r) < 0
+}
+
+func (m *bpeModel) encodePiece(out []int32, w string) []int32 {
+	if len(w) <= longPiece {
+		return m.encodeChunk(out, w, false)
+	}
+	start := 0
+	prev, prevRaw := rune(-1), false
+	for i := 0; i < len(w); {
+		r, n := rune(w[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(w[i:])
+		}
+		raw := m.isRaw(r, n)
+		if prev >= 0 && m.canCut(prev, prevRaw, r, raw) {
 			out = m.encodeChunk(out, w[start:i], false)
 			start = i
 		}
-		prev = r
+		prev, prevRaw = r, raw
+		i += n
 	}
 	return m.encodeChunk(out, w[start:], false)
 }
