@@ -372,3 +372,21 @@ func TestLlama3Contractions(t *testing.T) {
 		}
 	}
 }
+
+// Cutting words where no merge can join the neighbours never changes the
+// result: encodeWord (cuts, cache) equals one BPE over the whole word.
+func FuzzCutsAreExact(f *testing.F) {
+	fuzzSeeds(f)
+	f.Add("我爱北京天安门，天安门上太阳升。伟大领袖毛主席")
+	f.Add(`{"key":[1,2,3],"nested":{"a":null},"url":"https://example.org/p?q=1&r=2"}`)
+	f.Add("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa>▁</b> x")
+	f.Fuzz(func(t *testing.T, s string) {
+		tok := gemma(t)
+		w := applyNorm(tok.norm, s)
+		cut := tok.bpe.encodeWord(nil, w, false)
+		whole := tok.bpe.bpe(nil, w, false)
+		if !slicesEqual(cut, whole) {
+			t.Fatalf("word %q: with cuts %v, whole %v", w, cut, whole)
+		}
+	})
+}
