@@ -12,8 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"anechat/engine"
+	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/spec"
 )
@@ -271,7 +273,9 @@ type benchSpecOptions struct {
 // cost model measured once at load.
 func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths []int, o benchSpecOptions) (*specReport, error) {
 	b := m.backend
-	costs, err := spec.Measure(ctx, b, spec.MeasureOptions{})
+	// More repetitions than the app affords at load: the figures should
+	// not hinge on one noisy measurement.
+	costs, err := spec.Measure(ctx, b, spec.MeasureOptions{Reps: 7, Budget: 30 * time.Second})
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +289,11 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 		}
 	}
 	// Warm up (page in the weights, grow the heap) before anything is timed.
-	if _, _, _, _, err := specRunOnce(ctx, m, []int32{max(b.Config().BOS, 0)}, 64, 1, costs, nil, false); err != nil {
+	warm, err := prefillPrompt(ctx, b, []int32{max(b.Config().BOS, 0)})
+	if err != nil {
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	if _, _, _, _, err := specRunOnce(ctx, m, warm, 32, 1, costs, nil, false); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	var corpus *spec.Corpus
@@ -310,6 +318,10 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 			return nil, fmt.Errorf("prompt %s: %d tokens leave no room in the context of %d", p.ID, len(ids), b.Config().ContextLen)
 		}
 		limit = min(limit, b.Config().ContextLen-len(ids))
+		ps, err := prefillPrompt(ctx, b, ids)
+		if err != nil {
+			return nil, fmt.Errorf("prompt %s: %w", p.ID, err)
+		}
 		pr := specPromptResult{ID: p.ID, Category: p.Category, PromptTokens: len(ids)}
 		pr.Runs = make([]specRun, len(widths))
 		identical := make([]bool, len(widths))
@@ -320,7 +332,7 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 		// the widths; the fastest repetition of each width counts.
 		for rep := range o.reps {
 			for wi, w := range widths {
-				r, out, text, stopped, err := specRunOnce(ctx, m, ids, limit, w, costs, corpus, o.ungated)
+				r, out, text, stopped, err := specRunOnce(ctx, m, ps, limit, w, costs, corpus, o.ungated)
 				if err != nil {
 					return nil, fmt.Errorf("prompt %s width %d: %w", p.ID, w, err)
 				}
@@ -367,9 +379,59 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 	return rep, nil
 }
 
-// specRunOnce generates once from ids on a fresh Session at width w (width
-// 1: plain decoding) and returns the figures, ids, text and stop reason.
-func specRunOnce(ctx context.Context, m *loadedModel, ids []int32, limit, w int, costs *spec.Costs, corpus *spec.Corpus, ungated bool) (specRun, []int32, string, string, error) {
+// promptState is one prompt prefilled once: its ids but the last are
+// committed in cache, and every run truncates back to that point, so a
+// long prompt on a slow model is not prefilled again for every width.
+type promptState struct {
+	b     model.Backend
+	cache *kv.Cache
+	ids   []int32
+}
+
+// prefillPrompt runs ids[:len-1] through the model in batched calls.
+func prefillPrompt(ctx context.Context, b model.Backend, ids []int32) (*promptState, error) {
+	cache, err := kv.New(b.Config().KV, engine.DefaultMaxBatch)
+	if err != nil {
+		return nil, err
+	}
+	ps := &promptState{b: b, cache: cache, ids: ids}
+	return ps, ps.refill(ctx)
+}
+
+func (ps *promptState) refill(ctx context.Context) error {
+	ps.cache.Reset()
+	end := len(ps.ids) - 1
+	for pos := 0; pos < end; {
+		n := min(ps.cache.MaxBatch(), end-pos)
+		if _, err := ps.b.Forward(ctx, ps.ids[pos:pos+n], pos, ps.cache, model.Argmax|model.Last); err != nil {
+			ps.cache.Rollback()
+			return fmt.Errorf("prefill at %d: %w", pos, err)
+		}
+		if err := ps.cache.Commit(n); err != nil {
+			return err
+		}
+		pos += n
+	}
+	return nil
+}
+
+// rewind drops the rows of the last run; a sliding window that lost the
+// rows it needs is prefilled again.
+func (ps *promptState) rewind(ctx context.Context) error {
+	ps.cache.Rollback()
+	if err := ps.cache.Truncate(len(ps.ids) - 1); err != nil {
+		return ps.refill(ctx)
+	}
+	return nil
+}
+
+// specRunOnce generates once from the prefilled prompt at width w (width 1:
+// engine.PlainDecoder, the reference) and returns the figures, ids, text and
+// stop reason.
+func specRunOnce(ctx context.Context, m *loadedModel, ps *promptState, limit, w int, costs *spec.Costs, corpus *spec.Corpus, ungated bool) (specRun, []int32, string, string, error) {
+	if err := ps.rewind(ctx); err != nil {
+		return specRun{}, nil, "", "", err
+	}
 	var dec engine.Decoder = engine.PlainDecoder{}
 	var sd *engine.SpecDecoder
 	if w != 1 {
@@ -377,31 +439,40 @@ func specRunOnce(ctx context.Context, m *loadedModel, ids []int32, limit, w int,
 		sd.Ungated = ungated
 		dec = sd
 	}
-	s, err := engine.NewSession(m.backend, engine.SessionOptions{Decoder: dec, Text: m.textStream()})
-	if err != nil {
-		return specRun{}, nil, "", "", err
+	cfg := ps.b.Config()
+	stop := slices.Clone(cfg.EOS)
+	var stream engine.TextStream
+	if m.codec != nil {
+		stop = append(stop, m.codec.stops()...)
+		stream = m.codec.stream()
 	}
-	if err := s.Prefill(ctx, ids, nil); err != nil {
-		return specRun{}, nil, "", "", err
+	req := engine.DecodeRequest{
+		History: ps.ids, Room: cfg.ContextLen - ps.cache.Len(), MaxTokens: limit,
+		Width: w, Widths: ps.b.Widths(), Stop: stop,
 	}
 	var out []int32
 	var text strings.Builder
-	st, err := s.Generate(ctx, engine.GenerateOptions{MaxTokens: limit, Width: w}, func(t engine.Token) error {
-		if t.ID >= 0 {
-			out = append(out, t.ID)
+	t0 := time.Now()
+	res, err := dec.Decode(ctx, spec.BackendTarget{Backend: ps.b, Cache: ps.cache}, req, func(id int32, drafted bool) error {
+		out = append(out, id)
+		if stream != nil {
+			text.WriteString(stream.Next(id))
 		}
-		text.WriteString(t.Text)
 		return nil
 	})
+	elapsed := time.Since(t0)
 	if err != nil {
 		return specRun{}, nil, "", "", err
 	}
-	r := specRun{Width: w, Tokens: st.Tokens, TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted, TokS: st.DecodeTokS}
-	if st.TargetCalls > 0 {
-		r.Tau = float64(st.Tokens) / float64(st.TargetCalls)
+	if stream != nil {
+		text.WriteString(stream.Flush())
 	}
-	if st.DecodeTokS > 0 {
-		r.seconds = float64(st.Tokens) / st.DecodeTokS
+	r := specRun{Width: w, Tokens: len(out), TargetCalls: res.TargetCalls, Drafted: res.Drafted, Accepted: res.Accepted, seconds: elapsed.Seconds()}
+	if r.TargetCalls > 0 {
+		r.Tau = float64(r.Tokens) / float64(r.TargetCalls)
+	}
+	if elapsed > 0 {
+		r.TokS = float64(r.Tokens) / elapsed.Seconds()
 	}
 	if sd != nil {
 		ls := sd.LastStats()
@@ -410,9 +481,9 @@ func specRunOnce(ctx context.Context, m *loadedModel, ids []int32, limit, w int,
 			r.modelSeconds += float64(n) * costs.Seconds(w)
 		}
 	} else {
-		r.modelSeconds = float64(st.TargetCalls) * costs.Seconds(1)
+		r.modelSeconds = float64(res.TargetCalls) * costs.Seconds(1)
 	}
-	return r, out, text.String(), st.Stopped, nil
+	return r, out, text.String(), res.Stopped, nil
 }
 
 // summarise aggregates per category (in first-seen order) and overall.

@@ -23,7 +23,8 @@ type SpecDecoder struct {
 
 // NewSpecDecoder returns a speculative decoder. costs is the backend's cost
 // model (spec.Measure at load); nil measures it on the Session's backend at
-// the first Decode (about a second at most, see spec.MeasureOptions.Budget).
+// the first speculative Decode (a few seconds at most, see
+// spec.MeasureOptions.Budget).
 // corpus, when not nil, adds suffix matching over earlier conversations and
 // saved prompts.
 func NewSpecDecoder(costs *spec.Costs, corpus *spec.Corpus) *SpecDecoder {

@@ -163,8 +163,8 @@ type MeasureOptions struct {
 	// (default 5: the machine may be shared and noisy).
 	Reps int
 	// Budget stops further repetitions once this much time has gone by
-	// (default 1 s; at least one repetition always runs), so a large model
-	// does not hold up the first generation.
+	// (default 3 s; at least one repetition always runs), so a large model
+	// does not hold up the first generation for long.
 	Budget time.Duration
 }
 
@@ -222,7 +222,7 @@ func Measure(ctx context.Context, b model.Backend, opts MeasureOptions) (*Costs,
 	// machine hits every width alike; the fastest repetition counts.
 	budget := opts.Budget
 	if budget <= 0 {
-		budget = time.Second
+		budget = 3 * time.Second
 	}
 	began := time.Now()
 	best := map[int]time.Duration{}
