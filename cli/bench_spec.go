@@ -161,6 +161,7 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 	promptsPath := fs.String("prompts", "bench/workloads/spec.jsonl", "workload: JSON Lines {\"id\",\"category\",\"prompt\",\"raw\",\"max_tokens\"}")
 	widthsFlag := fs.String("widths", "1,2,4,8", "comma-separated widths (1 = off, 0 = auto); width 1 is always run as the reference")
 	maxTokens := fs.Int("max-tokens", 128, "tokens per prompt when its line has no max_tokens")
+	limitTokens := fs.Int("limit", 0, "cap every prompt's max_tokens at this (0 = no cap), for slow models")
 	reps := fs.Int("reps", 3, "runs of each prompt and width; the fastest counts (the machine is shared)")
 	category := fs.String("category", "", "run only this category")
 	useCorpus := fs.Bool("corpus", false, "also draft from a corpus of the workload's earlier prompts and outputs (suffix matching)")
@@ -197,7 +198,7 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 	}
 	defer closeModel()
 	rep, err := benchSpec(ctx, m, prompts, widths, benchSpecOptions{
-		maxTokens: *maxTokens, reps: max(*reps, 1), corpus: *useCorpus, ungated: *ungated, fixedCosts: *fixedCosts,
+		maxTokens: *maxTokens, limit: *limitTokens, reps: max(*reps, 1), corpus: *useCorpus, ungated: *ungated, fixedCosts: *fixedCosts,
 		progress: func(msg string) {
 			if !*asJSON {
 				fmt.Fprintln(env.Stderr, msg)
@@ -261,6 +262,7 @@ func byteIDs(text string, cfg model.Config) []int32 {
 
 type benchSpecOptions struct {
 	maxTokens  int
+	limit      int
 	reps       int
 	corpus     bool
 	ungated    bool
@@ -316,6 +318,9 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 		// Leave room in the context for the generation.
 		if room := b.Config().ContextLen - len(ids); room < 2 {
 			return nil, fmt.Errorf("prompt %s: %d tokens leave no room in the context of %d", p.ID, len(ids), b.Config().ContextLen)
+		}
+		if o.limit > 0 {
+			limit = min(limit, o.limit)
 		}
 		limit = min(limit, b.Config().ContextLen-len(ids))
 		ps, err := prefillPrompt(ctx, b, ids)
