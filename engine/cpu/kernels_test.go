@@ -148,7 +148,7 @@ func TestMatMulRowIndependence(t *testing.T) {
 		}
 		for _, workers := range []int{1, 2, 3, 7} {
 			p := NewPool(workers)
-			for _, n := range []int{1, 2, 3, 4, 8} {
+			for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8} {
 				out := make([]float32, n*rows)
 				m.MatMul(p, out, x[:n*cols])
 				for i := range out {
