@@ -124,23 +124,30 @@ func (m *bpeModel) prepareChunking(pieces []string) {
 		return // a whole-word lookup comes first: words must stay whole
 	}
 	m.join = map[uint64]struct{}{}
-	for k := range m.merges {
-		li, ri := int32(uint32(k>>32)), int32(uint32(k))
-		l, r := pieces[li], pieces[ri]
-		if l == "" || r == "" {
-			m.noCutAfterRaw, m.noCutBeforeRaw = true, true
+	// First and last runes per id, in one sequential pass over the pieces,
+	// so the pass over the merges touches two small arrays instead of two
+	// random strings per merge. -1: empty, byte-fallback or unk piece.
+	first := make([]int32, len(pieces))
+	last := make([]int32, len(pieces))
+	for id, p := range pieces {
+		if p == "" || parseBytePiece(p) >= 0 || int32(id) == m.unk {
+			first[id], last[id] = -1, -1
 			continue
 		}
-		if parseBytePiece(l) >= 0 || li == m.unk {
+		x, _ := utf8.DecodeRuneInString(p)
+		y, _ := utf8.DecodeLastRuneInString(p)
+		first[id], last[id] = x, y
+	}
+	for k := range m.merges {
+		x, y := last[uint32(k>>32)], first[uint32(k)]
+		if x < 0 {
 			m.noCutAfterRaw = true
 			continue
 		}
-		if parseBytePiece(r) >= 0 || ri == m.unk {
+		if y < 0 {
 			m.noCutBeforeRaw = true
 			continue
 		}
-		x, _ := utf8.DecodeLastRuneInString(l)
-		y, _ := utf8.DecodeRuneInString(r)
 		if x < 128 && y < 128 {
 			bit := x*128 + y
 			m.joinASCII[bit/64] |= 1 << (bit % 64)
