@@ -61,8 +61,17 @@ func dotGo(a, b []float32) float32 {
 	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 }
 
-// Axpy adds alpha·x to y element-wise over len(y) elements.
+// Axpy adds alpha·x to y element-wise over len(y) elements (with AVX2, a
+// fused multiply-add for the first len(y)-len(y)%8 elements; the split
+// depends only on len(y)).
 func Axpy(y []float32, alpha float32, x []float32) {
+	x = x[:len(y)]
+	for i := axpySIMD(y, alpha, x); i < len(y); i++ {
+		y[i] += alpha * x[i]
+	}
+}
+
+func axpyGo(y []float32, alpha float32, x []float32) {
 	x = x[:len(y)]
 	for i := range y {
 		y[i] += alpha * x[i]

@@ -32,6 +32,9 @@ func dequantQ80AVX2(dst *float32, src *byte, nblocks int)
 func dot3AVX2(w, x0, x1, x2 *float32, n int, out *[3]float32)
 
 //go:noescape
+func axpyAVX2(y, x *float32, a float32, n int)
+
+//go:noescape
 func f16AVX2(dst *float32, src *uint16, n int)
 
 // dotSIMD computes the dot product of the first n - n%32 elements with AVX2,
@@ -88,5 +91,17 @@ func f16SIMD(dst []float32, src []byte) int {
 	}
 	_ = src[2*n-1]
 	f16AVX2(unsafe.SliceData(dst), (*uint16)(unsafe.Pointer(unsafe.SliceData(src))), n)
+	return n
+}
+
+// axpySIMD does y += a·x with FMA over the first len(y)-len(y)%8 elements,
+// reporting how many.
+func axpySIMD(y []float32, a float32, x []float32) int {
+	n := len(y) &^ 7
+	if !hasAVX2 || n == 0 {
+		return 0
+	}
+	_ = x[n-1]
+	axpyAVX2(unsafe.SliceData(y), unsafe.SliceData(x), a, n)
 	return n
 }

@@ -249,3 +249,43 @@ f16loop:
 f16done:
 	VZEROUPPER
 	RET
+
+// func axpyAVX2(y, x *float32, a float32, n int)   // n multiple of 8
+// y[i] = fma(a, x[i], y[i]) (one rounding).
+TEXT ·axpyAVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	VBROADCASTSS a+16(FP), Y0
+	MOVQ n+24(FP), CX
+axloop32:
+	CMPQ CX, $32
+	JL axloop8
+	VMOVUPS (DI), Y1
+	VMOVUPS 32(DI), Y2
+	VMOVUPS 64(DI), Y3
+	VMOVUPS 96(DI), Y4
+	VFMADD231PS (SI), Y0, Y1
+	VFMADD231PS 32(SI), Y0, Y2
+	VFMADD231PS 64(SI), Y0, Y3
+	VFMADD231PS 96(SI), Y0, Y4
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+	VMOVUPS Y3, 64(DI)
+	VMOVUPS Y4, 96(DI)
+	ADDQ $128, DI
+	ADDQ $128, SI
+	SUBQ $32, CX
+	JMP axloop32
+axloop8:
+	CMPQ CX, $8
+	JL axdone
+	VMOVUPS (DI), Y1
+	VFMADD231PS (SI), Y0, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JMP axloop8
+axdone:
+	VZEROUPPER
+	RET

@@ -36,6 +36,17 @@ func TestSIMDMatchesGo(t *testing.T) {
 			}
 		}
 	}
+	for _, n := range []int{0, 3, 8, 37, 64, 100} {
+		x, y := randVals(r, n, 1), randVals(r, n, 1)
+		y2 := append([]float32(nil), y...)
+		Axpy(y, 0.37, x)
+		axpyGo(y2, 0.37, x)
+		for i := range y {
+			if d := math.Abs(float64(y[i] - y2[i])); d > 1e-6*(1+math.Abs(float64(y2[i]))) {
+				t.Fatalf("Axpy n=%d [%d]: simd %v, go %v", n, i, y[i], y2[i])
+			}
+		}
+	}
 	for _, n := range []int{0, 5, 32, 33, 100, 4096} {
 		a, b := randVals(r, n, 1), randVals(r, n, 1)
 		var ref float64

@@ -19,3 +19,5 @@ func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool { retur
 type q8Kernel func(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
 
 func q8Kernels(t gguf.Type) (x1, x2, x4 q8Kernel) { return nil, nil, nil }
+
+func axpySIMD(y []float32, a float32, x []float32) int { return 0 }
