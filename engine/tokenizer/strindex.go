@@ -93,20 +93,7 @@ func (x *pieceIndex) get(p string) (int32, bool) {
 	}
 }
 
-func (x *pieceIndex) getBytes(p []byte) (int32, bool) {
-	h := nonzero(maphash.Bytes(x.seed, p))
-	for i := h & x.mask; ; i = (i + 1) & x.mask {
-		s := x.slots[i]
-		if s.hash == 0 {
-			return -1, false
-		}
-		if s.hash == h && (*x.pieces)[s.id] == string(p) {
-			return s.id, true
-		}
-	}
-}
-
-// quickBytes is getBytes without reading the piece text back: a hit needs
+// quickBytes looks p up without reading the piece text back: a hit needs
 // the same 64-bit seeded hash and length. A false hit would need a 64-bit
 // collision under a per-process random seed (about 1e-8 for all of Gemma's
 // merges), so parsing merges trusts it; it saves a cache miss per lookup,

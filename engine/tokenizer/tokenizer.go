@@ -21,7 +21,6 @@ import (
 	"encoding/hex"
 	"math"
 	"sync"
-	"unicode/utf8"
 )
 
 // metaspace is SentencePiece's visible space, U+2581.
@@ -250,6 +249,3 @@ func (t *Tokenizer) finish() {
 		t.skip = make([]bool, len(t.pieces))
 	}
 }
-
-// validUTF8 reports whether s is valid UTF-8 (a shorthand used by tests and fuzzers).
-func validUTF8(s string) bool { return utf8.ValidString(s) }
