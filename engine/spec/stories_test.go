@@ -241,3 +241,77 @@ func (s *shiftSource) Propose(limit int) spec.Proposal {
 	}
 	return spec.Proposal{Tokens: out, Match: 8}
 }
+
+// TestGemma4SamplingDistribution: with drafts forced on the Gemma 4 fixture
+// (a fixed guess, right only sometimes), the first two sampled tokens follow
+// the model's exact distribution (temperature 1.5, top-k 4, so the joint has
+// at most 16 outcomes).
+func TestGemma4SamplingDistribution(t *testing.T) {
+	tm := openGemma4(t)
+	m := tm.b
+	h := []int32{2, 100, 200, 300, 100, 200}
+	mk := func(seed uint64) *sample.Sampler { return sample.New(1.5, seed, 4, 1) }
+	logitsAfter := func(seq []int32) []float32 {
+		c, err := kv.New(m.Config().KV, len(seq))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := m.Forward(context.Background(), seq, 0, c, model.Logits|model.Last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Logits[0]
+	}
+	p0 := mk(0).Probs(logitsAfter(h))
+	joint := map[[2]int32]float64{}
+	var first []int32
+	for a, pa := range p0 {
+		if pa == 0 {
+			continue
+		}
+		first = append(first, int32(a))
+		p1 := mk(0).Probs(logitsAfter(append(slices.Clone(h), int32(a))))
+		for b, pb := range p1 {
+			if pb > 0 {
+				joint[[2]int32{int32(a), int32(b)}] = pa * pb
+			}
+		}
+	}
+	// Guess the first support token, then 0: accepted sometimes, rejected
+	// sometimes. Three tokens are generated (so the first call carries both
+	// guesses); the first two are counted.
+	guess := append(slices.Clone(h), first[0], 0)
+	const n = 4000
+	counts := map[[2]int32]int{}
+	drafted, accepted := 0, 0
+	for seed := range uint64(n) {
+		out, st := generate(t, m, &spec.Decoder{Sources: []spec.Source{&shiftSource{truth: guess}}}, h,
+			spec.Request{MaxTokens: 3, Width: 4, Sampler: mk(seed), Ungated: true})
+		if len(out) != 3 {
+			t.Fatalf("seed %d: %d tokens", seed, len(out))
+		}
+		counts[[2]int32{out[0], out[1]}]++
+		drafted += st.Drafted
+		accepted += st.Accepted
+	}
+	if accepted == 0 || accepted == drafted {
+		t.Fatalf("drafts all accepted or all rejected (%d of %d)", accepted, drafted)
+	}
+	var chi float64
+	for k, p := range joint {
+		e := p * n
+		d := float64(counts[k]) - e
+		chi += d * d / e
+	}
+	for k, c := range counts {
+		if _, ok := joint[k]; !ok {
+			t.Fatalf("outcome %v (%d times) has probability 0", k, c)
+		}
+	}
+	// At most 15 degrees of freedom: the 0.999 quantile of chi-square(15)
+	// is 37.7.
+	if chi > 37.7 {
+		t.Fatalf("chi-square %.1f over %d outcomes", chi, len(joint))
+	}
+	t.Logf("chi-square %.1f over %d outcomes; %d of %d drafts accepted", chi, len(joint), accepted, drafted)
+}
