@@ -40,6 +40,9 @@ func q8Kernels(t gguf.Type) (x1, x2, x4 q8Kernel) {
 	if !hasQ8 {
 		return nil, nil, nil
 	}
+	if hasVNNI {
+		return vnniKernels(t)
+	}
 	switch t {
 	case gguf.Q4_0:
 		return dotQ40Q8x1, dotQ40Q8x2, dotQ40Q8x4

@@ -58,3 +58,33 @@ func TestSIMDMatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// TestVNNIMatchesAVX2: the VPDPBUSD kernels give exactly the AVX2 kernels'
+// results, for every integer type and width.
+func TestVNNIMatchesAVX2(t *testing.T) {
+	if !hasVNNI {
+		t.Skip("no AVX-512 VNNI on this CPU: only the AVX2 integer kernels run")
+	}
+	r := rand.New(rand.NewPCG(31, 32))
+	const rows, cols = 37, 32 * 9
+	w := randVals(r, rows*cols, 0.1)
+	x := randVals(r, 8*cols, 1)
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1} {
+		data, _ := Quantize(typ, w, cols)
+		data[2] = 0x80 // a Q8_0 weight of -128 (|w| = 128) or any nibbles
+		m, _ := NewMatrix("w", typ, rows, cols, data)
+		for n := 1; n <= 8; n++ {
+			vnni := make([]float32, n*rows)
+			avx2 := make([]float32, n*rows)
+			m.MatMul(NewPool(1), vnni, x[:n*cols])
+			hasVNNI = false
+			m.MatMul(NewPool(1), avx2, x[:n*cols])
+			hasVNNI = true
+			for i := range vnni {
+				if vnni[i] != avx2[i] {
+					t.Fatalf("%s width %d: out[%d] VNNI %v, AVX2 %v", typ, n, i, vnni[i], avx2[i])
+				}
+			}
+		}
+	}
+}
