@@ -210,13 +210,24 @@ func Measure(ctx context.Context, b model.Backend, opts MeasureOptions) (*Costs,
 		}
 		return t
 	}
-	if prefix > 0 {
-		if _, err := b.Forward(ctx, toks(prefix), 0, cache, model.Argmax); err != nil {
-			return nil, fmt.Errorf("spec: measure: prefill of %d tokens: %w", prefix, err)
+	// Fill the prefix in calls the backend runs: any width on the CPU, its
+	// widest listed width on a fixed-shape backend.
+	chunk := prefix
+	if ws := b.Widths(); ws != nil {
+		chunk = 1
+		for _, w := range ws {
+			chunk = max(chunk, min(w, prefix))
 		}
-		if err := cache.Commit(prefix); err != nil {
+	}
+	for pos := 0; pos < prefix; {
+		n := min(chunk, prefix-pos)
+		if _, err := b.Forward(ctx, toks(n), pos, cache, model.Argmax|model.Last); err != nil {
+			return nil, fmt.Errorf("spec: measure: prefill at %d: %w", pos, err)
+		}
+		if err := cache.Commit(n); err != nil {
 			return nil, fmt.Errorf("spec: measure: %w", err)
 		}
+		pos += n
 	}
 	// Repetitions run width after width, so a burst of load on a shared
 	// machine hits every width alike; the fastest repetition counts.

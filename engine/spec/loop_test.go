@@ -626,3 +626,57 @@ func TestMeasureMonotone(t *testing.T) {
 		t.Fatalf("w2 %v s, w3 %v s", c.Seconds(2), c.Seconds(3))
 	}
 }
+
+// fixedWidths is the fake model as a fixed-shape backend: it runs only the
+// listed widths, like Core ML's functions.
+type fixedWidths struct {
+	*fakeModel
+	widths []int
+}
+
+func (f fixedWidths) Widths() []int { return f.widths }
+
+func (f fixedWidths) Forward(ctx context.Context, tokens []int32, start int, c *kv.Cache, want model.Output) (model.Result, error) {
+	if !slices.Contains(f.widths, len(tokens)) {
+		return model.Result{}, fmt.Errorf("fixed: no function of width %d", len(tokens))
+	}
+	return f.fakeModel.Forward(ctx, tokens, start, c, want)
+}
+
+// TestFixedWidthBackend: Measure and the verify loop only make calls of the
+// widths a fixed-shape backend lists, and the output stays identical.
+func TestFixedWidthBackend(t *testing.T) {
+	fm := newFakeModel(40)
+	b := fixedWidths{fm, []int{1, 2, 4}}
+	costs, err := Measure(context.Background(), b, MeasureOptions{Reps: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if costs.Seconds(4) <= 0 || costs.Seconds(3) != 0 {
+		t.Fatalf("measured %v %v", costs.Seconds(4), costs.Seconds(3))
+	}
+	for i, h := range prompts(8, 40) {
+		base, _ := run(t, fm, &Decoder{}, h, Request{MaxTokens: 30, Width: 1})
+		truth := append(slices.Clone(h), ids(base)...)
+		fm.calls = map[int]int{}
+		c, _ := kv.New(fm.Config().KV, max(MaxWidth, len(h)))
+		if n := len(h) - 1; n > 0 {
+			fm.Forward(context.Background(), h[:n], 0, c, model.Argmax)
+			c.Commit(n)
+		}
+		var out []Token
+		dec := &Decoder{Sources: []Source{&oracleSource{truth: truth}}, Costs: costs}
+		_, err := dec.Run(context.Background(), BackendTarget{b, c}, Request{
+			History: h, MaxTokens: 30, Width: 8, Widths: b.Widths(), Room: 1000, Ungated: true,
+		}, func(tk Token) error { out = append(out, tk); return nil })
+		if err != nil {
+			t.Fatalf("prompt %d: %v", i, err)
+		}
+		if !slices.Equal(ids(out), ids(base)) {
+			t.Fatalf("prompt %d: ids differ", i)
+		}
+		if fm.calls[4] == 0 {
+			t.Fatalf("prompt %d: no width-4 call: %v", i, fm.calls)
+		}
+	}
+}
