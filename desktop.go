@@ -50,7 +50,10 @@ func runDesktop() int {
 		}
 	}
 
-	a := app.New(app.Options{Log: log, Version: cli.Version})
+	// The engine runs the models; the app owns storage, events and cancelling.
+	gen := app.NewEngineGenerator(log)
+	defer gen.Close()
+	a := app.New(app.Options{Log: log, Version: cli.Version, Generator: gen})
 	err = wails.Run(&options.App{
 		Title:       "anechat",
 		Width:       1100,

@@ -26,32 +26,36 @@ type event struct {
 	data any
 }
 
-func newRecorder() *recorder { return &recorder{signal: make(chan struct{}, 1000)} }
+func newRecorder() *recorder { return &recorder{signal: make(chan struct{}, 1)} }
 
 func (r *recorder) Emit(name string, data any) {
 	r.mu.Lock()
 	r.events = append(r.events, event{name, data})
 	r.mu.Unlock()
-	r.signal <- struct{}{}
+	select { // wake a waiter; one pending wake-up is enough, it re-reads events
+	case r.signal <- struct{}{}:
+	default:
+	}
 }
 
-// waitFor blocks until an event named name has arrived and returns it.
+// waitFor blocks until an event named name has arrived and returns the first.
 func (r *recorder) waitFor(t *testing.T, name string) any {
+	t.Helper()
+	return r.waitCount(t, name, 1)[0]
+}
+
+// waitCount blocks until n events named name have arrived and returns them.
+func (r *recorder) waitCount(t *testing.T, name string, n int) []any {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
-		r.mu.Lock()
-		for _, e := range r.events {
-			if e.name == name {
-				r.mu.Unlock()
-				return e.data
-			}
+		if got := r.named(name); len(got) >= n {
+			return got
 		}
-		r.mu.Unlock()
 		select {
 		case <-r.signal:
 		case <-deadline:
-			t.Fatalf("no %s event within 10s", name)
+			t.Fatalf("fewer than %d %s events within 10s", n, name)
 		}
 	}
 }

@@ -24,10 +24,14 @@ const (
 )
 
 // TokenEvent is a piece of streamed reply text. ParentID is the user message
-// being answered, which identifies the stream within its conversation.
+// being answered, which identifies the stream within its conversation. Seq
+// numbers the pieces of one stream from 0: an event transport may reorder
+// them (Wails' dev server sends each event from its own goroutine), so the
+// window orders by Seq.
 type TokenEvent struct {
 	ConversationID int64  `json:"conversationId"`
 	ParentID       int64  `json:"parentId"`
+	Seq            int    `json:"seq"`
 	Text           string `json:"text"`
 }
 
@@ -426,9 +430,11 @@ func (ch *Chat) start(c storage.Conversation, question func(context.Context) (st
 // generate runs the model, streams its text and stores the reply.
 func (ch *Chat) generate(ctx context.Context, d *storage.DB, req GenerateRequest, u storage.Message) {
 	var text strings.Builder
+	seq := 0
 	stats, err := ch.gen.Generate(ctx, req, func(piece string) error {
 		text.WriteString(piece)
-		ch.c.send(EventToken, TokenEvent{ConversationID: u.ConversationID, ParentID: u.ID, Text: piece})
+		ch.c.send(EventToken, TokenEvent{ConversationID: u.ConversationID, ParentID: u.ID, Seq: seq, Text: piece})
+		seq++
 		return nil
 	})
 	stats.Width = req.Width

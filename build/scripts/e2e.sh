@@ -33,6 +33,13 @@ fi
 
 # A fresh data dir: the test sees an empty database.
 export ANECHAT_HOME="$work/data"
+# The tiny test model the chat tests register and run (never copied into the repo).
+model="$(cd .. && pwd)/shared/models/stories260K.gguf"
+if [[ ! -f "$model" ]]; then
+	echo "e2e: test model $model missing (../shared beside the repo)" >&2
+	exit 1
+fi
+export ANECHAT_E2E_MODEL="$model"
 run=("$bin")
 if [[ "$(uname -s)" == Linux && -z "${ANECHAT_E2E_DISPLAY:-}" ]]; then
 	run=(xvfb-run -a -s "-screen 0 1280x800x24" "$bin")

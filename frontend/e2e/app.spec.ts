@@ -93,3 +93,42 @@ test("the models page shows the models folder and scans it", async ({ page }) =>
   await page.getByTestId("scan").click();
   await expect(page.getByTestId("scan-result")).toContainText(/Scan registered \d+ model/);
 });
+
+test("a registered model answers with streamed text, and edit/regenerate make branches", async ({ page }) => {
+  const model = process.env.ANECHAT_E2E_MODEL;
+  if (!model) throw new Error("ANECHAT_E2E_MODEL is not set: run through build/scripts/e2e.sh");
+  await page.getByTestId("nav-models").click();
+  await page.getByPlaceholder("/path/to/model.gguf or a model directory").fill(model);
+  await page.getByRole("button", { name: "Register" }).click();
+  await expect(page.getByTestId("model-table")).toContainText("stories260K");
+  await expect(page.getByTestId("model-table").getByRole("radio")).toBeChecked(); // the first model becomes the default
+
+  // Short replies keep the test quick (and prove the setting reaches the engine).
+  await page.getByTestId("nav-settings").click();
+  await page.getByTestId("max-tokens").fill("40");
+  await page.getByTestId("save-settings").click();
+  await expect(page.getByTestId("saved")).toBeVisible();
+
+  await page.getByTestId("new-chat").click();
+  await page.getByTestId("composer").fill("Once upon a time");
+  await page.getByTestId("send").click();
+  // The reply is real model output from the Go engine, stored with its stats.
+  const answer = page.getByTestId("msg-assistant");
+  await expect(answer).toHaveCount(1);
+  await expect(answer).toContainText(/\b([1-9]|[1-3]\d|40) tokens · .* · length/);
+  expect((await answer.locator(".markdown").innerText()).trim().length).toBeGreaterThan(0);
+
+  await answer.getByRole("button", { name: "Regenerate" }).click();
+  await expect(page.getByTestId("msg-assistant").getByTestId("versions")).toHaveText(/2\/2/);
+
+  await page.getByTestId("msg-user").getByRole("button", { name: "Edit" }).click();
+  await page.getByTestId("msg-user").locator("textarea").fill("Lily and Ben");
+  await page.getByRole("button", { name: "Send edit" }).click();
+  await expect(page.getByTestId("msg-user").getByTestId("versions")).toHaveText(/2\/2/);
+  await expect(page.getByTestId("msg-user")).toContainText("Lily and Ben");
+  await expect(page.getByTestId("msg-assistant")).toContainText(/\d+ tokens/);
+  // Back to the first version of the question: its two answers are still there.
+  await page.getByTestId("msg-user").getByRole("button", { name: "previous version" }).click();
+  await expect(page.getByTestId("msg-user")).toContainText("Once upon a time");
+  await expect(page.getByTestId("msg-assistant").getByTestId("versions")).toHaveText(/2\/2/);
+});

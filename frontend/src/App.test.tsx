@@ -82,8 +82,8 @@ describe("App", () => {
     await act(() => root.querySelector<HTMLButtonElement>(".conv")!.click());
     await flush();
     await act(() => {
-      f.fire("chat:token", { conversationId: 1, parentId: 2, text: "Hel" });
-      f.fire("chat:token", { conversationId: 1, parentId: 2, text: "lo *you*" });
+      f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 1, text: "lo *you*" });
+      f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 0, text: "Hel" });
     });
     const streaming = root.querySelector("[data-testid=streaming]")!;
     expect(streaming.textContent?.trim()).toBe("Hello you");

@@ -3,7 +3,7 @@ import { api, type Api } from "./api";
 import type { Bridge } from "./bridge";
 import { ChatPage } from "./ChatPage";
 import { LibraryPage } from "./LibraryPage";
-import { streamDone, streamError, streamToken, type Streams } from "./logic";
+import { streamCleared, streamDone, streamError, streamStarted, streamToken, type Streams } from "./logic";
 import { ModelsPage } from "./ModelsPage";
 import { SettingsPage } from "./SettingsPage";
 import type { Conversation, SystemInfo } from "./types";
@@ -119,15 +119,8 @@ export function App({ bridge }: { bridge: Bridge }) {
                 setCurrent(null);
                 void reloadConversations();
               }}
-              onStarted={(parentId) =>
-                setStreams((s) => ({ ...s, [current]: { parentId, text: "", error: null, running: true } }))
-              }
-              onClearStream={() =>
-                setStreams((s) => {
-                  const { [current]: _gone, ...rest } = s;
-                  return rest;
-                })
-              }
+              onStarted={(parentId) => setStreams((s) => streamStarted(s, current, parentId))}
+              onClearStream={() => setStreams((s) => streamCleared(s, current))}
             />
           ) : (
             <div class="empty" data-testid="welcome">

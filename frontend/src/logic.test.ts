@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   branchRows, bytesToGiB, gibToBytes, humanBytes, parseTags, parseWidth, statsLine,
-  streamDone, streamError, streamStarted, streamToken,
+  streamCleared, streamDone, streamError, streamStarted, streamToken,
 } from "./logic";
 import type { Message, Thread } from "./types";
 
@@ -40,21 +40,41 @@ describe("branchRows", () => {
 describe("streams", () => {
   it("accumulates tokens, ends on done, keeps text and error on failure", () => {
     let s = streamStarted({}, 1, 10);
-    s = streamToken(s, { conversationId: 1, parentId: 10, text: "Hel" });
-    s = streamToken(s, { conversationId: 1, parentId: 10, text: "lo" });
-    s = streamToken(s, { conversationId: 2, parentId: 20, text: "other" });
-    expect(s[1]).toEqual({ parentId: 10, text: "Hello", error: null, running: true });
+    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 0, text: "Hel" });
+    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 1, text: "lo" });
+    s = streamToken(s, { conversationId: 2, parentId: 20, seq: 0, text: "other" });
+    expect(s[1]).toEqual({ parentId: 10, pieces: ["Hel", "lo"], text: "Hello", error: null, running: true });
     expect(s[2]?.text).toBe("other");
     const failed = streamError(s, { conversationId: 1, parentId: 10, error: "boom" });
-    expect(failed[1]).toEqual({ parentId: 10, text: "Hello", error: "boom", running: false });
+    expect(failed[1]).toMatchObject({ parentId: 10, text: "Hello", error: "boom", running: false });
     const done = streamDone(s, { conversationId: 1, parentId: 10, message: null, stats: {} as never });
-    expect(done[1]).toBeUndefined();
+    expect(done[1]?.running).toBe(false);
     expect(done[2]?.text).toBe("other");
+    // The start acknowledged after the end does not revive the stream.
+    expect(streamStarted(done, 1, 10)[1]?.running).toBe(false);
+    expect(streamCleared(done, 1)[1]).toBeUndefined();
+    // A token that straggles in after the end is ignored.
+    expect(streamToken(done, { conversationId: 1, parentId: 10, seq: 2, text: "late" })[1]?.running).toBe(false);
+  });
+
+  it("orders pieces by sequence number, whatever order they arrive in", () => {
+    let s = streamToken({}, { conversationId: 1, parentId: 10, seq: 2, text: "c" });
+    expect(s[1]?.text).toBe("c");
+    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 0, text: "a" });
+    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 1, text: "b" });
+    expect(s[1]?.text).toBe("abc");
+  });
+
+  it("keeps tokens that arrived before the start was acknowledged", () => {
+    let s = streamToken({}, { conversationId: 1, parentId: 10, seq: 0, text: "early" });
+    s = streamStarted(s, 1, 10);
+    expect(s[1]?.text).toBe("early");
+    expect(streamStarted(s, 1, 11)[1]).toEqual({ parentId: 11, pieces: [], text: "", error: null, running: true });
   });
 
   it("restarts when a token belongs to a new reply", () => {
-    let s = streamToken({}, { conversationId: 1, parentId: 10, text: "old" });
-    s = streamToken(s, { conversationId: 1, parentId: 11, text: "new" });
+    let s = streamToken({}, { conversationId: 1, parentId: 10, seq: 0, text: "old" });
+    s = streamToken(s, { conversationId: 1, parentId: 11, seq: 0, text: "new" });
     expect(s[1]).toMatchObject({ parentId: 11, text: "new" });
   });
 });

@@ -33,6 +33,8 @@ export function branchRows(t: Thread): Row[] {
 /** A reply being streamed (or that just failed) in one conversation. */
 export interface Stream {
   parentId: number;
+  /** The pieces received so far, by sequence number (holes until they arrive). */
+  pieces: string[];
   text: string;
   error: string | null;
   running: boolean;
@@ -41,28 +43,46 @@ export interface Stream {
 /** Streams by conversation id. */
 export type Streams = Readonly<Record<number, Stream>>;
 
-/** A reply to parentId has started. */
+/**
+ * A reply to parentId has started. Its tokens, or even its end, may have
+ * arrived before the call that started it returned: then keep what they
+ * recorded (the caller clears the conversation's stream before starting).
+ */
 export function streamStarted(s: Streams, conversationId: number, parentId: number): Streams {
-  return { ...s, [conversationId]: { parentId, text: "", error: null, running: true } };
+  const cur = s[conversationId];
+  if (cur && cur.parentId === parentId) return s;
+  return { ...s, [conversationId]: { parentId, pieces: [], text: "", error: null, running: true } };
 }
 
-/** Appends a token's text to its stream (starting one if the event came first). */
+/**
+ * Adds a token's text to its stream at its sequence number (starting a stream
+ * if the event came first). Tokens of a stream that has ended are late
+ * duplicates of stored text: ignored.
+ */
 export function streamToken(s: Streams, e: TokenEvent): Streams {
   const cur = s[e.conversationId];
-  const base = cur && cur.parentId === e.parentId ? cur : { parentId: e.parentId, text: "", error: null, running: true };
-  return { ...s, [e.conversationId]: { ...base, text: base.text + e.text, running: true } };
+  if (cur && cur.parentId === e.parentId && !cur.running) return s;
+  const base = cur && cur.parentId === e.parentId ? cur : { parentId: e.parentId, pieces: [], text: "", error: null, running: true };
+  const pieces = base.pieces.slice();
+  pieces[e.seq] = e.text;
+  return { ...s, [e.conversationId]: { ...base, pieces, text: pieces.join(""), running: true } };
 }
 
-/** A stream ended and its reply is stored: drop it (the thread reloads). */
+/** A stream ended and its reply is stored (the thread reloads): not running. */
 export function streamDone(s: Streams, e: DoneEvent): Streams {
-  const { [e.conversationId]: _gone, ...rest } = s;
+  return { ...s, [e.conversationId]: { parentId: e.parentId, pieces: [], text: "", error: null, running: false } };
+}
+
+/** Forgets the conversation's stream (before starting another). */
+export function streamCleared(s: Streams, conversationId: number): Streams {
+  const { [conversationId]: _gone, ...rest } = s;
   return rest;
 }
 
 /** A stream failed: keep what it showed and the error, not running. */
 export function streamError(s: Streams, e: ErrorEvent): Streams {
   const cur = s[e.conversationId];
-  return { ...s, [e.conversationId]: { parentId: e.parentId, text: cur?.text ?? "", error: e.error, running: false } };
+  return { ...s, [e.conversationId]: { parentId: e.parentId, pieces: cur?.pieces ?? [], text: cur?.text ?? "", error: e.error, running: false } };
 }
 
 /** Splits "a, b ,, C" into tags as typed (the Go side normalises them). */

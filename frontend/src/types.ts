@@ -53,6 +53,8 @@ export interface GenerateStats {
 export interface TokenEvent {
   conversationId: number;
   parentId: number;
+  /** Position of the piece in its stream; events may arrive out of order. */
+  seq: number;
   text: string;
 }
 

@@ -1,0 +1,142 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"anechat/engine"
+	"anechat/engine/chat"
+	"anechat/engine/model"
+	"anechat/engine/tokenizer"
+)
+
+// EngineGenerator is the Generator over anechat's engine: it loads the
+// requested model (one at a time, kept loaded between replies), renders the
+// conversation with the model's chat template and decodes with speculation
+// at the requested width. Its session keeps the KV of the last conversation,
+// so the next turn of that conversation only prefills the new messages.
+type EngineGenerator struct {
+	log *slog.Logger
+
+	mu     sync.Mutex // one reply at a time: a Session is not concurrent
+	loaded *loadedModel
+}
+
+// loadedModel is the open model and the session running it.
+type loadedModel struct {
+	path    string
+	backend model.Backend
+	tok     *tokenizer.Tokenizer
+	tmpl    chat.Template
+	session *engine.Session
+	spec    bool // session decodes speculatively
+}
+
+// NewEngineGenerator returns a Generator that runs models on the engine.
+func NewEngineGenerator(log *slog.Logger) *EngineGenerator {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &EngineGenerator{log: log}
+}
+
+// Generate implements Generator.
+func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emit func(string) error) (GenerateStats, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m, err := g.load(req.Model.Path)
+	if err != nil {
+		return GenerateStats{}, err
+	}
+	spec := req.Width != 1
+	if m.session == nil || m.spec != spec {
+		opts := engine.SessionOptions{Text: func() engine.TextStream { return m.tok.NewStream() }}
+		if spec {
+			opts.Decoder = engine.NewSpecDecoder(nil, nil)
+		}
+		if m.session, err = engine.NewSession(m.backend, opts); err != nil {
+			return GenerateStats{}, fmt.Errorf("engine: new session for %s: %w", m.path, err)
+		}
+		m.spec = spec
+	}
+	msgs := make([]chat.Message, len(req.Messages))
+	for i, cm := range req.Messages {
+		msgs[i] = chat.Message{Role: cm.Role, Content: cm.Content}
+	}
+	ids, err := m.tmpl.Render(msgs, true)
+	if err != nil {
+		return GenerateStats{}, fmt.Errorf("engine: render the conversation with template %s: %w", m.tmpl.Name(), err)
+	}
+	// Continue the session when it already holds a prefix of this prompt
+	// (the next turn of the same conversation); otherwise start over.
+	have := m.session.Tokens()
+	if len(have) > len(ids) || !slices.Equal(have, ids[:len(have)]) {
+		m.session.Reset()
+		have = nil
+	}
+	if err := m.session.Prefill(ctx, ids[len(have):], nil); err != nil {
+		m.session.Reset() // a cancelled prefill leaves the sequence half-fed
+		return GenerateStats{}, err
+	}
+	st, err := m.session.Generate(ctx, engine.GenerateOptions{MaxTokens: req.MaxTokens, Width: req.Width,
+		Temperature: req.Temperature, Seed: req.Seed, Stop: m.tmpl.Stops()}, func(t engine.Token) error {
+		if t.Text == "" {
+			return nil
+		}
+		return emit(t.Text)
+	})
+	out := GenerateStats{Tokens: st.Tokens, PrefillTokens: st.PrefillTokens, ResumedTokens: st.ResumedTokens,
+		TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted, TTFTms: st.TTFTms,
+		DecodeTokS: st.DecodeTokS, Stopped: st.Stopped}
+	if err != nil {
+		// The reply is cut short: the stored text will not match the
+		// session's tokens, so the next turn starts over.
+		m.session.Reset()
+	}
+	return out, err
+}
+
+// load returns the model at path, loading it (and unloading another) first.
+func (g *EngineGenerator) load(path string) (*loadedModel, error) {
+	if g.loaded != nil && g.loaded.path == path {
+		return g.loaded, nil
+	}
+	g.unload()
+	b, tok, err := engine.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load model %s: %w", path, err)
+	}
+	tmpl, err := chat.ForModel(b.Config().Arch, tok)
+	if err != nil {
+		closeBackend(b)
+		return nil, fmt.Errorf("load model %s: chat template: %w", path, err)
+	}
+	g.log.Info("model loaded", "path", path, "arch", b.Config().Arch, "template", tmpl.Name())
+	g.loaded = &loadedModel{path: path, backend: b, tok: tok, tmpl: tmpl}
+	return g.loaded, nil
+}
+
+func (g *EngineGenerator) unload() {
+	if g.loaded != nil {
+		closeBackend(g.loaded.backend)
+		g.loaded = nil
+	}
+}
+
+// Close unloads the model.
+func (g *EngineGenerator) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.unload()
+	return nil
+}
+
+func closeBackend(b model.Backend) {
+	if c, ok := b.(io.Closer); ok {
+		c.Close()
+	}
+}
