@@ -131,4 +131,5 @@ test("a registered model answers with streamed text, and edit/regenerate make br
   await page.getByTestId("msg-user").getByRole("button", { name: "previous version" }).click();
   await expect(page.getByTestId("msg-user")).toContainText("Once upon a time");
   await expect(page.getByTestId("msg-assistant").getByTestId("versions")).toHaveText(/2\/2/);
+  await page.screenshot({ path: "../build/bin/e2e-chat.png" }); // for people to look at
 });
