@@ -71,7 +71,7 @@ test-deps:
 
 # The darwin vet type-checks darwin-only code (Core ML) on Linux; it covers the
 # packages that must build without cgo there (a tree without storage/ yet skips it).
-DARWIN_VET := $(foreach d,engine storage,$(if $(wildcard $(d)/),./$(d)/...))
+DARWIN_VET := $(foreach d,engine storage app,$(if $(wildcard $(d)/),./$(d)/...))
 vet:
 	go vet ./...
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go vet $(DARWIN_VET)

@@ -132,4 +132,13 @@ test("a registered model answers with streamed text, and edit/regenerate make br
   await expect(page.getByTestId("msg-user")).toContainText("Once upon a time");
   await expect(page.getByTestId("msg-assistant").getByTestId("versions")).toHaveText(/2\/2/);
   await page.screenshot({ path: "../build/bin/e2e-chat.png" }); // for people to look at
+
+  // Full-text search (SQLite FTS5) finds the edited question; opening the hit
+  // shows the branch that holds it.
+  await page.getByTestId("search").fill("Ben");
+  const hit = page.getByTestId("hits").getByRole("button").first();
+  await expect(hit).toContainText("Lily and Ben");
+  await expect(hit.locator("mark")).toHaveText("Ben");
+  await hit.click();
+  await expect(page.getByTestId("msg-user")).toContainText("Lily and Ben");
 });

@@ -6,7 +6,7 @@ import { LibraryPage } from "./LibraryPage";
 import { streamCleared, streamDone, streamError, streamStarted, streamToken, type Streams } from "./logic";
 import { ModelsPage } from "./ModelsPage";
 import { SettingsPage } from "./SettingsPage";
-import type { Conversation, SystemInfo } from "./types";
+import type { Conversation, SearchHit, SystemInfo } from "./types";
 
 type Page = "chat" | "library" | "models" | "settings";
 
@@ -19,8 +19,33 @@ export function App({ bridge }: { bridge: Bridge }) {
   const [conversations, setConversations] = useState<Conversation[]>([]);
   const [current, setCurrent] = useState<number | null>(null);
   const [streams, setStreams] = useState<Streams>({});
-  const [finished, setFinished] = useState(0); // bumps when a reply is stored
+  const [finished, setFinished] = useState(0); // bumps when the open thread must reload
   const [draft, setDraft] = useState("");
+  const [query, setQuery] = useState("");
+  const [hits, setHits] = useState<SearchHit[] | null>(null);
+
+  useEffect(() => {
+    if (!query.trim()) {
+      setHits(null);
+      return undefined;
+    }
+    const timer = setTimeout(() => {
+      a.chat.search(query).then(setHits, (e: Error) => setFatal(e.message));
+    }, 150);
+    return () => clearTimeout(timer);
+  }, [a, query]);
+
+  const openHit = async (h: SearchHit) => {
+    try {
+      await a.chat.selectBranch(h.messageId); // show the branch holding the match
+    } catch (e) {
+      setFatal((e as Error).message);
+    }
+    setCurrent(h.conversationId);
+    setFinished((n) => n + 1); // the open chat page reloads its thread
+    setPage("chat");
+    setQuery("");
+  };
 
   const reloadConversations = useCallback(async () => {
     try {
@@ -69,6 +94,22 @@ export function App({ bridge }: { bridge: Bridge }) {
         <button class="primary" data-testid="new-chat" onClick={() => newChat()} disabled={!!storageError}>
           New chat
         </button>
+        <input type="search" class="search" data-testid="search" placeholder="Search messages" value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
+        {hits && (
+          <ul class="hits" data-testid="hits">
+            {hits.length === 0 && <li class="muted">No messages match.</li>}
+            {hits.map((h) => (
+              <li key={h.messageId}>
+                <button class="hit" onClick={() => openHit(h)}>
+                  <span class="hit-title">{h.conversationTitle}</span>
+                  <span class="hit-snippet">
+                    {h.segments.map((sg, i) => (sg.match ? <mark key={i}>{sg.text}</mark> : <span key={i}>{sg.text}</span>))}
+                  </span>
+                </button>
+              </li>
+            ))}
+          </ul>
+        )}
         <ul class="conversations" data-testid="conversations">
           {conversations.map((c) => (
             <li key={c.id}>
