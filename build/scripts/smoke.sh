@@ -66,4 +66,9 @@ if [[ "$colours" -lt 16 ]]; then
 	echo "smoke: screenshot $shot has only $colours colours: the window shows nothing" >&2
 	exit 1
 fi
-echo "smoke: window opened, screenshot $shot ($colours colours), quit cleanly"
+# The same binary runs the CLI: doctor on the data dir the window just used.
+if ! "$bin" doctor --data-dir "$work/data" >"$work/doctor.txt" 2>&1; then
+	echo "smoke: \`anechat doctor\` failed on the app's own data dir:" >&2; cat "$work/doctor.txt" >&2; exit 1
+fi
+grep -q "integrity ok" "$work/doctor.txt" || { echo "smoke: doctor did not find the app's database:" >&2; cat "$work/doctor.txt" >&2; exit 1; }
+echo "smoke: window opened, screenshot $shot ($colours colours), quit cleanly; doctor reports its database"
