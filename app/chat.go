@@ -71,6 +71,7 @@ type Chat struct {
 type stream struct {
 	parentID int64
 	cancel   context.CancelFunc
+	done     chan struct{} // closed once the reply is stored (or failed)
 }
 
 // NewConversation is what CreateConversation needs; every field is optional.
@@ -185,14 +186,13 @@ func (ch *Chat) DeleteConversation(id int64) error {
 	if err != nil {
 		return err
 	}
-	ch.Cancel(id)
 	ch.mu.Lock()
-	for ch.streams[id] != nil { // let the cancelled stream finish writing
-		ch.mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
-		ch.mu.Lock()
-	}
+	s := ch.streams[id]
 	ch.mu.Unlock()
+	if s != nil { // stop it and let it finish writing before the rows go
+		s.cancel()
+		<-s.done
+	}
 	return d.DeleteConversation(ch.c.context(), id)
 }
 
@@ -386,7 +386,7 @@ func (ch *Chat) start(c storage.Conversation, question func(context.Context) (st
 		return Turn{}, ErrBusy
 	}
 	ctx, cancel := context.WithCancel(ch.c.context())
-	s := &stream{cancel: cancel}
+	s := &stream{cancel: cancel, done: make(chan struct{})}
 	ch.streams[c.ID] = s // reserved before writing, so a second Send is refused
 	ch.mu.Unlock()
 
@@ -395,6 +395,7 @@ func (ch *Chat) start(c storage.Conversation, question func(context.Context) (st
 		ch.mu.Lock()
 		delete(ch.streams, c.ID)
 		ch.mu.Unlock()
+		close(s.done)
 	}
 	u, err := question(ctx)
 	if err != nil {

@@ -226,6 +226,28 @@ func TestCancelKeepsPartialReplyAndBusyIsRefused(t *testing.T) {
 	}
 }
 
+func TestDeleteConversationStopsItsGeneration(t *testing.T) {
+	gen := &scripted{pieces: []string{"partial", " never"}, block: true, sent: make(chan struct{})}
+	a, rec, dir := start(t, gen)
+	withModel(t, a, dir)
+	c, _ := a.Chat.CreateConversation(NewConversation{})
+	if _, err := a.Chat.Send(c.ID, "go on"); err != nil {
+		t.Fatal(err)
+	}
+	<-gen.sent
+	if err := a.Chat.DeleteConversation(c.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The stream ended (its partial reply was written, then deleted with the rest).
+	rec.waitFor(t, EventDone)
+	if a.Chat.Cancel(c.ID) {
+		t.Fatal("a generation still runs for the deleted conversation")
+	}
+	if _, err := a.Chat.Thread(c.ID); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Thread after delete: %v", err)
+	}
+}
+
 func TestGeneratorErrorIsAnEventAndStoresNoReply(t *testing.T) {
 	gen := &scripted{pieces: []string{"half"}, fail: errors.New("backend exploded")}
 	a, rec, dir := start(t, gen)
