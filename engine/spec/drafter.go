@@ -25,6 +25,10 @@ type Source interface {
 
 // DefaultSources returns the drafters a chat request uses: prompt lookup over
 // the request itself and, when corpus is not nil, suffix matching over it.
+//
+// (An edit-following drafter that kept its place in the copied text across
+// renames was tried and left out: on SmolLM2 it gave no τ on code edits and
+// cost some on rewrites, 2.70 against 3.00 at width 4.)
 func DefaultSources(corpus *Corpus) []Source {
 	s := []Source{NewLookup()}
 	if corpus != nil {

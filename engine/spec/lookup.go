@@ -70,29 +70,42 @@ func (l *Lookup) Append(t int32) {
 // occurrence of the longest matching suffix, and the length of that match;
 // nil and 0 when no suffix of at least MinN tokens occurred before.
 func (l *Lookup) Propose(limit int) Proposal {
-	last := len(l.seq) - 1
-	if limit <= 0 || last < 0 {
+	if limit <= 0 {
 		return Proposal{}
+	}
+	end, n := l.find()
+	if n == 0 {
+		return Proposal{}
+	}
+	from := end + 1
+	to := min(from+limit, len(l.seq))
+	return Proposal{Tokens: l.seq[from:to:to], Match: n}
+}
+
+// find returns the end position of the latest earlier occurrence of the
+// longest suffix of at least MinN tokens, and its length (0 if none).
+func (l *Lookup) find() (end, n int) {
+	last := len(l.seq) - 1
+	if last < 0 {
+		return 0, 0
 	}
 	// Hash the suffixes from length 1 upwards, then look them up longest
 	// first.
 	var hs [64]uint64
 	top := min(l.MaxN, last+1, len(hs))
 	var h uint64
-	for n := 1; n <= top; n++ {
-		h = hashStep(h, l.seq[last-n+1])
-		hs[n-1] = h
+	for k := 1; k <= top; k++ {
+		h = hashStep(h, l.seq[last-k+1])
+		hs[k-1] = h
 	}
-	for n := top; n >= l.MinN; n-- {
-		end, ok := l.idx[n-1][hs[n-1]]
-		if !ok || !l.same(int(end), last, n) {
+	for k := top; k >= l.MinN; k-- {
+		e, ok := l.idx[k-1][hs[k-1]]
+		if !ok || !l.same(int(e), last, k) {
 			continue // absent, or a hash collision: try shorter
 		}
-		from := int(end) + 1
-		to := min(from+limit, len(l.seq))
-		return Proposal{Tokens: l.seq[from:to:to], Match: n}
+		return int(e), k
 	}
-	return Proposal{}
+	return 0, 0
 }
 
 // same reports whether the n tokens ending at a equal the n ending at b.
