@@ -284,3 +284,46 @@ func TestTruncateThresholdIndependent(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSample: any logits (NaN, ±Inf, huge) and settings give a distribution
+// that sums to 1 and a token it gives mass to; nothing panics.
+func FuzzSample(f *testing.F) {
+	f.Add([]byte{0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 192, 127}, 0.8, 2, 0.9, uint64(1))
+	f.Add([]byte{0, 0, 128, 255, 0, 0, 128, 127}, 0.0, 0, 0.0, uint64(2))
+	f.Fuzz(func(t *testing.T, raw []byte, temp float64, topK int, topP float64, seed uint64) {
+		logits := make([]float32, len(raw)/4)
+		for i := range logits {
+			b := raw[4*i : 4*i+4]
+			logits[i] = math.Float32frombits(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
+		}
+		s := New(temp, seed, topK, topP)
+		p := s.Probs(logits)
+		if len(logits) == 0 {
+			if p != nil || s.Sample(logits) != -1 {
+				t.Fatal("empty logits")
+			}
+			return
+		}
+		var sum float64
+		for _, v := range p {
+			if v < 0 || v != v {
+				t.Fatalf("bad probability %v in %v", v, p)
+			}
+			sum += v
+		}
+		allNaN := Greedy(logits) < 0
+		if allNaN && s.IsGreedy() {
+			if sum != 0 {
+				t.Fatalf("greedy all-NaN row has mass %v", sum)
+			}
+			return
+		}
+		if math.Abs(sum-1) > 1e-9 {
+			t.Fatalf("probabilities sum to %v", sum)
+		}
+		id := s.Sample(logits)
+		if id < 0 || int(id) >= len(logits) || p[id] == 0 {
+			t.Fatalf("sampled %d with probability %v", id, p)
+		}
+	})
+}
