@@ -103,6 +103,12 @@ type Decoder struct {
 	// Costs is the backend's cost model (Measure); nil means an assumed
 	// one that learns from the calls made.
 	Costs *Costs
+
+	// carry holds the acceptance rates a request ended with; the next
+	// request on this Decoder (the next turn of a conversation) starts
+	// halfway between them and the priors, so a conversation that copies
+	// drafts sooner and one that does not wastes fewer.
+	carry [][buckets]float64
 }
 
 // ErrRequest marks a request that cannot run (bad width, empty history).
@@ -150,6 +156,14 @@ func (d *Decoder) Run(ctx context.Context, t Target, req Request, emit func(Toke
 		s.Reset(req.History)
 	}
 	g := newGate(len(d.Sources))
+	if len(d.carry) == len(d.Sources) {
+		for i := range g.q {
+			for b := range g.q[i] {
+				g.q[i][b] = (priorRate[b] + d.carry[i][b]) / 2
+			}
+		}
+	}
+	defer func() { d.carry = slices.Clone(g.q) }()
 	room := req.Room
 	remaining := req.MaxTokens
 	if remaining <= 0 {

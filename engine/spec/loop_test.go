@@ -680,3 +680,30 @@ func TestFixedWidthBackend(t *testing.T) {
 		}
 	}
 }
+
+// TestRatesCarryToNextRequest: a Decoder's next request starts from rates
+// halfway between the priors and where the last request ended, so after a
+// request whose drafts were always right it drafts sooner.
+func TestRatesCarryToNextRequest(t *testing.T) {
+	const vocab = 40
+	m := newFakeModel(vocab)
+	h := prompts(1, vocab)[0]
+	base, _ := run(t, m, &Decoder{}, h, Request{MaxTokens: 40, Width: 1})
+	truth := append(slices.Clone(h), ids(base)...)
+	// One draft pays only above a rate of 0.7; the long-match prior is 0.65.
+	costs := FixedCosts(map[int]float64{1: 1, 2: 1.7, 3: 2.4, 4: 3.1})
+	dec := &Decoder{Sources: []Source{&oracleSource{truth: truth}}, Costs: costs}
+	_, first := run(t, m, dec, h, Request{MaxTokens: 40, Width: 4})
+	got, second := run(t, m, dec, h, Request{MaxTokens: 40, Width: 4})
+	if !slices.Equal(ids(got), ids(base)) {
+		t.Fatal("ids differ")
+	}
+	if second.TargetCalls >= first.TargetCalls || second.Accepted <= first.Accepted {
+		t.Fatalf("second request no faster: first %+v, second %+v", first, second)
+	}
+	// A fresh Decoder starts from the priors again.
+	_, fresh := run(t, m, &Decoder{Sources: []Source{&oracleSource{truth: truth}}, Costs: costs}, h, Request{MaxTokens: 40, Width: 4})
+	if fresh.TargetCalls != first.TargetCalls {
+		t.Fatalf("fresh decoder %+v, first %+v", fresh, first)
+	}
+}
