@@ -28,11 +28,15 @@ DEV_TAGS := dev$(if $(PLATFORM_TAGS),$(comma)$(PLATFORM_TAGS))
 FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/vite.config.ts frontend/tsconfig.json -type f 2>/dev/null)
 GO_SRC := $(shell find . -name '*.go' -not -path './.tools/*' -not -path '*/node_modules/*' 2>/dev/null) go.mod go.sum
 
-.PHONY: run build deps sysdeps test vet go-test test-deps frontend-test e2e smoke clean
+.PHONY: run dev build deps sysdeps test vet go-test test-deps frontend-test e2e smoke clean
 
 ## run: install what is missing, build the app and open it.
 run: build
 	$(if $(filter Darwin,$(UNAME)),open -W $(BIN)/anechat.app,./$(APP))
+
+## dev: `wails dev`: live-reloading window, Vite dev server, browser access on :34115.
+dev: deps
+	$(WAILS) dev -m -nosyncgomod -skipbindings $(if $(PLATFORM_TAGS),-tags $(PLATFORM_TAGS))
 
 ## build: the desktop app (build/bin/anechat, or anechat.app on macOS).
 build: deps $(APP)
