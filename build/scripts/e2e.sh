@@ -44,8 +44,12 @@ run=("$bin")
 if [[ "$(uname -s)" == Linux && -z "${ANECHAT_E2E_DISPLAY:-}" ]]; then
 	run=(xvfb-run -a -s "-screen 0 1280x800x24" "$bin")
 fi
+# On Linux setsid makes the backend a process group leader, so that the
+# cleanup ends xvfb-run, Xvfb and the app together (macOS has no setsid).
+group=()
+command -v setsid >/dev/null && group=(setsid)
 devserver="127.0.0.1:$port" assetdir="frontend/dist" loglevel=info \
-	setsid "${run[@]}" >"$log" 2>&1 &
+	${group[@]+"${group[@]}"} "${run[@]}" >"$log" 2>&1 &
 pid=$!
 
 for _ in $(seq 1 120); do
@@ -65,6 +69,7 @@ if [[ $status -ne 0 ]]; then
 	echo "e2e: failed; backend log ($log):" >&2
 	tail -50 "$log" >&2
 fi
-# setsid made the backend a process group leader: end the group (xvfb-run, Xvfb, app).
-kill -- -"$pid" 2>/dev/null || true
+if [[ ${#group[@]} -gt 0 ]]; then
+	kill -- -"$pid" 2>/dev/null || true
+fi
 exit $status
