@@ -4,30 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-)
 
-func storiesForCLI(t *testing.T) string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "..", "shared", "models", "stories260K.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s missing (CI needs ../shared beside the checkout): %v", p, err)
-		}
-		t.Skipf("%s missing: run make test with ../shared present", p)
-	}
-	return p
-}
+	"anechat/internal/testres"
+)
 
 func TestBenchResume(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := Run(context.Background(), []string{"bench", "resume", "--model", storiesForCLI(t), "--prompt-tokens", "128", "--repeat", "1", "--json"}, nil, &out, &errb)
+	code := Run(context.Background(), []string{"bench", "resume", "--model", testres.Stories(t), "--prompt-tokens", "128", "--repeat", "1", "--json"}, nil, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}

@@ -8,38 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"anechat/internal/testres"
 )
 
-// storiesModel returns ../shared/models/stories260K.gguf beside the repo,
-// skipping outside CI when it is missing.
-func storiesModel(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "models", "stories260K.gguf")
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s missing (CI needs ../shared beside the checkout): %v", p, err)
-		}
-		t.Skipf("%s missing: run make test with ../shared present", p)
-	}
-	return p
-}
-
 func TestBenchSpecStories(t *testing.T) {
-	model := storiesModel(t)
+	model := testres.Stories(t)
 	// Token-id prompts (no tokenizer needed): one with a repeated span, where
 	// prompt lookup finds drafts, one without.
 	work := filepath.Join(t.TempDir(), "w.jsonl")

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"anechat/internal/testres"
 )
 
 // smolLM2Path is where build/scripts/fetch-smollm2.sh (run by
@@ -27,14 +29,8 @@ func smolLM2Path(t *testing.T) string {
 			}
 		}
 	}
-	p := filepath.Join(dir, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s missing (build/scripts/deps-smollm2.sh fetches it): %v", p, err)
-		}
-		t.Skipf("%s missing: run build/scripts/fetch-smollm2.sh", p)
-	}
-	return p
+	return testres.Require(t, filepath.Join(dir, "models", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+		"SmolLM2 GGUF", "build/scripts/deps-smollm2.sh fetches it (locally: run build/scripts/fetch-smollm2.sh)")
 }
 
 func runChatWith(t *testing.T, input string, args ...string) string {
@@ -58,7 +54,7 @@ func TestChatSmolLM2(t *testing.T) {
 
 // TestChatStories: the plain template on a story model, /reset and /quit.
 func TestChatStories(t *testing.T) {
-	out := runChatWith(t, "Once upon a time\n/reset\nOnce upon a time\n/quit\nnever read\n", "--model", storiesPath(t), "--max-tokens", "20")
+	out := runChatWith(t, "Once upon a time\n/reset\nOnce upon a time\n/quit\nnever read\n", "--model", testres.Stories(t), "--max-tokens", "20")
 	turns := strings.Split(out, "\n> ")
 	if len(turns) != 5 || !strings.Contains(turns[2], "(conversation reset)") || turns[1] != turns[3] || !strings.Contains(turns[1], "Lily") {
 		t.Fatalf("chat transcript (%d parts):\n%q", len(turns), out)

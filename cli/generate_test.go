@@ -9,24 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-// storiesPath returns ../shared/models/stories260K.gguf, skipping outside CI
-// when it is missing.
-func storiesPath(t *testing.T) string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "..", "shared", "models", "stories260K.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s missing (CI needs ../shared beside the checkout): %v", p, err)
-		}
-		t.Skipf("%s missing: run make test with ../shared present", p)
-	}
-	return p
-}
+	"anechat/internal/testres"
+)
 
 func TestGenerateJSON(t *testing.T) {
 	for _, width := range []string{"1", "4"} {
@@ -36,7 +21,7 @@ func TestGenerateJSON(t *testing.T) {
 
 func testGenerateJSON(t *testing.T, width string) {
 	var out, errb bytes.Buffer
-	args := []string{"generate", "--model", storiesPath(t), "--prompt-ids", "1 403 407 261 378", "--max-tokens", "60", "--json", "--no-cache", "--width", width}
+	args := []string{"generate", "--model", testres.Stories(t), "--prompt-ids", "1 403 407 261 378", "--max-tokens", "60", "--json", "--no-cache", "--width", width}
 	if code := Run(context.Background(), args, nil, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -49,8 +34,8 @@ func testGenerateJSON(t *testing.T, width string) {
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	want := []int32{432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337, 410, 408, 419, 292, 411, 322, 265, 282, 295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426, 338, 391, 266, 267, 337, 335, 312, 432, 398, 312, 286, 267, 414, 270, 333, 415, 426, 13, 438, 310}
-	if !slices.Equal(got.IDs, want) || !slices.Equal(got.PromptIDs, []int32{1, 403, 407, 261, 378}) || got.Text == nil {
+	want := testres.StoriesGreedy()
+	if !slices.Equal(got.IDs, want) || !slices.Equal(got.PromptIDs, testres.StoriesPrompt()) || got.Text == nil {
 		t.Fatalf("output %s", out.String())
 	}
 	for _, k := range []string{"target_calls", "drafted", "accepted", "prefill_tokens", "resumed_tokens", "ttft_ms", "decode_tok_s"} {
@@ -79,7 +64,7 @@ func TestGenerateErrors(t *testing.T) {
 // TestGenerateText: --prompt with --raw goes through the GGUF tokenizer.
 func TestGenerateText(t *testing.T) {
 	var out, errb bytes.Buffer
-	args := []string{"generate", "--model", storiesPath(t), "--prompt", "Once upon a time", "--raw", "--max-tokens", "60", "--json", "--no-cache"}
+	args := []string{"generate", "--model", testres.Stories(t), "--prompt", "Once upon a time", "--raw", "--max-tokens", "60", "--json", "--no-cache"}
 	if code := Run(context.Background(), args, nil, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -91,7 +76,7 @@ func TestGenerateText(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.\nLily"
-	if !slices.Equal(got.PromptIDs, []int32{1, 403, 407, 261, 378}) || got.Text != want {
+	if !slices.Equal(got.PromptIDs, testres.StoriesPrompt()) || got.Text != want {
 		t.Fatalf("prompt %v text %q", got.PromptIDs, got.Text)
 	}
 }

@@ -8,13 +8,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"anechat/internal/testres"
 )
 
 // TestGenerateResume runs `anechat generate` twice with the same long prompt
 // and a data dir: the second run resumes the stored prefix and prints the
 // same ids; --no-cache prefills everything.
 func TestGenerateResume(t *testing.T) {
-	model := storiesForCLI(t)
+	model := testres.Stories(t)
 	home := t.TempDir()
 	prompt := make([]string, 150)
 	for i := range prompt {
@@ -56,7 +58,7 @@ func TestGenerateResume(t *testing.T) {
 // TestSnapshotMeta: snapshots of --prompt-ids, --raw and chat prompts are
 // bound apart, and to the tokenizer and template of the model.
 func TestSnapshotMeta(t *testing.T) {
-	m, err := openModel(storiesForCLI(t))
+	m, err := openModel(testres.Stories(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func TestSnapshotMeta(t *testing.T) {
 // with the same ids and text, and a snapshot made from ids does not serve it
 // (another binding).
 func TestGenerateResumeText(t *testing.T) {
-	model := storiesForCLI(t)
+	model := testres.Stories(t)
 	home := t.TempDir()
 	text := strings.Repeat("Once upon a time, there was a little girl named Lily. She loved to play outside. ", 4)
 	run := func(args ...string) generateJSON {

@@ -14,6 +14,7 @@ import (
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
+	"anechat/internal/testres"
 )
 
 // memStore is a SnapshotStore over a map, matching prefixes by block hashes
@@ -90,24 +91,7 @@ func gemma4Fixture(t testing.TB) model.Backend {
 
 func storiesModel(t testing.TB) *cpu.Llama {
 	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = filepath.Dir(dir)
-	}
-	p := filepath.Join(dir, "..", "shared", "models", "stories260K.gguf")
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s missing (CI needs ../shared beside the checkout): %v", p, err)
-		}
-		t.Skipf("%s missing: run make test with ../shared present", p)
-	}
-	f, err := gguf.Open(p)
+	f, err := gguf.Open(testres.Stories(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,61 +7,24 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"anechat/engine/cpu"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
+	"anechat/internal/testres"
 )
-
-// sharedModel returns the path of a model in ../shared/models, skipping the
-// test outside CI when it is missing.
-func sharedModel(t testing.TB, name string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "models", name)
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s missing (CI needs ../shared beside the checkout): %v", p, err)
-		}
-		t.Skipf("%s missing: run make test with ../shared present", p)
-	}
-	return p
-}
-
-func ids(s string) []int32 {
-	var out []int32
-	for _, f := range strings.Fields(s) {
-		n, _ := strconv.Atoi(f)
-		out = append(out, int32(n))
-	}
-	return out
-}
 
 // Reference from models/README.md (llama2.c run.c, greedy).
 var (
-	storiesPrompt = ids("1 403 407 261 378")
-	storiesWant   = ids("432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 419 292 411 322 265 282 295 433 426 385 328 432 358 394 261 370 432 352 266 268 388 426 338 391 266 267 337 335 312 432 398 312 286 267 414 270 333 415 426 13 438 310")
+	storiesPrompt = testres.StoriesPrompt()
+	storiesWant   = testres.StoriesGreedy()
 )
 
 func openStories(t testing.TB) model.Backend {
 	t.Helper()
-	b, err := OpenBackend(sharedModel(t, "stories260K.gguf"))
+	b, err := OpenBackend(testres.Stories(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +231,7 @@ func TestOpenBackendErrors(t *testing.T) {
 	if _, err := OpenBackend(p); err == nil || !strings.Contains(err.Error(), `"mamba"`) {
 		t.Errorf("unknown arch: %v", err)
 	}
-	data, _ := os.ReadFile(sharedModel(t, "stories260K.gguf"))
+	data, _ := os.ReadFile(testres.Stories(t))
 	trunc := filepath.Join(dir, "trunc.gguf")
 	os.WriteFile(trunc, data[:len(data)/2], 0o644)
 	if _, err := OpenBackend(trunc); err == nil || !strings.Contains(err.Error(), "trunc.gguf") || !strings.Contains(err.Error(), "tensor") {
@@ -280,7 +243,7 @@ func TestOpenBackendErrors(t *testing.T) {
 // "Once upon a time" is the reference ids and the streamed text is the
 // reference text.
 func TestOpenStoriesText(t *testing.T) {
-	b, tok, err := Open(sharedModel(t, "stories260K.gguf"))
+	b, tok, err := Open(testres.Stories(t))
 	if err != nil {
 		t.Fatal(err)
 	}

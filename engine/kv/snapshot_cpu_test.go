@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -12,38 +11,11 @@ import (
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
+	"anechat/internal/testres"
 )
 
-// storiesPath returns ../shared/models/stories260K.gguf, skipping outside CI
-// when it is missing.
-func storiesPath(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "models", "stories260K.gguf")
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s missing (CI needs ../shared beside the checkout): %v", p, err)
-		}
-		t.Skipf("%s missing: run make test with ../shared present", p)
-	}
-	return p
-}
-
 func loadStories(t testing.TB) *cpu.Llama {
-	f, err := gguf.Open(storiesPath(t))
+	f, err := gguf.Open(testres.Stories(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package spec_test
 import (
 	"context"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -14,35 +13,8 @@ import (
 	"anechat/engine/sample"
 	"anechat/engine/spec"
 	"anechat/engine/tokenizer"
+	"anechat/internal/testres"
 )
-
-// sharedModel returns ../shared/models/NAME beside the repo root, skipping
-// outside CI when it is missing.
-func sharedModel(t testing.TB, name string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "models", name)
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s missing (CI needs ../shared beside the checkout): %v", p, err)
-		}
-		t.Skipf("%s missing: run make test with ../shared present", p)
-	}
-	return p
-}
 
 // generate runs one request on a fresh cache: the history but its last
 // token is prefilled in one batched call, then the decoder continues.
@@ -105,7 +77,7 @@ type testModel struct {
 
 func openStories(t *testing.T) testModel {
 	t.Helper()
-	m, err := cpu.OpenLlama(sharedModel(t, "stories260K.gguf"), cpu.NewPool(1))
+	m, err := cpu.OpenLlama(testres.Stories(t), cpu.NewPool(1))
 	if err != nil {
 		t.Fatal(err)
 	}

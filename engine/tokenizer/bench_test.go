@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"anechat/internal/testres"
 )
 
 // englishText is about 1 MB of real English prose: the comments of the Go
@@ -43,7 +45,7 @@ func englishText(b *testing.B) string {
 
 // BenchmarkLoadGemma loads the 33 MB Gemma 3 tokenizer.json.
 func BenchmarkLoadGemma(b *testing.B) {
-	path := gemmaPath(b)
+	path := testres.Gemma3Tokenizer(b)
 	b.ReportAllocs()
 	cpu0 := cpuTime()
 	for b.Loop() {
@@ -68,7 +70,7 @@ func cpuTime() int64 {
 // BenchmarkResidentAfterLoad reports the heap and the process's resident
 // memory with one Gemma tokenizer loaded (after a GC).
 func BenchmarkResidentAfterLoad(b *testing.B) {
-	path := gemmaPath(b)
+	path := testres.Gemma3Tokenizer(b)
 	var tok *Tokenizer
 	for b.Loop() {
 		var err error

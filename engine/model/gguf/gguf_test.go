@@ -9,38 +9,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"anechat/internal/testres"
 )
 
-// sharedModel returns the path of a model in ../shared/models, skipping the
-// test outside CI when it is missing.
-func sharedModel(t testing.TB, name string) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "models", name)
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s missing (CI needs ../shared beside the checkout): %v", p, err)
-		}
-		t.Skipf("%s missing: run make test with ../shared present", p)
-	}
-	return p
-}
-
 func TestStories260K(t *testing.T) {
-	f, err := Open(sharedModel(t, "stories260K.gguf"))
+	f, err := Open(testres.Stories(t))
 	if err != nil {
 		t.Fatal(err)
 	}
