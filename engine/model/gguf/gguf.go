@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+
+	"anechat/engine/model/mmap"
 )
 
 // Magic is the first four bytes of every GGUF file.
@@ -90,7 +92,7 @@ type File struct {
 // Open memory-maps the GGUF file at path and parses its header. On systems
 // without mmap support the file is read into memory instead.
 func Open(path string) (*File, error) {
-	data, release, err := mapFile(path)
+	data, release, err := mmap.Map(path)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: open %s: %w", path, err)
 	}

@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"anechat/engine/model/mmap"
 )
 
 // Open memory-maps the .safetensors file at path and parses its header. On
 // systems without mmap the file is read into memory instead.
 func Open(path string) (*File, error) {
-	data, unmap, err := mapFile(path)
+	data, unmap, err := mmap.Map(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: open %s: %w", path, err)
 	}

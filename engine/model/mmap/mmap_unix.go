@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd
 
-package gguf
+package mmap
 
 import (
 	"fmt"
@@ -9,8 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapFile maps path read-only. An empty file maps to an empty slice.
-func mapFile(path string) ([]byte, func() error, error) {
+// Map maps the file at path read-only and returns its bytes and the function
+// that unmaps them. An empty file maps to an empty slice. The bytes must not
+// be written to, nor used after release.
+func Map(path string) (data []byte, release func() error, err error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
@@ -30,7 +32,7 @@ func mapFile(path string) ([]byte, func() error, error) {
 	if size != int64(int(size)) {
 		return nil, nil, fmt.Errorf("file of %d bytes is too large to map", size)
 	}
-	data, err := unix.Mmap(int(fh.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	data, err = unix.Mmap(int(fh.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mmap: %w", err)
 	}
