@@ -288,14 +288,20 @@ func (d *Decoder) Run(ctx context.Context, t Target, req Request, emit func(Toke
 			}
 			break
 		}
-		if nd > 0 {
+		// count adds this call's drafts to the stats; kept is how many
+		// accepted drafts were emitted (a run that goes through a stop
+		// token keeps only the drafts before it).
+		count := func(kept int) {
+			if nd == 0 {
+				return
+			}
 			st.Wide++
 			st.Drafted += nd
-			st.Accepted += accepted
+			st.Accepted += kept
 			name := d.Sources[chosen].Name()
 			ss := st.Sources[name]
 			ss.Drafted += nd
-			ss.Accepted += accepted
+			ss.Accepted += kept
 			st.Sources[name] = ss
 		}
 		for i, p := range props {
@@ -306,7 +312,7 @@ func (d *Decoder) Run(ctx context.Context, t Target, req Request, emit func(Toke
 		// tokens[0..r-1] are committed, where the r-th produced token is
 		// the new pending one: the KV then holds the sequence but its
 		// last token.
-		r := 0
+		r, kept := 0, 0
 		stopped := ""
 		for i, y := range produced {
 			r = i + 1
@@ -316,7 +322,11 @@ func (d *Decoder) Run(ctx context.Context, t Target, req Request, emit func(Toke
 				break
 			}
 			appendAll(y)
+			if i < accepted {
+				kept++
+			}
 			if err = emitTok(y, i < accepted); err != nil {
+				count(kept)
 				if cerr := t.Commit(r); cerr != nil {
 					return st, errors.Join(err, cerr)
 				}
@@ -328,6 +338,7 @@ func (d *Decoder) Run(ctx context.Context, t Target, req Request, emit func(Toke
 				break
 			}
 		}
+		count(kept)
 		if err := t.Commit(r); err != nil {
 			return st, fmt.Errorf("spec: commit %d rows: %w", r, err)
 		}
