@@ -1,23 +1,20 @@
 package kvindex
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"anechat/engine"
 	"anechat/engine/kv"
+	"anechat/internal/crashtest"
 	"anechat/storage"
 )
 
@@ -101,7 +98,7 @@ func TestSnapshotWriterHelper(t *testing.T) {
 		if _, err := r.Save(ctx, key, ids, c); err != nil {
 			t.Fatal(err)
 		}
-		fmt.Println("saved")
+		crashtest.Progress()
 	}
 }
 
@@ -114,17 +111,12 @@ func TestSnapshotWriterKilled(t *testing.T) {
 	if os.Getenv(killHomeEnv) != "" {
 		t.Skip("inside the helper")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	home := t.TempDir()
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
 	rowsChecked, leftovers := 0, 0
 	for run := 0; run < 50; run++ {
-		cmd := exec.Command(exe, "-test.run=^TestSnapshotWriterHelper$", "-test.count=1")
-		cmd.Env = append(os.Environ(), killHomeEnv+"="+home)
+		cmd := crashtest.Command(t, "TestSnapshotWriterHelper", killHomeEnv+"="+home)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		// Kill after 0-3 completed saves plus up to a few ms: during
@@ -136,7 +128,7 @@ func TestSnapshotWriterKilled(t *testing.T) {
 		if saves == 0 {
 			delay *= 10
 		}
-		killAfter(t, cmd, saves, delay)
+		crashtest.KillAfter(t, cmd, saves, delay)
 		if err := cmd.Wait(); err == nil {
 			t.Fatalf("run %d: helper exited by itself: %s", run, stderr.String())
 		}
@@ -297,49 +289,5 @@ func TestSnapshotIndex(t *testing.T) {
 	}
 	if err := x.Forget(ctx, "/elsewhere/x.kv"); err == nil {
 		t.Error("Forget of a file outside kv/ accepted")
-	}
-}
-
-// killAfter starts cmd and SIGKILLs it after it has reported saves completed
-// saves (a line "saved" each on its stdout) and a further delay: the kill
-// lands anywhere from start-up to the middle of a later save, whatever the
-// machine's speed.
-func killAfter(t *testing.T, cmd *exec.Cmd, saves int, delay time.Duration) {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	cmd.Stdout = w
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	saved := make(chan struct{}, 1<<10)
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			if sc.Text() == "saved" {
-				saved <- struct{}{}
-			}
-		}
-		close(saved)
-	}()
-	deadline := time.After(30 * time.Second)
-	for range saves {
-		select {
-		case _, ok := <-saved:
-			if !ok {
-				t.Fatal("helper ended before it was killed")
-			}
-		case <-deadline:
-			cmd.Process.Kill()
-			t.Fatal("helper made no progress in 30 s")
-		}
-	}
-	time.Sleep(delay)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -1,17 +1,16 @@
 package kv
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"anechat/internal/crashtest"
 )
 
 const killDirEnv = "ANECHAT_KV_KILL_DIR"
@@ -47,7 +46,7 @@ func TestKilledWriterHelper(t *testing.T) {
 			os.Remove(prev)
 		}
 		prev = path
-		fmt.Println("saved")
+		crashtest.Progress()
 	}
 }
 
@@ -58,17 +57,12 @@ func TestKilledWriter(t *testing.T) {
 	if os.Getenv(killDirEnv) != "" {
 		t.Skip("inside the helper")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	dir := t.TempDir()
 	geo := killGeometry()
 	complete, temps := 0, 0
 	for run := 0; run < 50; run++ {
-		cmd := exec.Command(exe, "-test.run=^TestKilledWriterHelper$", "-test.count=1")
-		cmd.Env = append(os.Environ(), killDirEnv+"="+dir)
+		cmd := crashtest.Command(t, "TestKilledWriterHelper", killDirEnv+"="+dir)
 		// Kill after 0-2 completed saves plus up to a few ms: before the
 		// first write, inside a write, between write and delete.
 		saves := rng.IntN(3)
@@ -76,7 +70,7 @@ func TestKilledWriter(t *testing.T) {
 		if saves == 0 {
 			delay *= 10
 		}
-		killAfter(t, cmd, saves, delay)
+		crashtest.KillAfter(t, cmd, saves, delay)
 		err := cmd.Wait()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.Success() {
 			t.Fatalf("run %d: helper ended with %v, want killed", run, err)
@@ -109,49 +103,5 @@ func TestKilledWriter(t *testing.T) {
 	t.Logf("50 kills: %d complete snapshots checked, %d temporary files left by a kill", complete, temps)
 	if complete == 0 {
 		t.Error("no kill happened after a complete write: the test checks nothing")
-	}
-}
-
-// killAfter starts cmd and SIGKILLs it after it has reported saves completed
-// saves (a line "saved" each on its stdout) and a further delay: the kill
-// lands anywhere from start-up to the middle of a later save, whatever the
-// machine's speed.
-func killAfter(t *testing.T, cmd *exec.Cmd, saves int, delay time.Duration) {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	cmd.Stdout = w
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	saved := make(chan struct{}, 1<<10)
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			if sc.Text() == "saved" {
-				saved <- struct{}{}
-			}
-		}
-		close(saved)
-	}()
-	deadline := time.After(30 * time.Second)
-	for range saves {
-		select {
-		case _, ok := <-saved:
-			if !ok {
-				t.Fatal("helper ended before it was killed")
-			}
-		case <-deadline:
-			cmd.Process.Kill()
-			t.Fatal("helper made no progress in 30 s")
-		}
-	}
-	time.Sleep(delay)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
 	}
 }

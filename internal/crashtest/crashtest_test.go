@@ -1,0 +1,40 @@
+package crashtest
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const helperEnv = "ANECHAT_CRASHTEST_HELPER"
+
+// TestLoopHelper is the subprocess of TestKillAfter: it reports steps until
+// it is killed.
+func TestLoopHelper(t *testing.T) {
+	if os.Getenv(helperEnv) == "" {
+		t.Skip("helper process of TestKillAfter; runs only as its subprocess")
+	}
+	for {
+		Progress()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestKillAfter(t *testing.T) {
+	if os.Getenv(helperEnv) != "" {
+		t.Skip("inside the helper")
+	}
+	cmd := Command(t, "TestLoopHelper", helperEnv+"=1")
+	KillAfter(t, cmd, 3, time.Millisecond)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("helper ended with %v, want killed", err)
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && (!ws.Signaled() || ws.Signal() != syscall.SIGKILL) {
+		t.Errorf("helper status %v, want killed by SIGKILL", ws)
+	}
+}
