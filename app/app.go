@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"anechat/kvindex"
 	"anechat/storage"
 )
 
@@ -102,6 +103,15 @@ func (a *App) Startup(ctx context.Context, emit Emitter) {
 		c.log.Error("database unusable", "err", err)
 		return
 	}
+	if u, ok := c.opts.Generator.(SnapshotUser); ok {
+		x, err := kvindex.New(ctx, s, storage.KVPath(dir), c.log)
+		if err != nil { // kvindex.New closed the database
+			c.openErr = fmt.Errorf("app: KV snapshot index: %w", err)
+			c.log.Error("kv snapshot index unusable", "err", err)
+			return
+		}
+		u.UseSnapshots(x)
+	}
 	c.store = s
 	c.log.Info("storage open", "path", s.Path(), "schema", s.SchemaVersion())
 }
@@ -117,6 +127,9 @@ func (a *App) Shutdown() {
 		cancel()
 	}
 	a.Chat.wait()
+	if u, ok := c.opts.Generator.(SnapshotUser); ok {
+		u.UseSnapshots(nil) // its index lives on the database closed below
+	}
 	if s != nil {
 		if err := s.Close(); err != nil {
 			c.log.Error("close database", "err", err)

@@ -422,14 +422,18 @@ func (ch *Chat) start(c storage.Conversation, question func(context.Context) (st
 	ch.wg.Add(1)
 	go func() {
 		defer ch.wg.Done()
-		defer finish()
-		ch.generate(ctx, d, req, u)
+		name, data := ch.generate(ctx, d, req, u)
+		// The stream is gone before the window hears it ended, so a Send
+		// right after the event is never refused as busy.
+		finish()
+		ch.c.send(name, data)
 	}()
 	return Turn{ConversationID: c.ID, User: u}, nil
 }
 
-// generate runs the model, streams its text and stores the reply.
-func (ch *Chat) generate(ctx context.Context, d *storage.DB, req GenerateRequest, u storage.Message) {
+// generate runs the model, streams its text and stores the reply. It returns
+// the stream's final event (EventDone or EventError) for the caller to send.
+func (ch *Chat) generate(ctx context.Context, d *storage.DB, req GenerateRequest, u storage.Message) (string, any) {
 	var text strings.Builder
 	seq := 0
 	stats, err := ch.gen.Generate(ctx, req, func(piece string) error {
@@ -442,8 +446,7 @@ func (ch *Chat) generate(ctx context.Context, d *storage.DB, req GenerateRequest
 	cancelled := errors.Is(err, context.Canceled) && ctx.Err() != nil
 	if err != nil && !cancelled {
 		ch.c.log.Error("generate", "conversation", u.ConversationID, "err", err)
-		ch.c.send(EventError, ErrorEvent{ConversationID: u.ConversationID, ParentID: u.ID, Error: err.Error()})
-		return
+		return EventError, ErrorEvent{ConversationID: u.ConversationID, ParentID: u.ID, Error: err.Error()}
 	}
 	if cancelled {
 		stats.Stopped = "cancelled"
@@ -456,12 +459,11 @@ func (ch *Chat) generate(ctx context.Context, d *storage.DB, req GenerateRequest
 			ParentID: u.ID, Role: storage.RoleAssistant, Content: text.String(), Stats: raw})
 		if err != nil {
 			ch.c.log.Error("store reply", "conversation", u.ConversationID, "err", err)
-			ch.c.send(EventError, ErrorEvent{ConversationID: u.ConversationID, ParentID: u.ID, Error: err.Error()})
-			return
+			return EventError, ErrorEvent{ConversationID: u.ConversationID, ParentID: u.ID, Error: err.Error()}
 		}
 		done.Message = &m
 	}
-	ch.c.send(EventDone, done)
+	return EventDone, done
 }
 
 // wait blocks until every running generation has ended.

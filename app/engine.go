@@ -5,25 +5,43 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"sync"
 
 	"anechat/engine"
 	"anechat/engine/chat"
+	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/tokenizer"
+	"anechat/kvindex"
 )
 
 // EngineGenerator is the Generator over anechat's engine: it loads the
 // requested model (one at a time, kept loaded between replies), renders the
 // conversation with the model's chat template and decodes with speculation
 // at the requested width. Its session keeps the KV of the last conversation,
-// so the next turn of that conversation only prefills the new messages.
+// so the next turn of that conversation only prefills the new messages; with
+// a snapshot store (UseSnapshots) it also saves each conversation's KV to disk
+// after a reply and resumes from the longest stored prefix, so a conversation
+// continues without re-running its history even after a restart.
 type EngineGenerator struct {
 	log *slog.Logger
 
 	mu     sync.Mutex // one reply at a time: a Session is not concurrent
 	loaded *loadedModel
+	store  engine.SnapshotStore // nil: no KV snapshots
+}
+
+// SnapshotUser is a Generator that can persist KV snapshots; App.Startup
+// hands it the data directory's snapshot index.
+type SnapshotUser interface {
+	UseSnapshots(engine.SnapshotStore)
+}
+
+// UseSnapshots sets the KV snapshot store (nil turns snapshots off).
+func (g *EngineGenerator) UseSnapshots(s engine.SnapshotStore) {
+	g.mu.Lock()
+	g.store = s
+	g.mu.Unlock()
 }
 
 // loadedModel is the open model and the session running it.
@@ -71,14 +89,16 @@ func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emi
 	if err != nil {
 		return GenerateStats{}, fmt.Errorf("engine: render the conversation with template %s: %w", m.tmpl.Name(), err)
 	}
-	// Continue the session when it already holds a prefix of this prompt
-	// (the next turn of the same conversation); otherwise start over.
-	have := m.session.Tokens()
-	if len(have) > len(ids) || !slices.Equal(have, ids[:len(have)]) {
-		m.session.Reset()
-		have = nil
+	// Resumer.Prefill continues the session when it holds a prefix of this
+	// prompt (the next turn of the same conversation), else restores the
+	// longest stored snapshot, and prefills the rest in batched calls. A nil
+	// Resumer (no store) does the in-memory part only.
+	var r *engine.Resumer
+	if g.store != nil {
+		r = &engine.Resumer{Store: g.store, Log: g.log, Meta: kv.Meta{Model: m.backend.Config().Fingerprint,
+			Tokenizer: m.tok.Fingerprint(), Template: "chat:" + m.tmpl.Hash()}}
 	}
-	if err := m.session.Prefill(ctx, ids[len(have):], nil); err != nil {
+	if err := r.Prefill(ctx, m.session, ids, nil); err != nil {
 		m.session.Reset() // a cancelled prefill leaves the sequence half-fed
 		return GenerateStats{}, err
 	}
@@ -96,8 +116,15 @@ func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emi
 		// The reply is cut short: the stored text will not match the
 		// session's tokens, so the next turn starts over.
 		m.session.Reset()
+		return out, err
 	}
-	return out, err
+	if req.ConversationID != 0 {
+		// A failed save only costs a prefill next time: log it, keep the reply.
+		if _, serr := r.SaveSession(context.WithoutCancel(ctx), kvindex.ConversationKey(req.ConversationID), m.session); serr != nil {
+			g.log.Warn("kv snapshot not saved", "conversation", req.ConversationID, "err", serr)
+		}
+	}
+	return out, nil
 }
 
 // load returns the model at path, loading it (and unloading another) first.

@@ -123,3 +123,61 @@ func TestChatWithTheEngineStoresARealReply(t *testing.T) {
 		t.Fatalf("done %+v, streamed %q", done, streamed)
 	}
 }
+
+func TestChatResumesAConversationFromItsKVSnapshotAfterARestart(t *testing.T) {
+	path := stories260K(t)
+	dir := t.TempDir()
+	long := strings.Repeat("Lily went to the park with her mom and they played with a big red ball. ", 8)
+	run := func(prep func(a *App, c int64)) (storage.Conversation, DoneEvent) {
+		t.Helper()
+		g := NewEngineGenerator(nil)
+		defer g.Close()
+		a := New(Options{DataDir: dir, Generator: g})
+		rec := newRecorder()
+		a.Startup(t.Context(), rec)
+		defer a.Shutdown()
+		cs, err := a.Chat.ListConversations()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c storage.Conversation
+		if len(cs) == 0 {
+			m, err := a.Models.Register(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Settings.Update(Preferences{SpeculationWidth: 4, KVQuotaBytes: 1 << 30, DefaultModelID: m.ID, MaxTokens: 8}); err != nil {
+				t.Fatal(err)
+			}
+			if c, err = a.Chat.CreateConversation(NewConversation{}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			c = cs[0]
+		}
+		prep(a, c.ID)
+		return c, rec.waitFor(t, EventDone).(DoneEvent)
+	}
+	_, first := run(func(a *App, id int64) {
+		if _, err := a.Chat.Send(id, long); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if first.Stats.ResumedTokens != 0 || first.Stats.PrefillTokens < 64 {
+		t.Fatalf("first turn %+v: want a full prefill of more than one block", first.Stats)
+	}
+	ents, err := os.ReadDir(storage.KVPath(dir))
+	if err != nil || len(ents) == 0 {
+		t.Fatalf("no KV snapshot file in %s after the first reply (%v)", storage.KVPath(dir), err)
+	}
+	// A new App and a new engine on the same data dir: the follow-up resumes
+	// the stored prefix instead of prefilling the whole history again.
+	_, second := run(func(a *App, id int64) {
+		if _, err := a.Chat.Send(id, "The end."); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if second.Message == nil || second.Stats.ResumedTokens < 64 || second.Stats.PrefillTokens >= first.Stats.PrefillTokens {
+		t.Fatalf("second turn after restart %+v (first %+v): want most of the history resumed", second.Stats, first.Stats)
+	}
+}
