@@ -108,3 +108,28 @@ func TestSettingsBadStoredValueNamesKeyAndResetFixesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzWidthJSON: any input either fails to decode or decodes to a width in
+// range that encodes back to the canonical form and decodes to itself.
+func FuzzWidthJSON(f *testing.F) {
+	for _, s := range []string{`"auto"`, `1`, `8`, `0`, `9`, `"4"`, `4.0`, ` 4 `, `null`, `[]`, `"\u0061uto"`, `1e0`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var w Width
+		if err := w.UnmarshalJSON(b); err != nil {
+			return
+		}
+		if w < 0 || w > MaxWidth {
+			t.Fatalf("%q decoded to out-of-range width %d", b, w)
+		}
+		out, err := json.Marshal(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Width
+		if err := json.Unmarshal(out, &back); err != nil || back != w {
+			t.Fatalf("%q -> %d -> %s -> %d, %v", b, w, out, back, err)
+		}
+	})
+}
