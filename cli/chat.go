@@ -26,20 +26,19 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
+	if err := g.validate(); err != nil {
+		return badFlag(env, "chat", err)
+	}
 	m, err := openModel(*g.model)
 	if err != nil {
-		return err
+		return modelError(*g.model, err)
 	}
 	defer m.Close()
 	codec, ok := m.codec.(chatCodec)
 	if !ok {
 		return errors.New("chat needs a tokenizer and chat template for the model")
 	}
-	opts := engine.SessionOptions{Text: m.textStream()}
-	if *g.width != 1 {
-		opts.Decoder = engine.NewSpecDecoder(nil, nil)
-	}
-	s, err := engine.NewSession(m.backend, opts)
+	s, err := engine.NewSession(m.backend, engine.SessionOptions{Text: m.textStream(), Decoder: g.decoder()})
 	if err != nil {
 		return err
 	}
@@ -78,6 +77,12 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 		stop()
 		if errors.Is(err, context.Canceled) && ctx.Err() == nil {
 			fmt.Fprintln(env.Stdout, "\n(stopped)")
+			continue
+		}
+		if errors.Is(err, engine.ErrContextFull) {
+			// The conversation outgrew the context: say so and keep the
+			// chat open; the message was not added.
+			fmt.Fprintf(env.Stdout, "(the conversation no longer fits in the model's context of %d tokens: /reset to start over)\n", m.backend.Config().ContextLen)
 			continue
 		}
 		if err != nil {
@@ -126,6 +131,9 @@ func (c *chatLoop) turn(ctx context.Context, user string) error {
 		return err
 	}
 	fmt.Fprintln(c.env.Stdout)
+	if st.Stopped == "context" {
+		fmt.Fprintf(c.env.Stdout, "(the answer reached the end of the model's context: /reset to start over)\n")
+	}
 	if c.stats {
 		fmt.Fprintf(c.env.Stderr, "[%d prompt tokens, %d generated (%s), %d calls, %d/%d drafts accepted, ttft %.1f ms, %.1f tok/s]\n",
 			st.PrefillTokens, st.Tokens, st.Stopped, st.TargetCalls, st.Accepted, st.Drafted, st.TTFTms, st.DecodeTokS)

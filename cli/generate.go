@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -14,6 +16,8 @@ import (
 	"anechat/engine"
 	"anechat/engine/chat"
 	"anechat/engine/model"
+	"anechat/engine/model/gguf"
+	"anechat/engine/spec"
 )
 
 // generateJSON is the --json output of generate (issue 4).
@@ -56,14 +60,55 @@ func addGenFlags(fs interface {
 	return genFlags{
 		model:       fs.String("model", "", "model file (.gguf) or directory (safetensors)"),
 		maxTokens:   fs.Int("max-tokens", defMax, "most tokens to generate (0 = until a stop token or the context ends)"),
-		width:       fs.Int("width", 1, "speculation width: 1 = off, 2..8, 0 = auto"),
+		width:       fs.Int("width", spec.DefaultWidth, "speculation width K: 1 = off, 2..8 = up to K-1 drafted tokens checked per model call, 0 = auto (output identical at every width)"),
 		temperature: fs.Float64("temperature", 0, "sampling temperature (0 = greedy)"),
-		seed:        fs.Uint64("seed", 0, "random seed for sampling"),
+		seed:        fs.Uint64("seed", 0, "random seed for sampling (same seed, same output at every width)"),
 	}
+}
+
+// validate checks the flags' values before the model is loaded, naming the
+// flag and what it accepts.
+func (g genFlags) validate() error {
+	switch {
+	case *g.width < 0 || *g.width > spec.MaxWidth:
+		return fmt.Errorf("--width %d: want 1 (speculation off), 2..%d, or 0 (auto)", *g.width, spec.MaxWidth)
+	case *g.maxTokens < 0:
+		return fmt.Errorf("--max-tokens %d: want a positive number, or 0 for no limit (until a stop token or the end of the context)", *g.maxTokens)
+	case math.IsNaN(*g.temperature) || math.IsInf(*g.temperature, 0) || *g.temperature < 0:
+		return fmt.Errorf("--temperature %v: want 0 (greedy) or a positive number", *g.temperature)
+	}
+	return nil
+}
+
+// decoder is the Session decoder for --width: plain decoding at 1, else the
+// speculative verify loop (lossless: the same ids as width 1).
+func (g genFlags) decoder() engine.Decoder {
+	if *g.width == 1 {
+		return nil
+	}
+	return engine.NewSpecDecoder(nil, nil)
 }
 
 func (g genFlags) options() engine.GenerateOptions {
 	return engine.GenerateOptions{MaxTokens: *g.maxTokens, Width: *g.width, Temperature: *g.temperature, Seed: *g.seed}
+}
+
+// badFlag reports a flag value that validate rejected: the message, then the
+// usage's exit code.
+func badFlag(env *Env, cmd string, err error) error {
+	fmt.Fprintf(env.Stderr, "anechat %s: %v\n", cmd, err)
+	return errUsage
+}
+
+// modelError adds what to do to an error opening --model.
+func modelError(path string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w (check the path given to --model)", err)
+	case errors.Is(err, gguf.ErrFormat):
+		return fmt.Errorf("%w (%s is damaged or not a GGUF model: fetch it again)", err, path)
+	}
+	return err
 }
 
 // interruptible returns a context cancelled by Ctrl-C.
@@ -104,26 +149,38 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
+	if err := g.validate(); err != nil {
+		return badFlag(env, "generate", err)
+	}
+	var ids []int32
+	if *promptIDs != "" {
+		var err error
+		if ids, err = parseIDs(*promptIDs); err != nil {
+			return badFlag(env, "generate", err)
+		}
+	}
 	ctx, stop := interruptible(ctx)
 	defer stop()
 	m, err := openModel(*g.model)
 	if err != nil {
-		return err
+		return modelError(*g.model, err)
 	}
 	defer m.Close()
-	var ids []int32
-	if *promptIDs != "" {
-		if ids, err = parseIDs(*promptIDs); err != nil {
+	if *promptIDs == "" {
+		if ids, err = m.promptIDs(*prompt, *raw); err != nil {
 			return err
 		}
-	} else if ids, err = m.promptIDs(*prompt, *raw); err != nil {
-		return err
 	}
-	sopts := engine.SessionOptions{Text: m.textStream()}
-	if *g.width != 1 {
-		sopts.Decoder = engine.NewSpecDecoder(nil, nil) // lossless: same ids as width 1
+	cfg := m.backend.Config()
+	for _, id := range ids {
+		if id < 0 || int(id) >= cfg.VocabSize {
+			return fmt.Errorf("--prompt-ids: token id %d is outside the model's vocabulary 0..%d", id, cfg.VocabSize-1)
+		}
 	}
-	s, err := engine.NewSession(m.backend, sopts)
+	if len(ids) > cfg.ContextLen {
+		return fmt.Errorf("the prompt is %d tokens, more than the model's context of %d: shorten it", len(ids), cfg.ContextLen)
+	}
+	s, err := engine.NewSession(m.backend, engine.SessionOptions{Text: m.textStream(), Decoder: g.decoder()})
 	if err != nil {
 		return err
 	}

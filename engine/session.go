@@ -23,6 +23,11 @@ const DefaultMaxBatch = 64
 // MaxWidth is the widest decode call (the pending token plus 7 drafts).
 const MaxWidth = 8
 
+// ErrContextFull is returned (wrapped) by Prefill when the sequence would
+// no longer fit in the model's context: the caller starts a new sequence
+// (Reset) or a shorter one.
+var ErrContextFull = errors.New("the sequence does not fit in the model's context")
+
 // Token is one generated token as Generate emits it.
 type Token struct {
 	// ID is the token id. A final event with ID -1 carries only text the
@@ -180,7 +185,7 @@ func (s *Session) Prefill(ctx context.Context, ids []int32, progress func(done, 
 		}
 	}
 	if len(s.tokens)+len(ids) > s.cfg.ContextLen {
-		return fmt.Errorf("engine: prefill: %d tokens exceed the context length %d", len(s.tokens)+len(ids), s.cfg.ContextLen)
+		return fmt.Errorf("engine: prefill: %d tokens exceed the context length %d: %w", len(s.tokens)+len(ids), s.cfg.ContextLen, ErrContextFull)
 	}
 	s.tokens = append(s.tokens, ids...)
 	if len(ids) > 0 {
@@ -239,7 +244,6 @@ func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(
 	if len(s.tokens) == 0 {
 		return st, errors.New("engine: generate: empty sequence (prefill a prompt first)")
 	}
-	began := s.prefillStart
 	// Finish any prefill left undone (cancelled, or tokens added without a
 	// call). The last token of a previous generation is instead fed as the
 	// first token of the first decode call, where drafts can join it.
@@ -250,6 +254,9 @@ func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(
 	if err := s.feed(ctx, end, nil); err != nil {
 		return st, err
 	}
+	// TTFT counts from the start of the prefill, including one just
+	// finished by feed.
+	began := s.prefillStart
 	if s.cache.Len() == len(s.tokens) && s.logits == nil {
 		// Committed without logits (a restored snapshot): recompute the last.
 		if err := s.cache.Truncate(len(s.tokens) - 1); err != nil {

@@ -16,15 +16,26 @@ type SpecDecoder struct {
 	// tests and for measuring what the drafters could accept).
 	Ungated bool
 
-	spec    spec.Decoder
-	last    spec.Stats
-	measure bool // measure the costs at the first speculative Decode
+	spec spec.Decoder
+	last spec.Stats
+	// measure: the costs are measured here, at the first speculative
+	// Decode, for widths 1..measured only (the width asked for: measuring
+	// every width would hold up the first token for longer, and the CLI
+	// pays that on every run); a request for a wider width measures again.
+	measure  bool
+	measured int
 }
+
+// measureReps is the number of timed calls per width when the decoder
+// measures the costs itself: few, since the cost model then follows the
+// calls actually made.
+const measureReps = 3
 
 // NewSpecDecoder returns a speculative decoder. costs is the backend's cost
 // model (spec.Measure at load); nil measures it on the Session's backend at
-// the first speculative Decode (a few seconds at most, see
-// spec.MeasureOptions.Budget).
+// the first speculative Decode, for the widths up to the one requested (a
+// wider request later measures again; see spec.MeasureOptions.Budget for
+// the bound on the time it takes).
 // corpus, when not nil, adds suffix matching over earlier conversations and
 // saved prompts.
 func NewSpecDecoder(costs *spec.Costs, corpus *spec.Corpus) *SpecDecoder {
@@ -33,13 +44,28 @@ func NewSpecDecoder(costs *spec.Costs, corpus *spec.Corpus) *SpecDecoder {
 
 // Decode implements Decoder.
 func (d *SpecDecoder) Decode(ctx context.Context, t Target, req DecodeRequest, emit func(id int32, drafted bool) error) (DecodeResult, error) {
-	if d.measure && req.Width != 1 {
+	w := req.Width
+	if w == 0 {
+		w = spec.MaxWidth
+	}
+	if d.measure && w > 1 && w > d.measured {
 		if st, ok := t.(sessionTarget); ok {
-			c, err := spec.Measure(ctx, st.s.b, spec.MeasureOptions{Widths: req.Widths})
+			var widths []int
+			for _, x := range req.Widths {
+				if x <= w {
+					widths = append(widths, x)
+				}
+			}
+			if req.Widths == nil {
+				for x := 1; x <= w; x++ {
+					widths = append(widths, x)
+				}
+			}
+			c, err := spec.Measure(ctx, st.s.b, spec.MeasureOptions{Widths: widths, Reps: measureReps})
 			if err != nil && ctx.Err() != nil {
 				return DecodeResult{Pending: -1}, err // measure again next time
 			}
-			d.measure = false
+			d.measured = w
 			if err != nil {
 				// The loop then starts from assumed costs and learns.
 				slog.Warn("speculation: measuring call costs failed", "err", err)

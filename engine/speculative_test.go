@@ -126,7 +126,8 @@ func TestSpecDecoderContextEnd(t *testing.T) {
 }
 
 // TestSpecDecoderMeasuresAtFirstUse: without a cost model the decoder
-// measures the Session's backend once, at the first speculative Decode.
+// measures the Session's backend at the first speculative Decode, for the
+// widths up to the one requested, and again only when a wider one is.
 func TestSpecDecoderMeasuresAtFirstUse(t *testing.T) {
 	b := openStories(t)
 	dec := NewSpecDecoder(nil, nil)
@@ -137,14 +138,25 @@ func TestSpecDecoderMeasuresAtFirstUse(t *testing.T) {
 	}
 	got, _ = specTurns(t, b, dec, 4, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
 	c := dec.Costs()
-	if c == nil || c.Seconds(1) <= 0 || c.Seconds(8) <= 0 {
-		t.Fatalf("costs not measured: %v", c)
+	if c == nil || c.Seconds(1) <= 0 || c.Seconds(4) <= 0 || c.Seconds(5) != 0 {
+		t.Fatalf("costs not measured for widths 1..4 only: %v", c)
 	}
 	if !slices.Equal(tokenIDs(got[0]), tokenIDs(want[0])) {
 		t.Fatal("ids differ")
 	}
 	specTurns(t, b, dec, 4, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
+	specTurns(t, b, dec, 2, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
 	if dec.Costs() != c {
-		t.Fatal("costs measured twice")
+		t.Fatal("costs measured twice for widths already measured")
+	}
+	// Auto (up to 8) is wider: measured again, every width.
+	got, _ = specTurns(t, b, dec, 0, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
+	c = dec.Costs()
+	if c.Seconds(8) <= 0 || !slices.Equal(tokenIDs(got[0]), tokenIDs(want[0])) {
+		t.Fatalf("auto width: costs %v, ids %v", c, tokenIDs(got[0]))
+	}
+	specTurns(t, b, dec, 8, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
+	if dec.Costs() != c {
+		t.Fatal("width 8 after auto measured again")
 	}
 }

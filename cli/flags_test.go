@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"anechat/internal/testres"
+)
+
+// TestWidthDefault: speculation is on by default at spec.DefaultWidth (4),
+// for generate and chat, and the help says what 1 and 0 mean.
+func TestWidthDefault(t *testing.T) {
+	for _, cmd := range []string{"generate", "chat"} {
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), []string{cmd, "--help"}, nil, &out, &errb); code != 0 {
+			t.Fatalf("%s --help: exit %d", cmd, code)
+		}
+		help := errb.String()
+		i := strings.Index(help, "\n  -width ")
+		if i < 0 {
+			t.Fatalf("%s --help has no --width:\n%s", cmd, help)
+		}
+		// The flag's entry runs to the next flag's.
+		line := help[i+1:]
+		if j := strings.Index(line, "\n  -"); j >= 0 {
+			line = line[:j]
+		}
+		line = strings.Join(strings.Fields(line), " ")
+		for _, want := range []string{"1 = off", "0 = auto", "(default 4)"} {
+			if !strings.Contains(line, want) {
+				t.Errorf("%s --width help %q lacks %q", cmd, line, want)
+			}
+		}
+	}
+}
+
+// TestBadFlags: a bad value gives exit code 2 and a message naming the flag
+// and what it accepts, before the model is read (the model path here does
+// not exist: had it been opened first, the error would name it instead).
+func TestBadFlags(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "none.gguf")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--width", "9"}, "--width 9: want 1 (speculation off), 2..8, or 0 (auto)"},
+		{[]string{"--width", "-1"}, "--width -1"},
+		{[]string{"--max-tokens", "-1"}, "--max-tokens -1: want a positive number, or 0 for no limit"},
+		{[]string{"--temperature", "-0.5"}, "--temperature -0.5: want 0 (greedy) or a positive number"},
+		{[]string{"--temperature", "NaN"}, "--temperature NaN"},
+	} {
+		for _, cmd := range []string{"generate", "chat"} {
+			args := append([]string{cmd, "--model", missing}, tc.args...)
+			if cmd == "generate" {
+				args = append(args, "--prompt", "x", "--no-cache")
+			}
+			var out, errb bytes.Buffer
+			code := Run(context.Background(), args, strings.NewReader(""), &out, &errb)
+			if code != 2 || !strings.Contains(errb.String(), tc.want) || strings.Contains(errb.String(), "goroutine") {
+				t.Errorf("%v: exit %d, stderr %q, want %q", args, code, errb.String(), tc.want)
+			}
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), []string{"generate", "--model", missing, "--prompt-ids", "1 x"}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), `--prompt-ids: "x" is not a token id`) {
+		t.Errorf("bad --prompt-ids: exit %d, %q", code, errb.String())
+	}
+}
+
+// TestBadModelAndPrompt: model files that cannot be used, ids outside the
+// vocabulary and a prompt longer than the context each give exit code 1 and
+// a message naming the file or flag and what to do; never a panic.
+func TestBadModelAndPrompt(t *testing.T) {
+	dir := t.TempDir()
+	stories := testres.Stories(t)
+	data, err := os.ReadFile(stories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := filepath.Join(dir, "text.gguf")
+	os.WriteFile(text, []byte("hello, not a model\n"), 0o644)
+	trunc := filepath.Join(dir, "trunc.gguf")
+	os.WriteFile(trunc, data[:len(data)*2/5], 0o644)
+	noConfig := filepath.Join(dir, "emptydir")
+	os.Mkdir(noConfig, 0o755)
+	long := strings.Repeat("Once upon a time there was a dog. ", 300) // > 2048 tokens
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"missing", []string{"--model", filepath.Join(dir, "none.gguf"), "--prompt", "x"}, []string{"none.gguf", "check the path given to --model"}},
+		{"dir without config.json", []string{"--model", noConfig, "--prompt", "x"}, []string{"emptydir", "config.json"}},
+		{"text file", []string{"--model", text, "--prompt", "x"}, []string{"text.gguf", "not a GGUF", "fetch it again"}},
+		{"truncated", []string{"--model", trunc, "--prompt", "x"}, []string{"trunc.gguf", "tensor", "fetch it again"}},
+		{"id outside the vocabulary", []string{"--model", stories, "--prompt-ids", "1 512"}, []string{"--prompt-ids", "512", "0..511"}},
+		{"prompt too long", []string{"--model", stories, "--prompt", long, "--raw"}, []string{"prompt is", "context of 2048", "shorten it"}},
+	} {
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), append([]string{"generate", "--no-cache"}, tc.args...), nil, &out, &errb)
+		msg := errb.String()
+		ok := code == 1 && !strings.Contains(msg, "goroutine") && !strings.Contains(msg, "panic")
+		for _, w := range tc.want {
+			ok = ok && strings.Contains(msg, w)
+		}
+		if !ok {
+			t.Errorf("%s: exit %d, stderr %q, want %q", tc.name, code, msg, tc.want)
+		}
+	}
+}
+
+// TestChatContextFull: a message that does not fit in the context is
+// refused with a message, and the chat goes on.
+func TestChatContextFull(t *testing.T) {
+	long := strings.Repeat("Once upon a time there was a dog. ", 300)
+	out := runChatWith(t, long+"\nOnce upon a time\n", "--model", testres.Stories(t), "--max-tokens", "20")
+	turns := strings.Split(out, "\n> ")
+	if len(turns) != 4 || !strings.Contains(turns[1], "no longer fits in the model's context of 2048 tokens: /reset") || !strings.Contains(turns[2], "Lily") {
+		t.Fatalf("chat transcript (%d parts):\n%q", len(turns), out)
+	}
+}
