@@ -7,13 +7,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"anechat/engine/cpu"
 	"anechat/engine/kv"
 	"anechat/engine/model"
-	"anechat/engine/model/gguf"
 	"anechat/internal/testres"
 )
 
@@ -91,15 +91,11 @@ func gemma4Fixture(t testing.TB) model.Backend {
 
 func storiesModel(t testing.TB) *cpu.Llama {
 	t.Helper()
-	f, err := gguf.Open(testres.Stories(t))
+	m, err := cpu.OpenLlama(testres.Stories(t), cpu.NewPool(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.Close() })
-	m, err := cpu.LoadLlama(f, cpu.NewPool(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { m.Close() })
 	return m
 }
 
@@ -212,7 +208,7 @@ func TestResumeExact(t *testing.T) {
 				t.Fatalf("restored %d positions (cache %d), want %d; log: %s", n, c.Len(), tc.restored, logBuf.String())
 			}
 			gotIDs, gotBits := run(t, m, c, prompt, n, 12)
-			if !slicesEqual(gotIDs, wantIDs) || !bytes.Equal(gotBits, wantBits) {
+			if !slices.Equal(gotIDs, wantIDs) || !bytes.Equal(gotBits, wantBits) {
 				t.Fatalf("resumed generation differs from a fresh one:\n got %v\nwant %v", gotIDs, wantIDs)
 			}
 			if tc.restored == 0 && !strings.Contains(logBuf.String(), "prefilling normally") {
@@ -220,18 +216,6 @@ func TestResumeExact(t *testing.T) {
 			}
 		})
 	}
-}
-
-func slicesEqual(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestResumeFailClosed: a damaged file, a missing file, a snapshot of another
@@ -304,7 +288,7 @@ func TestResumeFailClosed(t *testing.T) {
 			fresh, _ := kv.New(m.Config().KV, 64)
 			want, _ := run(t, m, fresh, prompt, 0, 8)
 			got, _ := run(t, m, c, prompt, 0, 8)
-			if !slicesEqual(got, want) {
+			if !slices.Equal(got, want) {
 				t.Error("the fallback prefill differs from a fresh one")
 			}
 		})

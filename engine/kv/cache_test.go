@@ -3,6 +3,7 @@ package kv
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -532,21 +533,9 @@ func checkSame(t *testing.T, a, b *Cache, n int) {
 			lo = max(0, n-spec.Window)
 		}
 		for p := lo; p < n; p++ {
-			if !equal(a.K(l, p), b.K(l, p)) || !equal(a.V(l, p), b.V(l, p)) {
+			if !slices.Equal(a.K(l, p), b.K(l, p)) || !slices.Equal(a.V(l, p), b.V(l, p)) {
 				t.Fatalf("layer %d row %d of %d differs", l, p, n)
 			}
 		}
 	}
-}
-
-func equal(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

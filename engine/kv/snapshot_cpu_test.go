@@ -10,20 +10,15 @@ import (
 	"anechat/engine/cpu"
 	"anechat/engine/kv"
 	"anechat/engine/model"
-	"anechat/engine/model/gguf"
 	"anechat/internal/testres"
 )
 
 func loadStories(t testing.TB) *cpu.Llama {
-	f, err := gguf.Open(testres.Stories(t))
+	m, err := cpu.OpenLlama(testres.Stories(t), cpu.NewPool(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.Close() })
-	m, err := cpu.LoadLlama(f, cpu.NewPool(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { m.Close() })
 	return m
 }
 

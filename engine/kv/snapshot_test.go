@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -99,7 +100,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("n=%d: %v", n, err)
 		}
-		if h.Meta != testMeta || !equalIDs(h.Tokens, ids) || h.Geometry.Context != geo.Context {
+		if h.Meta != testMeta || !slices.Equal(h.Tokens, ids) || h.Geometry.Context != geo.Context {
 			t.Errorf("n=%d: header %+v", n, h)
 		}
 		if filepath.Base(path) != h.Name() {
@@ -134,18 +135,6 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			t.Errorf("temporary file %s left", e.Name())
 		}
 	}
-}
-
-func equalIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestSnapshotContinue checks that a restored cache continues like the
@@ -342,7 +331,7 @@ func TestReadHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Name() != h.Name() || !equalIDs(got.Tokens, h.Tokens) {
+	if got.Name() != h.Name() || !slices.Equal(got.Tokens, h.Tokens) {
 		t.Errorf("ReadHeader differs from ParseHeader")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -309,7 +310,7 @@ func TestConcurrentEncode(t *testing.T) {
 				if e.S == nil {
 					continue
 				}
-				if got := tok.Encode(*e.S); !slicesEqual(got, e.Enc) {
+				if got := tok.Encode(*e.S); !slices.Equal(got, e.Enc) {
 					done <- fmt.Errorf("goroutine %d: Encode(%q) = %v, want %v", g, short(*e.S), got, e.Enc)
 					return
 				}
@@ -322,18 +323,6 @@ func TestConcurrentEncode(t *testing.T) {
 			t.Error(err)
 		}
 	}
-}
-
-func slicesEqual(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // stories260K's SentencePiece vocabulary: BOS + Encode(s) decodes to s for
@@ -387,7 +376,7 @@ func FuzzCutsAreExact(f *testing.F) {
 		w := applyNorm(tok.norm, s)
 		cut := tok.bpe.encodeWord(nil, w, false)
 		whole := tok.bpe.bpe(nil, w, false)
-		if !slicesEqual(cut, whole) {
+		if !slices.Equal(cut, whole) {
 			t.Fatalf("word %q: with cuts %v, whole %v", w, cut, whole)
 		}
 	})
