@@ -2,6 +2,8 @@ package cpu
 
 import (
 	"math"
+
+	"anechat/engine/model/safetensors"
 )
 
 // Dot returns Σ a[i]·b[i] over len(a) elements (b must be at least as long).
@@ -191,27 +193,9 @@ func Argmax(x []float32) int32 {
 	return int32(best)
 }
 
-// F16 converts IEEE half-precision bits to float32.
-func F16(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h) & 0x3ff
-	switch {
-	case exp == 0x1f: // inf / nan
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	case exp != 0:
-		return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
-	case mant == 0:
-		return math.Float32frombits(sign)
-	}
-	// Subnormal half: normalise.
-	e := uint32(113)
-	for mant&0x400 == 0 {
-		mant <<= 1
-		e--
-	}
-	return math.Float32frombits(sign | e<<23 | (mant&0x3ff)<<13)
-}
+// F16 converts IEEE half-precision bits to float32 exactly; the conversion
+// lives with the safetensors reader, which decodes F16 tensors too.
+func F16(h uint16) float32 { return safetensors.HalfToFloat(h) }
 
 // BF16 converts bfloat16 bits to float32.
 func BF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
