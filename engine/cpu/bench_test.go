@@ -12,6 +12,7 @@ import (
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
+	"anechat/internal/cputime"
 	"anechat/internal/testres"
 )
 
@@ -69,7 +70,7 @@ func benchForward(b *testing.B, m *Llama) {
 		b.Run(fmt.Sprintf("w%d", w), func(b *testing.B) {
 			toks := prompt[:w]
 			b.SetBytes(weights) // weight bytes streamed per call: MB/s = weight bandwidth
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				if _, err := m.Forward(ctx, toks, c.Len(), c, model.Argmax); err != nil {
 					b.Fatal(err)
@@ -77,7 +78,7 @@ func benchForward(b *testing.B, m *Llama) {
 				c.Rollback()
 			}
 			b.ReportMetric(float64(w)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
-			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		})
 	}
 }
@@ -169,11 +170,11 @@ func BenchmarkMatMul(b *testing.B) {
 				out := make([]float32, n*rows)
 				p := NewPool(1)
 				b.SetBytes(int64(len(data)))
-				cpu0 := cpuTime()
+				cpu0 := cputime.Process()
 				for b.Loop() {
 					m.MatMul(p, out, x[:n*cols])
 				}
-				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-us/op")
+				b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/float64(b.N), "cpu-us/op")
 			})
 		}
 	}
@@ -206,7 +207,7 @@ func BenchmarkPrefill(b *testing.B) {
 					toks[i] = int32(3 + i%200)
 				}
 				c, _ := kv.New(m.Config().KV, 64)
-				cpu0 := cpuTime()
+				cpu0 := cputime.Process()
 				for b.Loop() {
 					c.Reset()
 					for pos := 0; pos < n; pos += 64 {
@@ -217,7 +218,7 @@ func BenchmarkPrefill(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
-				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 			})
 		}
 	}

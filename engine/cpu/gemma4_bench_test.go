@@ -8,6 +8,7 @@ import (
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
+	"anechat/internal/cputime"
 )
 
 // BenchmarkGemma4E2B times decode calls of width 1, 2, 4 and 8 on random
@@ -54,7 +55,7 @@ func benchGemma4(b *testing.B, m *Gemma4, streamed int64) {
 		b.Run(fmt.Sprintf("w%d", w), func(b *testing.B) {
 			toks := prompt[:w]
 			b.SetBytes(streamed)
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				if _, err := m.Forward(ctx, toks, c.Len(), c, model.Argmax); err != nil {
 					b.Fatal(err)
@@ -62,7 +63,7 @@ func benchGemma4(b *testing.B, m *Gemma4, streamed int64) {
 				c.Rollback()
 			}
 			b.ReportMetric(float64(w)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
-			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		})
 	}
 }

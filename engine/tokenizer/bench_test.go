@@ -7,9 +7,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
+	"anechat/internal/cputime"
 	"anechat/internal/testres"
 )
 
@@ -47,7 +47,7 @@ func englishText(b *testing.B) string {
 func BenchmarkLoadGemma(b *testing.B) {
 	path := testres.Gemma3Tokenizer(b)
 	b.ReportAllocs()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		if _, err := Load(path); err != nil {
 			b.Fatal(err)
@@ -55,16 +55,7 @@ func BenchmarkLoadGemma(b *testing.B) {
 	}
 	// On a shared machine wall time depends on the neighbours; CPU time
 	// (user+system, this process, GC included) is the figure to compare.
-	b.ReportMetric(float64(cpuTime()-cpu0)/1e6/float64(b.N), "cpu-ms/op")
-}
-
-// cpuTime is this process's user+system CPU time in nanoseconds.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	b.ReportMetric(float64(cputime.Process()-cpu0)/1e6/float64(b.N), "cpu-ms/op")
 }
 
 // BenchmarkResidentAfterLoad reports the heap and the process's resident
@@ -110,11 +101,11 @@ func BenchmarkEncodeEnglish(b *testing.B) {
 	text := englishText(b)
 	b.SetBytes(int64(len(text)))
 	_ = tok.Encode(text)
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		_ = tok.Encode(text)
 	}
-	b.ReportMetric(float64(len(text))*float64(b.N)/(float64(cpuTime()-cpu0)/1e9)/1e6, "MB/cpu-s")
+	b.ReportMetric(float64(len(text))*float64(b.N)/(float64(cputime.Process()-cpu0)/1e9)/1e6, "MB/cpu-s")
 }
 
 // BenchmarkEncodeEnglishCold is the same with an empty word cache each time.
@@ -123,14 +114,14 @@ func BenchmarkEncodeEnglishCold(b *testing.B) {
 	text := englishText(b)
 	b.SetBytes(int64(len(text)))
 	b.ResetTimer()
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		tok.bpe.cacheMu.Lock()
 		clear(tok.bpe.cache)
 		tok.bpe.cacheMu.Unlock()
 		_ = tok.Encode(text)
 	}
-	b.ReportMetric(float64(len(text))*float64(b.N)/(float64(cpuTime()-cpu0)/1e9)/1e6, "MB/cpu-s")
+	b.ReportMetric(float64(len(text))*float64(b.N)/(float64(cputime.Process()-cpu0)/1e9)/1e6, "MB/cpu-s")
 }
 
 // BenchmarkDecodeStream streams the ids of the English text back.

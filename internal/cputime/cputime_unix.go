@@ -1,15 +1,15 @@
 //go:build unix
 
-package cpu
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the process's user+system CPU time so far. On a shared machine
-// CPU time per call is steadier than wall time (memory stalls still count).
-func cpuTime() time.Duration {
+// Process returns this process's user+system CPU time so far, or 0 if the
+// system does not report it.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
