@@ -140,7 +140,7 @@ func dequantRow(dst []float32, t gguf.Type, src []byte) {
 			dst[i] = F16(binary.LittleEndian.Uint16(src[2*i:]))
 		}
 	case gguf.BF16:
-		for i := range dst {
+		for i := bf16SIMD(dst, src); i < len(dst); i++ {
 			dst[i] = BF16(binary.LittleEndian.Uint16(src[2*i:]))
 		}
 	case gguf.F32:

@@ -41,6 +41,12 @@ type Input struct {
 	Cols int
 	q    []int8
 	d, s []float32
+	// dT, sT are d and s transposed: block b's values for tokens 0..n-1 at
+	// [b*tstride:], with 3 zero floats of padding after each block's n, so
+	// a kernel may always read 4 tokens' scales with one load (the VNNI
+	// kernels; see q8vnni_amd64.s).
+	dT, sT  []float32
+	tstride int
 }
 
 // NewInput wraps x (tokens of cols floats each).
@@ -58,4 +64,23 @@ func (in *Input) q8() ([]int8, []float32, []float32) {
 		}
 	}
 	return in.q, in.d, in.s
+}
+
+// q8T returns the 8-bit form of the input with the transposed scales and
+// sums, and their block stride in floats.
+func (in *Input) q8T() ([]int8, []float32, []float32, int) {
+	q, d, s := in.q8()
+	if in.dT == nil {
+		n, nb := len(in.X)/in.Cols, in.Cols/32
+		in.tstride = n + 3
+		in.dT = make([]float32, nb*in.tstride)
+		in.sT = make([]float32, nb*in.tstride)
+		for t := range n {
+			for b := range nb {
+				in.dT[b*in.tstride+t] = d[t*nb+b]
+				in.sT[b*in.tstride+t] = s[t*nb+b]
+			}
+		}
+	}
+	return q, in.dT, in.sT, in.tstride
 }

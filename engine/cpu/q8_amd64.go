@@ -64,7 +64,21 @@ func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool {
 		return false
 	}
 	cols, nb := m.Cols, m.Cols/32
-	qx, dx, sx := in.q8()
+	// scales returns token t's d and s pointers and the dstride argument:
+	// the AVX2 kernels read Input's token-major scales (blocks 4 bytes
+	// apart, tokens 4*nb), the VNNI kernels the block-major copies
+	// (tokens adjacent, blocks 4*tstride bytes apart).
+	var qx []int8
+	var scales func(t int) (*float32, *float32, int)
+	if hasVNNI {
+		q, dT, sT, ts := in.q8T()
+		qx = q
+		scales = func(t int) (*float32, *float32, int) { return &dT[t], &sT[t], 4 * ts }
+	} else {
+		q, dx, sx := in.q8()
+		qx = q
+		scales = func(t int) (*float32, *float32, int) { return &dx[t*nb], &sx[t*nb], 4 * nb }
+	}
 	const chunk = 16
 	p.For(m.Rows, chunk, cols*n/2, func(_, lo, hi int) {
 		var res [4]float32
@@ -72,18 +86,21 @@ func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool {
 			w := &m.Data[r*m.rowBytes]
 			t := 0
 			for ; t+4 <= n; t += 4 {
-				k4(w, nb, &qx[t*cols], &dx[t*nb], &sx[t*nb], cols, 4*nb, &res[0])
+				d, s, ds := scales(t)
+				k4(w, nb, &qx[t*cols], d, s, cols, ds, &res[0])
 				for j := range 4 {
 					out[(t+j)*m.Rows+r] = res[j]
 				}
 			}
 			if t+2 <= n {
-				k2(w, nb, &qx[t*cols], &dx[t*nb], &sx[t*nb], cols, 4*nb, &res[0])
+				d, s, ds := scales(t)
+				k2(w, nb, &qx[t*cols], d, s, cols, ds, &res[0])
 				out[t*m.Rows+r], out[(t+1)*m.Rows+r] = res[0], res[1]
 				t += 2
 			}
 			for ; t < n; t++ {
-				k1(w, nb, &qx[t*cols], &dx[t*nb], &sx[t*nb], cols, 4*nb, &res[0])
+				d, s, ds := scales(t)
+				k1(w, nb, &qx[t*cols], d, s, cols, ds, &res[0])
 				out[t*m.Rows+r] = res[0]
 			}
 		}

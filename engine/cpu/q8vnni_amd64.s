@@ -1,82 +1,70 @@
 #include "textflag.h"
 
-// Generated from q8_amd64.s by replacing each VPMADDUBSW+VPMADDWD pair with
-// one VPDPBUSD (AVX-512 VNNI on YMM registers). The int32 lane sums are the
-// same exact integers (no int16 saturation is reachable: |w| <= 128,
-// |x| <= 127), so every result is bit-identical to the AVX2 kernels.
+// VPDPBUSD (AVX-512 VNNI on YMM registers) variants of the integer kernels
+// of q8_amd64.s. Every token's accumulators see exactly the operations of the
+// AVX2 kernels, in the same order (the int32 lane sums are the same exact
+// integers: no int16 saturation is reachable, |w| <= 128, |x| <= 127), so
+// every result is bit-identical to them, whatever the width.
+//
+// What differs is how the per-block scalars are fetched, so that tokens 2-4
+// of a pass cost as little as possible next to the weight stream: the
+// activations' scales d_x and sums s_x come from the transposed copies of
+// Input (dT, sT: the 4 tokens of a pass adjacent for each block), so one
+// VMULPS forms d_w*d_x for 4 tokens and one VFMADD231PS adds m_w*s_x to 4
+// offset accumulators; a lane is then spread with VPERMPS (port 5, off the
+// ports the dot products use). The nibbles of a block are unpacked once into
+// Y8 for all tokens (VBROADCASTI128, then one variable shift and one AND).
+//
+// Arguments: w weight row, nb blocks, qx 8-bit activations of token 0 (tokens
+// qstride bytes apart), dx, sx = &dT[t0], &sT[t0] (blocks dstride bytes
+// apart; 4 floats are always readable there), out 1, 2 or 4 floats.
+//
+// Registers: SI weight block, R8 qx of token 0 (R11 = qstride, R13 =
+// 3*qstride), R9 dx, R10 sx, R12 dstride, CX blocks left, DI out.
+// Y0..Y3 accumulators, X4 the 4 offset accumulators (lane k = token k),
+// Y8 weights (u8 or |w|), Y9 sign source (Q8_0) / unpack temp, Y10 d_w
+// broadcast, X11 d_w*d_x of the 4 tokens, Y12 dot temp, Y13 scale temp,
+// X14 m_w broadcast, Y15 nibble mask, Y5 shift counts, Y6 Y7 Y16 lane
+// indexes 1, 2, 3.
 
+DATA v8nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA v8nib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA v8nib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA v8nib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL v8nib<>(SB), RODATA|NOPTR, $32
 
-// Integer dot products of quantised weight rows (Q4_0, Q4_1, Q8_0) with
-// activations quantised to 8 bits per block of 32 (quantizeQ8): per block,
-// VPMADDUBSW multiplies 32 byte pairs (weights unsigned or sign-folded), the
-// 8 int32 lane sums become floats and are accumulated with one FMA by
-// d_w*d_x; Q4_1's (and Q4_0's) offset term m_w*(d_x*Σq_x) goes into a scalar
-// accumulator. Every token's accumulators see the same operations in the same
-// order, whether the kernel handles 1 or 4 tokens: results are bit-identical
-// (row independence).
+// Shift counts per quadword: the low 16 bytes keep the low nibbles (elements
+// 0..15), the high 16 bytes the high nibbles (elements 16..31).
+DATA v8shift<>+0(SB)/8, $0
+DATA v8shift<>+8(SB)/8, $0
+DATA v8shift<>+16(SB)/8, $4
+DATA v8shift<>+24(SB)/8, $4
+GLOBL v8shift<>(SB), RODATA|NOPTR, $32
 
-DATA q8nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA q8nib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL q8nib<>(SB), RODATA|NOPTR, $16
+DATA v8idx1<>+0(SB)/8, $0x0000000100000001
+DATA v8idx1<>+8(SB)/8, $0x0000000100000001
+DATA v8idx1<>+16(SB)/8, $0x0000000100000001
+DATA v8idx1<>+24(SB)/8, $0x0000000100000001
+GLOBL v8idx1<>(SB), RODATA|NOPTR, $32
 
-DATA q8ones<>+0(SB)/8, $0x0001000100010001
-DATA q8ones<>+8(SB)/8, $0x0001000100010001
-DATA q8ones<>+16(SB)/8, $0x0001000100010001
-DATA q8ones<>+24(SB)/8, $0x0001000100010001
-GLOBL q8ones<>(SB), RODATA|NOPTR, $32
+DATA v8idx2<>+0(SB)/8, $0x0000000200000002
+DATA v8idx2<>+8(SB)/8, $0x0000000200000002
+DATA v8idx2<>+16(SB)/8, $0x0000000200000002
+DATA v8idx2<>+24(SB)/8, $0x0000000200000002
+GLOBL v8idx2<>(SB), RODATA|NOPTR, $32
 
-DATA q8m8<>+0(SB)/4, $0xc1000000
-GLOBL q8m8<>(SB), RODATA|NOPTR, $4
+DATA v8idx3<>+0(SB)/8, $0x0000000300000003
+DATA v8idx3<>+8(SB)/8, $0x0000000300000003
+DATA v8idx3<>+16(SB)/8, $0x0000000300000003
+DATA v8idx3<>+24(SB)/8, $0x0000000300000003
+GLOBL v8idx3<>(SB), RODATA|NOPTR, $32
 
-// Registers: SI weight block, R8 qx of token 0 (tokens R11 bytes apart), R9
-// dx, R10 sx of token 0 (tokens R12 bytes apart), CX blocks left.
-// Y0..Y3 accumulators, X4..X7 offset accumulators, Y8 weights (u8 or |w|),
-// Y9 sign source (Q8_0), X10 d_w, X14 m_w, Y13 ones, X15 nibble mask.
-
-// W4 expands a 4-bit block's 16 bytes at off(SI) into Y8 (32 u8).
-#define W4(off) \
-	VMOVDQU off(SI), X9 \
-	VPAND X15, X9, X11 \
-	VPSRLW $4, X9, X9 \
-	VPAND X15, X9, X9 \
-	VINSERTI128 $1, X9, Y11, Y8
-
-// HALFS converts the f16 at off(SI) into the low lane of X.
-#define HALFS(off, X) \
-	MOVWLZX off(SI), AX \
-	VMOVD AX, X \
-	VCVTPH2PS X, X
-
-// TOK4 accumulates token k of a 4-bit block (u8 weights in Y8).
-#define TOKM(q, d, sm, acc, macc) \
-	VPXOR Y12, Y12, Y12 \
-	VPDPBUSD q, Y8, Y12 \
-	VCVTDQ2PS Y12, Y12 \
-	VMULSS d, X10, X11 \
-	VBROADCASTSS X11, Y11 \
-	VFMADD231PS Y11, Y12, acc \
-	VFMADD231SS sm, X14, macc
-
-#define TOK4(acc, macc) TOKM((R8), (R9), (R10), acc, macc)
-
-// REDUCE stores reduce(acc)+macc to off(DI).
-#define REDUCE(acc, accx, tmpx, macc, off) \
-	VEXTRACTF128 $1, acc, tmpx \
-	VADDPS tmpx, accx, accx \
-	VHADDPS accx, accx, accx \
-	VHADDPS accx, accx, accx \
-	VADDSS macc, accx, accx \
-	MOVSS accx, off(DI)
-
-#define ZERO \
-	VXORPS Y0, Y0, Y0 \
-	VXORPS Y1, Y1, Y1 \
-	VXORPS Y2, Y2, Y2 \
-	VXORPS Y3, Y3, Y3 \
-	VXORPS Y4, Y4, Y4 \
-	VXORPS Y5, Y5, Y5 \
-	VXORPS Y6, Y6, Y6 \
-	VXORPS Y7, Y7, Y7
+// -8 in four lanes: Q4_0's m_w = -8*d_w (exact).
+DATA v8m8<>+0(SB)/4, $0xc1000000
+DATA v8m8<>+4(SB)/4, $0xc1000000
+DATA v8m8<>+8(SB)/4, $0xc1000000
+DATA v8m8<>+12(SB)/4, $0xc1000000
+GLOBL v8m8<>(SB), RODATA|NOPTR, $16
 
 #define ARGS \
 	MOVQ w+0(FP), SI \
@@ -87,250 +75,309 @@ GLOBL q8m8<>(SB), RODATA|NOPTR, $4
 	MOVQ qstride+40(FP), R11 \
 	MOVQ dstride+48(FP), R12 \
 	MOVQ out+56(FP), DI \
-	VMOVDQU q8nib<>(SB), X15 \
-	VMOVDQU q8ones<>(SB), Y13
-
-// func dotQ41Q8x1(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
-TEXT ·dotQ41Q8x1V(SB), NOSPLIT, $0-64
-	ARGS
-	ZERO
-q41x1v:
-	TESTQ CX, CX
-	JZ q41x1vdone
-	HALFS(0, X10)
-	HALFS(2, X14)
-	W4(4)
-	TOK4(Y0, X4)
-	ADDQ $20, SI
-	ADDQ $32, R8
-	ADDQ $4, R9
-	ADDQ $4, R10
-	DECQ CX
-	JMP q41x1v
-q41x1vdone:
-	REDUCE(Y0, X0, X1, X4, 0)
-	VZEROUPPER
-	RET
-
-// TOKS4 accumulates tokens 0..3: token k's data at base + k*stride (R13 =
-// 3*qstride, BX = 3*dstride, set by STRIDES3).
-#define TOKS4 \
-	TOKM((R8), (R9), (R10), Y0, X4) \
-	TOKM((R8)(R11*1), (R9)(R12*1), (R10)(R12*1), Y1, X5) \
-	TOKM((R8)(R11*2), (R9)(R12*2), (R10)(R12*2), Y2, X6) \
-	TOKM((R8)(R13*1), (R9)(BX*1), (R10)(BX*1), Y3, X7)
-
-#define STRIDES3 \
 	LEAQ (R11)(R11*2), R13 \
-	LEAQ (R12)(R12*2), BX
+	VMOVDQU v8nib<>(SB), Y15 \
+	VMOVDQU v8shift<>(SB), Y5 \
+	VMOVDQU v8idx1<>(SB), Y6 \
+	VMOVDQU v8idx2<>(SB), Y7 \
+	VMOVDQU32 v8idx3<>(SB), Y16
 
-#define STORE4 \
-	REDUCE(Y0, X0, X8, X4, 0) \
-	REDUCE(Y1, X1, X8, X5, 4) \
-	REDUCE(Y2, X2, X8, X6, 8) \
-	REDUCE(Y3, X3, X8, X7, 12)
+#define ZERO \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	VXORPS Y4, Y4, Y4
 
-// func dotQ41Q8x4(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
-TEXT ·dotQ41Q8x4V(SB), NOSPLIT, $0-64
-	ARGS
-	STRIDES3
-	ZERO
-q41x4v:
-	TESTQ CX, CX
-	JZ q41x4vdone
-	HALFS(0, X10)
-	HALFS(2, X14)
-	W4(4)
-	TOKS4
-	ADDQ $20, SI
-	ADDQ $32, R8
-	ADDQ $4, R9
-	ADDQ $4, R10
-	DECQ CX
-	JMP q41x4v
-q41x4vdone:
-	STORE4
-	VZEROUPPER
-	RET
+// Q41S: d_w (Y10), m_w (X14), d_w*d_x (X11), offsets += m_w*s_x.
+#define Q41S \
+	MOVL (SI), AX \
+	VMOVD AX, X10 \
+	VCVTPH2PS X10, X10 \
+	VPERMILPS $0x55, X10, X14 \
+	VBROADCASTSS X10, Y10 \
+	VMULPS (R9), X10, X11 \
+	VFMADD231PS (R10), X14, X4
 
-// Q4_0: m_w = -8*d_w (exact).
-// func dotQ40Q8x1(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
-TEXT ·dotQ40Q8x1V(SB), NOSPLIT, $0-64
-	ARGS
-	ZERO
-q40x1v:
-	TESTQ CX, CX
-	JZ q40x1vdone
-	HALFS(0, X10)
-	VMULSS q8m8<>(SB), X10, X14
-	W4(2)
-	TOK4(Y0, X4)
-	ADDQ $18, SI
-	ADDQ $32, R8
-	ADDQ $4, R9
-	ADDQ $4, R10
-	DECQ CX
-	JMP q40x1v
-q40x1vdone:
-	REDUCE(Y0, X0, X1, X4, 0)
-	VZEROUPPER
-	RET
+// Q40S: as Q41S with m_w = -8*d_w.
+#define Q40S \
+	MOVWLZX (SI), AX \
+	VMOVD AX, X10 \
+	VCVTPH2PS X10, X10 \
+	VBROADCASTSS X10, Y10 \
+	VMULPS v8m8<>(SB), X10, X14 \
+	VMULPS (R9), X10, X11 \
+	VFMADD231PS (R10), X14, X4
 
-// func dotQ40Q8x4(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
-TEXT ·dotQ40Q8x4V(SB), NOSPLIT, $0-64
-	ARGS
-	STRIDES3
-	ZERO
-q40x4v:
-	TESTQ CX, CX
-	JZ q40x4vdone
-	HALFS(0, X10)
-	VMULSS q8m8<>(SB), X10, X14
-	W4(2)
-	TOKS4
-	ADDQ $18, SI
-	ADDQ $32, R8
-	ADDQ $4, R9
-	ADDQ $4, R10
-	DECQ CX
-	JMP q40x4v
-q40x4vdone:
-	STORE4
-	VZEROUPPER
-	RET
+// Q80S: d_w (Y10), d_w*d_x (X11).
+#define Q80S \
+	MOVWLZX (SI), AX \
+	VMOVD AX, X10 \
+	VCVTPH2PS X10, X10 \
+	VBROADCASTSS X10, Y10 \
+	VMULPS (R9), X10, X11
 
-// TOK8 accumulates one token of a Q8_0 block (x at q, d_x at d): |w| in
-// Y8, w (sign) in Y9.
-#define TOK8M(q, d, acc) \
+// W4 unpacks the 16 nibble bytes at off(SI) into Y8 (32 u8).
+#define W4(off) \
+	VBROADCASTI128 off(SI), Y9 \
+	VPSRLVQ Y5, Y9, Y9 \
+	VPAND Y15, Y9, Y8
+
+// W8: |w| in Y8, w (signs) in Y9.
+#define W8 \
+	VMOVDQU 2(SI), Y9 \
+	VPABSB Y9, Y8
+
+// SCALE puts token k's d_w*d_x in all lanes of Y13.
+#define SCALE0 VBROADCASTSS X11, Y13
+#define SCALE1 VPERMPS Y11, Y6, Y13
+#define SCALE2 VPERMPS Y11, Y7, Y13
+#define SCALE3 VPERMPS Y11, Y16, Y13
+
+// T4 accumulates one token of a 4-bit block (q its activations).
+#define T4(q, SCALE, acc) \
+	VPXOR Y12, Y12, Y12 \
+	VPDPBUSD q, Y8, Y12 \
+	VCVTDQ2PS Y12, Y12 \
+	SCALE \
+	VFMADD231PS Y13, Y12, acc
+
+// T8 accumulates one token of a Q8_0 block.
+#define T8(q, SCALE, acc) \
 	VMOVDQU q, Y12 \
 	VPSIGNB Y9, Y12, Y12 \
 	VPXOR Y14, Y14, Y14 \
 	VPDPBUSD Y12, Y8, Y14 \
 	VCVTDQ2PS Y14, Y12 \
-	VMULSS d, X10, X11 \
-	VBROADCASTSS X11, Y11 \
-	VFMADD231PS Y11, Y12, acc
+	SCALE \
+	VFMADD231PS Y13, Y12, acc
 
-#define TOK8(acc) TOK8M((R8), (R9), acc)
+#define T4x1 T4((R8), SCALE0, Y0)
+#define T4x2 T4x1 \
+	T4((R8)(R11*1), SCALE1, Y1)
+#define T4x4 T4x2 \
+	T4((R8)(R11*2), SCALE2, Y2) \
+	T4((R8)(R13*1), SCALE3, Y3)
 
-#define W8 \
-	VMOVDQU 2(SI), Y9 \
-	VPABSB Y9, Y8
+#define T8x1 T8((R8), SCALE0, Y0)
+#define T8x2 T8x1 \
+	T8((R8)(R11*1), SCALE1, Y1)
+#define T8x4 T8x2 \
+	T8((R8)(R11*2), SCALE2, Y2) \
+	T8((R8)(R13*1), SCALE3, Y3)
 
-// func dotQ80Q8x1(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
-TEXT ·dotQ80Q8x1V(SB), NOSPLIT, $0-64
+// REDUCE stores the horizontal sum of acc plus offset lane k to off(DI),
+// in the AVX2 kernels' order.
+#define REDUCE0(acc, accx, off) \
+	VEXTRACTF128 $1, acc, X8 \
+	VADDPS X8, accx, accx \
+	VHADDPS accx, accx, accx \
+	VHADDPS accx, accx, accx \
+	VADDSS X4, accx, accx \
+	MOVSS accx, off(DI)
+
+#define REDUCEK(acc, accx, k, off) \
+	VEXTRACTF128 $1, acc, X8 \
+	VADDPS X8, accx, accx \
+	VHADDPS accx, accx, accx \
+	VHADDPS accx, accx, accx \
+	VPERMILPS $k, X4, X9 \
+	VADDSS X9, accx, accx \
+	MOVSS accx, off(DI)
+
+#define STORE1 REDUCE0(Y0, X0, 0)
+#define STORE2 STORE1 \
+	REDUCEK(Y1, X1, 1, 4)
+#define STORE4 STORE2 \
+	REDUCEK(Y2, X2, 2, 8) \
+	REDUCEK(Y3, X3, 3, 12)
+
+// func dotQ41Q8x1V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+TEXT ·dotQ41Q8x1V(SB), NOSPLIT, $0-64
 	ARGS
 	ZERO
-q80x1v:
 	TESTQ CX, CX
-	JZ q80x1vdone
-	HALFS(0, X10)
-	W8
-	TOK8(Y0)
-	ADDQ $34, SI
+	JZ q41x1vdone
+q41x1v:
+	Q41S
+	W4(4)
+	T4x1
+	ADDQ $20, SI
 	ADDQ $32, R8
-	ADDQ $4, R9
+	ADDQ R12, R9
+	ADDQ R12, R10
 	DECQ CX
-	JMP q80x1v
-q80x1vdone:
-	REDUCE(Y0, X0, X1, X4, 0)
+	JNZ q41x1v
+q41x1vdone:
+	STORE1
 	VZEROUPPER
 	RET
 
-// func dotQ80Q8x4(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
-TEXT ·dotQ80Q8x4V(SB), NOSPLIT, $0-64
-	ARGS
-	STRIDES3
-	ZERO
-q80x4v:
-	TESTQ CX, CX
-	JZ q80x4vdone
-	HALFS(0, X10)
-	W8
-	TOK8M((R8), (R9), Y0)
-	TOK8M((R8)(R11*1), (R9)(R12*1), Y1)
-	TOK8M((R8)(R11*2), (R9)(R12*2), Y2)
-	TOK8M((R8)(R13*1), (R9)(BX*1), Y3)
-	ADDQ $34, SI
-	ADDQ $32, R8
-	ADDQ $4, R9
-	DECQ CX
-	JMP q80x4v
-q80x4vdone:
-	STORE4
-	VZEROUPPER
-	RET
-
-// Two-token variants (widths 2, 3, 6, 7): same per-token operations.
-#define TOKS2 \
-	TOKM((R8), (R9), (R10), Y0, X4) \
-	TOKM((R8)(R11*1), (R9)(R12*1), (R10)(R12*1), Y1, X5)
-
-#define STORE2 \
-	REDUCE(Y0, X0, X8, X4, 0) \
-	REDUCE(Y1, X1, X8, X5, 4)
-
-// func dotQ41Q8x2(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+// func dotQ41Q8x2V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
 TEXT ·dotQ41Q8x2V(SB), NOSPLIT, $0-64
 	ARGS
 	ZERO
-q41x2v:
 	TESTQ CX, CX
 	JZ q41x2vdone
-	HALFS(0, X10)
-	HALFS(2, X14)
+q41x2v:
+	Q41S
 	W4(4)
-	TOKS2
+	T4x2
 	ADDQ $20, SI
 	ADDQ $32, R8
-	ADDQ $4, R9
-	ADDQ $4, R10
+	ADDQ R12, R9
+	ADDQ R12, R10
 	DECQ CX
-	JMP q41x2v
+	JNZ q41x2v
 q41x2vdone:
 	STORE2
 	VZEROUPPER
 	RET
 
-// func dotQ40Q8x2(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+// func dotQ41Q8x4V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+TEXT ·dotQ41Q8x4V(SB), NOSPLIT, $0-64
+	ARGS
+	ZERO
+	TESTQ CX, CX
+	JZ q41x4vdone
+q41x4v:
+	Q41S
+	W4(4)
+	T4x4
+	ADDQ $20, SI
+	ADDQ $32, R8
+	ADDQ R12, R9
+	ADDQ R12, R10
+	DECQ CX
+	JNZ q41x4v
+q41x4vdone:
+	STORE4
+	VZEROUPPER
+	RET
+
+// func dotQ40Q8x1V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+TEXT ·dotQ40Q8x1V(SB), NOSPLIT, $0-64
+	ARGS
+	ZERO
+	TESTQ CX, CX
+	JZ q40x1vdone
+q40x1v:
+	Q40S
+	W4(2)
+	T4x1
+	ADDQ $18, SI
+	ADDQ $32, R8
+	ADDQ R12, R9
+	ADDQ R12, R10
+	DECQ CX
+	JNZ q40x1v
+q40x1vdone:
+	STORE1
+	VZEROUPPER
+	RET
+
+// func dotQ40Q8x2V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
 TEXT ·dotQ40Q8x2V(SB), NOSPLIT, $0-64
 	ARGS
 	ZERO
-q40x2v:
 	TESTQ CX, CX
 	JZ q40x2vdone
-	HALFS(0, X10)
-	VMULSS q8m8<>(SB), X10, X14
+q40x2v:
+	Q40S
 	W4(2)
-	TOKS2
+	T4x2
 	ADDQ $18, SI
 	ADDQ $32, R8
-	ADDQ $4, R9
-	ADDQ $4, R10
+	ADDQ R12, R9
+	ADDQ R12, R10
 	DECQ CX
-	JMP q40x2v
+	JNZ q40x2v
 q40x2vdone:
 	STORE2
 	VZEROUPPER
 	RET
 
-// func dotQ80Q8x2(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+// func dotQ40Q8x4V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+TEXT ·dotQ40Q8x4V(SB), NOSPLIT, $0-64
+	ARGS
+	ZERO
+	TESTQ CX, CX
+	JZ q40x4vdone
+q40x4v:
+	Q40S
+	W4(2)
+	T4x4
+	ADDQ $18, SI
+	ADDQ $32, R8
+	ADDQ R12, R9
+	ADDQ R12, R10
+	DECQ CX
+	JNZ q40x4v
+q40x4vdone:
+	STORE4
+	VZEROUPPER
+	RET
+
+// func dotQ80Q8x1V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+TEXT ·dotQ80Q8x1V(SB), NOSPLIT, $0-64
+	ARGS
+	ZERO
+	TESTQ CX, CX
+	JZ q80x1vdone
+q80x1v:
+	Q80S
+	W8
+	T8x1
+	ADDQ $34, SI
+	ADDQ $32, R8
+	ADDQ R12, R9
+	ADDQ R12, R10
+	DECQ CX
+	JNZ q80x1v
+q80x1vdone:
+	STORE1
+	VZEROUPPER
+	RET
+
+// func dotQ80Q8x2V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
 TEXT ·dotQ80Q8x2V(SB), NOSPLIT, $0-64
 	ARGS
 	ZERO
-q80x2v:
 	TESTQ CX, CX
 	JZ q80x2vdone
-	HALFS(0, X10)
+q80x2v:
+	Q80S
 	W8
-	TOK8M((R8), (R9), Y0)
-	TOK8M((R8)(R11*1), (R9)(R12*1), Y1)
+	T8x2
 	ADDQ $34, SI
 	ADDQ $32, R8
-	ADDQ $4, R9
+	ADDQ R12, R9
+	ADDQ R12, R10
 	DECQ CX
-	JMP q80x2v
+	JNZ q80x2v
 q80x2vdone:
 	STORE2
 	VZEROUPPER
 	RET
+
+// func dotQ80Q8x4V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+TEXT ·dotQ80Q8x4V(SB), NOSPLIT, $0-64
+	ARGS
+	ZERO
+	TESTQ CX, CX
+	JZ q80x4vdone
+q80x4v:
+	Q80S
+	W8
+	T8x4
+	ADDQ $34, SI
+	ADDQ $32, R8
+	ADDQ R12, R9
+	ADDQ R12, R10
+	DECQ CX
+	JNZ q80x4v
+q80x4vdone:
+	STORE4
+	VZEROUPPER
+	RET
+

@@ -32,6 +32,9 @@ func dequantQ80AVX2(dst *float32, src *byte, nblocks int)
 func dot3AVX2(w, x0, x1, x2 *float32, n int, out *[3]float32)
 
 //go:noescape
+func bf16AVX2(dst *float32, src *uint16, n int)
+
+//go:noescape
 func axpyAVX2(y, x *float32, a float32, n int)
 
 //go:noescape
@@ -91,6 +94,18 @@ func f16SIMD(dst []float32, src []byte) int {
 	}
 	_ = src[2*n-1]
 	f16AVX2(unsafe.SliceData(dst), (*uint16)(unsafe.Pointer(unsafe.SliceData(src))), n)
+	return n
+}
+
+// bf16SIMD widens len(dst) - len(dst)%8 bfloat16s with AVX2; it returns how
+// many (0 without AVX2).
+func bf16SIMD(dst []float32, src []byte) int {
+	n := len(dst) &^ 7
+	if !hasAVX2 || n == 0 {
+		return 0
+	}
+	_ = src[2*n-1]
+	bf16AVX2(unsafe.SliceData(dst), (*uint16)(unsafe.Pointer(unsafe.SliceData(src))), n)
 	return n
 }
 

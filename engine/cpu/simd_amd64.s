@@ -250,6 +250,46 @@ f16done:
 	VZEROUPPER
 	RET
 
+// func bf16AVX2(dst *float32, src *uint16, n int)   // n multiple of 8
+// A bfloat16 is the top half of a float32: zero-extend each to 32 bits and
+// shift left by 16 (exact, NaN payloads included).
+TEXT ·bf16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+bf16loop32:
+	CMPQ CX, $32
+	JL bf16loop8
+	VPMOVZXWD (SI), Y0
+	VPMOVZXWD 16(SI), Y1
+	VPMOVZXWD 32(SI), Y2
+	VPMOVZXWD 48(SI), Y3
+	VPSLLD $16, Y0, Y0
+	VPSLLD $16, Y1, Y1
+	VPSLLD $16, Y2, Y2
+	VPSLLD $16, Y3, Y3
+	VMOVDQU Y0, (DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, 64(DI)
+	VMOVDQU Y3, 96(DI)
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP bf16loop32
+bf16loop8:
+	CMPQ CX, $8
+	JL bf16done
+	VPMOVZXWD (SI), Y0
+	VPSLLD $16, Y0, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP bf16loop8
+bf16done:
+	VZEROUPPER
+	RET
+
 // func axpyAVX2(y, x *float32, a float32, n int)   // n multiple of 8
 // y[i] = fma(a, x[i], y[i]) (one rounding).
 TEXT ·axpyAVX2(SB), NOSPLIT, $0-32

@@ -18,7 +18,7 @@ func TestSIMDMatchesGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
 	const cols = 32 * 70 // more than simdBlocks blocks
 	vals := randVals(r, cols, 1)
-	for _, typ := range []gguf.Type{gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1} {
+	for _, typ := range []gguf.Type{gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1} {
 		data, _ := Quantize(typ, vals, cols)
 		simd := make([]float32, cols)
 		generic := make([]float32, cols)
@@ -56,6 +56,41 @@ func TestSIMDMatchesGo(t *testing.T) {
 		if got := Dot(a, b); math.Abs(float64(got)-ref) > 1e-4*math.Sqrt(float64(n)+1) {
 			t.Errorf("Dot n=%d: %v, float64 %v", n, got, ref)
 		}
+	}
+}
+
+// TestBF16SIMD: the AVX2 widening of bfloat16 rows gives the Go loop's bits
+// for every 16-bit pattern (NaNs, infinities, zeros and subnormals
+// included), at lengths that exercise the 32-, 8- and scalar tails.
+func TestBF16SIMD(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 on this CPU: only the Go loop runs")
+	}
+	all := make([]byte, 2*65536)
+	for i := range 65536 {
+		all[2*i], all[2*i+1] = byte(i), byte(i>>8)
+	}
+	check := func(src []byte) {
+		t.Helper()
+		n := len(src) / 2
+		simd, generic := make([]float32, n+1), make([]float32, n+1)
+		dequantRow(simd[:n], gguf.BF16, src)
+		hasAVX2, hasF16C = false, false
+		dequantRow(generic[:n], gguf.BF16, src)
+		hasAVX2, hasF16C = true, true
+		for i := range simd {
+			if math.Float32bits(simd[i]) != math.Float32bits(generic[i]) {
+				t.Fatalf("n=%d [%d]: simd %#x, go %#x", n, i, math.Float32bits(simd[i]), math.Float32bits(generic[i]))
+			}
+		}
+		if simd[n] != 0 {
+			t.Fatalf("n=%d: wrote past the row", n)
+		}
+	}
+	check(all)
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 40, 63, 64, 65, 1000} {
+		off := 2 * (n * 37 % 1000)
+		check(all[off : off+2*n])
 	}
 }
 

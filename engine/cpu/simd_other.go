@@ -14,6 +14,8 @@ func dot3SIMD(w, x0, x1, x2 []float32) ([3]float32, int) { return [3]float32{}, 
 
 func f16SIMD(dst []float32, src []byte) int { return 0 }
 
+func bf16SIMD(dst []float32, src []byte) int { return 0 }
+
 func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool { return false }
 
 type q8Kernel func(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
