@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 
 	"anechat/engine"
 	"anechat/engine/chat"
@@ -42,47 +45,123 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	c := &chatLoop{env: env, codec: codec, s: s, gen: g.options(), stats: *stats}
-	if *system != "" {
-		c.msgs = append(c.msgs, chat.Message{Role: chat.RoleSystem, Content: *system})
-	}
+	c := &chatLoop{env: env, codec: codec, s: s, gen: g.options(), stats: *stats, system: *system, ctxLen: m.backend.Config().ContextLen}
 	c.gen.Stop = codec.stops()
-	fmt.Fprintf(env.Stdout, "anechat chat with %s (%s). Type a message; /reset starts over, /quit or end of input leaves.\n", *g.model, m.backend.Config().Arch)
-	in := bufio.NewScanner(env.Stdin)
-	in.Buffer(make([]byte, 1<<20), 1<<20)
-	for {
-		fmt.Fprint(env.Stdout, "\n> ")
-		if !in.Scan() {
-			fmt.Fprintln(env.Stdout)
-			return in.Err()
+	fmt.Fprintf(env.Stdout, "anechat chat with %s (%s). Type a message; Ctrl-C stops an answer; /reset starts over; /quit, Ctrl-C at the prompt or end of input leaves.\n", *g.model, m.backend.Config().Arch)
+	// Ctrl-C is the chat's own: it stops the answer being written (not the
+	// chat), or leaves at the prompt. The process-wide handler (main.go)
+	// cancels ctx on the same signal, so a turn runs on a context that only
+	// an interrupt seen here, or ctx ending for another reason, cancels.
+	interrupts := make(chan os.Signal, 1)
+	signal.Notify(interrupts, os.Interrupt)
+	defer signal.Stop(interrupts)
+	// After an interrupt the process-wide handler has fired and no longer
+	// ends anything: SIGTERM is watched here too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	terms := make(chan os.Signal, 1)
+	signal.Notify(terms, syscall.SIGTERM)
+	defer signal.Stop(terms)
+	go func() {
+		select {
+		case <-terms:
+			cancel()
+		case <-ctx.Done():
 		}
-		line := strings.TrimSpace(in.Text())
+	}()
+	return c.run(ctx, env.Stdin, interrupts)
+}
+
+// isInterrupt reports whether cause is what signal.NotifyContext cancels
+// with on os.Interrupt (its error type is not exported; its text is
+// documented as describing the signal).
+func isInterrupt(cause error) bool {
+	return cause != nil && cause.Error() == os.Interrupt.String()+" signal received"
+}
+
+// run reads messages from in, one a line, until /quit, the end of in, an
+// interrupt at the prompt, or ctx ending for a reason other than an
+// interrupt.
+func (c *chatLoop) run(ctx context.Context, in io.Reader, interrupts <-chan os.Signal) error {
+	// ended is closed when ctx ends other than by an interrupt (SIGTERM,
+	// the caller).
+	ended := make(chan struct{})
+	defer context.AfterFunc(ctx, func() {
+		if !isInterrupt(context.Cause(ctx)) {
+			close(ended)
+		}
+	})()
+	lines := make(chan string)
+	readErr := make(chan error, 1)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-done:
+				return
+			}
+		}
+		readErr <- sc.Err()
+		close(lines)
+	}()
+	base := context.WithoutCancel(ctx)
+	for {
+		fmt.Fprint(c.env.Stdout, "\n> ")
+		var line string
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				fmt.Fprintln(c.env.Stdout)
+				return <-readErr
+			}
+			line = strings.TrimSpace(l)
+		case <-interrupts:
+			fmt.Fprintln(c.env.Stdout)
+			return nil
+		case <-ended:
+			return ctx.Err()
+		}
 		switch line {
 		case "":
 			continue
 		case "/quit", "/exit":
 			return nil
 		case "/reset":
-			c.msgs = c.msgs[:0]
-			if *system != "" {
-				c.msgs = append(c.msgs, chat.Message{Role: chat.RoleSystem, Content: *system})
-			}
-			s.Reset()
-			fmt.Fprintln(env.Stdout, "(conversation reset)")
+			c.msgs = nil
+			c.s.Reset()
+			fmt.Fprintln(c.env.Stdout, "(conversation reset)")
 			continue
 		}
-		// Ctrl-C stops the answer, not the chat.
-		turnCtx, stop := interruptible(ctx)
+		turnCtx, cancel := context.WithCancel(base)
+		turnDone := make(chan struct{})
+		go func() {
+			select {
+			case <-interrupts:
+			case <-ended:
+			case <-turnDone:
+			}
+			cancel()
+		}()
 		err := c.turn(turnCtx, line)
-		stop()
-		if errors.Is(err, context.Canceled) && ctx.Err() == nil {
-			fmt.Fprintln(env.Stdout, "\n(stopped)")
+		close(turnDone)
+		cancel()
+		select {
+		case <-ended:
+			return ctx.Err()
+		default:
+		}
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintln(c.env.Stdout, "\n(stopped)")
 			continue
 		}
 		if errors.Is(err, engine.ErrContextFull) {
 			// The conversation outgrew the context: say so and keep the
 			// chat open; the message was not added.
-			fmt.Fprintf(env.Stdout, "(the conversation no longer fits in the model's context of %d tokens: /reset to start over)\n", m.backend.Config().ContextLen)
+			fmt.Fprintf(c.env.Stdout, "(the conversation no longer fits in the model's context of %d tokens: /reset to start over)\n", c.ctxLen)
 			continue
 		}
 		if err != nil {
@@ -94,19 +173,25 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 // chatLoop is the state of an interactive chat: the conversation and the
 // session that holds its tokens and KV.
 type chatLoop struct {
-	env   *Env
-	codec chatCodec
-	s     *engine.Session
-	gen   engine.GenerateOptions
-	msgs  []chat.Message
-	stats bool
+	env    *Env
+	codec  chatCodec
+	s      *engine.Session
+	gen    engine.GenerateOptions
+	system string         // the system prompt ("" for none)
+	msgs   []chat.Message // the conversation after the system prompt
+	stats  bool
+	ctxLen int // the model's context length
 }
 
 // turn adds the user's message, prefills what the session does not hold yet
 // and streams the model's answer.
 func (c *chatLoop) turn(ctx context.Context, user string) error {
 	msgs := append(slices.Clone(c.msgs), chat.Message{Role: chat.RoleUser, Content: user})
-	ids, err := c.codec.render(msgs)
+	all := msgs
+	if c.system != "" {
+		all = append([]chat.Message{{Role: chat.RoleSystem, Content: c.system}}, msgs...)
+	}
+	ids, err := c.codec.render(all)
 	if err != nil {
 		return err
 	}

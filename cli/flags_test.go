@@ -3,11 +3,16 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"anechat/engine"
 	"anechat/internal/testres"
 )
 
@@ -121,5 +126,102 @@ func TestChatContextFull(t *testing.T) {
 	turns := strings.Split(out, "\n> ")
 	if len(turns) != 4 || !strings.Contains(turns[1], "no longer fits in the model's context of 2048 tokens: /reset") || !strings.Contains(turns[2], "Lily") {
 		t.Fatalf("chat transcript (%d parts):\n%q", len(turns), out)
+	}
+}
+
+// firstWrite is an io.Writer that signals its first write after armed.
+type firstWrite struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	armed bool
+	hit   chan struct{}
+}
+
+func (w *firstWrite) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.armed && len(p) > 0 {
+		w.armed = false
+		close(w.hit)
+	}
+	return w.buf.Write(p)
+}
+
+func (w *firstWrite) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestChatInterrupt: Ctrl-C during an answer stops the answer, not the chat,
+// even though the process-wide handler cancels the command's context on the
+// same signal; the next message is answered; Ctrl-C at the prompt leaves.
+func TestChatInterrupt(t *testing.T) {
+	m, err := openModel(testres.Stories(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	codec := m.codec.(chatCodec)
+	s, err := engine.NewSession(m.backend, engine.SessionOptions{Text: m.textStream()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &firstWrite{hit: make(chan struct{})}
+	c := &chatLoop{env: &Env{Stdout: out, Stderr: io.Discard}, codec: codec, s: s, gen: engine.GenerateOptions{MaxTokens: 20, Stop: codec.stops()}, ctxLen: 2048}
+	// As main.go does: the first interrupt cancels ctx, with the signal as
+	// the cause.
+	root, cancelRoot := context.WithCancelCause(context.Background())
+	interrupts := make(chan os.Signal, 1)
+	inR, inW := io.Pipe()
+	ended := make(chan error, 1)
+	go func() { ended <- c.run(root, inR, interrupts) }()
+
+	// A long answer (to the end of the context), interrupted at its first
+	// token.
+	c.gen.MaxTokens = 0
+	waitFor(t, out, "\n> ") // the prompt is out: the next write is the answer
+	out.mu.Lock()
+	out.armed = true
+	out.mu.Unlock()
+	io.WriteString(inW, "Once upon a time\n")
+	<-out.hit
+	interrupts <- os.Interrupt
+	cancelRoot(errors.New(os.Interrupt.String() + " signal received"))
+	waitFor(t, out, "(stopped)")
+	if st := s.Tokens(); len(st) >= 2048 {
+		t.Fatalf("the answer was not stopped: %d tokens", len(st))
+	}
+	c.gen.MaxTokens = 20
+	before := strings.Count(out.String(), "\n> ")
+	io.WriteString(inW, "Once upon a time\n")
+	for strings.Count(out.String(), "\n> ") < before+1 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	interrupts <- os.Interrupt // at the prompt: leave
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatalf("chat ended with %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("chat did not leave on an interrupt at the prompt")
+	}
+	parts := strings.Split(out.String(), "\n> ")
+	if len(parts) != 4 || !strings.Contains(parts[1], "(stopped)") || strings.TrimSpace(parts[2]) == "" {
+		t.Fatalf("transcript (%d parts): %q", len(parts), out.String())
+	}
+	inW.Close()
+}
+
+// waitFor waits until out contains s.
+func waitFor(t *testing.T, out *firstWrite, s string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in %q", s, out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
