@@ -146,9 +146,15 @@ func TestResumedSpeculative(t *testing.T) {
 			for _, w := range []int{4, 8, 0} {
 				dec := NewSpecDecoder(flatCosts(), corpus)
 				dec.Ungated = true
-				s, _ := NewSession(tc.b, SessionOptions{Decoder: dec})
+				rec := &recordingBackend{Backend: tc.b}
+				s, _ := NewSession(rec, SessionOptions{Decoder: dec})
 				if err := r.Prefill(ctx, s, prompt, nil); err != nil {
 					t.Fatal(err)
+				}
+				// DESIGN.md invariant 5: the remainder in one batched call
+				// from the restored offset.
+				if !slices.Equal(rec.calls, [][2]int{{130, 20}}) {
+					t.Fatalf("width %d: resume prefill calls (start, width) %v, want [[130 20]]", w, rec.calls)
 				}
 				got, st := collect(t, s, GenerateOptions{MaxTokens: 40, Width: w})
 				if !slices.Equal(got, want) {
@@ -209,4 +215,15 @@ func TestSpecStopInsideDraft(t *testing.T) {
 			}
 		}
 	}
+}
+
+// recordingBackend records the start and width of every Forward.
+type recordingBackend struct {
+	model.Backend
+	calls [][2]int
+}
+
+func (b *recordingBackend) Forward(ctx context.Context, tokens []int32, start int, c *kv.Cache, want model.Output) (model.Result, error) {
+	b.calls = append(b.calls, [2]int{start, len(tokens)})
+	return b.Backend.Forward(ctx, tokens, start, c, want)
 }
