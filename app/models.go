@@ -182,8 +182,8 @@ type ScanResult struct {
 }
 
 // Scan registers every model in the data directory's models folder (known
-// paths are updated in place). If no default model is set, the first one
-// found becomes the default.
+// paths are updated in place). If no default model is set, the preferred
+// one found becomes the default (preferredDefault). Startup runs it too.
 func (m *Models) Scan() (ScanResult, error) {
 	if _, err := m.c.db(); err != nil {
 		return ScanResult{}, err
@@ -200,12 +200,39 @@ func (m *Models) Scan() (ScanResult, error) {
 		}
 		res.Registered = append(res.Registered, sm)
 	}
-	if len(res.Registered) > 0 {
-		if err := m.defaultIfNone(res.Registered[0].ID); err != nil {
+	if best, ok := preferredDefault(res.Registered); ok {
+		if err := m.defaultIfNone(best.ID); err != nil {
 			return ScanResult{}, err
 		}
 	}
 	return res, nil
+}
+
+// BundledChatModel is the file name of the chat model `make run` fetches into
+// the models folder on Linux (build/scripts/fetch-smollm2.sh): SmolLM2-135M-
+// Instruct, small enough for any CPU.
+const BundledChatModel = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+// preferredDefault picks the model a scan makes the default when none is set:
+// a Core ML bundle (it runs Gemma 4 on the Neural Engine) if there is one,
+// else the bundled SmolLM2 chat model, else the first model by path. ok is
+// false for no models.
+func preferredDefault(ms []storage.Model) (best storage.Model, ok bool) {
+	rank := func(sm storage.Model) int {
+		switch {
+		case sm.Kind == KindCoreML:
+			return 0
+		case filepath.Base(sm.Path) == BundledChatModel:
+			return 1
+		}
+		return 2
+	}
+	for _, sm := range ms {
+		if !ok || rank(sm) < rank(best) || (rank(sm) == rank(best) && sm.Path < best.Path) {
+			best, ok = sm, true
+		}
+	}
+	return best, ok
 }
 
 // Register adds the model at path (anywhere on disk) and returns it.

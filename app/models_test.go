@@ -108,3 +108,86 @@ func TestModelsScanRegisterDefaultRemove(t *testing.T) {
 		t.Fatalf("after removing the default: %+v, want 2 models and no default", list)
 	}
 }
+
+func TestStartupScanPrefersCoreMLThenBundledSmolLM2(t *testing.T) {
+	// Each case: the models folder's contents before the app starts, and the
+	// model that start-up must make the default.
+	coreml := func(t *testing.T, mdir string) {
+		b := filepath.Join(mdir, "gemma4-e2b.mlmodelc")
+		if err := os.MkdirAll(b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(b, "model.mil"), []byte("program"), 0o644)
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, mdir string)
+		want  string // base name of the default; "" for none
+	}{
+		{"empty folder: no default", func(*testing.T, string) {}, ""},
+		{"SmolLM2 beats a model sorted before it", func(t *testing.T, mdir string) {
+			writeGGUF(t, filepath.Join(mdir, "aaa.gguf"), "llama", "AAA")
+			writeGGUF(t, filepath.Join(mdir, BundledChatModel), "llama", "SmolLM2")
+		}, BundledChatModel},
+		{"a Core ML bundle beats SmolLM2", func(t *testing.T, mdir string) {
+			writeGGUF(t, filepath.Join(mdir, BundledChatModel), "llama", "SmolLM2")
+			coreml(t, mdir)
+		}, "gemma4-e2b.mlmodelc"},
+		{"otherwise the first by path", func(t *testing.T, mdir string) {
+			writeGGUF(t, filepath.Join(mdir, "b.gguf"), "llama", "B")
+			writeGGUF(t, filepath.Join(mdir, "a.gguf"), "llama", "A")
+		}, "a.gguf"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			mdir := storage.ModelsPath(dir)
+			if err := os.MkdirAll(mdir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			tc.setup(t, mdir)
+			a := New(Options{DataDir: dir, Version: "test"})
+			a.Startup(t.Context(), newRecorder())
+			t.Cleanup(a.Shutdown)
+			list, err := a.Models.List()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" {
+				if list.DefaultID != 0 || len(list.Models) != 0 {
+					t.Fatalf("empty folder: %+v, want no models and no default", list)
+				}
+				return
+			}
+			var got string
+			for _, sm := range list.Models {
+				if sm.ID == list.DefaultID {
+					got = filepath.Base(sm.Path)
+				}
+			}
+			if got != tc.want {
+				t.Fatalf("default after start-up is %q (models %+v), want %q", got, list.Models, tc.want)
+			}
+		})
+	}
+}
+
+func TestStartupScanKeepsAChosenDefault(t *testing.T) {
+	dir := t.TempDir()
+	mdir := storage.ModelsPath(dir)
+	os.MkdirAll(mdir, 0o755)
+	writeGGUF(t, filepath.Join(mdir, "mine.gguf"), "llama", "Mine")
+	a := New(Options{DataDir: dir, Version: "test"})
+	a.Startup(t.Context(), newRecorder())
+	list, _ := a.Models.List()
+	mine := list.DefaultID
+	a.Shutdown()
+	// SmolLM2 arrives later (make run fetched it): the user's default stays.
+	writeGGUF(t, filepath.Join(mdir, BundledChatModel), "llama", "SmolLM2")
+	b := New(Options{DataDir: dir, Version: "test"})
+	b.Startup(t.Context(), newRecorder())
+	t.Cleanup(b.Shutdown)
+	list, err := b.Models.List()
+	if err != nil || len(list.Models) != 2 || mine == 0 || list.DefaultID != mine {
+		t.Fatalf("after restart: %+v, %v; want both models registered and default %d kept", list, err, mine)
+	}
+}
