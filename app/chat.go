@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
 
 	"anechat/storage"
 )
@@ -33,6 +34,8 @@ type TokenEvent struct {
 	ParentID       int64  `json:"parentId"`
 	Seq            int    `json:"seq"`
 	Text           string `json:"text"`
+	// Drafted: the piece came from an accepted speculative draft.
+	Drafted bool `json:"drafted"`
 }
 
 // DoneEvent ends a stream: Message is the stored reply (nil when it was
@@ -435,14 +438,19 @@ func (ch *Chat) start(c storage.Conversation, question func(context.Context) (st
 // the stream's final event (EventDone or EventError) for the caller to send.
 func (ch *Chat) generate(ctx context.Context, d *storage.DB, req GenerateRequest, u storage.Message) (string, any) {
 	var text strings.Builder
-	seq := 0
-	stats, err := ch.gen.Generate(ctx, req, func(piece string) error {
-		text.WriteString(piece)
-		ch.c.send(EventToken, TokenEvent{ConversationID: u.ConversationID, ParentID: u.ID, Seq: seq, Text: piece})
+	seq, at := 0, 0 // at: the text's length in UTF-16 units
+	var spans [][2]int
+	stats, err := ch.gen.Generate(ctx, req, func(p Piece) error {
+		text.WriteString(p.Text)
+		n := utf16Len(p.Text)
+		spans = addPiece(spans, at, n, p.Drafted)
+		at += n
+		ch.c.send(EventToken, TokenEvent{ConversationID: u.ConversationID, ParentID: u.ID, Seq: seq, Text: p.Text, Drafted: p.Drafted})
 		seq++
 		return nil
 	})
 	stats.Width = req.Width
+	stats.DraftedSpans = spans
 	cancelled := errors.Is(err, context.Canceled) && ctx.Err() != nil
 	if err != nil && !cancelled {
 		ch.c.log.Error("generate", "conversation", u.ConversationID, "err", err)
@@ -464,6 +472,15 @@ func (ch *Chat) generate(ctx context.Context, d *storage.DB, req GenerateRequest
 		done.Message = &m
 	}
 	return EventDone, done
+}
+
+// utf16Len is the length of s in UTF-16 code units (JavaScript's length).
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
 }
 
 // wait blocks until every running generation has ended.

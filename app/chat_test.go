@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"sync"
 	"testing"
 
@@ -14,21 +16,22 @@ import (
 // scripted is a test Generator: it replies with fixed pieces, records each
 // request, and can block after the first piece until cancelled, or fail.
 type scripted struct {
-	pieces []string
-	block  bool  // after the first piece, wait for ctx
-	fail   error // returned after the pieces
-	mu     sync.Mutex
-	reqs   []GenerateRequest
-	sent   chan struct{} // closed after the first piece when block is set
+	pieces  []string
+	drafted []bool // drafted[i]: piece i came from a draft (missing: false)
+	block   bool   // after the first piece, wait for ctx
+	fail    error  // returned after the pieces
+	mu      sync.Mutex
+	reqs    []GenerateRequest
+	sent    chan struct{} // closed after the first piece when block is set
 }
 
-func (s *scripted) Generate(ctx context.Context, req GenerateRequest, emit func(string) error) (GenerateStats, error) {
+func (s *scripted) Generate(ctx context.Context, req GenerateRequest, emit func(Piece) error) (GenerateStats, error) {
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
 	s.mu.Unlock()
 	st := GenerateStats{PrefillTokens: 3}
 	for i, p := range s.pieces {
-		if err := emit(p); err != nil {
+		if err := emit(Piece{Text: p, Drafted: i < len(s.drafted) && s.drafted[i]}); err != nil {
 			return st, err
 		}
 		st.Tokens++
@@ -301,5 +304,35 @@ func TestConversationCRUD(t *testing.T) {
 	}
 	if list, _ := a.Chat.ListConversations(); len(list) != 1 || list[0].ID != c2.ID {
 		t.Fatalf("after delete: %+v", list)
+	}
+}
+
+func TestDraftedPiecesAreMarkedAndTheirSpansStored(t *testing.T) {
+	// "é" and "😀" are 1 and 2 UTF-16 units: spans count what JavaScript counts.
+	gen := &scripted{pieces: []string{"A", "é", "😀", "b", "c", "d"}, drafted: []bool{false, true, true, false, true, true}}
+	a, rec, dir := start(t, gen)
+	withModel(t, a, dir)
+	c, _ := a.Chat.CreateConversation(NewConversation{})
+	if _, err := a.Chat.Send(c.ID, "go"); err != nil {
+		t.Fatal(err)
+	}
+	done := rec.waitFor(t, EventDone).(DoneEvent)
+	var flags []bool
+	for _, e := range rec.named(EventToken) {
+		flags = append(flags, e.(TokenEvent).Drafted)
+	}
+	if !slices.Equal(flags, gen.drafted) {
+		t.Fatalf("token events drafted %v, want %v", flags, gen.drafted)
+	}
+	want := [][2]int{{1, 4}, {5, 7}}
+	var st GenerateStats
+	if err := json.Unmarshal(done.Message.Stats, &st); err != nil || !reflect.DeepEqual(st.DraftedSpans, want) {
+		t.Fatalf("stored stats %s (%v), want drafted spans %v", done.Message.Stats, err, want)
+	}
+	// The spans survive a reload of the thread.
+	th, _ := a.Chat.Thread(c.ID)
+	last := th.Messages[len(th.Messages)-1]
+	if err := json.Unmarshal(last.Stats, &st); err != nil || !reflect.DeepEqual(st.DraftedSpans, want) {
+		t.Fatalf("reloaded stats %s (%v)", last.Stats, err)
 	}
 }

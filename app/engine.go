@@ -63,7 +63,7 @@ func NewEngineGenerator(log *slog.Logger) *EngineGenerator {
 }
 
 // Generate implements Generator.
-func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emit func(string) error) (GenerateStats, error) {
+func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emit func(Piece) error) (GenerateStats, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	m, err := g.load(req.Model.Path)
@@ -107,7 +107,7 @@ func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emi
 		if t.Text == "" {
 			return nil
 		}
-		return emit(t.Text)
+		return emit(Piece{Text: t.Text, Drafted: t.Drafted})
 	})
 	out := GenerateStats{Tokens: st.Tokens, PrefillTokens: st.PrefillTokens, ResumedTokens: st.ResumedTokens,
 		TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted, TTFTms: st.TTFTms,

@@ -42,7 +42,7 @@ func stories260K(t *testing.T) string {
 func collect(t *testing.T, g *EngineGenerator, req GenerateRequest) (string, GenerateStats) {
 	t.Helper()
 	var b strings.Builder
-	st, err := g.Generate(context.Background(), req, func(s string) error { b.WriteString(s); return nil })
+	st, err := g.Generate(context.Background(), req, func(p Piece) error { b.WriteString(p.Text); return nil })
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
@@ -78,7 +78,7 @@ func TestEngineGeneratorRunsStories260K(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
 	_, err := g.Generate(ctx, GenerateRequest{Model: storage.Model{Path: path}, MaxTokens: 200, Width: 4,
-		Messages: []ChatMessage{{Role: "user", Content: "Lily"}}}, func(string) error {
+		Messages: []ChatMessage{{Role: "user", Content: "Lily"}}}, func(Piece) error {
 		n++
 		if n == 2 {
 			cancel()
@@ -93,7 +93,7 @@ func TestEngineGeneratorRunsStories260K(t *testing.T) {
 func TestEngineGeneratorNamesAMissingModel(t *testing.T) {
 	g := NewEngineGenerator(nil)
 	_, err := g.Generate(context.Background(), GenerateRequest{Model: storage.Model{Path: "/nonexistent/m.gguf"},
-		Messages: []ChatMessage{{Role: "user", Content: "x"}}}, func(string) error { return nil })
+		Messages: []ChatMessage{{Role: "user", Content: "x"}}}, func(Piece) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/m.gguf") {
 		t.Fatalf("err %v, want one naming the path", err)
 	}
@@ -219,4 +219,42 @@ func TestStartupMakesSmolLM2TheDefaultAndChatsWithIt(t *testing.T) {
 		t.Fatalf("models %+v, want SmolLM2 registered as the default", list)
 	}
 	t.Logf("SmolLM2 (%s) replied %q", list.Models[0].Name, done.Message.Content)
+}
+
+// Pieces from accepted drafts say so: at width 4 SmolLM2 copying a sentence
+// from the prompt is partly drafted, every drafted piece is an accepted draft
+// token, and the text is still the width-1 text. (stories260K's drafts do not
+// pay for their cost, so the gate turns them off there.)
+func TestEngineGeneratorMarksDraftedPieces(t *testing.T) {
+	path := testres.SmolLM2GGUF(t)
+	g := NewEngineGenerator(nil)
+	defer g.Close()
+	run := func(width int) (string, int, GenerateStats) {
+		var b strings.Builder
+		drafted := 0
+		st, err := g.Generate(context.Background(), GenerateRequest{Model: storage.Model{Path: path}, MaxTokens: 30, Width: width,
+			Messages: []ChatMessage{{Role: "user", Content: "Repeat this sentence exactly: The quick brown fox jumps over the lazy dog near the river bank."}}},
+			func(p Piece) error {
+				b.WriteString(p.Text)
+				if p.Drafted {
+					drafted++
+				}
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.String(), drafted, st
+	}
+	plain, d1, _ := run(1)
+	if d1 != 0 {
+		t.Fatalf("width 1 marked %d pieces drafted", d1)
+	}
+	spec, d4, st := run(4)
+	if spec != plain {
+		t.Fatalf("width 4 gave %q, width 1 %q", spec, plain)
+	}
+	if d4 == 0 || d4 > st.Accepted || st.Accepted > st.Drafted {
+		t.Fatalf("width 4: %d drafted pieces, stats %+v; want 0 < pieces <= accepted <= drafted", d4, st)
+	}
 }

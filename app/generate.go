@@ -12,10 +12,20 @@ import (
 // events and cancellation, the Generator only turns messages into tokens.
 type Generator interface {
 	// Generate renders req.Messages with the model's chat template, runs the
-	// model and calls emit with each piece of reply text as it is decoded.
+	// model and calls emit with each piece of reply text as it is decoded,
+	// saying whether it came from an accepted speculative draft.
 	// It stops when the model ends its turn, at req.MaxTokens, when emit
 	// returns an error, or when ctx is cancelled (then it returns ctx.Err()).
-	Generate(ctx context.Context, req GenerateRequest, emit func(text string) error) (GenerateStats, error)
+	Generate(ctx context.Context, req GenerateRequest, emit func(Piece) error) (GenerateStats, error)
+}
+
+// Piece is a piece of decoded reply text: one token's worth (possibly empty
+// text held back by the detokenizer is not emitted).
+type Piece struct {
+	Text string
+	// Drafted: the token came from an accepted draft (speculation guessed it
+	// and the model confirmed it), not from the model's own verify step.
+	Drafted bool
 }
 
 // ChatMessage is one turn sent to the model.
@@ -53,6 +63,23 @@ type GenerateStats struct {
 	DecodeTokS    float64 `json:"decodeTokS"`
 	Width         int     `json:"width"`
 	Stopped       string  `json:"stopped"` // stop, length, context, cancelled, error
+	// DraftedSpans are the stretches of the reply's text that came from
+	// accepted drafts, as [start, end) offsets in UTF-16 code units (what the
+	// window's strings index), in order and not touching. Chat fills it in
+	// from the pieces, so the highlighting survives a reload.
+	DraftedSpans [][2]int `json:"draftedSpans,omitempty"`
+}
+
+// addPiece extends spans by a piece of n UTF-16 units at offset at.
+func addPiece(spans [][2]int, at, n int, drafted bool) [][2]int {
+	if !drafted || n == 0 {
+		return spans
+	}
+	if k := len(spans); k > 0 && spans[k-1][1] == at {
+		spans[k-1][1] = at + n
+		return spans
+	}
+	return append(spans, [2]int{at, at + n})
 }
 
 // ErrNoEngine: this build has no inference engine wired into the app, so no
