@@ -64,6 +64,12 @@ func runBenchResume(ctx context.Context, env *Env, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
+	switch {
+	case *batch < 1 || *batch > 512:
+		return badFlag(env, "bench resume", fmt.Errorf("--batch %d: want a prefill call width of 1..512", *batch))
+	case *repeat < 1:
+		return badFlag(env, "bench resume", fmt.Errorf("--repeat %d: want at least 1", *repeat))
+	}
 	var lens []int
 	for _, s := range strings.Split(*tokens, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

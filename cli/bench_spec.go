@@ -176,6 +176,14 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 		fs.Usage()
 		return errUsage
 	}
+	switch {
+	case *maxTokens < 1:
+		return badFlag(env, "bench spec", fmt.Errorf("--max-tokens %d: want at least 1", *maxTokens))
+	case *limitTokens < 0:
+		return badFlag(env, "bench spec", fmt.Errorf("--limit %d: want 0 (no cap) or a positive number", *limitTokens))
+	case *reps < 1:
+		return badFlag(env, "bench spec", fmt.Errorf("--reps %d: want at least 1", *reps))
+	}
 	widths, err := parseWidths(*widthsFlag)
 	if err != nil {
 		return err

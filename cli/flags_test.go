@@ -225,3 +225,23 @@ func waitFor(t *testing.T, out *firstWrite, s string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestBenchBadFlags: the benchmarks refuse values they would otherwise
+// clamp or ignore silently, naming the flag, before loading the model.
+func TestBenchBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "spec", "--model", "none.gguf", "--max-tokens", "-5"}, "--max-tokens -5: want at least 1"},
+		{[]string{"bench", "spec", "--model", "none.gguf", "--limit", "-1"}, "--limit -1"},
+		{[]string{"bench", "spec", "--model", "none.gguf", "--reps", "0"}, "--reps 0: want at least 1"},
+		{[]string{"bench", "resume", "--model", "none.gguf", "--batch", "0"}, "--batch 0: want a prefill call width of 1..512"},
+		{[]string{"bench", "resume", "--model", "none.gguf", "--repeat", "0"}, "--repeat 0: want at least 1"},
+	} {
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), tc.args, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
+}
