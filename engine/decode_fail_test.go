@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"testing"
 
@@ -226,4 +227,39 @@ type recordingBackend struct {
 func (b *recordingBackend) Forward(ctx context.Context, tokens []int32, start int, c *kv.Cache, want model.Output) (model.Result, error) {
 	b.calls = append(b.calls, [2]int{start, len(tokens)})
 	return b.Backend.Forward(ctx, tokens, start, c, want)
+}
+
+// TestResumeCancelledKeepsSnapshot (DESIGN.md invariants 4 and 7): a resume
+// cancelled before or while it loads returns the cancellation and leaves
+// the snapshot and its record alone (only a snapshot that is bad is
+// forgotten); the next resume uses it.
+func TestResumeCancelledKeepsSnapshot(t *testing.T) {
+	b := openStories(t)
+	ctx := context.Background()
+	prompt := testPrompt(150, 2)
+	store := newMemStore(t.TempDir())
+	r := &Resumer{Store: store, Meta: kv.Meta{Model: b.Config().Fingerprint, Tokenizer: "t"}}
+	s0, _ := NewSession(b, SessionOptions{})
+	if err := s0.Prefill(ctx, prompt[:140], nil); err != nil {
+		t.Fatal(err)
+	}
+	path, err := r.SaveSession(ctx, "k", s0)
+	if err != nil || path == "" {
+		t.Fatalf("save: %q %v", path, err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	s, _ := NewSession(b, SessionOptions{})
+	if err := r.Prefill(cancelled, s, prompt, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled resume: %v", err)
+	}
+	if _, err := os.Stat(path); err != nil || len(store.forgotten) != 0 || len(store.recs) != 1 {
+		t.Fatalf("a cancelled resume dropped the snapshot: stat %v, forgotten %v, %d records", err, store.forgotten, len(store.recs))
+	}
+	if err := r.Prefill(ctx, s, prompt, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, st := collect(t, s, GenerateOptions{MaxTokens: 3}); st.ResumedTokens != 140 {
+		t.Fatalf("resume after the cancelled one: %+v", st)
+	}
 }
