@@ -29,7 +29,10 @@
 //	F16, BF16, ToF16, ToBF16, Quantize    conversions; Quantize encodes test weights
 //	RandomLlama                           a random-weight llama GGUF of any geometry (tests, benchmarks)
 //
-// On amd64 with AVX2/FMA/F16C, Dot, Dot3 and the dequantisers run assembly
-// (simd_amd64.s); elsewhere the Go loops. The choice is fixed per process, so
-// row independence holds on every machine.
+// On amd64 with AVX2/FMA/F16C, Dot, Dot3 and the dequantisers (F16, BF16,
+// Q8_0, Q4_0, Q4_1) run assembly (simd_amd64.s), and Q4_0/Q4_1/Q8_0 weights
+// multiply 8-bit activations with integer dot products (q8_amd64.s; the
+// VPDPBUSD forms in q8vnni_amd64.s give the same bits); elsewhere the Go
+// loops. The choice is fixed per process, so row independence holds on every
+// machine.
 package cpu

@@ -117,6 +117,30 @@ GLOBL v8m8<>(SB), RODATA|NOPTR, $16
 	VBROADCASTSS X10, Y10 \
 	VMULPS (R9), X10, X11
 
+// Q41S1, Q40S1, Q80S1: the one-token forms (scalar products in lane 0, no
+// broadcasts: a shorter dependency chain per block).
+#define Q41S1 \
+	MOVL (SI), AX \
+	VMOVD AX, X10 \
+	VCVTPH2PS X10, X10 \
+	VMOVSHDUP X10, X14 \
+	VMULSS (R9), X10, X11 \
+	VFMADD231SS (R10), X14, X4
+
+#define Q40S1 \
+	MOVWLZX (SI), AX \
+	VMOVD AX, X10 \
+	VCVTPH2PS X10, X10 \
+	VMULSS v8m8<>(SB), X10, X14 \
+	VMULSS (R9), X10, X11 \
+	VFMADD231SS (R10), X14, X4
+
+#define Q80S1 \
+	MOVWLZX (SI), AX \
+	VMOVD AX, X10 \
+	VCVTPH2PS X10, X10 \
+	VMULSS (R9), X10, X11
+
 // W4 unpacks the 16 nibble bytes at off(SI) into Y8 (32 u8).
 #define W4(off) \
 	VBROADCASTI128 off(SI), Y9 \
@@ -199,7 +223,7 @@ TEXT ·dotQ41Q8x1V(SB), NOSPLIT, $0-64
 	TESTQ CX, CX
 	JZ q41x1vdone
 q41x1v:
-	Q41S
+	Q41S1
 	W4(4)
 	T4x1
 	ADDQ $20, SI
@@ -262,7 +286,7 @@ TEXT ·dotQ40Q8x1V(SB), NOSPLIT, $0-64
 	TESTQ CX, CX
 	JZ q40x1vdone
 q40x1v:
-	Q40S
+	Q40S1
 	W4(2)
 	T4x1
 	ADDQ $18, SI
@@ -325,7 +349,7 @@ TEXT ·dotQ80Q8x1V(SB), NOSPLIT, $0-64
 	TESTQ CX, CX
 	JZ q80x1vdone
 q80x1v:
-	Q80S
+	Q80S1
 	W8
 	T8x1
 	ADDQ $34, SI
