@@ -263,3 +263,37 @@ func TestResumeCancelledKeepsSnapshot(t *testing.T) {
 		t.Fatalf("resume after the cancelled one: %+v", st)
 	}
 }
+
+// TestResumeStatsAfterCancelledPrefill: positions prefilled by a cancelled
+// Prefill and then reused by Resumer.Prefill count as prefilled, not as
+// resumed: the stats add up to the prompt.
+func TestResumeStatsAfterCancelledPrefill(t *testing.T) {
+	s, _ := NewSession(openStories(t), SessionOptions{MaxBatch: 8})
+	ctx, cancel := context.WithCancel(context.Background())
+	prompt := append(slices.Clone(storiesPrompt), storiesWant[:30]...)
+	err := s.Prefill(ctx, prompt, func(done, total int) {
+		if done >= 16 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) || s.Cache().Len() != 16 {
+		t.Fatalf("cancelled prefill: %v, cache %d", err, s.Cache().Len())
+	}
+	var none *Resumer
+	if err := none.Prefill(context.Background(), s, prompt, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, st := collect(t, s, GenerateOptions{MaxTokens: 5})
+	if !slices.Equal(got, storiesWant[30:35]) || st.PrefillTokens != len(prompt) || st.ResumedTokens != 0 {
+		t.Fatalf("got %v, stats %+v: want %d prefilled, 0 resumed", got, st, len(prompt))
+	}
+	// The next turn reuses the cache: resumed, and only the new part
+	// prefilled.
+	next := append(s.Tokens(), storiesWant[35:40]...)
+	if err := none.Prefill(context.Background(), s, next, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, st = collect(t, s, GenerateOptions{MaxTokens: 2}); st.ResumedTokens+st.PrefillTokens != len(next) || st.PrefillTokens != 6 {
+		t.Fatalf("next turn: stats %+v for %d tokens (6 not cached)", st, len(next))
+	}
+}

@@ -116,8 +116,10 @@ type Session struct {
 	// in the cache yet.
 	genPending bool
 
-	// Prefill accounting since the last Generate.
+	// Prefill accounting since the last Generate: prefilled positions
+	// from prefillFrom on.
 	prefilled    int
+	prefillFrom  int
 	prefillStart time.Time
 }
 
@@ -168,7 +170,10 @@ func (s *Session) Restored(ids []int32) error {
 	if s.cache.Len() != len(ids) || s.cache.Pending() != 0 {
 		return fmt.Errorf("engine: restored %d ids but the cache holds %d committed and %d pending rows", len(ids), s.cache.Len(), s.cache.Pending())
 	}
-	s.tokens, s.logits, s.resumed, s.genPending = slices.Clone(ids), nil, len(ids), false
+	// Positions prefilled since the last Generate (a cancelled Prefill,
+	// or one made ahead) stay counted as prefilled, not as resumed.
+	s.prefilled = min(s.prefilled, max(0, len(ids)-s.prefillFrom))
+	s.tokens, s.logits, s.resumed, s.genPending = slices.Clone(ids), nil, len(ids)-s.prefilled, false
 	return nil
 }
 
@@ -218,6 +223,9 @@ func (s *Session) feed(ctx context.Context, end int, progress func(done, total i
 		}
 		if err := s.cache.Commit(n); err != nil {
 			return fmt.Errorf("engine: prefill: %w", err)
+		}
+		if s.prefilled == 0 {
+			s.prefillFrom = pos
 		}
 		pos += n
 		s.prefilled += n
