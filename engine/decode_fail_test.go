@@ -7,8 +7,10 @@ import (
 	"slices"
 	"testing"
 
+	"anechat/engine/cpu"
 	"anechat/engine/kv"
 	"anechat/engine/model"
+	"anechat/engine/model/gguf"
 	"anechat/engine/spec"
 )
 
@@ -295,5 +297,59 @@ func TestResumeStatsAfterCancelledPrefill(t *testing.T) {
 	}
 	if _, st = collect(t, s, GenerateOptions{MaxTokens: 2}); st.ResumedTokens+st.PrefillTokens != len(next) || st.PrefillTokens != 6 {
 		t.Fatalf("next turn: stats %+v for %d tokens (6 not cached)", st, len(next))
+	}
+}
+
+// noEOS is a backend whose model has no EOS id, so that generation runs to
+// the end of the context.
+type noEOS struct{ model.Backend }
+
+func (b noEOS) Config() model.Config {
+	c := b.Backend.Config()
+	c.EOS = nil
+	return c
+}
+
+// TestContextEndExact: with no stop id, generation ends at the end of the
+// context after exactly ContextLen-len(prompt)+1 tokens (the last one from
+// the logits of the last position, never in the cache), plain or
+// speculative with drafts running into the end, and the ids agree.
+func TestContextEndExact(t *testing.T) {
+	data, err := cpu.RandomLlama(cpu.LlamaOptions{Hidden: 32, FFN: 48, Layers: 1, Heads: 2, KVHeads: 1, Vocab: 64, Context: 40}, gguf.F32, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse("ctx.gguf", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cpu.LoadLlama(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := noEOS{m}
+	prompt := []int32{3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	want, _ := specTurns(t, b, PlainDecoder{}, 1, [][]int32{prompt}, GenerateOptions{})
+	if len(want[0]) != 40-len(prompt)+1 {
+		t.Fatalf("plain: %d tokens, want %d", len(want[0]), 40-len(prompt)+1)
+	}
+	corpus := spec.NewCorpus(0)
+	corpus.Add(append(slices.Clone(prompt), tokenIDs(want[0])...))
+	for _, w := range []int{2, 4, 8, 0} {
+		dec := NewSpecDecoder(flatCosts(), corpus)
+		dec.Ungated = true
+		s, _ := NewSession(b, SessionOptions{Decoder: dec})
+		if err := s.Prefill(context.Background(), prompt, nil); err != nil {
+			t.Fatal(err)
+		}
+		got, st := collect(t, s, GenerateOptions{Width: w})
+		if !slices.Equal(got, tokenIDs(want[0])) || st.Stopped != "context" || s.Cache().Len() != 40 || st.Accepted == 0 {
+			t.Fatalf("width %d: got %v (%+v, cache %d), want %v", w, got, st, s.Cache().Len(), tokenIDs(want[0]))
+		}
+		// A further Generate has no room: nothing, no call, no error.
+		got, st = collect(t, s, GenerateOptions{Width: w})
+		if len(got) != 0 || st.TargetCalls != 0 || st.Stopped != "context" {
+			t.Fatalf("width %d, full context: %v %+v", w, got, st)
+		}
 	}
 }
