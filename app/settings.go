@@ -60,6 +60,9 @@ type Preferences struct {
 	MaxTokens int `json:"maxTokens"`
 	// Temperature 0 is greedy decoding; up to 2.
 	Temperature float64 `json:"temperature"`
+	// HighlightDrafted shades reply text that came from accepted speculative
+	// drafts; default on.
+	HighlightDrafted bool `json:"highlightDrafted"`
 }
 
 // Settings keys.
@@ -69,11 +72,12 @@ const (
 	keyDefaultModel     = "models.default_id"
 	keyMaxTokens        = "generation.max_tokens"
 	keyTemperature      = "generation.temperature"
+	keyHighlightDrafted = "ui.highlight_drafted"
 )
 
 // DefaultPreferences are the settings of a new data directory.
 func DefaultPreferences() Preferences {
-	return Preferences{SpeculationWidth: 4, KVQuotaBytes: storage.DefaultKVQuotaBytes, MaxTokens: 1024}
+	return Preferences{SpeculationWidth: 4, KVQuotaBytes: storage.DefaultKVQuotaBytes, MaxTokens: 1024, HighlightDrafted: true}
 }
 
 // Validate reports the first field out of range, naming it.
@@ -110,6 +114,7 @@ func (p *Preferences) fields() []struct {
 		{keyDefaultModel, &p.DefaultModelID},
 		{keyMaxTokens, &p.MaxTokens},
 		{keyTemperature, &p.Temperature},
+		{keyHighlightDrafted, &p.HighlightDrafted},
 	}
 }
 

@@ -39,9 +39,10 @@ func TestSettingsDefaultsAndRoundTrip(t *testing.T) {
 	if got != DefaultPreferences() {
 		t.Fatalf("fresh settings %+v, want defaults %+v", got, DefaultPreferences())
 	}
-	if got.SpeculationWidth != 4 || got.KVQuotaBytes != 2<<30 {
-		t.Fatalf("defaults: width %d, quota %d; want 4 and 2 GiB", got.SpeculationWidth, got.KVQuotaBytes)
+	if got.SpeculationWidth != 4 || got.KVQuotaBytes != 2<<30 || !got.HighlightDrafted {
+		t.Fatalf("defaults: width %d, quota %d, highlight drafted %v; want 4, 2 GiB, true", got.SpeculationWidth, got.KVQuotaBytes, got.HighlightDrafted)
 	}
+	// HighlightDrafted false (the default is true) is stored, not defaulted.
 	want := Preferences{SpeculationWidth: WidthAuto, KVQuotaBytes: 512 << 20, MaxTokens: 77, Temperature: 0.7}
 	stored, err := a.Settings.Update(want)
 	if err != nil || stored != want {

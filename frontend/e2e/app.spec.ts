@@ -105,6 +105,7 @@ test("a registered model answers with streamed text, and edit/regenerate make br
 
   // Short replies keep the test quick (and prove the setting reaches the engine).
   await page.getByTestId("nav-settings").click();
+  await expect(page.getByTestId("highlight-drafted")).toBeChecked(); // on by default
   await page.getByTestId("max-tokens").fill("40");
   await page.getByTestId("save-settings").click();
   await expect(page.getByTestId("saved")).toBeVisible();
@@ -116,6 +117,8 @@ test("a registered model answers with streamed text, and edit/regenerate make br
   const answer = page.getByTestId("msg-assistant");
   await expect(answer).toHaveCount(1);
   await expect(answer).toContainText(/\b([1-9]|[1-3]\d|40) tokens · .* · length/);
+  // Speculation stats: tokens per target call (τ), drafted and accepted.
+  await expect(answer.getByTestId("msg-stats")).toHaveText(/^\d+ tokens · τ \d+\.\d\d · drafted \d+ · accepted \d+ · /);
   expect((await answer.locator(".markdown").innerText()).trim().length).toBeGreaterThan(0);
 
   await answer.getByRole("button", { name: "Regenerate" }).click();

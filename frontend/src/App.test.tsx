@@ -96,6 +96,45 @@ describe("App", () => {
     expect(f.calls.filter((c) => c === "Chat.Thread").length).toBe(before + 1);
   });
 
+  it("shades drafted text of stored and streamed replies, and shows τ, unless the setting is off", async () => {
+    const stats = { tokens: 6, prefillTokens: 3, resumedTokens: 0, targetCalls: 3, drafted: 4, accepted: 3, ttftMs: 5, decodeTokS: 20, width: 4, stopped: "stop", draftedSpans: [[4, 9]] };
+    const drafted: Thread = {
+      conversation: conv,
+      messages: [
+        { id: 1, conversationId: 1, parentId: 0, role: "user", content: "copy", createdAt: "" },
+        { id: 2, conversationId: 1, parentId: 1, role: "assistant", content: "The quick fox", stats, createdAt: "" },
+      ],
+      path: [1, 2],
+      generating: 0,
+    } as Thread;
+    for (const highlightDrafted of [true, false]) {
+      const f = fakeBridge({
+        "System.Info": () => info,
+        "Chat.ListConversations": () => [conv],
+        "Chat.Thread": () => drafted,
+        "Settings.Get": () => ({ speculationWidth: 4, kvQuotaBytes: 1, defaultModelId: 0, maxTokens: 10, temperature: 0, highlightDrafted }),
+      });
+      await mount(f.bridge);
+      await flush();
+      await act(() => root.querySelector<HTMLButtonElement>(".conv")!.click());
+      await flush();
+      const assistant = root.querySelector("[data-testid=msg-assistant]")!;
+      const marks = [...assistant.querySelectorAll("mark.drafted")].map((m) => m.textContent);
+      expect(marks).toEqual(highlightDrafted ? ["quick"] : []);
+      expect(assistant.querySelector(".markdown")?.textContent?.trim()).toBe("The quick fox");
+      expect(root.querySelector("[data-testid=msg-stats]")?.textContent).toBe("6 tokens · τ 2.00 · drafted 4 · accepted 3 · 20.0 tok/s · first token 5 ms · width 4");
+      await act(() => {
+        f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 0, text: "Hel", drafted: false });
+        f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 1, text: "lo", drafted: true });
+      });
+      const streamed = [...root.querySelectorAll("[data-testid=streaming] mark.drafted")].map((m) => m.textContent);
+      expect(streamed).toEqual(highlightDrafted ? ["lo"] : []);
+      render(null, root);
+      root.remove();
+    }
+    root = document.createElement("div"); // for afterEach
+  });
+
   it("shows the storage error with its path", async () => {
     const f = fakeBridge({
       "System.Info": () => ({ ...info, storageError: "storage: open database /d/anechat.db: database file is corrupt (move it aside)" }),

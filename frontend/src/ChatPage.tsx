@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { Api } from "./api";
-import { branchRows, statsLine, type Row, type Stream } from "./logic";
+import { branchRows, pieceSpans, statsLine, type Row, type Stream } from "./logic";
 import { Markdown } from "./Markdown";
 import type { Thread, Turn } from "./types";
 
@@ -26,6 +26,11 @@ export function ChatPage(p: Props) {
   const [title, setTitle] = useState<string | null>(null);
   const [system, setSystem] = useState<string | null>(null);
   const bottom = useRef<HTMLDivElement>(null);
+  // Shade drafted text unless the setting says not to (read once per visit).
+  const [highlight, setHighlight] = useState(true);
+  useEffect(() => {
+    p.api.settings.get().then((s) => setHighlight(s.highlightDrafted !== false), () => {});
+  }, []);
 
   const load = async () => {
     try {
@@ -160,13 +165,13 @@ export function ChatPage(p: Props) {
                 <button type="button" onClick={() => setEditing(null)}>Cancel</button>
               </form>
             ) : r.message.role === "assistant" ? (
-              <Markdown text={r.message.content} />
+              <Markdown text={r.message.content} spans={highlight ? r.message.stats?.draftedSpans : undefined} />
             ) : (
               <div class="plain">{r.message.content}</div>
             )}
             <div class="msg-foot">
               {versions(r)}
-              {r.message.role === "assistant" && <span class="muted">{statsLine(r.message.stats)}</span>}
+              {r.message.role === "assistant" && <span class="muted" data-testid="msg-stats">{statsLine(r.message.stats)}</span>}
               <span class="spacer" />
               {r.message.role === "user" && !editing && (
                 <button disabled={running} onClick={() => setEditing({ id: r.message.id, text: r.message.content })}>Edit</button>
@@ -179,7 +184,10 @@ export function ChatPage(p: Props) {
         ))}
         {p.stream && (p.stream.running || p.stream.error) && (
           <div class="msg assistant streaming" data-testid="streaming">
-            <Markdown text={p.stream.text || (p.stream.running ? "…" : "")} />
+            <Markdown
+              text={p.stream.text || (p.stream.running ? "…" : "")}
+              spans={highlight && p.stream.text ? pieceSpans(p.stream.pieces, p.stream.drafted) : undefined}
+            />
             {p.stream.error && <div class="error" data-testid="stream-error">{p.stream.error}</div>}
           </div>
         )}

@@ -53,6 +53,10 @@ export function SettingsPage({ api }: { api: Api }) {
         Temperature (0 = greedy)
         <input data-testid="temperature" type="number" min="0" max="2" step="0.05" value={prefs.temperature} onInput={(e) => setPrefs({ ...prefs, temperature: Number(e.currentTarget.value) })} />
       </label>
+      <label class="check">
+        <input data-testid="highlight-drafted" type="checkbox" checked={prefs.highlightDrafted} onChange={(e) => setPrefs({ ...prefs, highlightDrafted: e.currentTarget.checked })} />
+        Highlight drafted tokens (reply text that speculation guessed and the model confirmed)
+      </label>
       {error && <div class="banner error" role="alert" data-testid="settings-error">{error}</div>}
       <div class="row">
         <button type="submit" class="primary" data-testid="save-settings">Save</button>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
-  branchRows, bytesToGiB, gibToBytes, humanBytes, parseTags, parseWidth, statsLine,
+  branchRows, bytesToGiB, gibToBytes, humanBytes, parseTags, parseWidth, pieceSpans, statsLine, tau,
   streamCleared, streamDone, streamError, streamStarted, streamToken,
 } from "./logic";
 import type { Message, Thread } from "./types";
@@ -40,10 +40,10 @@ describe("branchRows", () => {
 describe("streams", () => {
   it("accumulates tokens, ends on done, keeps text and error on failure", () => {
     let s = streamStarted({}, 1, 10);
-    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 0, text: "Hel" });
-    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 1, text: "lo" });
-    s = streamToken(s, { conversationId: 2, parentId: 20, seq: 0, text: "other" });
-    expect(s[1]).toEqual({ parentId: 10, pieces: ["Hel", "lo"], text: "Hello", error: null, running: true });
+    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 0, text: "Hel", drafted: false });
+    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 1, text: "lo", drafted: false });
+    s = streamToken(s, { conversationId: 2, parentId: 20, seq: 0, text: "other", drafted: false });
+    expect(s[1]).toEqual({ parentId: 10, pieces: ["Hel", "lo"], drafted: [false, false], text: "Hello", error: null, running: true });
     expect(s[2]?.text).toBe("other");
     const failed = streamError(s, { conversationId: 1, parentId: 10, error: "boom" });
     expect(failed[1]).toMatchObject({ parentId: 10, text: "Hello", error: "boom", running: false });
@@ -54,27 +54,27 @@ describe("streams", () => {
     expect(streamStarted(done, 1, 10)[1]?.running).toBe(false);
     expect(streamCleared(done, 1)[1]).toBeUndefined();
     // A token that straggles in after the end is ignored.
-    expect(streamToken(done, { conversationId: 1, parentId: 10, seq: 2, text: "late" })[1]?.running).toBe(false);
+    expect(streamToken(done, { conversationId: 1, parentId: 10, seq: 2, text: "late", drafted: false })[1]?.running).toBe(false);
   });
 
   it("orders pieces by sequence number, whatever order they arrive in", () => {
-    let s = streamToken({}, { conversationId: 1, parentId: 10, seq: 2, text: "c" });
+    let s = streamToken({}, { conversationId: 1, parentId: 10, seq: 2, text: "c", drafted: false });
     expect(s[1]?.text).toBe("c");
-    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 0, text: "a" });
-    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 1, text: "b" });
+    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 0, text: "a", drafted: false });
+    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 1, text: "b", drafted: false });
     expect(s[1]?.text).toBe("abc");
   });
 
   it("keeps tokens that arrived before the start was acknowledged", () => {
-    let s = streamToken({}, { conversationId: 1, parentId: 10, seq: 0, text: "early" });
+    let s = streamToken({}, { conversationId: 1, parentId: 10, seq: 0, text: "early", drafted: false });
     s = streamStarted(s, 1, 10);
     expect(s[1]?.text).toBe("early");
-    expect(streamStarted(s, 1, 11)[1]).toEqual({ parentId: 11, pieces: [], text: "", error: null, running: true });
+    expect(streamStarted(s, 1, 11)[1]).toEqual({ parentId: 11, pieces: [], drafted: [], text: "", error: null, running: true });
   });
 
   it("restarts when a token belongs to a new reply", () => {
-    let s = streamToken({}, { conversationId: 1, parentId: 10, seq: 0, text: "old" });
-    s = streamToken(s, { conversationId: 1, parentId: 11, seq: 0, text: "new" });
+    let s = streamToken({}, { conversationId: 1, parentId: 10, seq: 0, text: "old", drafted: false });
+    s = streamToken(s, { conversationId: 1, parentId: 11, seq: 0, text: "new", drafted: false });
     expect(s[1]).toMatchObject({ parentId: 11, text: "new" });
   });
 });
@@ -105,7 +105,33 @@ describe("settings helpers", () => {
     expect(humanBytes(1536)).toBe("1.5 KiB");
     expect(humanBytes(2 * 1024 ** 3)).toBe("2.0 GiB");
     expect(statsLine({ tokens: 5, prefillTokens: 1, resumedTokens: 0, targetCalls: 3, drafted: 4, accepted: 2, ttftMs: 12.4, decodeTokS: 30.25, width: 4, stopped: "cancelled" }))
-      .toBe("5 tokens · 30.3 tok/s · first token 12 ms · 2/4 drafts accepted · width 4 · cancelled");
+      .toBe("5 tokens · τ 1.67 · drafted 4 · accepted 2 · 30.3 tok/s · first token 12 ms · width 4 · cancelled");
+    expect(statsLine({ tokens: 8, prefillTokens: 0, resumedTokens: 40, targetCalls: 8, drafted: 0, accepted: 0, ttftMs: 0, decodeTokS: 0, width: 0, stopped: "stop" }))
+      .toBe("8 tokens · τ 1.00 · drafted 0 · accepted 0 · resumed 40 · width auto");
     expect(statsLine(undefined)).toBe("");
+  });
+});
+
+describe("speculation stats", () => {
+  it("τ is tokens per target call, null without calls", () => {
+    expect(tau({ tokens: 10, targetCalls: 4 })).toBe(2.5);
+    expect(tau({ tokens: 1, targetCalls: 0 })).toBeNull();
+  });
+
+  it("merges adjacent drafted pieces into UTF-16 spans, as the Go side stores them", () => {
+    // Same case as app's TestDraftedPiecesAreMarkedAndTheirSpansStored.
+    expect(pieceSpans(["A", "é", "😀", "b", "c", "d"], [false, true, true, false, true, true])).toEqual([[1, 4], [5, 7]]);
+    // Holes (pieces not arrived yet) and empty pieces take no room.
+    expect(pieceSpans(["a", "", "b"], [true, true, true])).toEqual([[0, 2]]);
+    const holes: string[] = [];
+    holes[2] = "c";
+    expect(pieceSpans(holes, [false, false, true])).toEqual([[0, 1]]);
+  });
+
+  it("tracks which streamed pieces were drafted, by sequence number", () => {
+    let s = streamToken({}, { conversationId: 1, parentId: 10, seq: 1, text: "b", drafted: true });
+    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 0, text: "a", drafted: false });
+    expect(s[1]?.drafted).toEqual([false, true]);
+    expect(pieceSpans(s[1]!.pieces, s[1]!.drafted)).toEqual([[1, 2]]);
   });
 });

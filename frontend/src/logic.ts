@@ -35,6 +35,8 @@ export interface Stream {
   parentId: number;
   /** The pieces received so far, by sequence number (holes until they arrive). */
   pieces: string[];
+  /** drafted[seq]: piece seq came from an accepted draft. */
+  drafted: boolean[];
   text: string;
   error: string | null;
   running: boolean;
@@ -51,7 +53,7 @@ export type Streams = Readonly<Record<number, Stream>>;
 export function streamStarted(s: Streams, conversationId: number, parentId: number): Streams {
   const cur = s[conversationId];
   if (cur && cur.parentId === parentId) return s;
-  return { ...s, [conversationId]: { parentId, pieces: [], text: "", error: null, running: true } };
+  return { ...s, [conversationId]: { parentId, pieces: [], drafted: [], text: "", error: null, running: true } };
 }
 
 /**
@@ -62,15 +64,17 @@ export function streamStarted(s: Streams, conversationId: number, parentId: numb
 export function streamToken(s: Streams, e: TokenEvent): Streams {
   const cur = s[e.conversationId];
   if (cur && cur.parentId === e.parentId && !cur.running) return s;
-  const base = cur && cur.parentId === e.parentId ? cur : { parentId: e.parentId, pieces: [], text: "", error: null, running: true };
+  const base = cur && cur.parentId === e.parentId ? cur : { parentId: e.parentId, pieces: [], drafted: [], text: "", error: null, running: true };
   const pieces = base.pieces.slice();
+  const drafted = base.drafted.slice();
   pieces[e.seq] = e.text;
-  return { ...s, [e.conversationId]: { ...base, pieces, text: pieces.join(""), running: true } };
+  drafted[e.seq] = e.drafted === true;
+  return { ...s, [e.conversationId]: { ...base, pieces, drafted, text: pieces.join(""), running: true } };
 }
 
 /** A stream ended and its reply is stored (the thread reloads): not running. */
 export function streamDone(s: Streams, e: DoneEvent): Streams {
-  return { ...s, [e.conversationId]: { parentId: e.parentId, pieces: [], text: "", error: null, running: false } };
+  return { ...s, [e.conversationId]: { parentId: e.parentId, pieces: [], drafted: [], text: "", error: null, running: false } };
 }
 
 /** Forgets the conversation's stream (before starting another). */
@@ -82,7 +86,7 @@ export function streamCleared(s: Streams, conversationId: number): Streams {
 /** A stream failed: keep what it showed and the error, not running. */
 export function streamError(s: Streams, e: ErrorEvent): Streams {
   const cur = s[e.conversationId];
-  return { ...s, [e.conversationId]: { parentId: e.parentId, pieces: cur?.pieces ?? [], text: cur?.text ?? "", error: e.error, running: false } };
+  return { ...s, [e.conversationId]: { parentId: e.parentId, pieces: cur?.pieces ?? [], drafted: cur?.drafted ?? [], text: cur?.text ?? "", error: e.error, running: false } };
 }
 
 /** Splits "a, b ,, C" into tags as typed (the Go side normalises them). */
@@ -126,13 +130,44 @@ export function humanBytes(n: number): string {
   return i === 0 ? `${n} B` : `${v.toFixed(1)} ${units[i]}`;
 }
 
+/**
+ * The drafted stretches of a streamed reply, [start, end) in UTF-16 units of
+ * its text, adjacent drafted pieces merged (the same spans the Go side stores).
+ * Pieces not arrived yet count as empty.
+ */
+export function pieceSpans(pieces: readonly string[], drafted: readonly boolean[]): [number, number][] {
+  const spans: [number, number][] = [];
+  let at = 0;
+  for (let i = 0; i < pieces.length; i++) {
+    const n = (pieces[i] ?? "").length;
+    if (drafted[i] && n > 0) {
+      const last = spans[spans.length - 1];
+      if (last && last[1] === at) last[1] = at + n;
+      else spans.push([at, at + n]);
+    }
+    at += n;
+  }
+  return spans;
+}
+
+/**
+ * Tokens per target call (τ): how many tokens each model call yielded on
+ * average; 1 without speculation. null when there were no calls.
+ */
+export function tau(st: { tokens: number; targetCalls: number }): number | null {
+  return st.targetCalls > 0 ? st.tokens / st.targetCalls : null;
+}
+
 /** One line of generation statistics for a reply. */
 export function statsLine(st: Message["stats"]): string {
   if (!st) return "";
   const parts = [`${st.tokens} tokens`];
+  const t = tau(st);
+  if (t !== null) parts.push(`τ ${t.toFixed(2)}`);
+  parts.push(`drafted ${st.drafted}`, `accepted ${st.accepted}`);
   if (st.decodeTokS > 0) parts.push(`${st.decodeTokS.toFixed(1)} tok/s`);
   if (st.ttftMs > 0) parts.push(`first token ${Math.round(st.ttftMs)} ms`);
-  if (st.drafted > 0) parts.push(`${st.accepted}/${st.drafted} drafts accepted`);
+  if (st.resumedTokens > 0) parts.push(`resumed ${st.resumedTokens}`);
   if (st.width) parts.push(`width ${st.width}`);
   else parts.push("width auto");
   if (st.stopped && st.stopped !== "stop") parts.push(st.stopped);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { renderMarkdown } from "./markdown";
+import { markSpans, renderMarkdown } from "./markdown";
 
 describe("renderMarkdown", () => {
   it("renders emphasis, code and lists", () => {
@@ -27,4 +27,95 @@ describe("renderMarkdown", () => {
     expect(html).not.toMatch(/<iframe|<form|<input|style=/i);
     expect(html).toContain("<p>t</p>");
   });
+});
+
+// The element structure of rendered HTML: tag names in document order, marks left out.
+function shape(html: string): { tags: string[]; text: string } {
+  const d = document.createElement("div");
+  d.innerHTML = html;
+  const tags = Array.from(d.querySelectorAll("*")).map((e) => e.tagName).filter((t) => t !== "MARK");
+  return { tags, text: d.textContent ?? "" };
+}
+
+function marked(html: string): string[] {
+  const d = document.createElement("div");
+  d.innerHTML = html;
+  return Array.from(d.querySelectorAll("mark.drafted")).map((m) => m.textContent ?? "");
+}
+
+describe("drafted highlighting", () => {
+  it("wraps the text of each span in mark.drafted", () => {
+    const src = "The quick brown fox";
+    const html = renderMarkdown(src, [[4, 9], [16, 19]]);
+    expect(marked(html)).toEqual(["quick", "fox"]);
+    expect(shape(html)).toEqual(shape(renderMarkdown(src)));
+  });
+
+  it("keeps the Markdown structure when spans start or end on syntax", () => {
+    const src = "# Title\n\n- **bold** item\n1. one\n\n```\ncode line\n```\n\nsee [a link](https://example.com/x) end";
+    // Spans over every piece of syntax: the heading hash, the bullet and
+    // the emphasis, the ordered list number, the fence, the link.
+    const at = (s: string) => src.indexOf(s);
+    const spans: [number, number][] = [
+      [0, 7],
+      [at("- **"), at(" item")],
+      [at("1. one"), at("1. one") + 6],
+      [at("```"), at("code line") + 9],
+      [at("[a link]"), at(" end")],
+    ];
+    const html = renderMarkdown(src, spans);
+    expect(shape(html)).toEqual(shape(renderMarkdown(src)));
+    expect(marked(html)).toEqual(["Title", "bold", "one", "code line", "a link"]);
+    const d = document.createElement("div");
+    d.innerHTML = html;
+    expect(d.querySelector("a")?.getAttribute("href")).toBe("https://example.com/x");
+    expect(html).not.toMatch(/[\uFDD0\uFDD1]/);
+  });
+
+  it("highlights a span across paragraphs in each text it covers", () => {
+    const src = "one two\n\nthree four";
+    const html = renderMarkdown(src, [[4, 14]]);
+    expect(marked(html)).toEqual(["two", "three"]);
+    expect(shape(html)).toEqual(shape(renderMarkdown(src)));
+  });
+
+  it("counts offsets in UTF-16 units and stays sanitized", () => {
+    const src = "😀 é <img src=x onerror=alert(1)> ok";
+    const html = renderMarkdown(src, [[0, 4], [src.length - 2, src.length]]);
+    expect(marked(html)).toEqual(["😀 é", "ok"]);
+    expect(html).not.toMatch(/onerror/i);
+  });
+
+  it("moves markers off syntax and drops empty spans", () => {
+    expect(markSpans("**x**", [[0, 5]])).toBe("**\uFDD0x\uFDD1**");
+    expect(markSpans("- ", [[0, 2]])).toBe("- ");
+    expect(markSpans("12. x", [[0, 5]])).toBe("12. \uFDD0x\uFDD1");
+  });
+});
+
+describe("drafted highlighting on unfinished text", () => {
+  it("terminates and stays sane on a link cut off mid-URL (a streaming reply)", () => {
+    const src = "see [a](https://exa";
+    for (let s = 0; s < src.length; s++) {
+      for (let e = s + 1; e <= src.length; e++) {
+        const html = renderMarkdown(src, [[s, e]]);
+        expect(shape(html)).toEqual(shape(renderMarkdown(src)));
+      }
+    }
+  });
+});
+
+describe("drafted highlighting, every span", () => {
+  it("never changes the document's structure or text, for any one span", () => {
+    const src = "# T\n\n- **b** [a](http://x.y) _i_\n1. o `c` www.z.com ~~s~~\n\n> q";
+    const want = shape(renderMarkdown(src));
+    for (let s = 0; s < src.length; s++) {
+      for (let e = s + 1; e <= src.length; e++) {
+        const got = shape(renderMarkdown(src, [[s, e]]));
+        if (got.tags.join() !== want.tags.join() || got.text !== want.text) {
+          expect({ span: [s, e], text: src.slice(s, e), got }).toEqual({ span: [s, e], text: src.slice(s, e), got: want });
+        }
+      }
+    }
+  }, 60_000);
 });

@@ -48,6 +48,8 @@ export interface GenerateStats {
   decodeTokS: number;
   width: number;
   stopped: string;
+  /** Stretches of the reply from accepted drafts: [start, end) in UTF-16 units. */
+  draftedSpans?: [number, number][];
 }
 
 export interface TokenEvent {
@@ -56,6 +58,8 @@ export interface TokenEvent {
   /** Position of the piece in its stream; events may arrive out of order. */
   seq: number;
   text: string;
+  /** The piece came from an accepted speculative draft. */
+  drafted: boolean;
 }
 
 export interface DoneEvent {
@@ -114,6 +118,8 @@ export interface Preferences {
   defaultModelId: number;
   maxTokens: number;
   temperature: number;
+  /** Shade reply text that came from accepted drafts. */
+  highlightDrafted: boolean;
 }
 
 export interface Model {
