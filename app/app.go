@@ -74,7 +74,8 @@ func New(opts Options) *App {
 	a.Settings = &Settings{c: c}
 	a.Models = &Models{c: c, settings: a.Settings}
 	a.Chat = &Chat{c: c, settings: a.Settings, models: a.Models, gen: opts.Generator, streams: map[int64]*stream{}}
-	a.Library = &Library{c: c}
+	a.Library = &Library{c: c, gen: opts.Generator, models: a.Models}
+	a.Chat.library = a.Library
 	a.System = &System{c: c}
 	return a
 }

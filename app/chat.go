@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -63,6 +64,7 @@ type Chat struct {
 	c        *core
 	settings *Settings
 	models   *Models
+	library  *Library
 	gen      Generator
 
 	mu      sync.Mutex
@@ -425,6 +427,9 @@ func (ch *Chat) start(c storage.Conversation, question func(context.Context) (st
 	ch.wg.Add(1)
 	go func() {
 		defer ch.wg.Done()
+		if c.PromptID != 0 && len(branch) == 1 {
+			ch.preparePrompt(ctx, d, c, branch[0], mdl.ID)
+		}
 		name, data := ch.generate(ctx, d, req, u)
 		// The stream is gone before the window hears it ended, so a Send
 		// right after the event is never refused as busy.
@@ -432,6 +437,27 @@ func (ch *Chat) start(c storage.Conversation, question func(context.Context) (st
 		ch.c.send(name, data)
 	}()
 	return Turn{ConversationID: c.ID, User: u}, nil
+}
+
+// preparePrompt pins a snapshot of the library prompt c was started from when
+// its first message is the prompt's body unchanged and the prompt has none
+// yet: the first use prepares it (the prefill the reply needs anyway), every
+// later chat from it resumes. Failure only costs that resume: it is logged.
+func (ch *Chat) preparePrompt(ctx context.Context, d *storage.DB, c storage.Conversation, first storage.Message, modelID int64) {
+	if _, ok := ch.gen.(Preparer); !ok || ch.library == nil {
+		return
+	}
+	p, err := d.GetPrompt(ctx, c.PromptID)
+	if err != nil || p.PinnedSnapshotID != 0 || first.Content != p.Body || c.SystemPrompt != p.SystemPrompt {
+		return // deleted, already prepared, or this chat opens differently
+	}
+	if _, err := ch.library.prepare(ctx, d, p, modelID); err != nil {
+		lvl := slog.LevelWarn
+		if errors.Is(err, ErrPromptTooShort) || ctx.Err() != nil {
+			lvl = slog.LevelDebug
+		}
+		ch.c.log.Log(ctx, lvl, "prompt not prepared on first use", "prompt", p.ID, "err", err)
+	}
 }
 
 // generate runs the model, streams its text and stores the reply. It returns

@@ -66,40 +66,8 @@ func NewEngineGenerator(log *slog.Logger) *EngineGenerator {
 func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emit func(Piece) error) (GenerateStats, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	m, err := g.load(req.Model.Path)
+	m, _, r, err := g.prefill(ctx, req)
 	if err != nil {
-		return GenerateStats{}, err
-	}
-	spec := req.Width != 1
-	if m.session == nil || m.spec != spec {
-		opts := engine.SessionOptions{Text: func() engine.TextStream { return m.tok.NewStream() }}
-		if spec {
-			opts.Decoder = engine.NewSpecDecoder(nil, nil)
-		}
-		if m.session, err = engine.NewSession(m.backend, opts); err != nil {
-			return GenerateStats{}, fmt.Errorf("engine: new session for %s: %w", m.path, err)
-		}
-		m.spec = spec
-	}
-	msgs := make([]chat.Message, len(req.Messages))
-	for i, cm := range req.Messages {
-		msgs[i] = chat.Message{Role: cm.Role, Content: cm.Content}
-	}
-	ids, err := m.tmpl.Render(msgs, true)
-	if err != nil {
-		return GenerateStats{}, fmt.Errorf("engine: render the conversation with template %s: %w", m.tmpl.Name(), err)
-	}
-	// Resumer.Prefill continues the session when it holds a prefix of this
-	// prompt (the next turn of the same conversation), else restores the
-	// longest stored snapshot, and prefills the rest in batched calls. A nil
-	// Resumer (no store) does the in-memory part only.
-	var r *engine.Resumer
-	if g.store != nil {
-		r = &engine.Resumer{Store: g.store, Log: g.log, Meta: kv.Meta{Model: m.backend.Config().Fingerprint,
-			Tokenizer: m.tok.Fingerprint(), Template: "chat:" + m.tmpl.Hash()}}
-	}
-	if err := r.Prefill(ctx, m.session, ids, nil); err != nil {
-		m.session.Reset() // a cancelled prefill leaves the sequence half-fed
 		return GenerateStats{}, err
 	}
 	st, err := m.session.Generate(ctx, engine.GenerateOptions{MaxTokens: req.MaxTokens, Width: req.Width,
@@ -125,6 +93,71 @@ func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emi
 		}
 	}
 	return out, nil
+}
+
+// prefill loads req's model, renders req.Messages with the generation prompt
+// and makes the session hold them, prefilled. It returns the Resumer to save
+// snapshots with (nil without a store).
+func (g *EngineGenerator) prefill(ctx context.Context, req GenerateRequest) (*loadedModel, []int32, *engine.Resumer, error) {
+	m, err := g.load(req.Model.Path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	spec := req.Width != 1
+	if m.session == nil || m.spec != spec {
+		opts := engine.SessionOptions{Text: func() engine.TextStream { return m.tok.NewStream() }}
+		if spec {
+			opts.Decoder = engine.NewSpecDecoder(nil, nil)
+		}
+		if m.session, err = engine.NewSession(m.backend, opts); err != nil {
+			return nil, nil, nil, fmt.Errorf("engine: new session for %s: %w", m.path, err)
+		}
+		m.spec = spec
+	}
+	msgs := make([]chat.Message, len(req.Messages))
+	for i, cm := range req.Messages {
+		msgs[i] = chat.Message{Role: cm.Role, Content: cm.Content}
+	}
+	ids, err := m.tmpl.Render(msgs, true)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("engine: render the conversation with template %s: %w", m.tmpl.Name(), err)
+	}
+	// Resumer.Prefill continues the session when it holds a prefix of this
+	// prompt (the next turn of the same conversation), else restores the
+	// longest stored snapshot, and prefills the rest in batched calls. A nil
+	// Resumer (no store) does the in-memory part only.
+	var r *engine.Resumer
+	if g.store != nil {
+		r = &engine.Resumer{Store: g.store, Log: g.log, Meta: kv.Meta{Model: m.backend.Config().Fingerprint,
+			Tokenizer: m.tok.Fingerprint(), Template: "chat:" + m.tmpl.Hash()}}
+	}
+	if err := r.Prefill(ctx, m.session, ids, nil); err != nil {
+		m.session.Reset() // a cancelled prefill leaves the sequence half-fed
+		return nil, nil, nil, err
+	}
+	return m, ids, r, nil
+}
+
+// Prepare implements Preparer. The session is left holding the prepared
+// opening, so a reply to it right after only prefills its last token.
+func (g *EngineGenerator) Prepare(ctx context.Context, req GenerateRequest, key string) (Prepared, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.store == nil {
+		return Prepared{}, fmt.Errorf("engine: prepare %s: no KV snapshot store (the data directory's kv/ index did not open)", key)
+	}
+	m, ids, r, err := g.prefill(ctx, req)
+	if err != nil {
+		return Prepared{}, err
+	}
+	path, err := r.SaveSession(ctx, key, m.session)
+	if err != nil {
+		return Prepared{}, err
+	}
+	if path == "" {
+		return Prepared{}, nil
+	}
+	return Prepared{Path: path, Tokens: len(ids)}, nil
 }
 
 // load returns the model at path, loading it (and unloading another) first.

@@ -19,6 +19,22 @@ type Generator interface {
 	Generate(ctx context.Context, req GenerateRequest, emit func(Piece) error) (GenerateStats, error)
 }
 
+// Preparer is a Generator that can store a KV snapshot of a conversation's
+// opening (a library prompt: its system prompt and body) under key, so that a
+// chat starting with it later resumes instead of prefilling it.
+type Preparer interface {
+	// Prepare renders req.Messages as Generate would (with the generation
+	// prompt), prefills them and saves the KV snapshot under key. It returns
+	// the snapshot; a Path of "" means the opening was too short to store.
+	Prepare(ctx context.Context, req GenerateRequest, key string) (Prepared, error)
+}
+
+// Prepared is the snapshot Prepare stored.
+type Prepared struct {
+	Path   string // the snapshot file, "" if none was stored
+	Tokens int    // token positions it holds
+}
+
 // Piece is a piece of decoded reply text: one token's worth (possibly empty
 // text held back by the detokenizer is not emitted).
 type Piece struct {

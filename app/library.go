@@ -1,13 +1,29 @@
 package app
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
 	"strings"
 
+	"anechat/kvindex"
 	"anechat/storage"
 )
 
-// Library is the prompt library service: saved prompts with tags.
-type Library struct{ c *core }
+// Library is the prompt library service: saved prompts with tags. A prompt
+// can be prepared: its opening (system prompt and body) is prefilled once and
+// its KV snapshot pinned to it (never evicted), so every chat started from it
+// resumes instead of prefilling it again.
+type Library struct {
+	c      *core
+	gen    Generator
+	models *Models
+}
+
+// ErrPromptTooShort: the prompt's opening is shorter than one KV block, too
+// short for a snapshot to pay.
+var ErrPromptTooShort = errors.New("library: this prompt is too short to prepare (a snapshot needs at least 64 tokens); it starts quickly anyway")
 
 // PromptInput is a prompt as the editor submits it.
 type PromptInput struct {
@@ -72,13 +88,99 @@ func (l *Library) Create(in PromptInput) (storage.Prompt, error) {
 	return d.CreatePrompt(l.c.context(), in.storage())
 }
 
-// Update replaces prompt id.
+// Update replaces prompt id. A change to its system prompt or body unpins
+// its snapshot (it no longer holds the prompt); prepare it again.
 func (l *Library) Update(id int64, in PromptInput) (storage.Prompt, error) {
 	d, err := l.c.db()
 	if err != nil {
 		return storage.Prompt{}, err
 	}
-	return d.UpdatePrompt(l.c.context(), id, in.storage())
+	ctx := l.c.context()
+	old, err := d.GetPrompt(ctx, id)
+	if err != nil {
+		return storage.Prompt{}, err
+	}
+	p, err := d.UpdatePrompt(ctx, id, in.storage())
+	if err != nil {
+		return storage.Prompt{}, err
+	}
+	if p.PinnedSnapshotID != 0 && (p.SystemPrompt != old.SystemPrompt || p.Body != old.Body) {
+		if err := d.SetPromptSnapshot(ctx, id, 0); err != nil {
+			return storage.Prompt{}, err
+		}
+		return d.GetPrompt(ctx, id)
+	}
+	return p, nil
+}
+
+// Prepare prefills prompt id's opening with the default model and pins its
+// KV snapshot to it; the prompt's PinnedSnapshotID then says it is ready to
+// resume.
+func (l *Library) Prepare(id int64) (storage.Prompt, error) {
+	d, err := l.c.db()
+	if err != nil {
+		return storage.Prompt{}, err
+	}
+	ctx := l.c.context()
+	p, err := d.GetPrompt(ctx, id)
+	if err != nil {
+		return storage.Prompt{}, err
+	}
+	return l.prepare(ctx, d, p, 0)
+}
+
+// promptOpening is the conversation a chat started from p opens with: its
+// system prompt and its body sent as the first message, as Chat builds it.
+func promptOpening(p storage.Prompt) []ChatMessage {
+	var msgs []ChatMessage
+	if strings.TrimSpace(p.SystemPrompt) != "" {
+		msgs = append(msgs, ChatMessage{Role: storage.RoleSystem, Content: p.SystemPrompt})
+	}
+	if strings.TrimSpace(p.Body) != "" {
+		msgs = append(msgs, ChatMessage{Role: storage.RoleUser, Content: p.Body})
+	}
+	return msgs
+}
+
+// prepare stores p's opening as a snapshot with model modelID (0: the
+// default) and pins it to p.
+func (l *Library) prepare(ctx context.Context, d *storage.DB, p storage.Prompt, modelID int64) (storage.Prompt, error) {
+	pr, ok := l.gen.(Preparer)
+	if !ok {
+		return storage.Prompt{}, ErrNoEngine
+	}
+	msgs := promptOpening(p)
+	if len(msgs) == 0 {
+		return storage.Prompt{}, fmt.Errorf("library: prompt %d has neither a system prompt nor a body to prepare", p.ID)
+	}
+	mdl, err := l.models.resolve(modelID)
+	if err != nil {
+		return storage.Prompt{}, err
+	}
+	snap, err := pr.Prepare(ctx, GenerateRequest{Model: mdl, Messages: msgs}, kvindex.PromptKey(p.ID))
+	if err != nil {
+		return storage.Prompt{}, fmt.Errorf("library: prepare prompt %d: %w", p.ID, err)
+	}
+	if snap.Path == "" {
+		return storage.Prompt{}, ErrPromptTooShort
+	}
+	rel, err := filepath.Rel(storage.KVPath(l.c.dataDir), snap.Path)
+	if err != nil {
+		return storage.Prompt{}, fmt.Errorf("library: prepare prompt %d: snapshot %s: %w", p.ID, snap.Path, err)
+	}
+	rows, err := d.ListSnapshots(ctx)
+	if err != nil {
+		return storage.Prompt{}, err
+	}
+	for _, s := range rows {
+		if s.PromptID == p.ID && s.FilePath == filepath.ToSlash(rel) {
+			if err := d.SetPromptSnapshot(ctx, p.ID, s.ID); err != nil {
+				return storage.Prompt{}, err
+			}
+			return d.GetPrompt(ctx, p.ID)
+		}
+	}
+	return storage.Prompt{}, fmt.Errorf("library: prepare prompt %d: snapshot %s has no index row (it was evicted at once: raise the KV cache quota)", p.ID, snap.Path)
 }
 
 // Delete removes prompt id.

@@ -1,0 +1,131 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"anechat/storage"
+)
+
+// A long system prompt: well over one 64-token KV block on stories260K.
+const storySystem = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. " +
+	"One day, Lily saw a big red ball under a tree. She ran to the ball and picked it up. Her friend Tom came and said, " +
+	"\"Can I play with the ball too?\" Lily smiled and said, \"Yes, let's play together!\" They played all day and were very happy."
+
+// replyTo sends text in a new conversation started from prompt promptID and
+// returns the stored reply and its stats.
+func replyTo(t *testing.T, a *App, rec *recorder, promptID int64, text string) (storage.Message, GenerateStats) {
+	t.Helper()
+	c, err := a.Chat.CreateConversation(NewConversation{PromptID: promptID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(rec.named(EventDone))
+	if _, err := a.Chat.Send(c.ID, text); err != nil {
+		t.Fatal(err)
+	}
+	done := rec.waitCount(t, EventDone, before+1)[before].(DoneEvent)
+	if done.Message == nil {
+		t.Fatalf("no reply: %+v", done)
+	}
+	var st GenerateStats
+	if err := json.Unmarshal(done.Message.Stats, &st); err != nil {
+		t.Fatal(err)
+	}
+	return *done.Message, st
+}
+
+func TestPreparedPromptResumesWithTheFreshOutput(t *testing.T) {
+	path := stories260K(t)
+	dir := t.TempDir()
+	setup := func() (*App, *recorder, *EngineGenerator) {
+		g := NewEngineGenerator(nil)
+		a, rec, _ := startIn(t, dir, g)
+		return a, rec, g
+	}
+	a, _, g := setup()
+	mdl, err := a.Models.Register(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := a.Settings.Get()
+	p.MaxTokens = 24
+	if _, err := a.Settings.Update(p); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := a.Library.Create(PromptInput{Title: "Lily", SystemPrompt: storySystem, Body: "Tell me more."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr, err = a.Library.Prepare(pr.ID); err != nil || pr.PinnedSnapshotID == 0 {
+		t.Fatalf("Prepare = %+v, %v; want a pinned snapshot", pr, err)
+	}
+	// A restart: nothing in memory, the snapshot on disk is all there is.
+	a.Shutdown()
+	g.Close()
+	a, rec, g := setup()
+	defer g.Close()
+	reply, st := replyTo(t, a, rec, pr.ID, pr.Body)
+	if st.ResumedTokens == 0 || st.PrefillTokens > 8 {
+		t.Fatalf("chat from the prepared prompt: stats %+v, want it resumed (only the last tokens prefilled)", st)
+	}
+	// Identical to a run with no cache at all.
+	fresh := NewEngineGenerator(nil)
+	defer fresh.Close()
+	want, fst := collect(t, fresh, GenerateRequest{Model: mdl, MaxTokens: 24, Width: 4,
+		Messages: []ChatMessage{{Role: "system", Content: storySystem}, {Role: "user", Content: pr.Body}}})
+	if fst.ResumedTokens != 0 || reply.Content != want {
+		t.Fatalf("resumed reply %q, fresh %q (fresh stats %+v)", reply.Content, want, fst)
+	}
+
+	// Pinned: a quota of one byte evicts every other snapshot, never it.
+	p, _ = a.Settings.Get()
+	p.KVQuotaBytes = 1
+	a.Settings.Update(p)
+	replyTo(t, a, rec, 0, storySystem) // saves (and evicts) a conversation snapshot
+	d, _ := a.core.db()
+	if _, err := d.GetSnapshot(context.Background(), pr.PinnedSnapshotID); err != nil {
+		t.Fatalf("the prompt's snapshot was evicted: %v", err)
+	}
+	// Editing the body unpins it: the snapshot no longer holds the prompt.
+	up, err := a.Library.Update(pr.ID, PromptInput{Title: "Lily", SystemPrompt: storySystem, Body: "Tell me more, please."})
+	if err != nil || up.PinnedSnapshotID != 0 {
+		t.Fatalf("Update = %+v, %v; want it unpinned", up, err)
+	}
+}
+
+func TestFirstChatFromAPromptPreparesIt(t *testing.T) {
+	path := stories260K(t)
+	g := NewEngineGenerator(nil)
+	defer g.Close()
+	a, rec, _ := start(t, g)
+	if _, err := a.Models.Register(path); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := a.Settings.Get()
+	p.MaxTokens = 8
+	a.Settings.Update(p)
+	pr, _ := a.Library.Create(PromptInput{Title: "Lily", SystemPrompt: storySystem, Body: "And then?"})
+	// A first message other than the body does not prepare it.
+	replyTo(t, a, rec, pr.ID, "Something else")
+	if got, _ := a.Library.Get(pr.ID); got.PinnedSnapshotID != 0 {
+		t.Fatalf("prepared by a chat that did not open with its body: %+v", got)
+	}
+	replyTo(t, a, rec, pr.ID, pr.Body)
+	got, _ := a.Library.Get(pr.ID)
+	if got.PinnedSnapshotID == 0 {
+		t.Fatalf("prompt %+v not prepared by its first use", got)
+	}
+	// The next chat from it resumes from the pinned snapshot.
+	_, st := replyTo(t, a, rec, pr.ID, pr.Body)
+	if st.ResumedTokens == 0 {
+		t.Fatalf("second chat from the prompt: %+v, want resumed tokens", st)
+	}
+	// A short prompt is refused with a clear reason.
+	short, _ := a.Library.Create(PromptInput{Title: "Hi", Body: "Hi"})
+	if _, err := a.Library.Prepare(short.ID); err == nil || !strings.Contains(err.Error(), "too short") {
+		t.Fatalf("Prepare of a short prompt: %v", err)
+	}
+}
