@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"anechat/engine/model/gguf"
 	"anechat/internal/cputime"
 	"anechat/internal/testres"
 )
@@ -124,12 +125,30 @@ func BenchmarkEncodeEnglishCold(b *testing.B) {
 	b.ReportMetric(float64(len(text))*float64(b.N)/(float64(cputime.Process()-cpu0)/1e9)/1e6, "MB/cpu-s")
 }
 
-// BenchmarkDecodeStream streams the ids of the English text back.
+// BenchmarkDecodeStream streams the ids of the English text back, with
+// Gemma's SentencePiece-style vocabulary and SmolLM2's byte-level one (the
+// two decoder pipelines Stream.Next has).
 func BenchmarkDecodeStream(b *testing.B) {
-	tok := gemma(b)
+	b.Run("gemma", func(b *testing.B) { benchStream(b, gemma(b)) })
+	b.Run("smollm2", func(b *testing.B) {
+		f, err := gguf.Open(testres.SmolLM2GGUF(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		tok, err := FromGGUF(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchStream(b, tok)
+	})
+}
+
+func benchStream(b *testing.B, tok *Tokenizer) {
 	text := englishText(b)
 	ids := tok.Encode(text)
 	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
 		s := tok.NewStream()
@@ -138,4 +157,10 @@ func BenchmarkDecodeStream(b *testing.B) {
 		}
 		_ = s.Flush()
 	}
+	b.ReportMetric(float64(testing.AllocsPerRun(1, func() {
+		s := tok.NewStream()
+		for _, id := range ids {
+			_ = s.Next(id)
+		}
+	}))/float64(len(ids)), "allocs/token")
 }

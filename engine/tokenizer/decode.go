@@ -180,6 +180,7 @@ func appendLossy(dst, src []byte, final bool) ([]byte, int) {
 type Stream struct {
 	t          *Tokenizer
 	run        []byte // pending bytes
+	buf        []byte // scratch for the byte-level text of one Next
 	strip      int    // leading spaces still to remove
 	n          int    // ids seen
 	firstPiece bool
@@ -214,19 +215,15 @@ func (s *Stream) Next(id int32) string {
 	}
 	if d.byteLevel {
 		s.run = byteLevelBytes(s.run, t.pieces[id])
-		out, used := appendLossy(nil, s.run, false)
+		var used int
+		s.buf, used = appendLossy(s.buf[:0], s.run, false)
 		s.run = append(s.run[:0], s.run[used:]...)
-		return s.out(string(out))
+		return s.out(string(s.buf))
 	}
 	if d.byteFallback && t.byteOf[id] >= 0 {
 		s.run = append(s.run, byte(t.byteOf[id]))
 		s.firstPiece = false
 		return ""
-	}
-	var b strings.Builder
-	if len(s.run) > 0 {
-		b.WriteString(t.byteRunText(s.run))
-		s.run = s.run[:0]
 	}
 	p := t.pieces[id]
 	if d.metaToSpace {
@@ -236,8 +233,12 @@ func (s *Stream) Next(id int32) string {
 		p = strings.TrimPrefix(p, " ")
 	}
 	s.firstPiece = false
-	b.WriteString(p)
-	return s.out(b.String())
+	if len(s.run) > 0 {
+		// The piece ends a run of byte pieces: the run's text comes first.
+		p = t.byteRunText(s.run) + p
+		s.run = s.run[:0]
+	}
+	return s.out(p)
 }
 
 // Flush returns whatever is still held (an incomplete character decodes to
