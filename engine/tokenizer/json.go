@@ -162,11 +162,6 @@ func (s *scanner) hex4() (rune, bool) {
 	return rune(v), true
 }
 
-func (s *scanner) str() (string, error) {
-	b, err := s.strBytes()
-	return string(b), err
-}
-
 // int reads a JSON integer that fits in int32 range (token ids).
 func (s *scanner) int() (int64, error) {
 	s.ws()
