@@ -441,7 +441,7 @@ func (ch *Chat) start(c storage.Conversation, question func(context.Context) (st
 
 // preparePrompt pins a snapshot of the library prompt c was started from when
 // its first message is the prompt's body unchanged and the prompt has none
-// yet: the first use prepares it (the prefill the reply needs anyway), every
+// yet: the first use prepares it (the reply then restores it from the file), every
 // later chat from it resumes. Failure only costs that resume: it is logged.
 func (ch *Chat) preparePrompt(ctx context.Context, d *storage.DB, c storage.Conversation, first storage.Message, modelID int64) {
 	if _, ok := ch.gen.(Preparer); !ok || ch.library == nil {

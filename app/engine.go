@@ -138,8 +138,9 @@ func (g *EngineGenerator) prefill(ctx context.Context, req GenerateRequest) (*lo
 	return m, ids, r, nil
 }
 
-// Prepare implements Preparer. The session is left holding the prepared
-// opening, so a reply to it right after only prefills its last token.
+// Prepare implements Preparer. The session is reset afterwards: a reply to
+// the opening restores it from the snapshot just saved (a file read), and its
+// stats then count this prefill as resumed, not as its own.
 func (g *EngineGenerator) Prepare(ctx context.Context, req GenerateRequest, key string) (Prepared, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -151,6 +152,7 @@ func (g *EngineGenerator) Prepare(ctx context.Context, req GenerateRequest, key 
 		return Prepared{}, err
 	}
 	path, err := r.SaveSession(ctx, key, m.session)
+	m.session.Reset()
 	if err != nil {
 		return Prepared{}, err
 	}

@@ -129,3 +129,27 @@ func TestFirstChatFromAPromptPreparesIt(t *testing.T) {
 		t.Fatalf("Prepare of a short prompt: %v", err)
 	}
 }
+
+// Prepared in the same process, after the session ran another conversation:
+// the chat from the prompt reports the opening as resumed, not prefilled.
+func TestPrepareAfterAnotherChatResumes(t *testing.T) {
+	path := stories260K(t)
+	g := NewEngineGenerator(nil)
+	defer g.Close()
+	a, rec, _ := start(t, g)
+	if _, err := a.Models.Register(path); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := a.Settings.Get()
+	p.MaxTokens = 16
+	a.Settings.Update(p)
+	replyTo(t, a, rec, 0, "Once upon a time")
+	pr, _ := a.Library.Create(PromptInput{Title: "Lily", SystemPrompt: storySystem, Body: "Tell me more."})
+	if _, err := a.Library.Prepare(pr.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, st := replyTo(t, a, rec, pr.ID, pr.Body)
+	if st.ResumedTokens == 0 || st.PrefillTokens > 8 {
+		t.Fatalf("chat from the prompt prepared in this process: %+v, want it resumed", st)
+	}
+}

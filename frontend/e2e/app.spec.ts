@@ -144,4 +144,24 @@ test("a registered model answers with streamed text, and edit/regenerate make br
   await expect(hit.locator("mark")).toHaveText("Ben");
   await hit.click();
   await expect(page.getByTestId("msg-user")).toContainText("Lily and Ben");
+
+  // A prompt long enough for a KV snapshot is prepared once (its KV cache
+  // pinned); a chat started from it then resumes instead of prefilling it.
+  await page.getByTestId("nav-library").click();
+  await page.getByTestId("new-prompt").click();
+  await page.getByTestId("prompt-title").fill("Lily story");
+  await page.getByTestId("prompt-system").fill(
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. " +
+      "One day, Lily saw a big red ball under a tree. She ran to the ball and picked it up. Her friend Tom came and said, " +
+      "\"Can I play with the ball too?\" Lily smiled and said, \"Yes, let's play together!\" They played all day and were very happy.",
+  );
+  await page.getByTestId("prompt-body").fill("Tell me more.");
+  await page.getByTestId("prompt-save").click();
+  const story = page.getByTestId("prompt").filter({ hasText: "Lily story" });
+  await expect(story.getByTestId("prompt-ready")).toHaveCount(0);
+  await story.getByTestId("prompt-prepare").click();
+  await expect(story.getByTestId("prompt-ready")).toHaveText("ready to resume");
+  await story.getByTestId("prompt-start").click();
+  await page.getByTestId("send").click();
+  await expect(page.getByTestId("msg-assistant").getByTestId("msg-stats")).toContainText(/resumed \d+/);
 });

@@ -1,4 +1,4 @@
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import type { Api } from "./api";
 import { parseTags } from "./logic";
 import { Markdown } from "./Markdown";
@@ -22,10 +22,16 @@ export function LibraryPage({ api, onStartChat }: { api: Api; onStartChat(p: Pro
   const [query, setQuery] = useState("");
   const [editing, setEditing] = useState<Editing | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [preparing, setPreparing] = useState<number | null>(null);
 
+  // Answers can arrive out of order (typing fires a list per keystroke): only
+  // the latest request's answer is shown.
+  const latest = useRef(0);
   const load = async () => {
+    const n = ++latest.current;
     try {
       const [ps, ts] = await Promise.all([api.library.list(tag, query), api.library.tags()]);
+      if (n !== latest.current) return;
       setPrompts(ps);
       setTags(ts);
     } catch (e) {
@@ -89,7 +95,33 @@ export function LibraryPage({ api, onStartChat }: { api: Api; onStartChat(p: Pro
             <div class="prompt-head">
               <strong>{p.title}</strong>
               {p.tags.map((t) => <span key={t} class="chip">{t}</span>)}
+              {p.pinnedSnapshotId !== 0 && (
+                <span class="chip ready" data-testid="prompt-ready" title="Its KV cache is stored and pinned: a chat from it skips the prefill">
+                  ready to resume
+                </span>
+              )}
               <span class="spacer" />
+              {p.pinnedSnapshotId === 0 && (
+                <button
+                  data-testid="prompt-prepare"
+                  disabled={preparing !== null}
+                  title="Run the prompt through the model once and keep its KV cache, so chats from it start instantly"
+                  onClick={async () => {
+                    setPreparing(p.id);
+                    try {
+                      await api.library.prepare(p.id);
+                      setError(null);
+                      await load();
+                    } catch (e) {
+                      setError((e as Error).message);
+                    } finally {
+                      setPreparing(null);
+                    }
+                  }}
+                >
+                  {preparing === p.id ? "Preparing…" : "Prepare"}
+                </button>
+              )}
               <button onClick={() => onStartChat(p)} data-testid="prompt-start">Start chat</button>
               <button onClick={() => setEditing({ id: p.id, title: p.title, systemPrompt: p.systemPrompt, body: p.body, tags: p.tags.join(", ") })}>Edit</button>
               <button

@@ -33,6 +33,7 @@ export function api(b: Bridge) {
       update: (id: number, p: PromptInput) => lib<Prompt>("Update", id, p),
       remove: (id: number) => lib<void>("Delete", id),
       tags: () => lib<TagCount[]>("Tags"),
+      prepare: (id: number) => lib<Prompt>("Prepare", id),
     },
     settings: {
       get: () => set<Preferences>("Get"),
