@@ -80,8 +80,13 @@ func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool {
 		scales = func(t int) (*float32, *float32, int) { return &dx[t*nb], &sx[t*nb], 4 * nb }
 	}
 	const chunk = 16
-	p.For(m.Rows, chunk, cols*n/2, func(_, lo, hi int) {
-		var res [4]float32
+	// The kernels' 4 results, one cache line per worker: a local array
+	// would escape to the heap (its address goes through a func value), one
+	// allocation per chunk of rows.
+	const line = 16
+	results := make([]float32, line*p.Workers())
+	p.For(m.Rows, chunk, cols*n/2, func(worker, lo, hi int) {
+		res := results[worker*line : worker*line+4 : worker*line+4]
 		for r := lo; r < hi; r++ {
 			w := &m.Data[r*m.rowBytes]
 			t := 0
