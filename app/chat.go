@@ -424,6 +424,19 @@ func (ch *Chat) start(c storage.Conversation, question func(context.Context) (st
 	for _, m := range branch {
 		req.Messages = append(req.Messages, ChatMessage{Role: m.Role, Content: m.Content})
 	}
+	// The library's texts feed the speculative drafter; without them the
+	// reply is only slower to decode, never different.
+	if ps, err := d.ListPrompts(ctx, ""); err != nil {
+		ch.c.log.Warn("prompt library not read for drafting", "err", err)
+	} else {
+		for _, p := range ps {
+			for _, t := range []string{p.SystemPrompt, p.Body} {
+				if strings.TrimSpace(t) != "" {
+					req.Library = append(req.Library, t)
+				}
+			}
+		}
+	}
 	ch.wg.Add(1)
 	go func() {
 		defer ch.wg.Done()

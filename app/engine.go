@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"anechat/engine"
 	"anechat/engine/chat"
 	"anechat/engine/kv"
 	"anechat/engine/model"
+	"anechat/engine/spec"
 	"anechat/engine/tokenizer"
 	"anechat/kvindex"
 )
@@ -52,6 +54,34 @@ type loadedModel struct {
 	tmpl    chat.Template
 	session *engine.Session
 	spec    bool // session decodes speculatively
+	// corpus holds the finished messages of the conversations answered and
+	// the prompt library, for suffix-matching drafts (spec.Corpus) across
+	// turns and conversations; seen keeps a text from being added twice.
+	corpus *spec.Corpus
+	seen   map[string]bool
+}
+
+// maxSeen bounds the memory of texts already in the corpus; past it the
+// memory starts over (a repeated text then costs one more Add).
+const maxSeen = 1 << 14
+
+// learn adds ids to the corpus once per key.
+func (m *loadedModel) learn(key string, ids func() []int32) {
+	if key == "" || m.seen[key] {
+		return
+	}
+	if len(m.seen) >= maxSeen {
+		clear(m.seen)
+	}
+	m.seen[key] = true
+	if d := ids(); len(d) > 0 {
+		m.corpus.Add(d)
+	}
+}
+
+// learnText adds the tokens of text to the corpus once.
+func (m *loadedModel) learnText(text string) {
+	m.learn(text, func() []int32 { return m.tok.Encode(text) })
 }
 
 // NewEngineGenerator returns a Generator that runs models on the engine.
@@ -66,9 +96,17 @@ func NewEngineGenerator(log *slog.Logger) *EngineGenerator {
 func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emit func(Piece) error) (GenerateStats, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	m, _, r, err := g.prefill(ctx, req)
+	m, ids, r, err := g.prefill(ctx, req)
 	if err != nil {
 		return GenerateStats{}, err
+	}
+	// Drafts may come from the conversation's finished messages and the
+	// library (the prompt itself is prompt lookup's).
+	for _, t := range req.Library {
+		m.learnText(t)
+	}
+	for _, cm := range req.Messages {
+		m.learnText(cm.Content)
 	}
 	st, err := m.session.Generate(ctx, engine.GenerateOptions{MaxTokens: req.MaxTokens, Width: req.Width,
 		Temperature: req.Temperature, Seed: req.Seed, Stop: m.tmpl.Stops()}, func(t engine.Token) error {
@@ -85,6 +123,11 @@ func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emi
 		// session's tokens, so the next turn starts over.
 		m.session.Reset()
 		return out, err
+	}
+	// The reply, as the ids the model chose, for later turns and chats.
+	if toks := m.session.Tokens(); len(toks) > len(ids) {
+		reply := slices.Clone(toks[len(ids):])
+		m.learn(m.tok.Decode(reply), func() []int32 { return reply })
 	}
 	if req.ConversationID != 0 {
 		// A failed save only costs a prefill next time: log it, keep the reply.
@@ -107,7 +150,7 @@ func (g *EngineGenerator) prefill(ctx context.Context, req GenerateRequest) (*lo
 	if m.session == nil || m.spec != spec {
 		opts := engine.SessionOptions{Text: func() engine.TextStream { return m.tok.NewStream() }}
 		if spec {
-			opts.Decoder = engine.NewSpecDecoder(nil, nil)
+			opts.Decoder = engine.NewSpecDecoder(nil, m.corpus)
 		}
 		if m.session, err = engine.NewSession(m.backend, opts); err != nil {
 			return nil, nil, nil, fmt.Errorf("engine: new session for %s: %w", m.path, err)
@@ -178,7 +221,7 @@ func (g *EngineGenerator) load(path string) (*loadedModel, error) {
 		return nil, fmt.Errorf("load model %s: chat template: %w", path, err)
 	}
 	g.log.Info("model loaded", "path", path, "arch", b.Config().Arch, "template", tmpl.Name())
-	g.loaded = &loadedModel{path: path, backend: b, tok: tok, tmpl: tmpl}
+	g.loaded = &loadedModel{path: path, backend: b, tok: tok, tmpl: tmpl, corpus: spec.NewCorpus(0), seen: map[string]bool{}}
 	return g.loaded, nil
 }
 

@@ -258,3 +258,39 @@ func TestEngineGeneratorMarksDraftedPieces(t *testing.T) {
 		t.Fatalf("width 4: %d drafted pieces, stats %+v; want 0 < pieces <= accepted <= drafted", d4, st)
 	}
 }
+
+// Suffix matching over history and the library: a reply that repeats an
+// earlier reply, or a library text, is drafted from the corpus (more tokens
+// accepted than with prompt lookup alone) and stays identical to width 1.
+func TestEngineGeneratorDraftsFromHistoryAndLibrary(t *testing.T) {
+	path := testres.SmolLM2GGUF(t)
+	q := []ChatMessage{{Role: "user", Content: "Write two sentences about the ocean."}}
+	req := func(width int, library ...string) GenerateRequest {
+		return GenerateRequest{Model: storage.Model{Path: path}, MaxTokens: 40, Width: width, Messages: q, Library: library}
+	}
+	// Width 1, and width 4 with an empty corpus: the baselines.
+	plainGen := NewEngineGenerator(nil)
+	defer plainGen.Close()
+	want, _ := collect(t, plainGen, req(1))
+	bare := NewEngineGenerator(nil)
+	defer bare.Close()
+	got, base := collect(t, bare, req(4))
+	if got != want {
+		t.Fatalf("width 4 gave %q, width 1 %q", got, want)
+	}
+	// History: the same generator answered the question before, so its
+	// corpus holds that reply.
+	again, hist := collect(t, bare, req(4))
+	if again != want || hist.Accepted <= base.Accepted {
+		t.Fatalf("asked again: %q (stats %+v), first time accepted %d; want %q with more accepted", again, hist, base.Accepted, want)
+	}
+	// Library: a fresh generator whose library holds the reply's text.
+	lib := NewEngineGenerator(nil)
+	defer lib.Close()
+	fromLib, ls := collect(t, lib, req(4, "Some unrelated prompt.", want))
+	if fromLib != want || ls.Accepted <= base.Accepted {
+		t.Fatalf("with the library: %q (stats %+v), without accepted %d; want %q with more accepted", fromLib, ls, base.Accepted, want)
+	}
+	t.Logf("accepted: prompt lookup only %d/%d, history %d/%d, library %d/%d (of %d tokens)",
+		base.Accepted, base.Drafted, hist.Accepted, hist.Drafted, ls.Accepted, ls.Drafted, base.Tokens)
+}

@@ -64,6 +64,9 @@ type GenerateRequest struct {
 	MaxTokens   int
 	Temperature float64
 	Seed        uint64
+	// Library is text the reply may repeat (the prompt library's system
+	// prompts and bodies): speculation drafts from it by suffix matching.
+	Library []string
 }
 
 // GenerateStats is what a Generator reports about one reply; Chat stores it
