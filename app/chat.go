@@ -23,7 +23,18 @@ const (
 	EventDone = "chat:done"
 	// EventError carries an ErrorEvent: generation failed, nothing was stored.
 	EventError = "chat:error"
+	// EventProgress carries a ProgressEvent: how far the prompt's prefill is,
+	// before the first token (a long prompt takes a while).
+	EventProgress = "chat:progress"
 )
+
+// ProgressEvent says how many of the prompt's tokens the model has read.
+type ProgressEvent struct {
+	ConversationID int64 `json:"conversationId"`
+	ParentID       int64 `json:"parentId"`
+	Done           int   `json:"done"`
+	Total          int   `json:"total"`
+}
 
 // TokenEvent is a piece of streamed reply text. ParentID is the user message
 // being answered, which identifies the stream within its conversation. Seq
@@ -479,6 +490,9 @@ func (ch *Chat) generate(ctx context.Context, d *storage.DB, req GenerateRequest
 	var text strings.Builder
 	seq, at := 0, 0 // at: the text's length in UTF-16 units
 	var spans [][2]int
+	req.Progress = func(done, total int) {
+		ch.c.send(EventProgress, ProgressEvent{ConversationID: u.ConversationID, ParentID: u.ID, Done: done, Total: total})
+	}
 	stats, err := ch.gen.Generate(ctx, req, func(p Piece) error {
 		text.WriteString(p.Text)
 		n := utf16Len(p.Text)

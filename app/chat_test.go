@@ -30,6 +30,10 @@ func (s *scripted) Generate(ctx context.Context, req GenerateRequest, emit func(
 	s.reqs = append(s.reqs, req)
 	s.mu.Unlock()
 	st := GenerateStats{PrefillTokens: 3}
+	if req.Progress != nil {
+		req.Progress(2, 3)
+		req.Progress(3, 3)
+	}
 	for i, p := range s.pieces {
 		if err := emit(Piece{Text: p, Drafted: i < len(s.drafted) && s.drafted[i]}); err != nil {
 			return st, err
@@ -118,6 +122,13 @@ func TestSendStreamsTokensAndStoresTheReply(t *testing.T) {
 	}
 	if text != "Hello there" {
 		t.Fatalf("streamed %q, want %q", text, "Hello there")
+	}
+	var prog []ProgressEvent
+	for _, e := range rec.named(EventProgress) {
+		prog = append(prog, e.(ProgressEvent))
+	}
+	if wantProg := []ProgressEvent{{c.ID, turn.User.ID, 2, 3}, {c.ID, turn.User.ID, 3, 3}}; !slices.Equal(prog, wantProg) {
+		t.Fatalf("progress events %+v, want %+v", prog, wantProg)
 	}
 	if done.Message == nil || done.Message.Content != "Hello there" || done.Message.ParentID != turn.User.ID || done.Message.Role != storage.RoleAssistant {
 		t.Fatalf("done %+v", done)

@@ -174,7 +174,7 @@ func (g *EngineGenerator) prefill(ctx context.Context, req GenerateRequest) (*lo
 		r = &engine.Resumer{Store: g.store, Log: g.log, Meta: kv.Meta{Model: m.backend.Config().Fingerprint,
 			Tokenizer: m.tok.Fingerprint(), Template: "chat:" + m.tmpl.Hash()}}
 	}
-	if err := r.Prefill(ctx, m.session, ids, nil); err != nil {
+	if err := r.Prefill(ctx, m.session, ids, req.Progress); err != nil {
 		m.session.Reset() // a cancelled prefill leaves the sequence half-fed
 		return nil, nil, nil, err
 	}

@@ -294,3 +294,44 @@ func TestEngineGeneratorDraftsFromHistoryAndLibrary(t *testing.T) {
 	t.Logf("accepted: prompt lookup only %d/%d, history %d/%d, library %d/%d (of %d tokens)",
 		base.Accepted, base.Drafted, hist.Accepted, hist.Drafted, ls.Accepted, ls.Drafted, base.Tokens)
 }
+
+// A long prompt's prefill reports progress per batched call, and cancelling
+// during it stops it: no reply, the context's error.
+func TestEngineGeneratorPrefillProgressAndCancel(t *testing.T) {
+	path := stories260K(t)
+	g := NewEngineGenerator(nil)
+	defer g.Close()
+	long := strings.Repeat("Lily and Tom played in the park with a big red ball. ", 12)
+	var seen [][2]int
+	req := GenerateRequest{Model: storage.Model{Path: path}, MaxTokens: 4, Width: 1,
+		Messages: []ChatMessage{{Role: "user", Content: long}},
+		Progress: func(done, total int) { seen = append(seen, [2]int{done, total}) }}
+	_, st := collect(t, g, req)
+	if len(seen) < 3 {
+		t.Fatalf("progress %v for %d prefilled tokens, want one report per 64-token call", seen, st.PrefillTokens)
+	}
+	for i, p := range seen {
+		if p[1] != st.PrefillTokens || p[0] <= 0 || (i > 0 && p[0] <= seen[i-1][0]) {
+			t.Fatalf("progress %v, want increasing done of total %d", seen, st.PrefillTokens)
+		}
+	}
+	if last := seen[len(seen)-1]; last[0] != last[1] {
+		t.Fatalf("progress ends at %v, want done == total", last)
+	}
+	// Cancelled at the first report: the prefill stops, nothing is emitted.
+	g2 := NewEngineGenerator(nil)
+	defer g2.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls, pieces := 0, 0
+	req.Progress = func(done, total int) { calls++; cancel() }
+	_, err := g2.Generate(ctx, req, func(Piece) error { pieces++; return nil })
+	if !errors.Is(err, context.Canceled) || calls != 1 || pieces != 0 {
+		t.Fatalf("cancelled prefill: err %v, %d progress reports, %d pieces; want Canceled after 1 report, no pieces", err, calls, pieces)
+	}
+	// The generator still works afterwards.
+	if got, _ := collect(t, g2, GenerateRequest{Model: storage.Model{Path: path}, MaxTokens: 4, Width: 1,
+		Messages: []ChatMessage{{Role: "user", Content: "Once upon a time"}}}); got == "" {
+		t.Fatal("no reply after a cancelled prefill")
+	}
+}

@@ -67,6 +67,10 @@ type GenerateRequest struct {
 	// Library is text the reply may repeat (the prompt library's system
 	// prompts and bodies): speculation drafts from it by suffix matching.
 	Library []string
+	// Progress, if not nil, hears how far the prompt's prefill is: done of
+	// total tokens, after each batched model call. Cancelling ctx stops the
+	// prefill between calls.
+	Progress func(done, total int) `json:"-"`
 }
 
 // GenerateStats is what a Generator reports about one reply; Chat stores it
