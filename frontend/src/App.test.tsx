@@ -81,12 +81,16 @@ describe("App", () => {
     await flush();
     await act(() => root.querySelector<HTMLButtonElement>(".conv")!.click());
     await flush();
+    await act(() => f.fire("chat:progress", { conversationId: 1, parentId: 2, done: 64, total: 200 }));
+    expect(root.querySelector("[data-testid=progress]")?.textContent).toContain("Reading the prompt: 64/200 tokens (32%)");
+    expect(root.querySelector("[data-testid=stop]")).not.toBeNull(); // Stop cancels the prefill too
     await act(() => {
       f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 1, text: "lo *you*" });
       f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 0, text: "Hel" });
     });
     const streaming = root.querySelector("[data-testid=streaming]")!;
     expect(streaming.textContent?.trim()).toBe("Hello you");
+    expect(root.querySelector("[data-testid=progress]")).toBeNull(); // text arrived: no progress bar
     expect(streaming.querySelector("em")?.textContent).toBe("you");
     expect(root.querySelector("[data-testid=stop]")).not.toBeNull();
     const before = f.calls.filter((c) => c === "Chat.Thread").length;

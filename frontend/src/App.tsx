@@ -3,7 +3,7 @@ import { api, type Api } from "./api";
 import type { Bridge } from "./bridge";
 import { ChatPage } from "./ChatPage";
 import { LibraryPage } from "./LibraryPage";
-import { streamCleared, streamDone, streamError, streamStarted, streamToken, type Streams } from "./logic";
+import { streamCleared, streamDone, streamError, streamProgress, streamStarted, streamToken, type Streams } from "./logic";
 import { ModelsPage } from "./ModelsPage";
 import { SettingsPage } from "./SettingsPage";
 import type { Conversation, SearchHit, SystemInfo } from "./types";
@@ -66,6 +66,7 @@ export function App({ bridge }: { bridge: Bridge }) {
           setFinished((n) => n + 1);
         }),
         a.events.onError((e) => setStreams((s) => streamError(s, e))),
+        a.events.onProgress((e) => setStreams((s) => streamProgress(s, e))),
       ];
       return () => offs.forEach((off) => off());
     } catch (e) {

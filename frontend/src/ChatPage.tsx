@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { Api } from "./api";
-import { branchRows, pieceSpans, statsLine, type Row, type Stream } from "./logic";
+import { branchRows, pieceSpans, progressLine, statsLine, type Row, type Stream } from "./logic";
 import { Markdown } from "./Markdown";
 import type { Thread, Turn } from "./types";
 
@@ -188,6 +188,11 @@ export function ChatPage(p: Props) {
               text={p.stream.text || (p.stream.running ? "…" : "")}
               spans={highlight && p.stream.text ? pieceSpans(p.stream.pieces, p.stream.drafted) : undefined}
             />
+            {p.stream.running && !p.stream.text && progressLine(p.stream.progress) && (
+              <div class="muted" data-testid="progress">
+                <progress max={p.stream.progress!.total} value={p.stream.progress!.done} /> {progressLine(p.stream.progress)}
+              </div>
+            )}
             {p.stream.error && <div class="error" data-testid="stream-error">{p.stream.error}</div>}
           </div>
         )}

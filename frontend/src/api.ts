@@ -1,6 +1,6 @@
 import type { Bridge } from "./bridge";
 import type {
-  Conversation, DoneEvent, ErrorEvent, ModelList, Model, Preferences, Prompt, PromptInput,
+  Conversation, DoneEvent, ErrorEvent, ModelList, Model, Preferences, ProgressEvent, Prompt, PromptInput,
   ScanResult, SearchHit, SystemInfo, TagCount, Thread, TokenEvent, Turn,
 } from "./types";
 
@@ -51,6 +51,7 @@ export function api(b: Bridge) {
     events: {
       onToken: (cb: (e: TokenEvent) => void) => b.on("chat:token", (d) => cb(d as TokenEvent)),
       onDone: (cb: (e: DoneEvent) => void) => b.on("chat:done", (d) => cb(d as DoneEvent)),
+      onProgress: (cb: (e: ProgressEvent) => void) => b.on("chat:progress", (d) => cb(d as ProgressEvent)),
       onError: (cb: (e: ErrorEvent) => void) => b.on("chat:error", (d) => cb(d as ErrorEvent)),
     },
   };

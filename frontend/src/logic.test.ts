@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
-  branchRows, bytesToGiB, gibToBytes, humanBytes, parseTags, parseWidth, pieceSpans, statsLine, tau,
+  branchRows, bytesToGiB, gibToBytes, humanBytes, parseTags, parseWidth, pieceSpans, progressLine, statsLine, tau,
+  streamProgress,
   streamCleared, streamDone, streamError, streamStarted, streamToken,
 } from "./logic";
 import type { Message, Thread } from "./types";
@@ -133,5 +134,19 @@ describe("speculation stats", () => {
     s = streamToken(s, { conversationId: 1, parentId: 10, seq: 0, text: "a", drafted: false });
     expect(s[1]?.drafted).toEqual([false, true]);
     expect(pieceSpans(s[1]!.pieces, s[1]!.drafted)).toEqual([[1, 2]]);
+  });
+});
+
+describe("prefill progress", () => {
+  it("keeps the furthest report of the running stream and says how far it is", () => {
+    let s = streamStarted({}, 1, 10);
+    s = streamProgress(s, { conversationId: 1, parentId: 10, done: 128, total: 512 });
+    s = streamProgress(s, { conversationId: 1, parentId: 10, done: 64, total: 512 }); // late, older
+    expect(s[1]?.progress).toEqual({ done: 128, total: 512 });
+    expect(progressLine(s[1]?.progress)).toBe("Reading the prompt: 128/512 tokens (25%)");
+    expect(progressLine(null)).toBe("");
+    // After the end, a straggler does not revive the stream.
+    const done = streamDone(s, { conversationId: 1, parentId: 10, message: null, stats: {} as never });
+    expect(streamProgress(done, { conversationId: 1, parentId: 10, done: 512, total: 512 })).toBe(done);
   });
 });

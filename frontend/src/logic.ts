@@ -1,5 +1,5 @@
 // Pure UI logic, kept apart from the components so that unit tests cover it.
-import type { DoneEvent, ErrorEvent, Message, Thread, TokenEvent, Width } from "./types";
+import type { DoneEvent, ErrorEvent, Message, ProgressEvent, Thread, TokenEvent, Width } from "./types";
 
 /** A message on the active branch with its alternatives (same parent). */
 export interface Row {
@@ -40,6 +40,8 @@ export interface Stream {
   text: string;
   error: string | null;
   running: boolean;
+  /** The prompt's prefill: tokens read of total (null before any report). */
+  progress?: { done: number; total: number } | null;
 }
 
 /** Streams by conversation id. */
@@ -70,6 +72,24 @@ export function streamToken(s: Streams, e: TokenEvent): Streams {
   pieces[e.seq] = e.text;
   drafted[e.seq] = e.drafted === true;
   return { ...s, [e.conversationId]: { ...base, pieces, drafted, text: pieces.join(""), running: true } };
+}
+
+/**
+ * The prompt's prefill advanced. Reports may arrive out of order: the
+ * furthest wins. Ignored once the stream has ended.
+ */
+export function streamProgress(s: Streams, e: ProgressEvent): Streams {
+  const cur = s[e.conversationId];
+  if (cur && cur.parentId === e.parentId && !cur.running) return s;
+  const base = cur && cur.parentId === e.parentId ? cur : { parentId: e.parentId, pieces: [], drafted: [], text: "", error: null, running: true };
+  if (base.progress && base.progress.done >= e.done) return s;
+  return { ...s, [e.conversationId]: { ...base, progress: { done: e.done, total: e.total } } };
+}
+
+/** "Reading the prompt: 128/512 tokens (25%)", or "" when there is nothing to say. */
+export function progressLine(p: Stream["progress"]): string {
+  if (!p || p.total <= 0) return "";
+  return `Reading the prompt: ${p.done}/${p.total} tokens (${Math.floor((100 * p.done) / p.total)}%)`;
 }
 
 /** A stream ended and its reply is stored (the thread reloads): not running. */

@@ -62,6 +62,14 @@ export interface TokenEvent {
   drafted: boolean;
 }
 
+/** How far the prompt's prefill is (before the first token). */
+export interface ProgressEvent {
+  conversationId: number;
+  parentId: number;
+  done: number;
+  total: number;
+}
+
 export interface DoneEvent {
   conversationId: number;
   parentId: number;
