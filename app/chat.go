@@ -452,7 +452,10 @@ func (ch *Chat) start(c storage.Conversation, question func(context.Context) (st
 	go func() {
 		defer ch.wg.Done()
 		if c.PromptID != 0 && len(branch) == 1 {
-			ch.preparePrompt(ctx, d, c, branch[0], mdl.ID)
+			// Its prefill is the reply's: the window sees its progress.
+			ch.preparePrompt(ctx, d, c, branch[0], mdl.ID, func(done, total int) {
+				ch.c.send(EventProgress, ProgressEvent{ConversationID: c.ID, ParentID: u.ID, Done: done, Total: total})
+			})
 		}
 		name, data := ch.generate(ctx, d, req, u)
 		// The stream is gone before the window hears it ended, so a Send
@@ -467,7 +470,7 @@ func (ch *Chat) start(c storage.Conversation, question func(context.Context) (st
 // its first message is the prompt's body unchanged and the prompt has none
 // yet: the first use prepares it (the reply then restores it from the file), every
 // later chat from it resumes. Failure only costs that resume: it is logged.
-func (ch *Chat) preparePrompt(ctx context.Context, d *storage.DB, c storage.Conversation, first storage.Message, modelID int64) {
+func (ch *Chat) preparePrompt(ctx context.Context, d *storage.DB, c storage.Conversation, first storage.Message, modelID int64, progress func(done, total int)) {
 	if _, ok := ch.gen.(Preparer); !ok || ch.library == nil {
 		return
 	}
@@ -475,7 +478,7 @@ func (ch *Chat) preparePrompt(ctx context.Context, d *storage.DB, c storage.Conv
 	if err != nil || p.PinnedSnapshotID != 0 || first.Content != p.Body || c.SystemPrompt != p.SystemPrompt {
 		return // deleted, already prepared, or this chat opens differently
 	}
-	if _, err := ch.library.prepare(ctx, d, p, modelID); err != nil {
+	if _, err := ch.library.prepare(ctx, d, p, modelID, progress); err != nil {
 		lvl := slog.LevelWarn
 		if errors.Is(err, ErrPromptTooShort) || ctx.Err() != nil {
 			lvl = slog.LevelDebug

@@ -126,7 +126,7 @@ func (l *Library) Prepare(id int64) (storage.Prompt, error) {
 	if err != nil {
 		return storage.Prompt{}, err
 	}
-	return l.prepare(ctx, d, p, 0)
+	return l.prepare(ctx, d, p, 0, nil)
 }
 
 // promptOpening is the conversation a chat started from p opens with: its
@@ -143,8 +143,8 @@ func promptOpening(p storage.Prompt) []ChatMessage {
 }
 
 // prepare stores p's opening as a snapshot with model modelID (0: the
-// default) and pins it to p.
-func (l *Library) prepare(ctx context.Context, d *storage.DB, p storage.Prompt, modelID int64) (storage.Prompt, error) {
+// default) and pins it to p; progress (may be nil) hears the prefill.
+func (l *Library) prepare(ctx context.Context, d *storage.DB, p storage.Prompt, modelID int64, progress func(done, total int)) (storage.Prompt, error) {
 	pr, ok := l.gen.(Preparer)
 	if !ok {
 		return storage.Prompt{}, ErrNoEngine
@@ -157,7 +157,7 @@ func (l *Library) prepare(ctx context.Context, d *storage.DB, p storage.Prompt, 
 	if err != nil {
 		return storage.Prompt{}, err
 	}
-	snap, err := pr.Prepare(ctx, GenerateRequest{Model: mdl, Messages: msgs}, kvindex.PromptKey(p.ID))
+	snap, err := pr.Prepare(ctx, GenerateRequest{Model: mdl, Messages: msgs, Progress: progress}, kvindex.PromptKey(p.ID))
 	if err != nil {
 		return storage.Prompt{}, fmt.Errorf("library: prepare prompt %d: %w", p.ID, err)
 	}

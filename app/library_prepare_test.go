@@ -113,10 +113,17 @@ func TestFirstChatFromAPromptPreparesIt(t *testing.T) {
 	if got, _ := a.Library.Get(pr.ID); got.PinnedSnapshotID != 0 {
 		t.Fatalf("prepared by a chat that did not open with its body: %+v", got)
 	}
+	before := len(rec.named(EventProgress))
 	replyTo(t, a, rec, pr.ID, pr.Body)
 	got, _ := a.Library.Get(pr.ID)
 	if got.PinnedSnapshotID == 0 {
 		t.Fatalf("prompt %+v not prepared by its first use", got)
+	}
+	// Its prefill (done while preparing) still reports progress to the
+	// window: the preparing prefill's, then the reply's (its last token).
+	prog := rec.named(EventProgress)[before:]
+	if len(prog) < 2 || prog[len(prog)-1].(ProgressEvent) != (ProgressEvent{prog[0].(ProgressEvent).ConversationID, prog[0].(ProgressEvent).ParentID, 1, 1}) {
+		t.Fatalf("progress while preparing on first use: %+v, want the opening's reports, then 1/1 for the reply", prog)
 	}
 	// The next chat from it resumes from the pinned snapshot.
 	_, st := replyTo(t, a, rec, pr.ID, pr.Body)
