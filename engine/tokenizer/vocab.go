@@ -53,11 +53,13 @@ func FromVocab(v Vocab) (*Tokenizer, error) {
 		}
 		return v.Types[i]
 	}
-	checkID := func(key string, id int32) (int32, error) {
+	// inRange maps an id outside the vocabulary to -1: llama.cpp writes -1
+	// (0xFFFFFFFF) for "none".
+	inRange := func(id int32) int32 {
 		if id < 0 || int(id) >= n {
-			return -1, nil // llama.cpp writes -1 / 0xFFFFFFFF for "none"
+			return -1
 		}
-		return id, nil
+		return id
 	}
 	t := &Tokenizer{source: name, bos: -1}
 	t.pieces = append([]string(nil), v.Tokens...)
@@ -74,13 +76,10 @@ func FromVocab(v Vocab) (*Tokenizer, error) {
 			t.added.add(p, int32(i), false)
 		}
 	}
-	var err error
-	if t.bos, err = checkID("bos", v.BOS); err != nil {
-		return nil, err
-	}
-	unk, _ := checkID("unk", v.UNK)
+	t.bos = inRange(v.BOS)
+	unk := inRange(v.UNK)
 	for _, e := range []int32{v.EOS, v.EOT} {
-		if id, _ := checkID("eos", e); id >= 0 {
+		if id := inRange(e); id >= 0 {
 			t.eos = append(t.eos, id)
 		}
 	}
