@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -39,6 +40,52 @@ func FuzzParseHF(f *testing.F) {
 		s := tok.NewStream()
 		for _, id := range ids {
 			s.Next(id)
+		}
+		s.Flush()
+	})
+}
+
+// FuzzFromVocab: any GGUF-style vocabulary (pieces, types, scores, merges,
+// special ids, both models) either fails with an error or gives a tokenizer
+// that encodes in range, decodes to valid UTF-8 and streams.
+func FuzzFromVocab(f *testing.F) {
+	f.Add("gpt2", "a\x00b\x00ab\x00Ġ\x00<|end|>", "a b", []byte{1, 1, 1, 1, 3}, int32(4), int32(-1), "hello ab")
+	f.Add("llama", "<unk>\x00<s>\x00▁\x00a\x00<0x41>\x00<0xC3>\x00▁a", "", []byte{2, 3, 1, 1, 6, 6, 1}, int32(1), int32(0), "a Ã a")
+	f.Add("gpt2", "x\x00y", "x y\x00x", []byte{}, int32(9), int32(-5), "xyx")
+	f.Fuzz(func(t *testing.T, modelName, tokens, merges string, types []byte, bos, unk int32, text string) {
+		v := Vocab{Model: modelName, Tokens: strings.Split(tokens, "\x00"), BOS: bos, EOS: bos + 1, EOT: -1, UNK: unk}
+		if len(types) > 0 {
+			v.Types = make([]int32, len(types))
+			for i, b := range types {
+				v.Types[i] = int32(b % 8)
+			}
+		}
+		v.Scores = make([]float32, len(v.Tokens))
+		for i := range v.Scores {
+			v.Scores[i] = float32(-i)
+		}
+		if merges != "" {
+			v.Merges = strings.Split(merges, "\x00")
+		}
+		tok, err := FromVocab(v)
+		if err != nil {
+			return
+		}
+		ids := tok.Encode(text)
+		for _, id := range ids {
+			if id < 0 || int(id) >= tok.VocabSize() {
+				t.Fatalf("Encode(%q) gave id %d outside 0..%d", text, id, tok.VocabSize()-1)
+			}
+		}
+		ids = append(ids, -1, int32(tok.VocabSize()), 0, 1, 2, 3, 4, 5)
+		if s := tok.Decode(ids); !utf8.ValidString(s) {
+			t.Fatalf("Decode gave invalid UTF-8 %q", s)
+		}
+		s := tok.NewStream()
+		for _, id := range ids {
+			if p := s.Next(id); !utf8.ValidString(p) {
+				t.Fatalf("Stream.Next(%d) gave invalid UTF-8 %q", id, p)
+			}
 		}
 		s.Flush()
 	})
