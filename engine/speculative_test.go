@@ -136,6 +136,9 @@ func TestSpecDecoderMeasuresAtFirstUse(t *testing.T) {
 	if c := dec.Costs(); c != nil && c.Seconds(8) > 0 {
 		t.Fatal("width 1 measured costs")
 	}
+	if !slices.Equal(tokenIDs(got[0]), tokenIDs(want[0])) {
+		t.Fatalf("width 1: ids %v, want %v", tokenIDs(got[0]), tokenIDs(want[0]))
+	}
 	got, _ = specTurns(t, b, dec, 4, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
 	c := dec.Costs()
 	if c == nil || c.Seconds(1) <= 0 || c.Seconds(4) <= 0 || c.Seconds(5) != 0 {
