@@ -28,6 +28,14 @@ const HAS_MARKER = /[\uFDD0\uFDD1]/;
 // marker is moved over them, into the stretch, so it never splits a construct.
 const SYNTAX = /[\s#>*_\-+`~|[\]()!=:.]/;
 
+// A line's start up to an ordered list number, through (possibly nested)
+// list markers and quotes: "- 1. 12" ends in a number that "." makes a marker.
+const LIST_PREFIX = String.raw`(?:[\s>*+-]|\d{1,9}[.)])*`;
+const LIST_PREFIX_DIGITS = new RegExp(`^${LIST_PREFIX}\\d*$`);
+const LIST_PREFIX_ITEM = new RegExp(`^${LIST_PREFIX}\\d{1,9}[.)]$`);
+const LIST_PREFIX_NUMBER = new RegExp(`^${LIST_PREFIX}(\\d{1,9})$`);
+const LIST_PREFIX_ONLY = new RegExp(`^${LIST_PREFIX}$`);
+
 /** Inserts the drafted markers into src around each span (see SYNTAX). */
 export function markSpans(src: string, spans: readonly Span[]): string {
   const clean = src;
@@ -46,14 +54,14 @@ export function markSpans(src: string, spans: readonly Span[]): string {
       // An ordered list's number ("12. ") at the start of a line.
       const lineStart = clean.lastIndexOf("\n", s - 1) + 1;
       const list = /^\d*[.)]/.exec(clean.slice(s));
-      if (list && /^[\s>*+-]*\d*$/.test(clean.slice(lineStart, s)) && /^[\s>*+-]*\d{1,9}[.)]$/.test(clean.slice(lineStart, s + list[0].length))) {
+      if (list && LIST_PREFIX_DIGITS.test(clean.slice(lineStart, s)) && LIST_PREFIX_ITEM.test(clean.slice(lineStart, s + list[0].length))) {
         s += list[0].length;
       }
       const zs = inside(s);
       if (zs) s = zs[1];
       while (e > s && SYNTAX.test(clean.charAt(e - 1))) e--;
       const eLine = clean.lastIndexOf("\n", e - 1) + 1;
-      const num = /^[\s>*+-]*(\d{1,9})$/.exec(clean.slice(eLine, e));
+      const num = LIST_PREFIX_NUMBER.exec(clean.slice(eLine, e));
       if (num && /^\d*[.)]/.test(clean.slice(e))) e = Math.max(s, e - (num[1] ?? "").length);
       const ze = inside(e);
       if (ze) e = Math.max(s, ze[0]);
@@ -75,11 +83,18 @@ export function markSpans(src: string, spans: readonly Span[]): string {
 
 // noMarkZones lists the stretches (zs, ze) of src a marker must not sit
 // strictly inside: link destinations "](url)", which are not text (marked
-// would percent-encode a marker into the URL), and bare URLs with the
+// would percent-encode a marker into the URL), raw HTML tags, and bare URLs with the
 // whitespace around them, which GFM autolinks only when nothing is attached.
 function noMarkZones(src: string): [number, number][] {
   const zones: [number, number][] = [];
   for (const m of src.matchAll(/\]\([^()\s]*\)?/g)) zones.push([m.index, m.index + m[0].length]);
+  // Raw HTML tags (and comments) in the text: a marker would break them.
+  // At a line's (or list item's) start a tag opens an HTML block: nothing
+  // may precede it.
+  for (const m of src.matchAll(/<!--[\s\S]*?(?:-->|$)|<\/?[A-Za-z][^<>]*>?/g)) {
+    const lineStart = LIST_PREFIX_ONLY.test(src.slice(src.lastIndexOf("\n", m.index - 1) + 1, m.index));
+    zones.push([lineStart ? m.index - 1 : m.index, m.index + m[0].length]);
+  }
   for (const m of src.matchAll(/(?:https?:\/\/|www\.)[^\s<]*/g)) {
     const zs = m.index > 0 && /\s/.test(src.charAt(m.index - 1)) ? m.index - 1 : m.index;
     const end = m.index + m[0].length;
