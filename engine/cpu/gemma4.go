@@ -320,6 +320,33 @@ func (r gemma4Rope) apply(x []float32) {
 	}
 }
 
+// gemma4Ropes returns the RoPE tables of n tokens from position start: one
+// per token for each distinct rope shape (head dim, rotated pairs, base) of
+// layers, token-major, and for each layer the index of its shape. Gemma 4
+// has two shapes, the sliding and the full layers', but a per_layer_config
+// may give layers of one kind different head dims.
+func gemma4Ropes(layers []Gemma4Layer, start, n int) (ropes []gemma4Rope, ropeOf []int) {
+	ropeOf = make([]int, len(layers))
+	var shapes []Gemma4Layer
+	for li, lo := range layers {
+		j := slices.IndexFunc(shapes, func(s Gemma4Layer) bool {
+			return s.HeadDim == lo.HeadDim && s.RopePairs == lo.RopePairs && s.RopeTheta == lo.RopeTheta
+		})
+		if j < 0 {
+			j = len(shapes)
+			shapes = append(shapes, lo)
+		}
+		ropeOf[li] = j
+	}
+	ropes = make([]gemma4Rope, n*len(shapes))
+	for t := range n {
+		for j, sh := range shapes {
+			ropes[t*len(shapes)+j] = newGemma4Rope(sh, start+t)
+		}
+	}
+	return ropes, ropeOf
+}
+
 // ErrGemma4Input is wrapped by Forward's errors for tokens outside the
 // vocabulary or a cache of another geometry.
 var ErrGemma4Input = errors.New("cpu: gemma4: bad input")
@@ -382,19 +409,8 @@ func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *
 			}
 		}
 	}
-	// RoPE tables per token for each kind of layer (sliding, full).
-	ropes := make([][2]gemma4Rope, n)
-	for t := range n {
-		for _, lo := range o.Layers {
-			k := 0
-			if lo.Sliding {
-				k = 1
-			}
-			if ropes[t][k].cos == nil {
-				ropes[t][k] = newGemma4Rope(lo, start+t)
-			}
-		}
-	}
+	ropes, ropeOf := gemma4Ropes(o.Layers, start, n)
+	shapes := len(ropes) / n
 
 	maxQ, maxFFN := 0, 0
 	for _, lo := range o.Layers {
@@ -412,10 +428,6 @@ func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *
 		}
 		l, lo := &m.layers[li], o.Layers[li]
 		hd, qd, kvd := lo.HeadDim, o.Heads*lo.HeadDim, lo.KVHeads*lo.HeadDim
-		kind := 0
-		if lo.Sliding {
-			kind = 1
-		}
 		for t := range n {
 			RMSNorm(xb[t*H:(t+1)*H], x[t*H:(t+1)*H], l.inNorm, o.Eps)
 		}
@@ -425,7 +437,7 @@ func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *
 			for h := range o.Heads {
 				head := q[t*qd+h*hd : t*qd+(h+1)*hd]
 				RMSNorm(head, head, l.qNorm, o.Eps)
-				ropes[t][kind].apply(head)
+				ropes[t*shapes+ropeOf[li]].apply(head)
 			}
 		}
 		if lo.Source == li {
@@ -436,7 +448,7 @@ func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *
 				for h := range lo.KVHeads {
 					head := dst[h*hd : (h+1)*hd]
 					RMSNorm(head, k[t*kvd+h*hd:t*kvd+(h+1)*hd], l.kNorm, o.Eps)
-					ropes[t][kind].apply(head)
+					ropes[t*shapes+ropeOf[li]].apply(head)
 				}
 			}
 			l.wv.MatMul(m.pool, k, xb)

@@ -700,3 +700,31 @@ func TestGemma4BF16(t *testing.T) {
 	}
 	t.Logf("%d positions, worst relative error %.2e", len(got), worst)
 }
+
+// TestGemma4RopesPerLayerShape: every layer rotates with the table of its
+// own head dim, rotated pairs and base, also when a per_layer_config gives
+// two layers of one kind different head dims (a table per kind would rotate
+// the second layer's heads with the first's, across head boundaries).
+func TestGemma4RopesPerLayerShape(t *testing.T) {
+	layers := []Gemma4Layer{
+		{Sliding: true, HeadDim: 16, RopeTheta: 1e4, RopePairs: 8},
+		{Sliding: false, HeadDim: 32, RopeTheta: 1e6, RopePairs: 4},
+		{Sliding: true, HeadDim: 8, RopeTheta: 1e4, RopePairs: 4},
+		{Sliding: true, HeadDim: 16, RopeTheta: 1e4, RopePairs: 8},
+		{Sliding: false, HeadDim: 32, RopeTheta: 1e6, RopePairs: 4},
+	}
+	const start, n = 5, 3
+	ropes, ropeOf := gemma4Ropes(layers, start, n)
+	shapes := len(ropes) / n
+	if shapes != 3 || ropeOf[0] != ropeOf[3] || ropeOf[1] != ropeOf[4] || ropeOf[0] == ropeOf[2] {
+		t.Fatalf("%d shapes, layer -> shape %v; want 3, layers 0 and 3 and layers 1 and 4 sharing", shapes, ropeOf)
+	}
+	for li, lo := range layers {
+		for tk := range n {
+			got, want := ropes[tk*shapes+ropeOf[li]], newGemma4Rope(lo, start+tk)
+			if !slices.Equal(got.cos, want.cos) || !slices.Equal(got.sin, want.sin) {
+				t.Fatalf("layer %d token %d: table of %d pairs, want its own of %d", li, tk, len(got.cos), len(want.cos))
+			}
+		}
+	}
+}
