@@ -247,7 +247,7 @@ func (m *Matcher) Propose(limit int) Proposal {
 	}
 	c := m.c
 	from := int(c.st[m.state].first) + 1
-	var out []int32
+	out := make([]int32, 0, min(limit, max(len(c.toks)-from, 0)))
 	for i := from; i < len(c.toks) && len(out) < limit && c.toks[i] >= 0; i++ {
 		out = append(out, c.toks[i])
 	}
