@@ -102,6 +102,7 @@ func (PlainDecoder) Decode(ctx context.Context, t Target, req DecodeRequest, emi
 		}
 		pending = id
 	}
+	call := make([]int32, 1) // reused: Forward does not keep its tokens (spec's loop relies on it too)
 	for {
 		switch {
 		case remaining <= 0:
@@ -114,7 +115,8 @@ func (PlainDecoder) Decode(ctx context.Context, t Target, req DecodeRequest, emi
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		r, err := t.Forward(ctx, []int32{pending}, want)
+		call[0] = pending
+		r, err := t.Forward(ctx, call, want)
 		res.TargetCalls++
 		if err != nil {
 			return res, err
