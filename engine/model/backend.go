@@ -47,6 +47,7 @@ type Backend interface {
 	// there and returns what want asks for. It never commits: only the
 	// Session does (DESIGN.md invariant 3). The numbers for each token
 	// depend only on the token, its position and the committed rows, never
-	// on len(tokens) (invariant 1).
+	// on len(tokens) (invariant 1). It does not keep tokens after it
+	// returns: the decode loops reuse the slice for the next call.
 	Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want Output) (Result, error)
 }
