@@ -127,7 +127,9 @@ func (x *Index) Replace(ctx context.Context, key string, meta kv.Meta, ids []int
 	}
 	quota, err := x.db.KVQuota(ctx)
 	if err != nil {
-		return orphans, nil // the new row is in; eviction waits for the next save
+		// The new row is in; eviction waits for the next save.
+		x.log.Warn("kv index: reading the snapshot quota failed; not evicting", "err", err)
+		return orphans, nil
 	}
 	evict, err := x.db.EvictionCandidates(ctx, quota)
 	if err != nil {
