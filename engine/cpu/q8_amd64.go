@@ -64,20 +64,20 @@ func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool {
 		return false
 	}
 	cols, nb := m.Cols, m.Cols/32
-	// scales returns token t's d and s pointers and the dstride argument:
-	// the AVX2 kernels read Input's token-major scales (blocks 4 bytes
-	// apart, tokens 4*nb), the VNNI kernels the block-major copies
-	// (tokens adjacent, blocks 4*tstride bytes apart).
+	// Token t's scales are dv[t*step] and sv[t*step], and dstride is the
+	// kernels' stride argument: the AVX2 kernels read Input's token-major
+	// scales (blocks 4 bytes apart, tokens nb floats), the VNNI kernels the
+	// block-major copies (tokens adjacent, blocks 4*tstride bytes apart).
 	var qx []int8
-	var scales func(t int) (*float32, *float32, int)
+	var dv, sv []float32
+	var step, dstride int
 	if hasVNNI {
-		q, dT, sT, ts := in.q8T()
-		qx = q
-		scales = func(t int) (*float32, *float32, int) { return &dT[t], &sT[t], 4 * ts }
+		var ts int
+		qx, dv, sv, ts = in.q8T()
+		step, dstride = 1, 4*ts
 	} else {
-		q, dx, sx := in.q8()
-		qx = q
-		scales = func(t int) (*float32, *float32, int) { return &dx[t*nb], &sx[t*nb], 4 * nb }
+		qx, dv, sv = in.q8()
+		step, dstride = nb, 4*nb
 	}
 	const chunk = 16
 	// The kernels' 4 results, one cache line per worker: a local array
@@ -91,21 +91,18 @@ func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool {
 			w := &m.Data[r*m.rowBytes]
 			t := 0
 			for ; t+4 <= n; t += 4 {
-				d, s, ds := scales(t)
-				k4(w, nb, &qx[t*cols], d, s, cols, ds, &res[0])
+				k4(w, nb, &qx[t*cols], &dv[t*step], &sv[t*step], cols, dstride, &res[0])
 				for j := range 4 {
 					out[(t+j)*m.Rows+r] = res[j]
 				}
 			}
 			if t+2 <= n {
-				d, s, ds := scales(t)
-				k2(w, nb, &qx[t*cols], d, s, cols, ds, &res[0])
+				k2(w, nb, &qx[t*cols], &dv[t*step], &sv[t*step], cols, dstride, &res[0])
 				out[t*m.Rows+r], out[(t+1)*m.Rows+r] = res[0], res[1]
 				t += 2
 			}
 			for ; t < n; t++ {
-				d, s, ds := scales(t)
-				k1(w, nb, &qx[t*cols], d, s, cols, ds, &res[0])
+				k1(w, nb, &qx[t*cols], &dv[t*step], &sv[t*step], cols, dstride, &res[0])
 				out[t*m.Rows+r] = res[0]
 			}
 		}
