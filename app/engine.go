@@ -53,7 +53,8 @@ type loadedModel struct {
 	tok     *tokenizer.Tokenizer
 	tmpl    chat.Template
 	session *engine.Session
-	spec    bool // session decodes speculatively
+	spec    bool                // session decodes speculatively
+	dec     *engine.SpecDecoder // the session's decoder when spec
 	// corpus holds the finished messages of the conversations answered and
 	// the prompt library, for suffix-matching drafts (spec.Corpus) across
 	// turns and conversations; seen keeps a text from being added twice.
@@ -149,8 +150,16 @@ func (g *EngineGenerator) prefill(ctx context.Context, req GenerateRequest) (*lo
 	spec := req.Width != 1
 	if m.session == nil || m.spec != spec {
 		opts := engine.SessionOptions{Text: func() engine.TextStream { return m.tok.NewStream() }}
+		m.dec = nil
 		if spec {
-			opts.Decoder = engine.NewSpecDecoder(nil, m.corpus)
+			d := engine.NewSpecDecoder(nil, m.corpus)
+			// The database keeps the measured call costs per model: after a
+			// restart the first reply does not wait for measuring.
+			if x, ok := g.store.(*kvindex.Index); ok {
+				d.PersistCosts(x.DB(), g.log)
+			}
+			opts.Decoder = d
+			m.dec = d
 		}
 		if m.session, err = engine.NewSession(m.backend, opts); err != nil {
 			return nil, nil, nil, fmt.Errorf("engine: new session for %s: %w", m.path, err)

@@ -18,6 +18,7 @@ import (
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
 	"anechat/engine/spec"
+	"anechat/storage"
 )
 
 // generateJSON is the --json output of generate (issue 4).
@@ -36,10 +37,15 @@ type generateStat struct {
 	ResumedTokens int     `json:"resumed_tokens"`
 	TTFTms        float64 `json:"ttft_ms"`
 	DecodeTokS    float64 `json:"decode_tok_s"`
+	// CostsMeasured: this run timed the model's calls per width (the
+	// speculative decoder's cost model) rather than loading the table a
+	// previous run stored in the data directory.
+	CostsMeasured bool `json:"costs_measured"`
 }
 
 func statJSON(st engine.Stats) generateStat {
-	return generateStat{st.TargetCalls, st.Drafted, st.Accepted, st.PrefillTokens, st.ResumedTokens, st.TTFTms, st.DecodeTokS}
+	return generateStat{TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted, PrefillTokens: st.PrefillTokens,
+		ResumedTokens: st.ResumedTokens, TTFTms: st.TTFTms, DecodeTokS: st.DecodeTokS}
 }
 
 // genFlags are the sampling and speculation flags generate and chat share.
@@ -180,7 +186,8 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 	if len(ids) > cfg.ContextLen {
 		return fmt.Errorf("the prompt is %d tokens, more than the model's context of %d: shorten it", len(ids), cfg.ContextLen)
 	}
-	s, err := engine.NewSession(m.backend, engine.SessionOptions{Text: m.textStream(), Decoder: g.decoder()})
+	dec := g.decoder()
+	s, err := engine.NewSession(m.backend, engine.SessionOptions{Text: m.textStream(), Decoder: dec})
 	if err != nil {
 		return err
 	}
@@ -192,6 +199,14 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 	}
 	resumer, closeCache := openResumer(ctx, *dataDir, *noCache, m, mode, cliLogger(env))
 	defer closeCache()
+	// The data directory's settings keep the measured call costs per model,
+	// so only the first speculative run with this model measures them.
+	sd, _ := dec.(*engine.SpecDecoder)
+	if sd != nil && resumer != nil {
+		if x, ok := resumer.Store.(interface{ DB() *storage.DB }); ok {
+			sd.PersistCosts(x.DB(), cliLogger(env))
+		}
+	}
 	if err := resumer.Prefill(ctx, s, ids, nil); err != nil {
 		return err
 	}
@@ -225,9 +240,11 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 		if out == nil {
 			out = []int32{}
 		}
+		js := statJSON(st)
+		js.CostsMeasured = sd != nil && sd.Measurements() > 0
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetEscapeHTML(false)
-		return enc.Encode(generateJSON{PromptIDs: ids, IDs: out, Text: text.String(), Stats: statJSON(st)})
+		return enc.Encode(generateJSON{PromptIDs: ids, IDs: out, Text: text.String(), Stats: js})
 	}
 	fmt.Fprintln(env.Stdout)
 	fmt.Fprintf(env.Stderr, "[%d prompt tokens (%d resumed), %d generated (%s), %d calls, %d/%d drafts accepted, ttft %.1f ms, %.1f tok/s]\n",

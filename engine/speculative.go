@@ -2,7 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
+	"math"
+	"slices"
 
 	"anechat/engine/spec"
 )
@@ -24,6 +28,32 @@ type SpecDecoder struct {
 	// pays that on every run); a request for a wider width measures again.
 	measure  bool
 	measured int
+	// measurements counts the spec.Measure runs (Measurements).
+	measurements int
+	// costStore, when set, keeps measured costs between runs (PersistCosts).
+	costStore CostStore
+	costLog   *slog.Logger
+}
+
+// CostStore keeps JSON values under keys between runs: the settings table of
+// the data directory's database (*storage.DB satisfies it). The speculative
+// decoder keeps each model's measured costs there, so a later run (the next
+// `anechat generate`, the app after a restart) skips measuring.
+type CostStore interface {
+	SettingRaw(ctx context.Context, key string) (value json.RawMessage, found bool, err error)
+	SetSettingRaw(ctx context.Context, key string, value json.RawMessage) error
+}
+
+// CostsKey is the CostStore key of the measured costs of the model whose
+// weights have fingerprint fp (model.Config.Fingerprint).
+func CostsKey(fp string) string { return "spec.costs/" + fp }
+
+// storedCosts is the JSON form of a measured cost table: the widths that
+// were measured (a table is used only for exactly the widths a decoder would
+// measure) and spec.Costs.Table's per-width seconds.
+type storedCosts struct {
+	Widths  []int              `json:"widths"`
+	Seconds map[string]float64 `json:"seconds"`
 }
 
 // measureReps is the number of timed calls per width when the decoder
@@ -40,6 +70,85 @@ const measureReps = 3
 // saved prompts.
 func NewSpecDecoder(costs *spec.Costs, corpus *spec.Corpus) *SpecDecoder {
 	return &SpecDecoder{spec: spec.Decoder{Sources: spec.DefaultSources(corpus), Costs: costs}, measure: costs == nil}
+}
+
+// PersistCosts makes the decoder load the backend's measured costs from
+// store (under CostsKey of the backend's fingerprint) instead of measuring
+// them, and save them there after measuring. A stored table that does not
+// decode, or was measured for other widths, is ignored with a warning on log
+// (nil: slog's default) and measured again, then overwritten. A backend
+// without a fingerprint, or a decoder given its costs, does neither. Call it
+// before the first Decode.
+func (d *SpecDecoder) PersistCosts(store CostStore, log *slog.Logger) {
+	if log == nil {
+		log = slog.Default()
+	}
+	d.costStore, d.costLog = store, log
+}
+
+// Measurements is how many times the decoder has measured the backend's
+// call costs (spec.Measure): 0 when its costs were given or loaded from the
+// CostStore.
+func (d *SpecDecoder) Measurements() int { return d.measurements }
+
+// loadCosts returns the costs stored for fp, measured for exactly widths;
+// nil when there are none usable (the reason is logged).
+func (d *SpecDecoder) loadCosts(ctx context.Context, fp string, widths []int) *spec.Costs {
+	key := CostsKey(fp)
+	raw, found, err := d.costStore.SettingRaw(ctx, key)
+	if err != nil {
+		d.costLog.Warn("speculation: stored call costs not read: measuring again", "key", key, "err", err)
+		return nil
+	}
+	if !found {
+		return nil
+	}
+	c, err := parseCosts(raw, widths)
+	if err != nil {
+		d.costLog.Warn("speculation: stored call costs ignored: measuring again", "key", key, "err", err)
+		return nil
+	}
+	return c
+}
+
+// parseCosts decodes a storedCosts for exactly widths, every width's time
+// positive and finite.
+func parseCosts(raw json.RawMessage, widths []int) (*spec.Costs, error) {
+	var sc storedCosts
+	if err := json.Unmarshal(raw, &sc); err != nil {
+		return nil, fmt.Errorf("decode %.80s: %w", raw, err)
+	}
+	if !slices.Equal(sc.Widths, widths) {
+		return nil, fmt.Errorf("measured for widths %v, want %v", sc.Widths, widths)
+	}
+	if len(sc.Seconds) != len(widths) {
+		return nil, fmt.Errorf("%d times for %d widths %v", len(sc.Seconds), len(widths), widths)
+	}
+	sec := map[int]float64{}
+	for _, w := range widths {
+		s, ok := sc.Seconds[fmt.Sprint(w)]
+		if !ok || !(s > 0) || math.IsInf(s, 0) {
+			return nil, fmt.Errorf("width %d: time %v, want a positive number of seconds", w, s)
+		}
+		sec[w] = s
+	}
+	return spec.NewCosts(sec), nil
+}
+
+// saveCosts stores c as measured for widths under fp; a failure is logged
+// (the next run measures again).
+func (d *SpecDecoder) saveCosts(ctx context.Context, fp string, widths []int, c *spec.Costs) {
+	sc := storedCosts{Widths: widths, Seconds: map[string]float64{}}
+	for w, s := range c.Table() {
+		sc.Seconds[fmt.Sprint(w)] = s
+	}
+	raw, err := json.Marshal(sc)
+	if err == nil {
+		err = d.costStore.SetSettingRaw(context.WithoutCancel(ctx), CostsKey(fp), raw)
+	}
+	if err != nil {
+		d.costLog.Warn("speculation: measured call costs not saved", "key", CostsKey(fp), "err", err)
+	}
 }
 
 // Decode implements Decoder.
@@ -61,16 +170,29 @@ func (d *SpecDecoder) Decode(ctx context.Context, t Target, req DecodeRequest, e
 					widths = append(widths, x)
 				}
 			}
-			c, err := spec.Measure(ctx, st.s.b, spec.MeasureOptions{Widths: widths, Reps: measureReps})
-			if err != nil && ctx.Err() != nil {
-				return DecodeResult{Pending: -1}, err // measure again next time
+			fp := st.s.b.Config().Fingerprint
+			persist := d.costStore != nil && fp != ""
+			if persist {
+				if c := d.loadCosts(ctx, fp, widths); c != nil {
+					d.spec.Costs, d.measured = c, w
+				}
 			}
-			d.measured = w
-			if err != nil {
-				// The loop then starts from assumed costs and learns.
-				slog.Warn("speculation: measuring call costs failed", "err", err)
-			} else {
-				d.spec.Costs = c
+			if d.measured < w {
+				d.measurements++
+				c, err := spec.Measure(ctx, st.s.b, spec.MeasureOptions{Widths: widths, Reps: measureReps})
+				if err != nil && ctx.Err() != nil {
+					return DecodeResult{Pending: -1}, err // measure again next time
+				}
+				d.measured = w
+				if err != nil {
+					// The loop then starts from assumed costs and learns.
+					slog.Warn("speculation: measuring call costs failed", "err", err)
+				} else {
+					d.spec.Costs = c
+					if persist {
+						d.saveCosts(ctx, fp, widths, c)
+					}
+				}
 			}
 		}
 	}

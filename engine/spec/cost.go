@@ -67,6 +67,28 @@ func (c *Costs) Clone() *Costs {
 	return &Costs{one: c.one, ratio: c.ratio, frozen: c.frozen}
 }
 
+// Table returns the cost model's state as per-width seconds, the form
+// NewCosts takes: sec[1] is the width-1 time and sec[w] the estimate for each
+// width 2..MaxWidth with a known ratio (interpolated widths are left out, so
+// NewCosts(c.Table()) interpolates them alike). It is empty while the
+// width-1 time is unknown. Callers persist it (the engine keeps measured
+// tables per model between runs) and restore it with NewCosts.
+func (c *Costs) Table() map[int]float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sec := map[int]float64{}
+	if c.one <= 0 {
+		return sec
+	}
+	sec[1] = c.one
+	for w := 2; w <= MaxWidth; w++ {
+		if c.ratio[w] > 0 {
+			sec[w] = c.one * c.ratio[w]
+		}
+	}
+	return sec
+}
+
 // Frozen returns a copy that ignores Observe: gating decisions then depend
 // only on the measurement, not on the timing of the calls (reproducible
 // benchmarks).

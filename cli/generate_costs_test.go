@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"anechat/engine"
+	"anechat/engine/model"
+	"anechat/internal/testres"
+	"anechat/storage"
+)
+
+// TestGenerateKeepsCosts: the first speculative `generate` with a data dir
+// measures the call costs and stores them under the model's fingerprint; the
+// second loads them and does not measure; the ids are the same in every run
+// and at width 1. A stored table that does not decode, or is for other
+// widths, is ignored, measured again and overwritten; --no-cache measures.
+func TestGenerateKeepsCosts(t *testing.T) {
+	path := testres.Stories(t)
+	home := t.TempDir()
+	gen := func(extra ...string) generateJSON {
+		t.Helper()
+		var out, errb bytes.Buffer
+		args := append([]string{"generate", "--model", path, "--prompt-ids", "1 403 407 261 378", "--max-tokens", "60", "--json",
+			"--data-dir", home}, extra...)
+		if code := Run(context.Background(), args, nil, &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, errb.String())
+		}
+		var g generateJSON
+		if err := json.Unmarshal(out.Bytes(), &g); err != nil {
+			t.Fatalf("%v: %s", err, out.String())
+		}
+		if want := testres.StoriesGreedy(); !slices.Equal(g.IDs, want) {
+			t.Fatalf("%v: ids %v, want the width-1 ids %v", extra, g.IDs, want)
+		}
+		return g
+	}
+	fp, err := model.FingerprintFiles(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := engine.CostsKey(fp)
+	// stored returns the raw setting and sets it to set when not empty.
+	stored := func(set string) string {
+		t.Helper()
+		db, err := storage.Open(context.Background(), storage.DBPath(home))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		raw, found, err := db.SettingRaw(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if set != "" {
+			if err := db.SetSettingRaw(context.Background(), key, json.RawMessage(set)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !found {
+			return ""
+		}
+		return string(raw)
+	}
+	valid := func(raw string) bool {
+		var v struct {
+			Widths  []int              `json:"widths"`
+			Seconds map[string]float64 `json:"seconds"`
+		}
+		return json.Unmarshal([]byte(raw), &v) == nil && slices.Equal(v.Widths, []int{1, 2, 3, 4}) && len(v.Seconds) == 4 && v.Seconds["1"] > 0
+	}
+
+	if !gen("--width", "4").Stats.CostsMeasured {
+		t.Fatal("first run did not measure the costs")
+	}
+	first := stored("")
+	if !valid(first) {
+		t.Fatalf("stored costs %q", first)
+	}
+	if gen("--width", "4").Stats.CostsMeasured {
+		t.Error("second run with the same data dir measured the costs again")
+	}
+	if gen("--width", "1").Stats.CostsMeasured {
+		t.Error("width 1 measured the costs")
+	}
+	if again := stored(""); again != first {
+		t.Errorf("stored costs changed without measuring: %s, then %s", first, again)
+	}
+	for _, bad := range []string{`"not a table"`, `{"widths":[1,2,3,4],"seconds":{"1":-1,"2":1,"3":1,"4":1}}`,
+		`{"widths":[1,2],"seconds":{"1":0.001,"2":0.002}}`} {
+		stored(bad)
+		var errb bytes.Buffer
+		args := []string{"generate", "--model", path, "--prompt-ids", "1 403 407 261 378", "--max-tokens", "60", "--json", "--data-dir", home, "--width", "4"}
+		var out bytes.Buffer
+		if code := Run(context.Background(), args, nil, &out, &errb); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		var g generateJSON
+		if err := json.Unmarshal(out.Bytes(), &g); err != nil || !slices.Equal(g.IDs, testres.StoriesGreedy()) {
+			t.Fatalf("stored %s: %v: %s", bad, err, out.String())
+		}
+		if !g.Stats.CostsMeasured {
+			t.Errorf("stored %s: not measured again", bad)
+		}
+		if !strings.Contains(errb.String(), "stored call costs ignored") {
+			t.Errorf("stored %s: no warning: %q", bad, errb.String())
+		}
+		if now := stored(""); now == bad || !valid(now) {
+			t.Errorf("stored %s: not overwritten with a measured table: %s", bad, now)
+		}
+	}
+	if !gen("--width", "4", "--no-cache").Stats.CostsMeasured {
+		t.Error("--no-cache did not measure the costs")
+	}
+}
