@@ -8,6 +8,8 @@ import (
 	"anechat/engine/model"
 	"anechat/kvindex"
 	"anechat/storage"
+
+	"anechat/internal/testres"
 )
 
 // TestEngineGeneratorKeepsCosts: with a snapshot store, the first
@@ -15,7 +17,7 @@ import (
 // database; a new generator on the reopened database (a restart) loads them
 // and does not measure; the text is the same as at width 1.
 func TestEngineGeneratorKeepsCosts(t *testing.T) {
-	path := stories260K(t)
+	path := testres.Stories(t)
 	dir := t.TempDir()
 	req := GenerateRequest{Model: storage.Model{Path: path}, MaxTokens: 24, Width: 1,
 		Messages: []ChatMessage{{Role: "user", Content: "Once upon a time"}}}

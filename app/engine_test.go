@@ -12,33 +12,6 @@ import (
 	"anechat/storage"
 )
 
-// stories260K returns ../shared/models/stories260K.gguf beside the repo.
-func stories260K(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "models", "stories260K.gguf")
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("test model missing: %v", err)
-		}
-		t.Skipf("test model %s missing: run make test beside ../shared", p)
-	}
-	return p
-}
-
 func collect(t *testing.T, g *EngineGenerator, req GenerateRequest) (string, GenerateStats) {
 	t.Helper()
 	var b strings.Builder
@@ -50,7 +23,7 @@ func collect(t *testing.T, g *EngineGenerator, req GenerateRequest) (string, Gen
 }
 
 func TestEngineGeneratorRunsStories260K(t *testing.T) {
-	path := stories260K(t)
+	path := testres.Stories(t)
 	g := NewEngineGenerator(nil)
 	defer g.Close()
 	req := GenerateRequest{Model: storage.Model{Path: path}, MaxTokens: 24, Width: 1,
@@ -100,7 +73,7 @@ func TestEngineGeneratorNamesAMissingModel(t *testing.T) {
 }
 
 func TestChatWithTheEngineStoresARealReply(t *testing.T) {
-	path := stories260K(t)
+	path := testres.Stories(t)
 	g := NewEngineGenerator(nil)
 	defer g.Close()
 	a, rec, _ := start(t, g)
@@ -126,7 +99,7 @@ func TestChatWithTheEngineStoresARealReply(t *testing.T) {
 }
 
 func TestChatResumesAConversationFromItsKVSnapshotAfterARestart(t *testing.T) {
-	path := stories260K(t)
+	path := testres.Stories(t)
 	dir := t.TempDir()
 	long := strings.Repeat("Lily went to the park with her mom and they played with a big red ball. ", 8)
 	run := func(prep func(a *App, c int64)) (storage.Conversation, DoneEvent) {
@@ -298,7 +271,7 @@ func TestEngineGeneratorDraftsFromHistoryAndLibrary(t *testing.T) {
 // A long prompt's prefill reports progress per batched call, and cancelling
 // during it stops it: no reply, the context's error.
 func TestEngineGeneratorPrefillProgressAndCancel(t *testing.T) {
-	path := stories260K(t)
+	path := testres.Stories(t)
 	g := NewEngineGenerator(nil)
 	defer g.Close()
 	long := strings.Repeat("Lily and Tom played in the park with a big red ball. ", 12)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"anechat/storage"
+
+	"anechat/internal/testres"
 )
 
 // A long system prompt: well over one 64-token KV block on stories260K.
@@ -38,7 +40,7 @@ func replyTo(t *testing.T, a *App, rec *recorder, promptID int64, text string) (
 }
 
 func TestPreparedPromptResumesWithTheFreshOutput(t *testing.T) {
-	path := stories260K(t)
+	path := testres.Stories(t)
 	dir := t.TempDir()
 	setup := func() (*App, *recorder, *EngineGenerator) {
 		g := NewEngineGenerator(nil)
@@ -97,7 +99,7 @@ func TestPreparedPromptResumesWithTheFreshOutput(t *testing.T) {
 }
 
 func TestFirstChatFromAPromptPreparesIt(t *testing.T) {
-	path := stories260K(t)
+	path := testres.Stories(t)
 	g := NewEngineGenerator(nil)
 	defer g.Close()
 	a, rec, _ := start(t, g)
@@ -140,7 +142,7 @@ func TestFirstChatFromAPromptPreparesIt(t *testing.T) {
 // Prepared in the same process, after the session ran another conversation:
 // the chat from the prompt reports the opening as resumed, not prefilled.
 func TestPrepareAfterAnotherChatResumes(t *testing.T) {
-	path := stories260K(t)
+	path := testres.Stories(t)
 	g := NewEngineGenerator(nil)
 	defer g.Close()
 	a, rec, _ := start(t, g)
