@@ -19,6 +19,10 @@ type Matrix struct {
 	Data       []byte
 	f32        []float32 // Data viewed as float32 when Type is F32
 	rowBytes   int
+	// tail is the last Rows%8 rows of an integer-kernel type padded to 8
+	// with copies of the last row, for the 8-row kernels (matMulRows); nil
+	// when Rows is a multiple of 8.
+	tail []byte
 }
 
 // Supported reports whether the CPU kernels compute with t.
@@ -44,6 +48,13 @@ func NewMatrix(name string, t gguf.Type, rows, cols int, data []byte) (*Matrix, 
 		return nil, fmt.Errorf("tensor %q: %d bytes, want %d for %dx%d %s", name, len(data), rows*rb, rows, cols, t)
 	}
 	m := &Matrix{Name: name, Type: t, Rows: rows, Cols: cols, Data: data, rowBytes: rb}
+	if full := rows &^ 7; full != rows && (t == gguf.Q4_0 || t == gguf.Q4_1 || t == gguf.Q8_0) {
+		m.tail = make([]byte, 8*rb)
+		for i := range 8 {
+			r := min(full+i, rows-1)
+			copy(m.tail[i*rb:(i+1)*rb], data[r*rb:(r+1)*rb])
+		}
+	}
 	if t == gguf.F32 {
 		if uintptr(unsafe.Pointer(unsafe.SliceData(data)))%4 != 0 {
 			// Unaligned (never in a well-formed GGUF): copy.

@@ -29,6 +29,20 @@ func dotQ80Q8x2(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int
 //go:noescape
 func dotQ80Q8x4(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
 
+//go:noescape
+func quantizeQ8AVX2(x *float32, nb int, q *int8, d, s *float32, qs *int32)
+
+// quantizeQ8SIMD runs quantizeQ8AVX2 where the integer kernels run.
+func quantizeQ8SIMD(q []int8, d, s []float32, qs []int32, x []float32) bool {
+	nb := len(x) / 32
+	if !hasQ8 || nb == 0 {
+		return false
+	}
+	_, _, _, _ = q[nb*32-1], d[nb-1], s[nb-1], qs[nb-1]
+	quantizeQ8AVX2(&x[0], nb, &q[0], &d[0], &s[0], &qs[0])
+	return true
+}
+
 // hasQ8 selects the integer kernels for Q4_0, Q4_1 and Q8_0 weights.
 var hasQ8 = hasF16C
 
@@ -39,9 +53,6 @@ type q8Kernel func(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride 
 func q8Kernels(t gguf.Type) (x1, x2, x4 q8Kernel) {
 	if !hasQ8 {
 		return nil, nil, nil
-	}
-	if hasVNNI {
-		return vnniKernels(t)
 	}
 	switch t {
 	case gguf.Q4_0:
@@ -59,26 +70,19 @@ func q8Kernels(t gguf.Type) (x1, x2, x4 q8Kernel) {
 // is multiplied with up to four tokens per pass. It reports false when the CPU
 // or the type has no integer kernel.
 func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool {
+	if in.Cols != m.Cols {
+		return false
+	}
+	if hasVNNI {
+		return m.matMulRows(p, out, in, n)
+	}
 	k1, k2, k4 := q8Kernels(m.Type)
-	if k1 == nil || in.Cols != m.Cols {
+	if k1 == nil {
 		return false
 	}
 	cols, nb := m.Cols, m.Cols/32
-	// Token t's scales are dv[t*step] and sv[t*step], and dstride is the
-	// kernels' stride argument: the AVX2 kernels read Input's token-major
-	// scales (blocks 4 bytes apart, tokens nb floats), the VNNI kernels the
-	// block-major copies (tokens adjacent, blocks 4*tstride bytes apart).
-	var qx []int8
-	var dv, sv []float32
-	var step, dstride int
-	if hasVNNI {
-		var ts int
-		qx, dv, sv, ts = in.q8T()
-		step, dstride = 1, 4*ts
-	} else {
-		qx, dv, sv = in.q8()
-		step, dstride = nb, 4*nb
-	}
+	qx, dv, sv := in.q8()
+	step, dstride := nb, 4*nb
 	const chunk = 16
 	// The kernels' 4 results, one cache line per worker: a local array
 	// would escape to the heap (its address goes through a func value), one

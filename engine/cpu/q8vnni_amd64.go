@@ -1,52 +1,112 @@
 package cpu
 
 import (
+	"unsafe"
+
 	"golang.org/x/sys/cpu"
 
 	"anechat/engine/model/gguf"
 )
 
-// hasVNNI selects the VPDPBUSD variants of the integer kernels
-// (q8vnni_amd64.s): EVEX-encoded on YMM registers, so they need AVX-512 VNNI
-// and VL. Their results are bit-identical to the AVX2 kernels.
-var hasVNNI = hasQ8 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL
+// hasVNNI selects the row kernels (q8rows_amd64.s): VPDPBUSD with embedded
+// broadcasts on YMM registers, so they need AVX-512 VNNI, VL, BW and F.
+var hasVNNI = hasQ8 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512F
+
+// rowKernel multiplies 8 weight rows with 1, 2 or 4 tokens (see
+// q8rows_amd64.s for the arguments).
+type rowKernel func(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
 //go:noescape
-func dotQ41Q8x1V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+func rowsQ41x1(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
 //go:noescape
-func dotQ41Q8x2V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+func rowsQ41x2(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
 //go:noescape
-func dotQ41Q8x4V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+func rowsQ41x4(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
 //go:noescape
-func dotQ40Q8x1V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+func rowsQ40x1(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
 //go:noescape
-func dotQ40Q8x2V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+func rowsQ40x2(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
 //go:noescape
-func dotQ40Q8x4V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+func rowsQ40x4(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
 //go:noescape
-func dotQ80Q8x1V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+func rowsQ80x1(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
 //go:noescape
-func dotQ80Q8x2V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+func rowsQ80x2(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
 //go:noescape
-func dotQ80Q8x4V(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
+func rowsQ80x4(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
-// vnniKernels returns the VNNI kernels for t (nil if none).
-func vnniKernels(t gguf.Type) (x1, x2, x4 q8Kernel) {
+// rowKernels returns the row kernels for t (nil if none).
+func rowKernels(t gguf.Type) (x1, x2, x4 rowKernel) {
 	switch t {
 	case gguf.Q4_0:
-		return dotQ40Q8x1V, dotQ40Q8x2V, dotQ40Q8x4V
+		return rowsQ40x1, rowsQ40x2, rowsQ40x4
 	case gguf.Q4_1:
-		return dotQ41Q8x1V, dotQ41Q8x2V, dotQ41Q8x4V
+		return rowsQ41x1, rowsQ41x2, rowsQ41x4
 	case gguf.Q8_0:
-		return dotQ80Q8x1V, dotQ80Q8x2V, dotQ80Q8x4V
+		return rowsQ80x1, rowsQ80x2, rowsQ80x4
 	}
 	return nil, nil, nil
+}
+
+// matMulRows is matMulQ8 with the row kernels: 8 rows per call, tokens in
+// groups of 4, then 2, then 1 (groupSize; Input.qG). A last partial group
+// of rows runs on the matrix's padded copy (Matrix.tail) into scratch.
+func (m *Matrix) matMulRows(p *Pool, out []float32, in *Input, n int) bool {
+	k1, k2, k4 := rowKernels(m.Type)
+	if k1 == nil {
+		return false
+	}
+	cols, nb := m.Cols, m.Cols/32
+	ts := in.q8T()
+	var sx []int32
+	switch m.Type {
+	case gguf.Q4_1:
+		sx = unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(in.sT))), len(in.sT))
+	case gguf.Q4_0:
+		sx = in.qs8T
+	default:
+		sx = in.qs128T
+	}
+	qG, dT := in.qG, in.dT
+	dstride, ostride := 4*ts, 4*m.Rows
+	full := m.Rows &^ 7
+	const chunk = 16
+	// Scratch for the padded rows' results: n tokens x 8 rows per worker.
+	scratch := make([]float32, 8*n*p.Workers())
+	p.For(m.Rows, chunk, cols*n/2, func(worker, lo, hi int) {
+		for r := lo; r < hi; r += 8 {
+			w, o, os := &m.Data[r*m.rowBytes], out[r:], ostride
+			if r >= full {
+				w, o, os = &m.tail[0], scratch[worker*8*n:], 32
+			}
+			t := 0
+			call := func(k rowKernel, g int) {
+				k(w, m.rowBytes, nb, &qG[t*cols], &dT[t], unsafe.Pointer(&sx[t]), dstride, &o[t*os/4], os)
+				t += g
+			}
+			for t+4 <= n {
+				call(k4, 4)
+			}
+			if t+2 <= n {
+				call(k2, 2)
+			}
+			if t < n {
+				call(k1, 1)
+			}
+			if r >= full {
+				for tk := range n {
+					copy(out[tk*m.Rows+r:tk*m.Rows+m.Rows], scratch[(worker*n+tk)*8:])
+				}
+			}
+		}
+	})
+	return true
 }

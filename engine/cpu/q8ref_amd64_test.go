@@ -1,0 +1,145 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+
+	"anechat/engine/model/gguf"
+)
+
+// fma32 is a*b+c rounded once to float32 (what VFMADD231PS computes),
+// through an exact big.Float: float64 would round twice.
+func fma32(a, b, c float32) float32 {
+	x := new(big.Float).SetPrec(200).SetFloat64(float64(a))
+	x.Mul(x, new(big.Float).SetPrec(200).SetFloat64(float64(b)))
+	x.Add(x, new(big.Float).SetPrec(200).SetFloat64(float64(c)))
+	f, _ := x.Float32()
+	return f
+}
+
+// dotQ8Ref is the canonical integer dot product that every row kernel of
+// q8rows_amd64.s reproduces bit for bit: exact int32 block products I_b
+// and, block after block, A = fma(d_w*d_x, float(I_b), A), then for Q4_1
+// A = fma(m_w, s_x, A).
+func dotQ8Ref(typ gguf.Type, row []byte, q []int8, d, s []float32, qs []int32) float32 {
+	var a float32
+	bs := typ.RowBytes(32)
+	for b := range len(q) / 32 {
+		blk := row[b*bs : (b+1)*bs]
+		x := q[b*32 : b*32+32]
+		dw := F16(binary.LittleEndian.Uint16(blk))
+		var ib int32
+		switch typ {
+		case gguf.Q8_0:
+			for i := range 32 {
+				ib += int32(int8(blk[2+i])) * int32(x[i])
+			}
+		case gguf.Q4_0, gguf.Q4_1:
+			nib := blk[2:]
+			if typ == gguf.Q4_1 {
+				nib = blk[4:]
+			}
+			for i := range 16 {
+				ib += int32(nib[i]&0xf)*int32(x[i]) + int32(nib[i]>>4)*int32(x[i+16])
+			}
+			if typ == gguf.Q4_0 {
+				ib -= 8 * qs[b]
+			}
+		}
+		a = fma32(dw*d[b], float32(ib), a)
+		if typ == gguf.Q4_1 {
+			a = fma32(F16(binary.LittleEndian.Uint16(blk[2:])), s[b], a)
+		}
+	}
+	return a
+}
+
+// TestLaneKernelsCanonical: every width of the integer kernels gives, bit
+// for bit, the canonical sum of dotQ8Ref of every token, for rows of 1 to
+// 13 blocks, matrices of 1 to 19 rows (partial groups of 8), weights with extreme values (Q8_0 -128,
+// nibbles 0 and 15) and activations with zero and saturated blocks.
+func TestLaneKernelsCanonical(t *testing.T) {
+	if !hasVNNI {
+		t.Skip("no AVX-512 VNNI on this CPU")
+	}
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1} {
+		for nb := 1; nb <= 13; nb++ {
+			rows := 1 + (nb*7)%19
+			cols := 32 * nb
+			w := randVals(r, rows*cols, 0.1)
+			data, _ := Quantize(typ, w, cols)
+			bs := typ.RowBytes(32)
+			for i := 0; i < len(data); i += bs {
+				if r.IntN(3) == 0 {
+					for j := i + bs - 16; j < i+bs; j++ {
+						data[j] = byte(r.IntN(256))
+					}
+				}
+			}
+			m, err := NewMatrix("w", typ, rows, cols, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := randVals(r, 8*cols, 1)
+			for i := 0; i < 32 && i < cols; i++ {
+				x[cols+i] = 0 // token 1's first block is zero
+			}
+			x[2*cols] = 1e30 // token 2's first block saturates to ±127 around one huge value
+			for n := 1; n <= 8; n++ {
+				in := NewInput(x[:n*cols], cols)
+				out := make([]float32, n*rows)
+				m.MatMulInput(NewPool(1), out, in)
+				for tk := range n {
+					for ri := range rows {
+						want := dotQ8Ref(typ, data[ri*m.rowBytes:(ri+1)*m.rowBytes], in.q[tk*cols:(tk+1)*cols],
+							in.d[tk*nb:(tk+1)*nb], in.s[tk*nb:(tk+1)*nb], in.qs[tk*nb:(tk+1)*nb])
+						if got := out[tk*rows+ri]; math.Float32bits(got) != math.Float32bits(want) {
+							t.Fatalf("%s, %d blocks, width %d: token %d row %d = %v, canonical %v", typ, nb, n, tk, ri, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestQuantizeQ8SIMD: the AVX2 quantiser gives the Go quantiser's bits for
+// random blocks and blocks of zeros, ties (x·id at .5), huge, tiny and
+// subnormal values, and mixed signs.
+func TestQuantizeQ8SIMD(t *testing.T) {
+	if !hasQ8 {
+		t.Skip("no AVX2 quantiser on this CPU")
+	}
+	r := rand.New(rand.NewPCG(43, 44))
+	const nb = 64
+	x := randVals(r, nb*32, 3)
+	for i := range 32 {
+		x[i] = 0                          // block 0: zeros
+		x[32+i] = float32(i) - 15.5       // block 1: ties after scaling
+		x[64+i] = float32(i%5) * 1e38     // block 2: huge
+		x[96+i] = float32(i) * 1e-44      // block 3: subnormal
+		x[128+i] = float32(i%3-1) * 1e-30 // block 4: tiny
+	}
+	x[160] = -3e38 // block 5: one huge negative value
+	var q1, q2 [nb * 32]int8
+	var d1, d2, s1, s2 [nb]float32
+	var qs1, qs2 [nb]int32
+	quantizeQ8Go(q1[:], d1[:], s1[:], qs1[:], x)
+	if !quantizeQ8SIMD(q2[:], d2[:], s2[:], qs2[:], x) {
+		t.Fatal("quantizeQ8SIMD declined")
+	}
+	for b := range nb {
+		if math.Float32bits(d1[b]) != math.Float32bits(d2[b]) || math.Float32bits(s1[b]) != math.Float32bits(s2[b]) || qs1[b] != qs2[b] {
+			t.Fatalf("block %d: Go d %v s %v qs %d, AVX2 d %v s %v qs %d", b, d1[b], s1[b], qs1[b], d2[b], s2[b], qs2[b])
+		}
+		for i := b * 32; i < b*32+32; i++ {
+			if q1[i] != q2[i] {
+				t.Fatalf("block %d element %d (x = %v): Go q %d, AVX2 q %d", b, i-b*32, x[i], q1[i], q2[i])
+			}
+		}
+	}
+}

@@ -1,0 +1,361 @@
+#include "textflag.h"
+
+// Integer kernels with AVX-512 VNNI (VPDPBUSD on YMM registers): 8 weight
+// rows (Q4_0, Q4_1 or Q8_0) times the 8-bit activations of 1, 2 or 4
+// tokens, with the rows in the lanes.
+//
+// Per block, the 8 rows' weights are loaded and transposed (4x4 dwords per
+// 128-bit half) so that vector k holds 4-byte chunk k of every row; each
+// chunk of a token's activations is then broadcast from memory
+// (VPDPBUSD.BCST), so one instruction adds 4 products to all 8 rows, with
+// no shuffles or horizontal sums per token. A token's block costs 8
+// VPDPBUSD, one conversion and one or two FMAs for 8 rows; the transpose and
+// the block scales are shared by the tokens of the call. Every lane computes
+// exactly the canonical sum of q8.go (dotQ8Ref), whatever the number of
+// tokens:
+//   A = fma(d_w*d_x, float(I_b), A), then for Q4_1 A = fma(m_w, s_x, A),
+// over the blocks b in order, with I_b the exact int32 product of the block.
+// Q4_0 and Q8_0 fold their weight offsets into I_b with the tokens' block
+// sums of q (Input.qs8, qs128): Q4_0 weights are nibbles q of value q-8
+// (I_b = Σq·x - 8Σx), Q8_0 weights w go in as the unsigned w+128 (w XOR
+// 0x80; I_b = Σ(w+128)·x - 128Σx). |I_b| <= 32*255*127 < 2^24, so float(I_b)
+// is exact too.
+//
+// Arguments: w the first row's block 0 (rows rstride bytes apart), nb
+// blocks, qx the group's activations (block b's 32 bytes of token t at
+// (b*G+t)*32), dx the group's first d_x in the block-major copy (tokens
+// adjacent, blocks dstride bytes apart), sx the same for the second scalar
+// (s_x for Q4_1, 8Σq for Q4_0, 128Σq for Q8_0), out the results of token 0
+// for the 8 rows (tokens ostride bytes apart).
+//
+// Registers: R8..R15 the 8 rows, BX the block's offset in a row, SI qx,
+// DX dx, AX sx-dx, DI dstride, CX blocks left. Y0..Y7 loads and transpose,
+// Y8..Y15 the weight chunks 0..7, Y16 nibble mask, Y17 0x80 bytes, Y18 d_w,
+// Y19 m_w, Y20..Y23 integer sums, Y24..Y27 accumulators, Y29 scale.
+
+DATA r8nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA r8nib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA r8nib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA r8nib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL r8nib<>(SB), RODATA|NOPTR, $32
+
+DATA r8bias<>+0(SB)/8, $0x8080808080808080
+DATA r8bias<>+8(SB)/8, $0x8080808080808080
+DATA r8bias<>+16(SB)/8, $0x8080808080808080
+DATA r8bias<>+24(SB)/8, $0x8080808080808080
+GLOBL r8bias<>(SB), RODATA|NOPTR, $32
+
+#define SETUP \
+	MOVQ w+0(FP), R8 \
+	MOVQ rstride+8(FP), AX \
+	LEAQ (R8)(AX*1), R9 \
+	LEAQ (R9)(AX*1), R10 \
+	LEAQ (R10)(AX*1), R11 \
+	LEAQ (R11)(AX*1), R12 \
+	LEAQ (R12)(AX*1), R13 \
+	LEAQ (R13)(AX*1), R14 \
+	LEAQ (R14)(AX*1), R15 \
+	MOVQ nb+16(FP), CX \
+	MOVQ qx+24(FP), SI \
+	MOVQ dx+32(FP), DX \
+	MOVQ sx+40(FP), AX \
+	SUBQ DX, AX \
+	MOVQ dstride+48(FP), DI \
+	XORQ BX, BX \
+	VMOVDQU32 r8nib<>(SB), Y16 \
+	VMOVDQU32 r8bias<>(SB), Y17 \
+	VPXORD Y24, Y24, Y24 \
+	VPXORD Y25, Y25, Y25 \
+	VPXORD Y26, Y26, Y26 \
+	VPXORD Y27, Y27, Y27
+
+// LOAD4 loads 16 bytes at off of each row's block: rows 0..3 in the low
+// halves of Y0..Y3, rows 4..7 in the high halves.
+#define LOAD4(off) \
+	VMOVDQU off(R8)(BX*1), X0 \
+	VINSERTI128 $1, off(R12)(BX*1), Y0, Y0 \
+	VMOVDQU off(R9)(BX*1), X1 \
+	VINSERTI128 $1, off(R13)(BX*1), Y1, Y1 \
+	VMOVDQU off(R10)(BX*1), X2 \
+	VINSERTI128 $1, off(R14)(BX*1), Y2, Y2 \
+	VMOVDQU off(R11)(BX*1), X3 \
+	VINSERTI128 $1, off(R15)(BX*1), Y3, Y3
+
+// TRANSPOSE turns Y0..Y3 into dword k of rows 0..7 in Y(k).
+#define TRANSPOSE \
+	VPUNPCKLDQ Y1, Y0, Y4 \
+	VPUNPCKHDQ Y1, Y0, Y5 \
+	VPUNPCKLDQ Y3, Y2, Y6 \
+	VPUNPCKHDQ Y3, Y2, Y7 \
+	VPUNPCKLQDQ Y6, Y4, Y0 \
+	VPUNPCKHQDQ Y6, Y4, Y1 \
+	VPUNPCKLQDQ Y7, Y5, Y2 \
+	VPUNPCKHQDQ Y7, Y5, Y3
+
+// W4 (Q4_0, Q4_1): the 16 nibble bytes at off give chunks 0..3 (low
+// nibbles) in Y8..Y11 and chunks 4..7 (high nibbles) in Y12..Y15.
+#define W4(off) \
+	LOAD4(off) \
+	TRANSPOSE \
+	VPSRLW $4, Y0, Y12 \
+	VPSRLW $4, Y1, Y13 \
+	VPSRLW $4, Y2, Y14 \
+	VPSRLW $4, Y3, Y15 \
+	VPANDD Y16, Y0, Y8 \
+	VPANDD Y16, Y1, Y9 \
+	VPANDD Y16, Y2, Y10 \
+	VPANDD Y16, Y3, Y11 \
+	VPANDD Y16, Y12, Y12 \
+	VPANDD Y16, Y13, Y13 \
+	VPANDD Y16, Y14, Y14 \
+	VPANDD Y16, Y15, Y15
+
+// W8 (Q8_0): the 32 weights at 2 as w+128, chunks 0..7 in Y8..Y15.
+#define W8 \
+	LOAD4(2) \
+	TRANSPOSE \
+	VPXORD Y17, Y0, Y8 \
+	VPXORD Y17, Y1, Y9 \
+	VPXORD Y17, Y2, Y10 \
+	VPXORD Y17, Y3, Y11 \
+	LOAD4(18) \
+	TRANSPOSE \
+	VPXORD Y17, Y0, Y12 \
+	VPXORD Y17, Y1, Y13 \
+	VPXORD Y17, Y2, Y14 \
+	VPXORD Y17, Y3, Y15
+
+// H41: the 8 rows' d_w in Y18 and m_w in Y19 (Q4_1's 4-byte header).
+#define H41 \
+	VMOVD (R8)(BX*1), X4 \
+	VPINSRD $1, (R9)(BX*1), X4, X4 \
+	VPINSRD $2, (R10)(BX*1), X4, X4 \
+	VPINSRD $3, (R11)(BX*1), X4, X4 \
+	VMOVD (R12)(BX*1), X5 \
+	VPINSRD $1, (R13)(BX*1), X5, X5 \
+	VPINSRD $2, (R14)(BX*1), X5, X5 \
+	VPINSRD $3, (R15)(BX*1), X5, X5 \
+	VINSERTI128 $1, X5, Y4, Y4 \
+	VPMOVDW Y4, X5 \
+	VPSRLD $16, Y4, Y4 \
+	VPMOVDW Y4, X6 \
+	VCVTPH2PS X5, Y18 \
+	VCVTPH2PS X6, Y19
+
+// H16: the 8 rows' d_w in Y18 (Q4_0's and Q8_0's 2-byte header).
+#define H16 \
+	VPINSRW $0, (R8)(BX*1), X4, X4 \
+	VPINSRW $1, (R9)(BX*1), X4, X4 \
+	VPINSRW $2, (R10)(BX*1), X4, X4 \
+	VPINSRW $3, (R11)(BX*1), X4, X4 \
+	VPINSRW $4, (R12)(BX*1), X4, X4 \
+	VPINSRW $5, (R13)(BX*1), X4, X4 \
+	VPINSRW $6, (R14)(BX*1), X4, X4 \
+	VPINSRW $7, (R15)(BX*1), X4, X4 \
+	VCVTPH2PS X4, Y18
+
+// DOT adds token t's block (32 bytes at t*32(SI)) times the 8 rows' chunks
+// into the zeroed acc.
+#define DOT(t, acc) \
+	VPXORD acc, acc, acc \
+	VPDPBUSD.BCST (t*32+0)(SI), Y8, acc \
+	VPDPBUSD.BCST (t*32+4)(SI), Y9, acc \
+	VPDPBUSD.BCST (t*32+8)(SI), Y10, acc \
+	VPDPBUSD.BCST (t*32+12)(SI), Y11, acc \
+	VPDPBUSD.BCST (t*32+16)(SI), Y12, acc \
+	VPDPBUSD.BCST (t*32+20)(SI), Y13, acc \
+	VPDPBUSD.BCST (t*32+24)(SI), Y14, acc \
+	VPDPBUSD.BCST (t*32+28)(SI), Y15, acc
+
+// F41 accumulates token t's block of Q4_1.
+#define F41(t, acc, A) \
+	DOT(t, acc) \
+	VCVTDQ2PS acc, acc \
+	VMULPS.BCST (4*t)(DX), Y18, Y29 \
+	VFMADD231PS acc, Y29, A \
+	VFMADD231PS.BCST (4*t)(DX)(AX*1), Y19, A
+
+// F16 accumulates token t's block of Q4_0 and Q8_0 (offsets in sx).
+#define FQ16(t, acc, A) \
+	DOT(t, acc) \
+	VPSUBD.BCST (4*t)(DX)(AX*1), acc, acc \
+	VCVTDQ2PS acc, acc \
+	VMULPS.BCST (4*t)(DX), Y18, Y29 \
+	VFMADD231PS acc, Y29, A
+
+#define NEXT(bs, g) \
+	ADDQ $bs, BX \
+	ADDQ $(g*32), SI \
+	ADDQ DI, DX \
+	DECQ CX
+
+#define OUT1 \
+	MOVQ out+56(FP), DI \
+	VMOVUPS Y24, (DI)
+
+#define OUT2 \
+	OUT1 \
+	MOVQ ostride+64(FP), AX \
+	VMOVUPS Y25, (DI)(AX*1)
+
+#define OUT4 \
+	OUT2 \
+	VMOVUPS Y26, (DI)(AX*2) \
+	LEAQ (DI)(AX*2), DI \
+	VMOVUPS Y27, (DI)(AX*1)
+
+// func rowsQ41x1(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ41x1(SB), NOSPLIT, $0-72
+	SETUP
+	TESTQ CX, CX
+	JZ q41r1done
+q41r1loop:
+	H41
+	W4(4)
+	F41(0, Y20, Y24)
+	NEXT(20, 1)
+	JNZ q41r1loop
+q41r1done:
+	OUT1
+	VZEROUPPER
+	RET
+
+// func rowsQ41x2(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ41x2(SB), NOSPLIT, $0-72
+	SETUP
+	TESTQ CX, CX
+	JZ q41r2done
+q41r2loop:
+	H41
+	W4(4)
+	F41(0, Y20, Y24)
+	F41(1, Y21, Y25)
+	NEXT(20, 2)
+	JNZ q41r2loop
+q41r2done:
+	OUT2
+	VZEROUPPER
+	RET
+
+// func rowsQ41x4(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ41x4(SB), NOSPLIT, $0-72
+	SETUP
+	TESTQ CX, CX
+	JZ q41r4done
+q41r4loop:
+	H41
+	W4(4)
+	F41(0, Y20, Y24)
+	F41(1, Y21, Y25)
+	F41(2, Y22, Y26)
+	F41(3, Y23, Y27)
+	NEXT(20, 4)
+	JNZ q41r4loop
+q41r4done:
+	OUT4
+	VZEROUPPER
+	RET
+
+// func rowsQ40x1(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ40x1(SB), NOSPLIT, $0-72
+	SETUP
+	TESTQ CX, CX
+	JZ q40r1done
+q40r1loop:
+	H16
+	W4(2)
+	FQ16(0, Y20, Y24)
+	NEXT(18, 1)
+	JNZ q40r1loop
+q40r1done:
+	OUT1
+	VZEROUPPER
+	RET
+
+// func rowsQ40x2(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ40x2(SB), NOSPLIT, $0-72
+	SETUP
+	TESTQ CX, CX
+	JZ q40r2done
+q40r2loop:
+	H16
+	W4(2)
+	FQ16(0, Y20, Y24)
+	FQ16(1, Y21, Y25)
+	NEXT(18, 2)
+	JNZ q40r2loop
+q40r2done:
+	OUT2
+	VZEROUPPER
+	RET
+
+// func rowsQ40x4(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ40x4(SB), NOSPLIT, $0-72
+	SETUP
+	TESTQ CX, CX
+	JZ q40r4done
+q40r4loop:
+	H16
+	W4(2)
+	FQ16(0, Y20, Y24)
+	FQ16(1, Y21, Y25)
+	FQ16(2, Y22, Y26)
+	FQ16(3, Y23, Y27)
+	NEXT(18, 4)
+	JNZ q40r4loop
+q40r4done:
+	OUT4
+	VZEROUPPER
+	RET
+
+// func rowsQ80x1(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ80x1(SB), NOSPLIT, $0-72
+	SETUP
+	TESTQ CX, CX
+	JZ q80r1done
+q80r1loop:
+	H16
+	W8
+	FQ16(0, Y20, Y24)
+	NEXT(34, 1)
+	JNZ q80r1loop
+q80r1done:
+	OUT1
+	VZEROUPPER
+	RET
+
+// func rowsQ80x2(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ80x2(SB), NOSPLIT, $0-72
+	SETUP
+	TESTQ CX, CX
+	JZ q80r2done
+q80r2loop:
+	H16
+	W8
+	FQ16(0, Y20, Y24)
+	FQ16(1, Y21, Y25)
+	NEXT(34, 2)
+	JNZ q80r2loop
+q80r2done:
+	OUT2
+	VZEROUPPER
+	RET
+
+// func rowsQ80x4(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ80x4(SB), NOSPLIT, $0-72
+	SETUP
+	TESTQ CX, CX
+	JZ q80r4done
+q80r4loop:
+	H16
+	W8
+	FQ16(0, Y20, Y24)
+	FQ16(1, Y21, Y25)
+	FQ16(2, Y22, Y26)
+	FQ16(3, Y23, Y27)
+	NEXT(34, 4)
+	JNZ q80r4loop
+q80r4done:
+	OUT4
+	VZEROUPPER
+	RET
