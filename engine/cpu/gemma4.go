@@ -481,9 +481,7 @@ func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *
 		g, u := g[:n*lo.FFN], u[:n*lo.FFN]
 		l.gate.MatMul(m.pool, g, xb)
 		l.up.MatMul(m.pool, u, xb)
-		for i := range g {
-			g[i] = GELUTanh(g[i]) * u[i]
-		}
+		GateMul(m.pool, g, u, GELUTanh)
 		l.down.MatMul(m.pool, xb, g)
 		for t := range n {
 			RMSNorm(xb[t*H:(t+1)*H], xb[t*H:(t+1)*H], l.postFFNorm, o.Eps)

@@ -172,6 +172,18 @@ func Softmax(x []float32) {
 	}
 }
 
+// GateMul sets g[i] = act(g[i])·u[i] (a gated MLP's activation) on the
+// pool's workers. Each element depends on its own inputs only, so how the
+// work is split changes no bit.
+func GateMul(p *Pool, g, u []float32, act func(float32) float32) {
+	u = u[:len(g)]
+	p.For(len(g), 1024, 30, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			g[i] = act(g[i]) * u[i]
+		}
+	})
+}
+
 // SiLU returns x·sigmoid(x).
 func SiLU(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
 

@@ -320,9 +320,7 @@ func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *k
 		in = NewInput(xb, H)
 		l.gate.MatMulInput(m.pool, g, in)
 		l.up.MatMulInput(m.pool, u, in)
-		for i := range g {
-			g[i] = SiLU(g[i]) * u[i]
-		}
+		GateMul(m.pool, g, u, SiLU)
 		l.down.MatMul(m.pool, xb, g)
 		Add(x, xb)
 	}

@@ -31,7 +31,7 @@
 // Registers: R8..R15 the 8 rows, BX the block's offset in a row, SI qx,
 // DX dx, AX sx-dx, DI dstride, CX blocks left. Y0..Y7 loads and transpose,
 // Y8..Y15 the weight chunks 0..7, Y16 nibble mask, Y17 0x80 bytes, Y18 d_w,
-// Y19 m_w, Y20..Y23 integer sums, Y24..Y27 accumulators, Y29 scale.
+// Y19 m_w, Y20..Y23 and Y0..Y3 integer sums (after the transpose), Y24..Y27 accumulators, Y29 scale.
 
 DATA r8nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA r8nib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -145,39 +145,43 @@ GLOBL r8bias<>(SB), RODATA|NOPTR, $32
 // H16: the 8 rows' d_w in Y18 (Q4_0's and Q8_0's 2-byte header).
 #define H16 \
 	VPINSRW $0, (R8)(BX*1), X4, X4 \
+	VPINSRW $0, (R12)(BX*1), X5, X5 \
 	VPINSRW $1, (R9)(BX*1), X4, X4 \
+	VPINSRW $1, (R13)(BX*1), X5, X5 \
 	VPINSRW $2, (R10)(BX*1), X4, X4 \
+	VPINSRW $2, (R14)(BX*1), X5, X5 \
 	VPINSRW $3, (R11)(BX*1), X4, X4 \
-	VPINSRW $4, (R12)(BX*1), X4, X4 \
-	VPINSRW $5, (R13)(BX*1), X4, X4 \
-	VPINSRW $6, (R14)(BX*1), X4, X4 \
-	VPINSRW $7, (R15)(BX*1), X4, X4 \
+	VPINSRW $3, (R15)(BX*1), X5, X5 \
+	VPUNPCKLQDQ X5, X4, X4 \
 	VCVTPH2PS X4, Y18
 
 // DOT adds token t's block (32 bytes at t*32(SI)) times the 8 rows' chunks
-// into the zeroed acc.
-#define DOT(t, acc) \
+// into acc, in two zeroed halves (acc, acc2) so that the chain of dependent
+// VPDPBUSD is 4 long, not 8: the sum is the same exact integer.
+#define DOT(t, acc, acc2) \
 	VPXORD acc, acc, acc \
+	VPXORD acc2, acc2, acc2 \
 	VPDPBUSD.BCST (t*32+0)(SI), Y8, acc \
+	VPDPBUSD.BCST (t*32+16)(SI), Y12, acc2 \
 	VPDPBUSD.BCST (t*32+4)(SI), Y9, acc \
+	VPDPBUSD.BCST (t*32+20)(SI), Y13, acc2 \
 	VPDPBUSD.BCST (t*32+8)(SI), Y10, acc \
+	VPDPBUSD.BCST (t*32+24)(SI), Y14, acc2 \
 	VPDPBUSD.BCST (t*32+12)(SI), Y11, acc \
-	VPDPBUSD.BCST (t*32+16)(SI), Y12, acc \
-	VPDPBUSD.BCST (t*32+20)(SI), Y13, acc \
-	VPDPBUSD.BCST (t*32+24)(SI), Y14, acc \
-	VPDPBUSD.BCST (t*32+28)(SI), Y15, acc
+	VPDPBUSD.BCST (t*32+28)(SI), Y15, acc2 \
+	VPADDD acc2, acc, acc
 
 // F41 accumulates token t's block of Q4_1.
-#define F41(t, acc, A) \
-	DOT(t, acc) \
+#define F41(t, acc, acc2, A) \
+	DOT(t, acc, acc2) \
 	VCVTDQ2PS acc, acc \
 	VMULPS.BCST (4*t)(DX), Y18, Y29 \
 	VFMADD231PS acc, Y29, A \
 	VFMADD231PS.BCST (4*t)(DX)(AX*1), Y19, A
 
 // F16 accumulates token t's block of Q4_0 and Q8_0 (offsets in sx).
-#define FQ16(t, acc, A) \
-	DOT(t, acc) \
+#define FQ16(t, acc, acc2, A) \
+	DOT(t, acc, acc2) \
 	VPSUBD.BCST (4*t)(DX)(AX*1), acc, acc \
 	VCVTDQ2PS acc, acc \
 	VMULPS.BCST (4*t)(DX), Y18, Y29 \
@@ -212,7 +216,7 @@ TEXT ·rowsQ41x1(SB), NOSPLIT, $0-72
 q41r1loop:
 	H41
 	W4(4)
-	F41(0, Y20, Y24)
+	F41(0, Y20, Y0, Y24)
 	NEXT(20, 1)
 	JNZ q41r1loop
 q41r1done:
@@ -228,8 +232,8 @@ TEXT ·rowsQ41x2(SB), NOSPLIT, $0-72
 q41r2loop:
 	H41
 	W4(4)
-	F41(0, Y20, Y24)
-	F41(1, Y21, Y25)
+	F41(0, Y20, Y0, Y24)
+	F41(1, Y21, Y1, Y25)
 	NEXT(20, 2)
 	JNZ q41r2loop
 q41r2done:
@@ -245,10 +249,10 @@ TEXT ·rowsQ41x4(SB), NOSPLIT, $0-72
 q41r4loop:
 	H41
 	W4(4)
-	F41(0, Y20, Y24)
-	F41(1, Y21, Y25)
-	F41(2, Y22, Y26)
-	F41(3, Y23, Y27)
+	F41(0, Y20, Y0, Y24)
+	F41(1, Y21, Y1, Y25)
+	F41(2, Y22, Y2, Y26)
+	F41(3, Y23, Y3, Y27)
 	NEXT(20, 4)
 	JNZ q41r4loop
 q41r4done:
@@ -264,7 +268,7 @@ TEXT ·rowsQ40x1(SB), NOSPLIT, $0-72
 q40r1loop:
 	H16
 	W4(2)
-	FQ16(0, Y20, Y24)
+	FQ16(0, Y20, Y0, Y24)
 	NEXT(18, 1)
 	JNZ q40r1loop
 q40r1done:
@@ -280,8 +284,8 @@ TEXT ·rowsQ40x2(SB), NOSPLIT, $0-72
 q40r2loop:
 	H16
 	W4(2)
-	FQ16(0, Y20, Y24)
-	FQ16(1, Y21, Y25)
+	FQ16(0, Y20, Y0, Y24)
+	FQ16(1, Y21, Y1, Y25)
 	NEXT(18, 2)
 	JNZ q40r2loop
 q40r2done:
@@ -297,10 +301,10 @@ TEXT ·rowsQ40x4(SB), NOSPLIT, $0-72
 q40r4loop:
 	H16
 	W4(2)
-	FQ16(0, Y20, Y24)
-	FQ16(1, Y21, Y25)
-	FQ16(2, Y22, Y26)
-	FQ16(3, Y23, Y27)
+	FQ16(0, Y20, Y0, Y24)
+	FQ16(1, Y21, Y1, Y25)
+	FQ16(2, Y22, Y2, Y26)
+	FQ16(3, Y23, Y3, Y27)
 	NEXT(18, 4)
 	JNZ q40r4loop
 q40r4done:
@@ -316,7 +320,7 @@ TEXT ·rowsQ80x1(SB), NOSPLIT, $0-72
 q80r1loop:
 	H16
 	W8
-	FQ16(0, Y20, Y24)
+	FQ16(0, Y20, Y0, Y24)
 	NEXT(34, 1)
 	JNZ q80r1loop
 q80r1done:
@@ -332,8 +336,8 @@ TEXT ·rowsQ80x2(SB), NOSPLIT, $0-72
 q80r2loop:
 	H16
 	W8
-	FQ16(0, Y20, Y24)
-	FQ16(1, Y21, Y25)
+	FQ16(0, Y20, Y0, Y24)
+	FQ16(1, Y21, Y1, Y25)
 	NEXT(34, 2)
 	JNZ q80r2loop
 q80r2done:
@@ -349,10 +353,10 @@ TEXT ·rowsQ80x4(SB), NOSPLIT, $0-72
 q80r4loop:
 	H16
 	W8
-	FQ16(0, Y20, Y24)
-	FQ16(1, Y21, Y25)
-	FQ16(2, Y22, Y26)
-	FQ16(3, Y23, Y27)
+	FQ16(0, Y20, Y0, Y24)
+	FQ16(1, Y21, Y1, Y25)
+	FQ16(2, Y22, Y2, Y26)
+	FQ16(3, Y23, Y3, Y27)
 	NEXT(34, 4)
 	JNZ q80r4loop
 q80r4done:
