@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"anechat/engine/kv"
 	"anechat/engine/model"
@@ -48,7 +50,15 @@ var bigOpts = LlamaOptions{Hidden: 2048, FFN: 8192, Layers: 24, Heads: 16, KVHea
 // benchForward times Forward calls of each width at a context of 64
 // committed positions; each call is rolled back, so every iteration sees
 // the same cache.
-func benchForward(b *testing.B, m *Llama) {
+func benchForward(b *testing.B, m *Llama) { benchForwardMem(b, m, nil) }
+
+// benchForwardMem is benchForward plus an "interleaved" run: each
+// iteration makes one call of every width, in an order that rotates, and
+// (with buf) one readAll, so that all are timed under the same load. It
+// reports the median ms per width, the medians' ratios to width 1 and the
+// weight bandwidth of width 1 as a share of readAll's: on this shared
+// machine the ratio of paired medians is far steadier than separate runs.
+func benchForwardMem(b *testing.B, m *Llama, buf []uint64) {
 	ctx := context.Background()
 	c, err := kv.New(m.Config().KV, 64)
 	if err != nil {
@@ -66,7 +76,13 @@ func benchForward(b *testing.B, m *Llama) {
 	for _, ti := range m.File().Tensors() {
 		weights += ti.Size
 	}
-	for _, w := range []int{1, 2, 4, 8} {
+	widths := []int{1, 2, 4, 8}
+	benchInterleaved(b, widths, weights, buf, func(w int) error {
+		_, err := m.Forward(ctx, prompt[:w], c.Len(), c, model.Argmax)
+		c.Rollback()
+		return err
+	})
+	for _, w := range widths {
 		b.Run(fmt.Sprintf("w%d", w), func(b *testing.B) {
 			toks := prompt[:w]
 			b.SetBytes(weights) // weight bytes streamed per call: MB/s = weight bandwidth
@@ -110,45 +126,103 @@ func BenchmarkForwardBigQ4_1(b *testing.B) {
 		b.Fatal(err)
 	}
 	m.file = f
-	benchForward(b, m)
+	benchForwardMem(b, m, newReadBuffer())
+}
+
+// benchInterleaved runs the "interleaved" sub-benchmark of benchForwardMem
+// for any model: call(w) makes one call of width w (and undoes it), weights
+// is the bytes a call streams, buf (may be nil) the readAll buffer.
+func benchInterleaved(b *testing.B, widths []int, weights int64, buf []uint64, call func(w int) error) {
+	b.Run("interleaved", func(b *testing.B) {
+		ms := make([][]float64, len(widths)+1)
+		for i := 0; b.Loop(); i++ {
+			for j := range len(widths) + 1 {
+				k := (i + j) % (len(widths) + 1)
+				if k == len(widths) && buf == nil {
+					continue
+				}
+				t0 := time.Now()
+				if k == len(widths) {
+					readAll(buf)
+				} else if err := call(widths[k]); err != nil {
+					b.Fatal(err)
+				}
+				ms[k] = append(ms[k], float64(time.Since(t0).Microseconds())/1000)
+			}
+		}
+		for k, w := range widths {
+			b.ReportMetric(median(ms[k]), fmt.Sprintf("w%d-ms", w))
+			if k > 0 {
+				b.ReportMetric(median(ms[k])/median(ms[0]), fmt.Sprintf("w%d/w1", w))
+			}
+		}
+		if buf != nil {
+			readGBs := float64(len(buf)*8) / median(ms[len(widths)]) / 1e6
+			b.ReportMetric(readGBs, "read-GB/s")
+			b.ReportMetric(float64(weights)/median(ms[0])/1e6/readGBs, "w1-bw-share")
+		}
+	})
+}
+
+// median returns the median of xs (which it sorts).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	if len(xs)%2 == 1 {
+		return xs[len(xs)/2]
+	}
+	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
 }
 
 // BenchmarkMemoryRead measures the machine's read bandwidth: all cores sum a
 // 1 GiB buffer (beyond any cache). Compare with the MB/s of the Forward
 // benchmarks (weight bytes per call).
 func BenchmarkMemoryRead(b *testing.B) {
-	buf := make([]uint64, 1<<27) // 1 GiB
+	buf := newReadBuffer()
+	b.SetBytes(int64(len(buf) * 8))
+	for b.Loop() {
+		readAll(buf)
+	}
+}
+
+// newReadBuffer is BenchmarkMemoryRead's 1 GiB buffer.
+func newReadBuffer() []uint64 {
+	buf := make([]uint64, 1<<27)
 	for i := range buf {
 		buf[i] = uint64(i)
 	}
+	return buf
+}
+
+var readSink uint64
+
+// readAll sums buf on every core (the machine's read bandwidth).
+func readAll(buf []uint64) {
 	workers := runtime.NumCPU()
-	b.SetBytes(int64(len(buf) * 8))
-	var sink uint64
-	for b.Loop() {
-		var wg sync.WaitGroup
-		sums := make([]uint64, workers)
-		per := len(buf) / workers
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var s0, s1, s2, s3 uint64
-				part := buf[w*per : (w+1)*per]
-				for i := 0; i+4 <= len(part); i += 4 {
-					s0 += part[i]
-					s1 += part[i+1]
-					s2 += part[i+2]
-					s3 += part[i+3]
-				}
-				sums[w] = s0 + s1 + s2 + s3
-			}()
-		}
-		wg.Wait()
-		for _, s := range sums {
-			sink += s
-		}
+	var wg sync.WaitGroup
+	sums := make([]uint64, workers)
+	per := len(buf) / workers
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var s0, s1, s2, s3 uint64
+			part := buf[w*per : (w+1)*per]
+			for i := 0; i+4 <= len(part); i += 4 {
+				s0 += part[i]
+				s1 += part[i+1]
+				s2 += part[i+2]
+				s3 += part[i+3]
+			}
+			sums[w] = s0 + s1 + s2 + s3
+		}()
 	}
-	_ = sink
+	wg.Wait()
+	for _, s := range sums {
+		readSink += s
+	}
 }
 
 // BenchmarkMatMul times one Q4_1 matrix (FFN-down shape of bigOpts) at

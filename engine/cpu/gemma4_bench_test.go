@@ -14,9 +14,12 @@ import (
 // BenchmarkGemma4E2B times decode calls of width 1, 2, 4 and 8 on random
 // weights in the Gemma 4 E2B geometry cut to 10 layers (the last 5
 // KV-shared, with the double-wide MLP) and a 65536-token vocabulary, in BF16
-// (what Hugging Face checkpoints ship) and Q8_0, at 64 committed positions. MB/s counts the weight bytes one call streams (layers and the
-// tied output projection; embedding and PLE tables are only looked up).
+// (what Hugging Face checkpoints ship) and Q8_0, at 64 committed positions.
+// MB/s counts the weight bytes one call streams (layers and the tied output
+// projection; embedding and PLE tables are only looked up). The
+// "interleaved" runs pair the widths and a memory read (benchInterleaved).
 func BenchmarkGemma4E2B(b *testing.B) {
+	buf := newReadBuffer()
 	for _, typ := range []gguf.Type{gguf.BF16, gguf.Q8_0} {
 		b.Run(typ.String(), func(b *testing.B) {
 			m, err := RandomGemma4(Gemma4E2B(10, 65536), typ, 1, nil)
@@ -32,12 +35,12 @@ func BenchmarkGemma4E2B(b *testing.B) {
 				}
 			}
 			streamed += int64(len(m.out.Data)) + int64(len(m.pleIn.Data))
-			benchGemma4(b, m, streamed)
+			benchGemma4(b, m, streamed, buf)
 		})
 	}
 }
 
-func benchGemma4(b *testing.B, m *Gemma4, streamed int64) {
+func benchGemma4(b *testing.B, m *Gemma4, streamed int64, buf []uint64) {
 	ctx := context.Background()
 	c, err := kv.New(m.Config().KV, 64)
 	if err != nil {
@@ -51,7 +54,13 @@ func benchGemma4(b *testing.B, m *Gemma4, streamed int64) {
 		b.Fatal(err)
 	}
 	c.Commit(len(prompt))
-	for _, w := range []int{1, 2, 4, 8} {
+	widths := []int{1, 2, 4, 8}
+	benchInterleaved(b, widths, streamed, buf, func(w int) error {
+		_, err := m.Forward(ctx, prompt[:w], c.Len(), c, model.Argmax)
+		c.Rollback()
+		return err
+	})
+	for _, w := range widths {
 		b.Run(fmt.Sprintf("w%d", w), func(b *testing.B) {
 			toks := prompt[:w]
 			b.SetBytes(streamed)

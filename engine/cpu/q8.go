@@ -46,6 +46,23 @@ func quantizeQ8Go(q []int8, d, s []float32, qs []int32, x []float32) {
 	}
 }
 
+// quantizeQ8Into is quantizeQ8 of one token's x (nb blocks) written with
+// strides: block b's values at q[b*qstep:], its scalars at d, s, qs[b*sstep]
+// (steps in elements).
+func quantizeQ8Into(q []int8, qstep int, d, s []float32, qs []int32, sstep int, x []float32) {
+	if quantizeQ8IntoSIMD(q, qstep, d, s, qs, sstep, x) {
+		return
+	}
+	var bq [32]int8
+	var bd, bs [1]float32
+	var bqs [1]int32
+	for b := range len(x) / 32 {
+		quantizeQ8Go(bq[:], bd[:], bs[:], bqs[:], x[b*32:b*32+32])
+		copy(q[b*qstep:b*qstep+32], bq[:])
+		d[b*sstep], s[b*sstep], qs[b*sstep] = bd[0], bs[0], bqs[0]
+	}
+}
+
 // Input is the activations of one call: rows of Cols floats, one per token.
 // Several matrices that read the same input (q, k and v; gate and up) share
 // one Input, so its 8-bit form for the integer kernels is computed once.
@@ -65,9 +82,10 @@ type Input struct {
 	dT, sT       []float32
 	qs8T, qs128T []int32
 	tstride      int
-	// qG is q with each kernel group's tokens interleaved per block (see
-	// groupQ8): groups of 4 tokens, then one of 2, then one of 1, as
-	// matMulRows calls the kernels.
+	// qG is the 8-bit values with each kernel group's tokens interleaved
+	// per block: groups of 4 tokens, then one of 2, then one of 1
+	// (groupSize), as matMulRows calls the kernels; a group starting at
+	// token t holds token t+j's block b at qG[(t*nb+b*g+j)*32:].
 	qG []int8
 }
 
@@ -89,31 +107,31 @@ func (in *Input) q8() ([]int8, []float32, []float32) {
 	return in.q, in.d, in.s
 }
 
-// q8T computes the transposed scalars and the grouped values on first use
-// and returns the block stride of the transposed copies in values.
+// q8T computes the row kernels' form of the input on first use: the
+// 8-bit values grouped (qG) and the scalars transposed, quantised straight
+// into that layout (the token-major q8 form is not needed for them); it
+// returns the block stride of the transposed copies in values.
 func (in *Input) q8T() int {
-	q, d, s := in.q8()
 	if in.dT == nil {
 		n, nb := len(in.X)/in.Cols, in.Cols/32
 		ts := n + 3
 		in.tstride = ts
 		in.dT = make([]float32, nb*ts)
 		in.sT = make([]float32, nb*ts)
-		in.qs8T = make([]int32, nb*ts)
-		in.qs128T = make([]int32, nb*ts)
-		for t := range n {
-			for b := range nb {
-				in.dT[b*ts+t] = d[t*nb+b]
-				in.sT[b*ts+t] = s[t*nb+b]
-				in.qs8T[b*ts+t] = 8 * in.qs[t*nb+b]
-				in.qs128T[b*ts+t] = 128 * in.qs[t*nb+b]
-			}
-		}
-		in.qG = make([]int8, len(q))
+		qsT := make([]int32, nb*ts)
+		in.qG = make([]int8, n*in.Cols)
 		for t := 0; t < n; {
 			g := groupSize(n - t)
-			groupQ8(in.qG[t*in.Cols:(t+g)*in.Cols], q[t*in.Cols:(t+g)*in.Cols], g, in.Cols)
+			for j := range g {
+				// Token t+j's block b goes to qG[(t*nb + b*g + j)*32].
+				quantizeQ8Into(in.qG[(t*nb+j)*32:], g*32, in.dT[t+j:], in.sT[t+j:], qsT[t+j:], ts, in.X[(t+j)*in.Cols:(t+j+1)*in.Cols])
+			}
 			t += g
+		}
+		in.qs8T = make([]int32, nb*ts)
+		in.qs128T = make([]int32, nb*ts)
+		for i, v := range qsT {
+			in.qs8T[i], in.qs128T[i] = 8*v, 128*v
 		}
 	}
 	return in.tstride
@@ -129,15 +147,4 @@ func groupSize(left int) int {
 		return 2
 	}
 	return 1
-}
-
-// groupQ8 interleaves the 8-bit values of g tokens (src, token-major, cols
-// each) by block: block b of token t goes to dst[(b*g+t)*32:], so a kernel
-// reads the g tokens' blocks from one advancing pointer.
-func groupQ8(dst, src []int8, g, cols int) {
-	for b := range cols / 32 {
-		for t := range g {
-			copy(dst[(b*g+t)*32:(b*g+t)*32+32], src[t*cols+b*32:t*cols+b*32+32])
-		}
-	}
 }

@@ -30,7 +30,7 @@ func dotQ80Q8x2(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int
 func dotQ80Q8x4(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
 
 //go:noescape
-func quantizeQ8AVX2(x *float32, nb int, q *int8, d, s *float32, qs *int32)
+func quantizeQ8AVX2(x *float32, nb int, q *int8, qstride int, d, s *float32, qs *int32, sstride int)
 
 // quantizeQ8SIMD runs quantizeQ8AVX2 where the integer kernels run.
 func quantizeQ8SIMD(q []int8, d, s []float32, qs []int32, x []float32) bool {
@@ -39,7 +39,18 @@ func quantizeQ8SIMD(q []int8, d, s []float32, qs []int32, x []float32) bool {
 		return false
 	}
 	_, _, _, _ = q[nb*32-1], d[nb-1], s[nb-1], qs[nb-1]
-	quantizeQ8AVX2(&x[0], nb, &q[0], &d[0], &s[0], &qs[0])
+	quantizeQ8AVX2(&x[0], nb, &q[0], 32, &d[0], &s[0], &qs[0], 4)
+	return true
+}
+
+// quantizeQ8IntoSIMD runs quantizeQ8AVX2 with quantizeQ8Into's strides.
+func quantizeQ8IntoSIMD(q []int8, qstep int, d, s []float32, qs []int32, sstep int, x []float32) bool {
+	nb := len(x) / 32
+	if !hasQ8 || nb == 0 {
+		return false
+	}
+	_, _, _, _ = q[(nb-1)*qstep+31], d[(nb-1)*sstep], s[(nb-1)*sstep], qs[(nb-1)*sstep]
+	quantizeQ8AVX2(&x[0], nb, &q[0], qstep, &d[0], &s[0], &qs[0], 4*sstep)
 	return true
 }
 

@@ -334,7 +334,11 @@ q80x2done:
 // id = 1/d (0 when d is 0), q = VCVTPS2DQ(x*id) (round to nearest even;
 // out of range or NaN gives INT_MIN) clamped to ±127, qs = Σq, s = d·qs.
 //
-// func quantizeQ8AVX2(x *float32, nb int, q *int8, d, s *float32, qs *int32)
+// Block b's 32 values go to q+b*qstride and its scalars to d, s and qs +
+// b*sstride bytes, so a caller can write a grouped or transposed layout
+// directly.
+//
+// func quantizeQ8AVX2(x *float32, nb int, q *int8, qstride int, d, s *float32, qs *int32, sstride int)
 DATA qzabs<>+0(SB)/4, $0x7fffffff
 GLOBL qzabs<>(SB), RODATA|NOPTR, $4
 DATA qz127f<>+0(SB)/4, $0x42fe0000
@@ -351,13 +355,15 @@ DATA qzperm<>+16(SB)/8, $0x0000000600000002
 DATA qzperm<>+24(SB)/8, $0x0000000700000003
 GLOBL qzperm<>(SB), RODATA|NOPTR, $32
 
-TEXT ·quantizeQ8AVX2(SB), NOSPLIT, $0-48
+TEXT ·quantizeQ8AVX2(SB), NOSPLIT, $0-64
 	MOVQ x+0(FP), SI
 	MOVQ nb+8(FP), CX
 	MOVQ q+16(FP), DI
-	MOVQ d+24(FP), R8
-	MOVQ s+32(FP), R9
-	MOVQ qs+40(FP), R10
+	MOVQ qstride+24(FP), R11
+	MOVQ d+32(FP), R8
+	MOVQ s+40(FP), R9
+	MOVQ qs+48(FP), R10
+	MOVQ sstride+56(FP), R12
 	VBROADCASTSS qzabs<>(SB), Y15
 	VMOVSS qz127f<>(SB), X14
 	VPBROADCASTD qz127<>(SB), Y13
@@ -426,10 +432,10 @@ qzloop:
 	VPERMD Y0, Y11, Y0
 	VMOVDQU Y0, (DI)
 	ADDQ $128, SI
-	ADDQ $32, DI
-	ADDQ $4, R8
-	ADDQ $4, R9
-	ADDQ $4, R10
+	ADDQ R11, DI
+	ADDQ R12, R8
+	ADDQ R12, R9
+	ADDQ R12, R10
 	DECQ CX
 	JNZ qzloop
 qzdone:

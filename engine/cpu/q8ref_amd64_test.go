@@ -93,6 +93,7 @@ func TestLaneKernelsCanonical(t *testing.T) {
 				in := NewInput(x[:n*cols], cols)
 				out := make([]float32, n*rows)
 				m.MatMulInput(NewPool(1), out, in)
+				in.q8() // the token-major form, for the reference
 				for tk := range n {
 					for ri := range rows {
 						want := dotQ8Ref(typ, data[ri*m.rowBytes:(ri+1)*m.rowBytes], in.q[tk*cols:(tk+1)*cols],
@@ -139,6 +140,38 @@ func TestQuantizeQ8SIMD(t *testing.T) {
 		for i := b * 32; i < b*32+32; i++ {
 			if q1[i] != q2[i] {
 				t.Fatalf("block %d element %d (x = %v): Go q %d, AVX2 q %d", b, i-b*32, x[i], q1[i], q2[i])
+			}
+		}
+	}
+}
+
+// TestQuantizeQ8Into: the strided quantiser (grouped values, transposed
+// scalars) writes quantizeQ8's values at its strides, with AVX2 and with
+// the Go loop.
+func TestQuantizeQ8Into(t *testing.T) {
+	r := rand.New(rand.NewPCG(45, 46))
+	const nb, qstep, sstep = 9, 96, 5
+	x := randVals(r, nb*32, 2)
+	var q [nb * 32]int8
+	var d, s [nb]float32
+	var qs [nb]int32
+	quantizeQ8Go(q[:], d[:], s[:], qs[:], x)
+	for _, simd := range []bool{true, false} {
+		saved := hasQ8
+		hasQ8 = hasQ8 && simd
+		gq := make([]int8, nb*qstep)
+		gd, gs := make([]float32, nb*sstep), make([]float32, nb*sstep)
+		gqs := make([]int32, nb*sstep)
+		quantizeQ8Into(gq, qstep, gd, gs, gqs, sstep, x)
+		hasQ8 = saved
+		for b := range nb {
+			if gd[b*sstep] != d[b] || gs[b*sstep] != s[b] || gqs[b*sstep] != qs[b] {
+				t.Fatalf("SIMD %v block %d: scalars %v %v %d, want %v %v %d", simd, b, gd[b*sstep], gs[b*sstep], gqs[b*sstep], d[b], s[b], qs[b])
+			}
+			for i := range 32 {
+				if gq[b*qstep+i] != q[b*32+i] {
+					t.Fatalf("SIMD %v block %d element %d: %d, want %d", simd, b, i, gq[b*qstep+i], q[b*32+i])
+				}
 			}
 		}
 	}

@@ -29,7 +29,7 @@
 // for the 8 rows (tokens ostride bytes apart).
 //
 // Registers: R8..R15 the 8 rows, BX the block's offset in a row, SI qx,
-// DX dx, AX sx-dx, DI dstride, CX blocks left. Y0..Y7 loads and transpose,
+// DX dx, AX sx-dx, DI the next group of rows (prefetch), CX blocks left. Y0..Y7 loads and transpose,
 // Y8..Y15 the weight chunks 0..7, Y16 nibble mask, Y17 0x80 bytes, Y18 d_w,
 // Y19 m_w, Y20..Y23 and Y0..Y3 integer sums (after the transpose), Y24..Y27 accumulators, Y29 scale.
 
@@ -60,7 +60,8 @@ GLOBL r8bias<>(SB), RODATA|NOPTR, $32
 	MOVQ dx+32(FP), DX \
 	MOVQ sx+40(FP), AX \
 	SUBQ DX, AX \
-	MOVQ dstride+48(FP), DI \
+	MOVQ rstride+8(FP), DI \
+	ADDQ R15, DI \
 	XORQ BX, BX \
 	VMOVDQU32 r8nib<>(SB), Y16 \
 	VMOVDQU32 r8bias<>(SB), Y17 \
@@ -190,8 +191,22 @@ GLOBL r8bias<>(SB), RODATA|NOPTR, $32
 #define NEXT(bs, g) \
 	ADDQ $bs, BX \
 	ADDQ $(g*32), SI \
-	ADDQ DI, DX \
+	ADDQ dstride+48(FP), DX \
 	DECQ CX
+
+// PF3, PF5 prefetch the next 8 rows' share of one block (8*bs bytes at
+// DI+8*BX: the next group of rows is fetched while this one computes, as
+// the 8 short interleaved row streams of a group are a poor pattern for the
+// hardware prefetcher).
+#define PF3 \
+	PREFETCHT0 (DI)(BX*8) \
+	PREFETCHT0 64(DI)(BX*8) \
+	PREFETCHT0 128(DI)(BX*8)
+
+#define PF5 \
+	PF3 \
+	PREFETCHT0 192(DI)(BX*8) \
+	PREFETCHT0 256(DI)(BX*8)
 
 #define OUT1 \
 	MOVQ out+56(FP), DI \
@@ -214,6 +229,7 @@ TEXT ·rowsQ41x1(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JZ q41r1done
 q41r1loop:
+	PF3
 	H41
 	W4(4)
 	F41(0, Y20, Y0, Y24)
@@ -230,6 +246,7 @@ TEXT ·rowsQ41x2(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JZ q41r2done
 q41r2loop:
+	PF3
 	H41
 	W4(4)
 	F41(0, Y20, Y0, Y24)
@@ -247,6 +264,7 @@ TEXT ·rowsQ41x4(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JZ q41r4done
 q41r4loop:
+	PF3
 	H41
 	W4(4)
 	F41(0, Y20, Y0, Y24)
@@ -266,6 +284,7 @@ TEXT ·rowsQ40x1(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JZ q40r1done
 q40r1loop:
+	PF3
 	H16
 	W4(2)
 	FQ16(0, Y20, Y0, Y24)
@@ -282,6 +301,7 @@ TEXT ·rowsQ40x2(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JZ q40r2done
 q40r2loop:
+	PF3
 	H16
 	W4(2)
 	FQ16(0, Y20, Y0, Y24)
@@ -299,6 +319,7 @@ TEXT ·rowsQ40x4(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JZ q40r4done
 q40r4loop:
+	PF3
 	H16
 	W4(2)
 	FQ16(0, Y20, Y0, Y24)
@@ -318,6 +339,7 @@ TEXT ·rowsQ80x1(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JZ q80r1done
 q80r1loop:
+	PF5
 	H16
 	W8
 	FQ16(0, Y20, Y0, Y24)
@@ -334,6 +356,7 @@ TEXT ·rowsQ80x2(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JZ q80r2done
 q80r2loop:
+	PF5
 	H16
 	W8
 	FQ16(0, Y20, Y0, Y24)
@@ -351,6 +374,7 @@ TEXT ·rowsQ80x4(SB), NOSPLIT, $0-72
 	TESTQ CX, CX
 	JZ q80r4done
 q80r4loop:
+	PF5
 	H16
 	W8
 	FQ16(0, Y20, Y0, Y24)

@@ -16,6 +16,10 @@ func f16SIMD(dst []float32, src []byte) int { return 0 }
 
 func bf16SIMD(dst []float32, src []byte) int { return 0 }
 
+func quantizeQ8IntoSIMD(q []int8, qstep int, d, s []float32, qs []int32, sstep int, x []float32) bool {
+	return false
+}
+
 func quantizeQ8SIMD(q []int8, d, s []float32, qs []int32, x []float32) bool { return false }
 
 func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool { return false }
