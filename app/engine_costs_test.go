@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"anechat/engine"
+	"anechat/engine/cpu"
 	"anechat/engine/model"
 	"anechat/kvindex"
 	"anechat/storage"
@@ -46,7 +47,7 @@ func TestEngineGeneratorKeepsCosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, found, err := x.DB().SettingRaw(context.Background(), engine.CostsKey(fp)); err != nil || !found {
+	if _, found, err := x.DB().SettingRaw(context.Background(), engine.CostsKey(fp, cpu.Kernels())); err != nil || !found {
 		t.Fatalf("costs not stored: found %v, %v", found, err)
 	}
 	g.Close()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"anechat/engine"
+	"anechat/engine/cpu"
 	"anechat/engine/model"
 	"anechat/internal/testres"
 	"anechat/storage"
@@ -43,7 +44,7 @@ func TestGenerateKeepsCosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := engine.CostsKey(fp)
+	key := engine.CostsKey(fp, cpu.Kernels())
 	// stored returns the raw setting and sets it to set when not empty.
 	stored := func(set string) string {
 		t.Helper()

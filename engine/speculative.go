@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 
+	"anechat/engine/model"
 	"anechat/engine/spec"
 )
 
@@ -45,8 +46,28 @@ type CostStore interface {
 }
 
 // CostsKey is the CostStore key of the measured costs of the model whose
-// weights have fingerprint fp (model.Config.Fingerprint).
-func CostsKey(fp string) string { return "spec.costs/" + fp }
+// weights have fingerprint fp (model.Config.Fingerprint), run by the kernel
+// set named kernels (model.KernelsOf): "spec.costs/<fp>/<kernels>", or
+// "spec.costs/<fp>" for a backend that does not name its kernels. The costs
+// depend on the kernels and the machine as much as on the model, so a table
+// measured by a build with other kernels, or on a CPU that selects another
+// set, is simply not found and the costs are measured again.
+func CostsKey(fp, kernels string) string {
+	if kernels == "" {
+		return "spec.costs/" + fp
+	}
+	return "spec.costs/" + fp + "/" + kernels
+}
+
+// backendCostsKey is CostsKey for b; "" when b has no fingerprint (its
+// costs are not kept).
+func backendCostsKey(b model.Backend) string {
+	fp := b.Config().Fingerprint
+	if fp == "" {
+		return ""
+	}
+	return CostsKey(fp, model.KernelsOf(b))
+}
 
 // storedCosts is the JSON form of a measured cost table: the widths that
 // were measured (a table is used only for exactly the widths a decoder would
@@ -73,12 +94,14 @@ func NewSpecDecoder(costs *spec.Costs, corpus *spec.Corpus) *SpecDecoder {
 }
 
 // PersistCosts makes the decoder load the backend's measured costs from
-// store (under CostsKey of the backend's fingerprint) instead of measuring
-// them, and save them there after measuring. A stored table that does not
-// decode, or was measured for other widths, is ignored with a warning on log
-// (nil: slog's default) and measured again, then overwritten. A backend
-// without a fingerprint, or a decoder given its costs, does neither. Call it
-// before the first Decode.
+// store instead of measuring them, and save them there after measuring. The
+// key is CostsKey of the backend's fingerprint and of its kernel set when it
+// names one (model.KernelNamer): a table measured with other kernels, by an
+// older build or on another CPU, is not found and the costs are measured
+// anew. A stored table that does not decode, or was measured for other
+// widths, is ignored with a warning on log (nil: slog's default) and
+// measured again, then overwritten. A backend without a fingerprint, or a
+// decoder given its costs, does neither. Call it before the first Decode.
 func (d *SpecDecoder) PersistCosts(store CostStore, log *slog.Logger) {
 	if log == nil {
 		log = slog.Default()
@@ -91,10 +114,9 @@ func (d *SpecDecoder) PersistCosts(store CostStore, log *slog.Logger) {
 // CostStore.
 func (d *SpecDecoder) Measurements() int { return d.measurements }
 
-// loadCosts returns the costs stored for fp, measured for exactly widths;
-// nil when there are none usable (the reason is logged).
-func (d *SpecDecoder) loadCosts(ctx context.Context, fp string, widths []int) *spec.Costs {
-	key := CostsKey(fp)
+// loadCosts returns the costs stored under key, measured for exactly
+// widths; nil when there are none usable (the reason is logged).
+func (d *SpecDecoder) loadCosts(ctx context.Context, key string, widths []int) *spec.Costs {
 	raw, found, err := d.costStore.SettingRaw(ctx, key)
 	if err != nil {
 		d.costLog.Warn("speculation: stored call costs not read: measuring again", "key", key, "err", err)
@@ -135,19 +157,19 @@ func parseCosts(raw json.RawMessage, widths []int) (*spec.Costs, error) {
 	return spec.NewCosts(sec), nil
 }
 
-// saveCosts stores c as measured for widths under fp; a failure is logged
+// saveCosts stores c as measured for widths under key; a failure is logged
 // (the next run measures again).
-func (d *SpecDecoder) saveCosts(ctx context.Context, fp string, widths []int, c *spec.Costs) {
+func (d *SpecDecoder) saveCosts(ctx context.Context, key string, widths []int, c *spec.Costs) {
 	sc := storedCosts{Widths: widths, Seconds: map[string]float64{}}
 	for w, s := range c.Table() {
 		sc.Seconds[fmt.Sprint(w)] = s
 	}
 	raw, err := json.Marshal(sc)
 	if err == nil {
-		err = d.costStore.SetSettingRaw(context.WithoutCancel(ctx), CostsKey(fp), raw)
+		err = d.costStore.SetSettingRaw(context.WithoutCancel(ctx), key, raw)
 	}
 	if err != nil {
-		d.costLog.Warn("speculation: measured call costs not saved", "key", CostsKey(fp), "err", err)
+		d.costLog.Warn("speculation: measured call costs not saved", "key", key, "err", err)
 	}
 }
 
@@ -170,10 +192,10 @@ func (d *SpecDecoder) Decode(ctx context.Context, t Target, req DecodeRequest, e
 					widths = append(widths, x)
 				}
 			}
-			fp := st.s.b.Config().Fingerprint
-			persist := d.costStore != nil && fp != ""
+			key := backendCostsKey(st.s.b)
+			persist := d.costStore != nil && key != ""
 			if persist {
-				if c := d.loadCosts(ctx, fp, widths); c != nil {
+				if c := d.loadCosts(ctx, key, widths); c != nil {
 					d.spec.Costs, d.measured = c, w
 				}
 			}
@@ -190,7 +212,7 @@ func (d *SpecDecoder) Decode(ctx context.Context, t Target, req DecodeRequest, e
 				} else {
 					d.spec.Costs = c
 					if persist {
-						d.saveCosts(ctx, fp, widths, c)
+						d.saveCosts(ctx, key, widths, c)
 					}
 				}
 			}

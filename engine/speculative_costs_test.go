@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"anechat/engine/cpu"
+	"anechat/engine/model"
 )
 
 // mapCostStore is an in-memory CostStore; err fails every read.
@@ -31,12 +34,12 @@ func (s *mapCostStore) SetSettingRaw(_ context.Context, key string, v json.RawMe
 }
 
 // TestSpecDecoderPersistsCosts: a decoder measures once and stores the
-// table under the model's fingerprint; a new decoder on the same store loads
+// table under the model's fingerprint and the CPU's kernel set; a new decoder on the same store loads
 // it without measuring (same ids); a wider request, a table for other widths
 // or a failed read measure again, and a fresh measurement overwrites.
 func TestSpecDecoderPersistsCosts(t *testing.T) {
 	b := openStories(t)
-	key := CostsKey(b.Config().Fingerprint)
+	key := CostsKey(b.Config().Fingerprint, cpu.Kernels())
 	if b.Config().Fingerprint == "" {
 		t.Fatal("stories backend has no fingerprint")
 	}
@@ -109,5 +112,57 @@ func TestParseCosts(t *testing.T) {
 		if c, err := parseCosts(json.RawMessage(bad), w); err == nil {
 			t.Errorf("%s: accepted as %v", bad, c.Table())
 		}
+	}
+}
+
+// hiddenKernels is a backend that does not name its kernels (it hides the
+// CPU backend's Kernels).
+type hiddenKernels struct{ model.Backend }
+
+// TestSpecDecoderCostsKeyedByKernels: the key holds the backend's kernel
+// set, so a table stored by a build without it in the key, or for another
+// kernel set, is not used: the decoder measures and stores under its own
+// key, leaving the others. A backend that does not name its kernels keeps
+// the plain "spec.costs/<fp>" key.
+func TestSpecDecoderCostsKeyedByKernels(t *testing.T) {
+	b := openStories(t)
+	fp := b.Config().Fingerprint
+	kernels := model.KernelsOf(b)
+	if kernels == "" || kernels != cpu.Kernels() {
+		t.Fatalf("CPU backend names kernels %q, want %q", kernels, cpu.Kernels())
+	}
+	if got, want := CostsKey(fp, kernels), "spec.costs/"+fp+"/"+kernels; got != want {
+		t.Fatalf("CostsKey = %q, want %q", got, want)
+	}
+	if got, want := CostsKey(fp, ""), "spec.costs/"+fp; got != want {
+		t.Fatalf("CostsKey without kernels = %q, want %q", got, want)
+	}
+	table := json.RawMessage(`{"widths":[1,2,3,4],"seconds":{"1":0.001,"2":0.0011,"3":0.0012,"4":0.0013}}`)
+	plain, other := CostsKey(fp, ""), CostsKey(fp, "cpu/other.0")
+	store := &mapCostStore{m: map[string]json.RawMessage{plain: table, other: table}}
+	want, _ := specTurns(t, b, PlainDecoder{}, 1, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
+	run := func(b model.Backend) *SpecDecoder {
+		t.Helper()
+		d := NewSpecDecoder(nil, nil)
+		d.PersistCosts(store, slog.New(slog.DiscardHandler))
+		got, _ := specTurns(t, b, d, 4, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
+		if !slices.Equal(tokenIDs(got[0]), tokenIDs(want[0])) {
+			t.Fatalf("ids %v, want %v", tokenIDs(got[0]), tokenIDs(want[0]))
+		}
+		return d
+	}
+	if d := run(b); d.Measurements() != 1 {
+		t.Fatalf("tables stored under %q and %q only: %d measurements, want 1", plain, other, d.Measurements())
+	}
+	mine, ok := store.m[CostsKey(fp, kernels)]
+	if !ok || bytes.Equal(mine, table) {
+		t.Fatalf("not stored under the kernels' key: %s", mine)
+	}
+	if !bytes.Equal(store.m[plain], table) || !bytes.Equal(store.m[other], table) {
+		t.Errorf("other keys' tables changed: %s, %s", store.m[plain], store.m[other])
+	}
+	// A backend without KernelNamer reads the plain key (it holds a table).
+	if d := run(hiddenKernels{b}); d.Measurements() != 0 {
+		t.Errorf("backend without kernel names: %d measurements, want 0 (the table under %q)", d.Measurements(), plain)
 	}
 }

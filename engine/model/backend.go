@@ -51,3 +51,24 @@ type Backend interface {
 	// returns: the decode loops reuse the slice for the next call.
 	Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want Output) (Result, error)
 }
+
+// KernelNamer is implemented by backends that choose their compute kernels
+// at run time (the CPU backend picks its integer kernels by CPU features).
+// Kernels names the set in use with a version, e.g. "cpu/avx2.1". Speeds
+// measured on a backend depend on its kernels and the machine, not only on
+// the model: whatever keeps such measurements between runs (the speculative
+// decoder's per-width call costs) keys them by this name too, so a table
+// measured by another build, or on another CPU when a data dir is copied,
+// is not reused.
+type KernelNamer interface {
+	Kernels() string
+}
+
+// KernelsOf returns b's Kernels, or "" when b does not implement
+// KernelNamer.
+func KernelsOf(b Backend) string {
+	if k, ok := b.(KernelNamer); ok {
+		return k.Kernels()
+	}
+	return ""
+}

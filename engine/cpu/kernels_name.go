@@ -1,0 +1,44 @@
+package cpu
+
+import "anechat/engine/model"
+
+// The names of the kernel sets this package selects on the running CPU
+// (model.KernelNamer). The trailing number is the set's version: bump it
+// when a set's kernels change speed (a rewrite, a new blocking), so that
+// speeds measured by an older build are not taken for this one's.
+const (
+	// KernelsVNNI: the AVX-512 VNNI row kernels (q8rows_amd64.s) for
+	// quantised weights.
+	KernelsVNNI = "cpu/rows-vnni.1"
+	// KernelsAVX2: the AVX2 integer dot kernels (q8_amd64.s).
+	KernelsAVX2 = "cpu/avx2.1"
+	// KernelsGo: the portable Go loops.
+	KernelsGo = "cpu/go.1"
+)
+
+// kernelsName names the kernel set chosen from the CPU features: vnni
+// (hasVNNI) wins over q8 (hasQ8), and without either the Go loops run.
+func kernelsName(vnni, q8 bool) string {
+	switch {
+	case vnni:
+		return KernelsVNNI
+	case q8:
+		return KernelsAVX2
+	}
+	return KernelsGo
+}
+
+// Kernels names the kernel set selected on this CPU (KernelsVNNI,
+// KernelsAVX2 or KernelsGo); every CPU backend of the process runs it.
+func Kernels() string { return kernelsName(kernelFeatures()) }
+
+// Kernels implements model.KernelNamer.
+func (m *Llama) Kernels() string { return Kernels() }
+
+// Kernels implements model.KernelNamer.
+func (m *Gemma4) Kernels() string { return Kernels() }
+
+var (
+	_ model.KernelNamer = (*Llama)(nil)
+	_ model.KernelNamer = (*Gemma4)(nil)
+)
