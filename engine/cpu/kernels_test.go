@@ -110,11 +110,21 @@ func TestDequant(t *testing.T) {
 // dequantised row with the token, bit for bit, for any number of tokens and
 // any number of workers.
 func TestMatMulRowIndependence(t *testing.T) {
+	t.Run("cols=96", func(t *testing.T) {
+		testMatMulRowIndependence(t, 96, []gguf.Type{gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1})
+	})
+	// A row tail past the last multiple of 32 (the float kernels' tail).
+	t.Run("cols=103", func(t *testing.T) {
+		testMatMulRowIndependence(t, 103, []gguf.Type{gguf.F32, gguf.F16, gguf.BF16})
+	})
+}
+
+func testMatMulRowIndependence(t *testing.T, cols int, types []gguf.Type) {
 	r := rand.New(rand.NewPCG(3, 4))
-	const rows, cols = 100, 96
+	const rows = 100
 	w := randVals(r, rows*cols, 0.1)
 	x := randVals(r, 8*cols, 1)
-	for _, typ := range []gguf.Type{gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1} {
+	for _, typ := range types {
 		data, _ := Quantize(typ, w, cols)
 		m, err := NewMatrix("w", typ, rows, cols, data)
 		if err != nil {

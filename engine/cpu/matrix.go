@@ -127,8 +127,11 @@ func (m *Matrix) MatMulInput(p *Pool, out []float32, in *Input) {
 			buf = scratch[worker*m.Cols : (worker+1)*m.Cols]
 		}
 		for r := lo; r < hi; r++ {
+			t := m.dotTokens(r, out, x, n, buf)
+			if t == n {
+				continue
+			}
 			w := m.rowF32(buf, r)
-			t := 0
 			for ; t+3 <= n; t += 3 {
 				c := m.Cols
 				d := Dot3(w, x[t*c:(t+1)*c], x[(t+1)*c:(t+2)*c], x[(t+2)*c:(t+3)*c])
@@ -139,6 +142,56 @@ func (m *Matrix) MatMulInput(p *Pool, out []float32, in *Input) {
 			}
 		}
 	})
+}
+
+// dotTokens computes row r's outputs for the tokens it can with the fused
+// float kernels (dot4_amd64.s: they read the row's bytes directly, widening
+// as they go, for 4 tokens, then 2, then 1) and returns how many tokens,
+// from token 0, it did (0 where there are no such kernels). Each result is
+// Dot's bit for bit: the kernels keep Dot's accumulation, and a row tail
+// beyond a multiple of 32 goes through dotGo as in Dot (widened into buf).
+func (m *Matrix) dotTokens(r int, out, x []float32, n int, buf []float32) int {
+	c := m.Cols
+	row := m.Data[r*m.rowBytes : (r+1)*m.rowBytes]
+	t := 0
+	for t < n {
+		g := groupSize(n - t)
+		var d [4]float32
+		k := dotNSIMD(g, m.Type, row, x[t*c:(t+g)*c], c, &d)
+		if k == 0 {
+			return t
+		}
+		if k < c {
+			tail := m.tailF32(buf, r, k)
+			for j := range g {
+				d[j] += dotGo(tail, x[(t+j)*c+k:(t+j+1)*c])
+			}
+		}
+		for j := range g {
+			out[(t+j)*m.Rows+r] = d[j]
+		}
+		t += g
+	}
+	return t
+}
+
+// tailF32 returns elements k.. of row r as float32 (aliasing the weights
+// for F32, else widened into buf).
+func (m *Matrix) tailF32(buf []float32, r, k int) []float32 {
+	if m.f32 != nil {
+		return m.f32[r*m.Cols+k : (r+1)*m.Cols]
+	}
+	row := m.Data[r*m.rowBytes : (r+1)*m.rowBytes]
+	dst := buf[:m.Cols-k]
+	for i := range dst {
+		h := binary.LittleEndian.Uint16(row[2*(k+i):])
+		if m.Type == gguf.BF16 {
+			dst[i] = BF16(h)
+		} else {
+			dst[i] = F16(h)
+		}
+	}
+	return dst
 }
 
 func dequantRow(dst []float32, t gguf.Type, src []byte) {

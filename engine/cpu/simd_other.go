@@ -12,6 +12,8 @@ func dequantSIMD(dst []float32, t gguf.Type, src []byte) bool { return false }
 
 func dot3SIMD(w, x0, x1, x2 []float32) ([3]float32, int) { return [3]float32{}, 0 }
 
+func dotNSIMD(g int, t gguf.Type, row []byte, x []float32, cols int, out *[4]float32) int { return 0 }
+
 func f16SIMD(dst []float32, src []byte) int { return 0 }
 
 func bf16SIMD(dst []float32, src []byte) int { return 0 }
