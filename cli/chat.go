@@ -14,13 +14,16 @@ import (
 
 	"anechat/engine"
 	"anechat/engine/chat"
+	"anechat/storage"
 )
 
 func runChat(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "chat", "--model PATH [--system TEXT] [--max-tokens N] [--width K] [--temperature T] [--seed S]")
+	fs := newFlags(env, "chat", "--model PATH [--system TEXT] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--data-dir DIR] [--no-cache]")
 	g := addGenFlags(fs, 512)
 	system := fs.String("system", "", "system prompt")
 	stats := fs.Bool("stats", false, "print per-turn statistics to stderr")
+	dataDir := fs.String("data-dir", "", "data directory whose settings keep the speculative decoder's measured call costs (default $ANECHAT_HOME or the OS default)")
+	noCache := fs.Bool("no-cache", false, "neither load nor store the measured call costs in the data directory")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -41,7 +44,20 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 	if !ok {
 		return errors.New("chat needs a tokenizer and chat template for the model")
 	}
-	s, err := engine.NewSession(m.backend, engine.SessionOptions{Text: m.textStream(), Decoder: g.decoder()})
+	dec := g.decoder()
+	// As for generate: the data directory's settings keep the measured call
+	// costs per model and kernel set, so only the first speculative run
+	// measures them.
+	if sd, ok := dec.(*engine.SpecDecoder); ok && !*noCache {
+		db, err := openSettings(ctx, *dataDir)
+		if err != nil {
+			cliLogger(env).Warn("speculation: measured call costs not kept: the data directory cannot be used", "err", err)
+		} else {
+			defer db.Close()
+			sd.PersistCosts(db, cliLogger(env))
+		}
+	}
+	s, err := engine.NewSession(m.backend, engine.SessionOptions{Text: m.textStream(), Decoder: dec})
 	if err != nil {
 		return err
 	}
@@ -70,6 +86,16 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 		}
 	}()
 	return c.run(ctx, env.Stdin, interrupts)
+}
+
+// openSettings opens the database of the data directory named by
+// --data-dir (storage.DataDir: else $ANECHAT_HOME or the OS default).
+func openSettings(ctx context.Context, dataDirFlag string) (*storage.DB, error) {
+	dir, err := storage.DataDir(dataDirFlag)
+	if err != nil {
+		return nil, err
+	}
+	return storage.Open(ctx, storage.DBPath(dir))
 }
 
 // isInterrupt reports whether cause is what signal.NotifyContext cancels

@@ -33,10 +33,13 @@ func smolLM2Path(t *testing.T) string {
 		"SmolLM2 GGUF", "build/scripts/deps-smollm2.sh fetches it (locally: run build/scripts/fetch-smollm2.sh)")
 }
 
+// runChatWith runs `anechat chat` with input and args, in a temporary data
+// directory unless args give --data-dir (the last one counts).
 func runChatWith(t *testing.T, input string, args ...string) string {
 	t.Helper()
 	var out, errb bytes.Buffer
-	if code := Run(context.Background(), append([]string{"chat"}, args...), strings.NewReader(input), &out, &errb); code != 0 {
+	args = append([]string{"chat", "--data-dir", t.TempDir()}, args...)
+	if code := Run(context.Background(), args, strings.NewReader(input), &out, &errb); code != 0 {
 		t.Fatalf("chat exit %d: %s", code, errb.String())
 	}
 	return out.String()
