@@ -233,7 +233,9 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := resumer.SaveSession(ctx, "", s); err != nil {
+	// SaveRun, not SaveSession: reruns of a prompt keep one snapshot, not one
+	// per run.
+	if _, err := resumer.SaveRun(ctx, s); err != nil {
 		cliLogger(env).Warn("kv snapshot not saved", "err", err)
 	}
 	if *asJSON {

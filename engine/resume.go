@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 
 	"anechat/engine/kv"
 )
@@ -18,6 +19,11 @@ type StoredSnapshot struct {
 	Tokens int
 	// Bytes is the file size.
 	Bytes int64
+	// Unowned: no conversation or prompt owns the snapshot and nothing pins
+	// it (it was saved under the empty key, by `anechat generate`), so
+	// SaveRun may drop it when a new snapshot holds all its tokens. A store
+	// that cannot tell leaves it false.
+	Unowned bool
 }
 
 // SnapshotStore is the index of KV snapshot files that a Session resumes
@@ -204,4 +210,57 @@ func (r *Resumer) SaveSession(ctx context.Context, key string, s *Session) (stri
 		return "", nil // shorter than a block: the index could never match it
 	}
 	return r.Save(ctx, key, s.Tokens()[:n], s.Cache())
+}
+
+// SaveRun is SaveSession for a run that no conversation or prompt owns
+// (`anechat generate`): its snapshot has no owner whose earlier one Replace
+// would swap, so every rerun of a prompt that changed the sequence (fewer or
+// more tokens generated) would add a snapshot. Instead it looks up the stored
+// snapshot sharing most of s's sequence (the one the run resumed from) and
+// saves nothing when that one already holds the whole sequence; otherwise it
+// saves, then drops that snapshot when it is Unowned and its tokens are a
+// prefix of the new ones (the new snapshot serves every prompt it served).
+// With sliding-window layers nothing is dropped: their snapshot keeps only
+// the last Window rows, so a longer one cannot serve the prompts that end
+// where the shorter one ends. It returns the path of the snapshot that holds
+// the sequence ("" when nothing was saved for being shorter than a block).
+func (r *Resumer) SaveRun(ctx context.Context, s *Session) (string, error) {
+	if r == nil || r.Store == nil {
+		return "", nil
+	}
+	c := s.Cache()
+	n := c.Len()
+	if n < kv.BlockSize {
+		return "", nil
+	}
+	ids := s.Tokens()[:n]
+	var prev []int32
+	old, ok, err := r.Store.LongestPrefix(ctx, r.Meta, ids)
+	if err != nil {
+		r.log().Warn("kv save: snapshot lookup failed; saving without looking for a duplicate", "err", err)
+	}
+	if err == nil && ok {
+		if h, err := kv.ReadHeader(old.Path); err == nil && h.Meta == r.Meta {
+			prev = h.Tokens
+		}
+	}
+	if len(prev) >= n && slices.Equal(prev[:n], ids) {
+		return old.Path, nil // already stored: a second copy would hold nothing new
+	}
+	path, err := r.Save(ctx, "", ids, c)
+	if err != nil {
+		return "", err
+	}
+	sliding := false
+	for _, l := range c.Geometry().Layers {
+		sliding = sliding || l.Window > 0
+	}
+	if old.Unowned && !sliding && prev != nil && old.Path != path && len(prev) < n && slices.Equal(ids[:len(prev)], prev) {
+		if err := r.Store.Forget(ctx, old.Path); err != nil {
+			r.log().Warn("kv save: could not drop a snapshot the new one holds", "path", old.Path, "err", err)
+		} else if err := os.Remove(old.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			r.log().Warn("kv save: could not delete a snapshot the new one holds", "path", old.Path, "err", err)
+		}
+	}
+	return path, nil
 }

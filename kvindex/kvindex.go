@@ -89,7 +89,27 @@ func (x *Index) LongestPrefix(ctx context.Context, meta kv.Meta, ids []int32) (e
 		return engine.StoredSnapshot{}, false, err
 	}
 	return engine.StoredSnapshot{Path: filepath.Join(x.dir, filepath.FromSlash(m.Snapshot.FilePath)),
-		Tokens: m.Snapshot.TokenCount, Bytes: m.Snapshot.Bytes}, true, nil
+		Tokens: m.Snapshot.TokenCount, Bytes: m.Snapshot.Bytes, Unowned: x.unowned(ctx, m.Snapshot)}, true, nil
+}
+
+// unowned reports whether nothing owns or pins s: no conversation or prompt
+// key, not pinned, and no library prompt pins it (engine.StoredSnapshot.Unowned).
+// When the prompts cannot be read it says owned: the snapshot is then kept.
+func (x *Index) unowned(ctx context.Context, s storage.Snapshot) bool {
+	if s.Pinned || s.ConversationID != 0 || s.PromptID != 0 {
+		return false
+	}
+	ps, err := x.db.ListPrompts(ctx, "")
+	if err != nil {
+		x.log.Warn("kv index: listing prompts failed; keeping the snapshot as owned", "err", err)
+		return false
+	}
+	for _, p := range ps {
+		if p.PinnedSnapshotID == s.ID {
+			return false
+		}
+	}
+	return true
 }
 
 // Replace implements engine.SnapshotStore: it swaps the owner's row and then
