@@ -30,9 +30,14 @@
 //	RandomLlama                           a random-weight llama GGUF of any geometry (tests, benchmarks)
 //
 // On amd64 with AVX2/FMA/F16C, Dot, Dot3 and the dequantisers (F16, BF16,
-// Q8_0, Q4_0, Q4_1) run assembly (simd_amd64.s), and Q4_0/Q4_1/Q8_0 weights
-// multiply 8-bit activations with integer dot products (q8_amd64.s; the
-// VPDPBUSD forms in q8vnni_amd64.s give the same bits); elsewhere the Go
-// loops. The choice is fixed per process, so row independence holds on every
-// machine.
+// Q8_0, Q4_0, Q4_1) run assembly (simd_amd64.s); F32/F16/BF16 rows of 1, 2
+// or 4 tokens are multiplied by fused kernels that widen the weights as they
+// stream them (dot4_amd64.s; the 4-token one needs AVX-512 registers), each
+// token's result Dot's bit for bit. Q4_0/Q4_1/Q8_0 weights multiply
+// activations quantised to 8 bits (quantizeQ8) with integer dot products:
+// with AVX-512 VNNI, 8 rows at a time with the rows in the vector lanes
+// (q8rows_amd64.s; one canonical per-token sum, dotQ8Ref in the tests), else
+// one row at a time with AVX2 (q8_amd64.s, its own order). Elsewhere the Go
+// loops run. The choice is fixed per process, so row independence holds on
+// every machine; different machines may round differently.
 package cpu
