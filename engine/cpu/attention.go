@@ -40,3 +40,87 @@ func AttendGroup(c *kv.Cache, layer, pos int, q []float32, group, kvHead, headDi
 		}
 	}
 }
+
+// AttendBlock is Attend for nh query heads sharing kvHead, for nt consecutive
+// tokens at positions pos0..pos0+nt-1: head j of token t reads its query at
+// q[t*qstride+j*headDim:] and writes out at the same offset. The K and V
+// rows are walked run by run (kv.Cache.Run) with one kernel call per run
+// (dotRowsSIMD, wsumSIMD) instead of one per row, and the block's heads and
+// tokens read the same rows one after another, so they come from the core's
+// cache after the first. Every (token, head) result is bit-identical to
+// Attend on it alone: its scores are the same Dots times scale, its softmax
+// the same, and its V rows are added by the same FMAs in the same ascending
+// order. scores needs nt·nh·(pos0+nt) floats.
+func AttendBlock(c *kv.Cache, layer, pos0, nt int, q []float32, qstride, nh, kvHead, headDim int, scale float32, scores, out []float32) {
+	off := kvHead * headDim
+	width := pos0 + nt // every token's row of scores fits
+	for t := range nt {
+		lo, hi := c.Visible(layer, pos0+t)
+		for j := range nh {
+			qo := t*qstride + j*headDim
+			qh := q[qo : qo+headDim : qo+headDim]
+			sc := scores[(t*nh+j)*width : (t*nh+j)*width+hi-lo+1]
+			for p := lo; p <= hi; {
+				k, _, m, stride := c.Run(layer, p, hi-p+1)
+				if s := sc[p-lo : p-lo+m]; !dotRowsSIMD(qh, k[off:], stride, scale, s) {
+					for r := range s {
+						s[r] = Dot(qh, k[r*stride+off:r*stride+off+headDim]) * scale
+					}
+				}
+				p += m
+			}
+			Softmax(sc)
+			o := out[qo : qo+headDim : qo+headDim]
+			clear(o)
+			for p := lo; p <= hi; {
+				_, v, m, stride := c.Run(layer, p, hi-p+1)
+				if s := sc[p-lo : p-lo+m]; !wsumSIMD(o, v[off:], stride, s) {
+					for r, a := range s {
+						Axpy(o, a, v[r*stride+off:r*stride+off+headDim])
+					}
+				}
+				p += m
+			}
+		}
+	}
+}
+
+// attendAll runs the attention of one layer for n tokens at positions
+// start.. on the pool: heads query heads in groups of group per KV head
+// (q and out: token t's head h at t*heads*headDim + h*headDim). Work items
+// are blocks of tokens and heads of one KV head (AttendBlock), as large as
+// still gives every worker two items, so K and V rows are shared as widely
+// as the parallelism allows. The split changes no result.
+func attendAll(p *Pool, c *kv.Cache, layer, start, n int, q []float32, heads, group, headDim int, scale float32, out []float32) {
+	kvHeads := heads / group
+	tb, hb := n, group
+	items := func() int { return kvHeads * (group / hb) * ((n + tb - 1) / tb) }
+split:
+	for items() < 2*p.Workers() {
+		switch {
+		case tb > 1:
+			tb = (tb + 1) / 2
+		case hb%2 == 0:
+			hb /= 2
+		case hb > 1:
+			hb = 1 // an odd group: one head per item
+		default:
+			break split
+		}
+	}
+	tblocks, hblocks := (n+tb-1)/tb, group/hb
+	width := start + n
+	scores := make([]float32, p.Workers()*tb*hb*width)
+	qstride := heads * headDim
+	p.For(kvHeads*hblocks*tblocks, 1, tb*hb*width*headDim*2, func(w, lo, hi int) {
+		sc := scores[w*tb*hb*width : (w+1)*tb*hb*width]
+		for i := lo; i < hi; i++ {
+			kvh, rest := i/(hblocks*tblocks), i%(hblocks*tblocks)
+			h0 := kvh*group + (rest/tblocks)*hb
+			t0 := (rest % tblocks) * tb
+			nt := min(tb, n-t0)
+			o := t0*qstride + h0*headDim
+			AttendBlock(c, layer, start+t0, nt, q[o:], qstride, hb, kvh, headDim, scale, sc, out[o:])
+		}
+	})
+}

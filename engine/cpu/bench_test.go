@@ -50,7 +50,7 @@ var bigOpts = LlamaOptions{Hidden: 2048, FFN: 8192, Layers: 24, Heads: 16, KVHea
 // benchForward times Forward calls of each width at a context of 64
 // committed positions; each call is rolled back, so every iteration sees
 // the same cache.
-func benchForward(b *testing.B, m *Llama) { benchForwardMem(b, m, nil) }
+func benchForward(b *testing.B, m *Llama) { benchForwardMem(b, m, nil, 64) }
 
 // benchForwardMem is benchForward plus an "interleaved" run: each
 // iteration makes one call of every width, in an order that rotates, and
@@ -58,20 +58,23 @@ func benchForward(b *testing.B, m *Llama) { benchForwardMem(b, m, nil) }
 // reports the median ms per width, the medians' ratios to width 1 and the
 // weight bandwidth of width 1 as a share of readAll's: on this shared
 // machine the ratio of paired medians is far steadier than separate runs.
-func benchForwardMem(b *testing.B, m *Llama, buf []uint64) {
+func benchForwardMem(b *testing.B, m *Llama, buf []uint64, past int) {
 	ctx := context.Background()
 	c, err := kv.New(m.Config().KV, 64)
 	if err != nil {
 		b.Fatal(err)
 	}
-	prompt := make([]int32, 64)
+	prompt := make([]int32, past)
 	for i := range prompt {
 		prompt[i] = int32(1 + i%50)
 	}
-	if _, err := m.Forward(ctx, prompt, 0, c, model.Logits|model.Last); err != nil {
-		b.Fatal(err)
+	for i := 0; i < past; i += 64 {
+		chunk := prompt[i:min(i+64, past)]
+		if _, err := m.Forward(ctx, chunk, i, c, model.Logits|model.Last); err != nil {
+			b.Fatal(err)
+		}
+		c.Commit(len(chunk))
 	}
-	c.Commit(len(prompt))
 	var weights int64
 	for _, ti := range m.File().Tensors() {
 		weights += ti.Size
@@ -112,6 +115,22 @@ func BenchmarkForwardSmolLM2(b *testing.B) {
 	benchForward(b, m)
 }
 
+// BenchmarkForwardSmolLM2Context is BenchmarkForwardSmolLM2 at 1024
+// committed positions, where attention reads as many bytes per token as the
+// weights (SmolLM2's K and V rows: 46 KB per position).
+func BenchmarkForwardSmolLM2Context(b *testing.B) {
+	p := smolPath()
+	if p == "" {
+		b.Skip("SmolLM2 missing: run build/scripts/fetch-smollm2.sh")
+	}
+	m, err := OpenLlama(p, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	benchForwardMem(b, m, nil, 1024)
+}
+
 func BenchmarkForwardBigQ4_1(b *testing.B) {
 	data, err := RandomLlama(bigOpts, gguf.Q4_1, 1)
 	if err != nil {
@@ -126,7 +145,7 @@ func BenchmarkForwardBigQ4_1(b *testing.B) {
 		b.Fatal(err)
 	}
 	m.file = f
-	benchForwardMem(b, m, newReadBuffer())
+	benchForwardMem(b, m, newReadBuffer(), 64)
 }
 
 // benchInterleaved runs the "interleaved" sub-benchmark of benchForwardMem

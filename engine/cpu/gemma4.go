@@ -420,7 +420,6 @@ func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *
 	att := make([]float32, n*maxQ)
 	g := make([]float32, n*max(maxFFN, P))
 	u := make([]float32, n*maxFFN)
-	scores := make([]float32, m.pool.Workers()*(start+n))
 	for li := range m.layers {
 		if err := ctx.Err(); err != nil {
 			cache.Rollback()
@@ -461,14 +460,7 @@ func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *
 		}
 		group := o.Heads / lo.KVHeads
 		att := att[:n*qd]
-		m.pool.For(n*o.Heads, 1, (start+n)*hd*2, func(w, a, b int) {
-			sc := scores[w*(start+n) : (w+1)*(start+n)]
-			for i := a; i < b; i++ {
-				t, h := i/o.Heads, i%o.Heads
-				off := t*qd + h*hd
-				Attend(cache, li, start+t, q[off:off+hd], h/group, hd, 1, sc, att[off:off+hd])
-			}
-		})
+		attendAll(m.pool, cache, li, start, n, q, o.Heads, group, hd, 1, att)
 		l.wo.MatMul(m.pool, xb, att)
 		for t := range n {
 			RMSNorm(xb[t*H:(t+1)*H], xb[t*H:(t+1)*H], l.postAttnNorm, o.Eps)

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -392,6 +393,77 @@ func TestMatMulZeroTokens(t *testing.T) {
 			if out[i] != 0 || math.IsNaN(float64(out[rows+i])) {
 				t.Fatalf("%s: zero token gives %v, huge token %v", typ, out[i], out[rows+i])
 			}
+		}
+	}
+}
+
+// TestAttendBlock: attention over blocks of tokens and heads equals Attend
+// on every (token, head) alone, bit for bit, on a sliding-window layer whose
+// ring wraps inside the window and on a full layer, at head dims 16 (the Go
+// loops) and 64 (the run kernels), for every block shape attendAll may
+// choose, and for attendAll itself with several worker counts.
+func TestAttendBlock(t *testing.T) {
+	for _, hd := range []int{16, 64} {
+		t.Run(fmt.Sprintf("hd=%d", hd), func(t *testing.T) { testAttendBlock(t, hd) })
+	}
+}
+
+func testAttendBlock(t *testing.T, hd int) {
+	const heads, group, n = 4, 2, 11
+	// maxBatch 4: the sliding layer's ring holds 5+4 = 9 positions, so
+	// after 11 the window of positions 6..10 wraps around the ring's end.
+	geo := kv.Geometry{Context: 64, Layers: []kv.LayerSpec{{KVHeads: 2, HeadDim: hd, Window: 5, Source: 0}, {KVHeads: 2, HeadDim: hd, Source: 1}}}
+	c, _ := kv.New(geo, 4)
+	r := rand.New(rand.NewPCG(15, 16))
+	for p0 := 0; p0 < n; p0 += 4 {
+		m := min(4, n-p0)
+		if err := c.Reserve(p0, m); err != nil {
+			t.Fatal(err)
+		}
+		for l := range 2 {
+			for p := p0; p < p0+m; p++ {
+				copy(c.K(l, p), randVals(r, 2*hd, 1))
+				copy(c.V(l, p), randVals(r, 2*hd, 1))
+			}
+		}
+		c.Commit(m)
+	}
+	q := randVals(r, n*heads*hd, 1)
+	for l, first := range []int{6, 0} { // the sliding layer's live positions start at 2
+		want := make([]float32, n*heads*hd)
+		for tk := first; tk < n; tk++ {
+			for h := range heads {
+				o := tk*heads*hd + h*hd
+				Attend(c, l, tk, q[o:o+hd], h/group, hd, 0.3, make([]float32, tk+1), want[o:o+hd])
+			}
+		}
+		check := func(what string, got []float32) {
+			t.Helper()
+			for i := first * heads * hd; i < len(got); i++ {
+				if got[i] != want[i] {
+					t.Fatalf("layer %d, %s: out[%d] (token %d) = %v, Attend gives %v", l, what, i, i/(heads*hd), got[i], want[i])
+				}
+			}
+		}
+		for start := first; start < first+4; start++ {
+			for nt := 1; start+nt <= n; nt++ {
+				for nh := 1; nh <= group; nh++ {
+					got := append([]float32(nil), want...)
+					for kvh := range heads / group {
+						for h0 := kvh * group; h0 < (kvh+1)*group; h0 += nh {
+							o := start*heads*hd + h0*hd
+							AttendBlock(c, l, start, nt, q[o:], heads*hd, nh, kvh, hd, 0.3, make([]float32, nt*nh*(start+nt)), got[o:])
+						}
+					}
+					check(fmt.Sprintf("block of %d tokens from %d, %d heads", nt, start, nh), got)
+				}
+			}
+		}
+		for _, workers := range []int{1, 2, 3, 8} {
+			got := make([]float32, n*heads*hd)
+			o := first * heads * hd
+			attendAll(NewPool(workers), c, l, first, n-first, q[o:], heads, group, hd, 0.3, got[o:])
+			check(fmt.Sprintf("attendAll on %d workers", workers), got)
 		}
 	}
 }

@@ -276,7 +276,6 @@ func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *k
 	}
 	group := o.Heads / o.KVHeads
 	scale := float32(1 / sqrt64(float64(hd)))
-	scores := make([]float32, m.pool.Workers()*group*(start+n))
 	for li := range m.layers {
 		if err := ctx.Err(); err != nil {
 			cache.Rollback()
@@ -302,16 +301,7 @@ func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *k
 			copy(cache.K(li, pos), k[t*kvd:(t+1)*kvd])
 			copy(cache.V(li, pos), v[t*kvd:(t+1)*kvd])
 		}
-		// One work item per (token, KV head): the query heads sharing a KV
-		// head read its rows once.
-		m.pool.For(n*o.KVHeads, 1, (start+n)*hd*2*group, func(w, lo, hi int) {
-			sc := scores[w*group*(start+n) : (w+1)*group*(start+n)]
-			for i := lo; i < hi; i++ {
-				t, g := i/o.KVHeads, i%o.KVHeads
-				off := t*qd + g*group*hd
-				AttendGroup(cache, li, start+t, q[off:off+group*hd], group, g, hd, scale, sc, att[off:off+group*hd])
-			}
-		})
+		attendAll(m.pool, cache, li, start, n, q, o.Heads, group, hd, scale, att)
 		l.wo.MatMul(m.pool, xb, att)
 		Add(x, xb)
 		for t := range n {

@@ -38,6 +38,39 @@ func bf16AVX2(dst *float32, src *uint16, n int)
 func axpyAVX2(y, x *float32, a float32, n int)
 
 //go:noescape
+func dotRowsAVX2(q, k *float32, kstride, rows, n int, scale float32, out *float32)
+
+//go:noescape
+func wsumAVX2(out, v *float32, vstride int, w *float32, rows, n int)
+
+// dotRowsSIMD sets out[r] = Dot(q, row r of k)·scale for the len(out) rows
+// of k (kstride floats apart, len(q) floats each) with dotRowsAVX2; false
+// (nothing done) when the CPU lacks AVX2 or len(q) is not a multiple of 32.
+func dotRowsSIMD(q, k []float32, kstride int, scale float32, out []float32) bool {
+	n, rows := len(q), len(out)
+	if !hasAVX2 || n == 0 || n%32 != 0 || rows == 0 {
+		return false
+	}
+	_ = k[(rows-1)*kstride+n-1]
+	dotRowsAVX2(unsafe.SliceData(q), unsafe.SliceData(k), 4*kstride, rows, n, scale, unsafe.SliceData(out))
+	return true
+}
+
+// wsumSIMD adds w[r]·(row r of v) to out for the len(w) rows of v (vstride
+// floats apart) in order, as successive Axpy calls would, with wsumAVX2;
+// false (nothing done) when the CPU lacks AVX2 or len(out) is not a
+// multiple of 32.
+func wsumSIMD(out, v []float32, vstride int, w []float32) bool {
+	n, rows := len(out), len(w)
+	if !hasAVX2 || n == 0 || n%32 != 0 || rows == 0 {
+		return false
+	}
+	_ = v[(rows-1)*vstride+n-1]
+	wsumAVX2(unsafe.SliceData(out), unsafe.SliceData(v), 4*vstride, unsafe.SliceData(w), rows, n)
+	return true
+}
+
+//go:noescape
 func f16AVX2(dst *float32, src *uint16, n int)
 
 // dotSIMD computes the dot product of the first n - n%32 elements with AVX2,

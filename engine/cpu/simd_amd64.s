@@ -329,3 +329,98 @@ axloop8:
 axdone:
 	VZEROUPPER
 	RET
+
+// func dotRowsAVX2(q, k *float32, kstride, rows, n int, scale float32, out *float32)
+// out[r] = dotAVX2(q, k + r*kstride bytes, n) * scale for r < rows (n a
+// multiple of 32): each row is exactly Dot's computation followed by one
+// multiply, as Attend does it, without a call per row.
+TEXT ·dotRowsAVX2(SB), NOSPLIT, $0-56
+	MOVQ q+0(FP), R8
+	MOVQ k+8(FP), DI
+	MOVQ kstride+16(FP), R9
+	MOVQ rows+24(FP), R10
+	MOVQ n+32(FP), R11
+	VMOVSS scale+40(FP), X15
+	MOVQ out+48(FP), DX
+	TESTQ R10, R10
+	JZ drdone
+drrow:
+	MOVQ R8, SI
+	MOVQ DI, BX
+	MOVQ R11, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+drloop:
+	VMOVUPS (SI), Y4
+	VMOVUPS 32(SI), Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+	VFMADD231PS (BX), Y4, Y0
+	VFMADD231PS 32(BX), Y5, Y1
+	VFMADD231PS 64(BX), Y6, Y2
+	VFMADD231PS 96(BX), Y7, Y3
+	ADDQ $128, SI
+	ADDQ $128, BX
+	SUBQ $32, CX
+	JNZ drloop
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMULSS X15, X0, X0
+	VMOVSS X0, (DX)
+	ADDQ $4, DX
+	ADDQ R9, DI
+	DECQ R10
+	JNZ drrow
+drdone:
+	VZEROUPPER
+	RET
+
+// func wsumAVX2(out, v *float32, vstride int, w *float32, rows, n int)
+// out[i] = fma(w[r], v[r][i], out[i]) for r = 0..rows-1 in order (v's rows
+// vstride bytes apart, n a multiple of 32): exactly rows successive Axpy
+// calls, with 32 outputs at a time held in registers.
+TEXT ·wsumAVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), DI
+	MOVQ v+8(FP), R8
+	MOVQ vstride+16(FP), R9
+	MOVQ w+24(FP), R10
+	MOVQ rows+32(FP), R11
+	MOVQ n+40(FP), CX
+	TESTQ R11, R11
+	JZ wsdone
+wschunk:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	MOVQ R8, SI
+	MOVQ R10, BX
+	MOVQ R11, DX
+wsrow:
+	VBROADCASTSS (BX), Y4
+	VFMADD231PS (SI), Y4, Y0
+	VFMADD231PS 32(SI), Y4, Y1
+	VFMADD231PS 64(SI), Y4, Y2
+	VFMADD231PS 96(SI), Y4, Y3
+	ADDQ $4, BX
+	ADDQ R9, SI
+	DECQ DX
+	JNZ wsrow
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, DI
+	ADDQ $128, R8
+	SUBQ $32, CX
+	JNZ wschunk
+wsdone:
+	VZEROUPPER
+	RET

@@ -241,6 +241,23 @@ func (c *Cache) V(layer, pos int) []float32 {
 	return b.v[o : o+b.stride : o+b.stride]
 }
 
+// Run returns the key and value rows of layer for positions pos..pos+m-1
+// as flat slices of m rows, stride floats apart (the row length of K and
+// V), where m <= n is the longest run from pos stored contiguously: a
+// sliding layer's ring wraps around, so a run ends at the ring's last slot.
+// Attention kernels walk positions run by run instead of row by row. The
+// positions must be committed or pending (see K).
+func (c *Cache) Run(layer, pos, n int) (k, v []float32, m, stride int) {
+	b := c.bufs[c.geo.Layers[layer].Source]
+	s := b.slot(pos)
+	m = n
+	if b.ring > 0 {
+		m = min(n, b.ring-s)
+	}
+	lo, hi := s*b.stride, (s+m)*b.stride
+	return b.k[lo:hi:hi], b.v[lo:hi:hi], m, b.stride
+}
+
 func (b *buffer) slot(pos int) int {
 	if b.ring > 0 {
 		return pos % b.ring

@@ -539,3 +539,43 @@ func checkSame(t *testing.T, a, b *Cache, n int) {
 		}
 	}
 }
+
+// TestRun: Run gives the rows K and V give, run by run, across a sliding
+// layer's ring wrap and on a full and a KV-shared layer.
+func TestRun(t *testing.T) {
+	geo := Geometry{Context: 64, Layers: []LayerSpec{{KVHeads: 2, HeadDim: 4, Window: 3, Source: 0}, {KVHeads: 1, HeadDim: 8, Source: 1}, {KVHeads: 1, HeadDim: 8, Source: 1}}}
+	c, err := New(geo, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pos := 0; pos < 20; pos += 4 {
+		if err := c.Reserve(pos, 4); err != nil {
+			t.Fatal(err)
+		}
+		for p := pos; p < pos+4; p++ {
+			for l := range 2 {
+				for i := range c.K(l, p) {
+					c.K(l, p)[i], c.V(l, p)[i] = float32(1000*l+10*p+i), -float32(1000*l+10*p+i)
+				}
+			}
+		}
+		c.Commit(4)
+		for l := range 3 {
+			lo, hi := c.Visible(l, pos+3)
+			for p := lo; p <= hi; {
+				k, v, m, stride := c.Run(l, p, hi-p+1)
+				if m < 1 || len(k) != m*stride || len(v) != m*stride {
+					t.Fatalf("layer %d pos %d: run of %d rows, %d and %d floats, stride %d", l, p, m, len(k), len(v), stride)
+				}
+				for j := range m {
+					for i := range stride {
+						if k[j*stride+i] != c.K(l, p+j)[i] || v[j*stride+i] != c.V(l, p+j)[i] {
+							t.Fatalf("layer %d: row %d of the run from %d differs from K/V at %d", l, j, p, p+j)
+						}
+					}
+				}
+				p += m
+			}
+		}
+	}
+}
