@@ -184,6 +184,30 @@ func GateMul(p *Pool, g, u []float32, act func(float32) float32) {
 	})
 }
 
+// SiLUMul is GateMul(p, g, u, SiLU) with the SIMD SiLU where there is one
+// (siluMulAVX2: bit-identical to SiLU).
+func SiLUMul(p *Pool, g, u []float32) {
+	u = u[:len(g)]
+	p.For(len(g), 1024, 10, func(_, lo, hi int) {
+		siluMulRange(g[lo:hi], u[lo:hi])
+	})
+}
+
+// siluMulRange is SiLUMul's loop over one piece: the SIMD kernel as far as
+// it goes, SiLU for the groups it leaves (special cases) and the tail.
+func siluMulRange(g, u []float32) {
+	for i := 0; i < len(g); {
+		i += siluMulSIMD(g[i:], u[i:])
+		end := min(i+4, len(g))
+		if len(g)-i < 4 {
+			end = len(g)
+		}
+		for ; i < end; i++ {
+			g[i] = SiLU(g[i]) * u[i]
+		}
+	}
+}
+
 // SiLU returns x·sigmoid(x).
 func SiLU(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
 

@@ -310,7 +310,7 @@ func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *k
 		in = NewInput(xb, H)
 		l.gate.MatMulInput(m.pool, g, in)
 		l.up.MatMulInput(m.pool, u, in)
-		GateMul(m.pool, g, u, SiLU)
+		SiLUMul(m.pool, g, u)
 		l.down.MatMul(m.pool, xb, g)
 		Add(x, xb)
 	}

@@ -71,6 +71,21 @@ func wsumSIMD(out, v []float32, vstride int, w []float32) bool {
 }
 
 //go:noescape
+func siluMulAVX2(gate, u *float32, n int) int
+
+// siluMulSIMD does g[i] = SiLU(g[i])*u[i] for a prefix of g with
+// siluMulAVX2 and returns its length: up to len(g)&^3, less where a group
+// of four needs math.Exp's special cases (the caller continues there).
+func siluMulSIMD(g, u []float32) int {
+	n := len(g) &^ 3
+	if !hasAVX2 || n == 0 {
+		return 0
+	}
+	_ = u[n-1]
+	return siluMulAVX2(unsafe.SliceData(g), unsafe.SliceData(u), n)
+}
+
+//go:noescape
 func f16AVX2(dst *float32, src *uint16, n int)
 
 // dotSIMD computes the dot product of the first n - n%32 elements with AVX2,

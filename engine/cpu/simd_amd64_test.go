@@ -126,3 +126,46 @@ func TestAVX2KernelsRowIndependent(t *testing.T) {
 		}
 	}
 }
+
+// TestSiLUMulSIMD: the packed-double SiLU gives SiLU(g)·u bit for bit, for
+// random activations of several scales and for the special cases math.Exp
+// handles apart (|x| near and past the exponent range, ±Inf, NaN, zeros,
+// subnormals), wherever they fall in a group of four.
+func TestSiLUMulSIMD(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	var g []float32
+	for _, scale := range []float32{1e-3, 1, 8, 100, 800} {
+		g = append(g, randVals(r, 4000, scale)...)
+	}
+	special := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 708, -708, 708.4, -708.4, 709, -709, 709.8, -709.8, 710, -710,
+		745, -745, 746, -746, 1e20, -1e20, math.MaxFloat32, -math.MaxFloat32,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 88.7, -88.7, 103.9, -103.9}
+	for i, v := range special {
+		g[37*i+i%4] = v
+	}
+	u := randVals(r, len(g), 2)
+	want := make([]float32, len(g))
+	for i := range g {
+		want[i] = SiLU(g[i]) * u[i]
+	}
+	for _, off := range []int{0, 1, 3} { // tails of every length
+		got := append([]float32(nil), g[off:]...)
+		siluMulRange(got, u[off:])
+		for i := range got {
+			if w := want[off+i]; math.Float32bits(got[i]) != math.Float32bits(w) && !(got[i] != got[i] && w != w) {
+				t.Fatalf("offset %d: element %d (x = %v): %v, SiLU gives %v", off, i, g[off+i], got[i], w)
+			}
+		}
+	}
+	got := append([]float32(nil), g...)
+	SiLUMul(NewPool(2), got, u)
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
+			t.Fatalf("SiLUMul: element %d (x = %v): %v, SiLU gives %v", i, g[i], got[i], want[i])
+		}
+	}
+	plain := randVals(r, 4000, 8)
+	if n := siluMulSIMD(plain, u[:4000]); hasAVX2 && n != 4000 {
+		t.Fatalf("the kernel stopped at %d of 4000 ordinary activations", n)
+	}
+}

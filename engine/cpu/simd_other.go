@@ -18,6 +18,8 @@ func dotRowsSIMD(q, k []float32, kstride int, scale float32, out []float32) bool
 
 func wsumSIMD(out, v []float32, vstride int, w []float32) bool { return false }
 
+func siluMulSIMD(g, u []float32) int { return 0 }
+
 func f16SIMD(dst []float32, src []byte) int { return 0 }
 
 func bf16SIMD(dst []float32, src []byte) int { return 0 }
