@@ -52,6 +52,10 @@ func AttendGroup(c *kv.Cache, layer, pos int, q []float32, group, kvHead, headDi
 // the same, and its V rows are added by the same FMAs in the same ascending
 // order. scores needs nt·nh·(pos0+nt) floats.
 func AttendBlock(c *kv.Cache, layer, pos0, nt int, q []float32, qstride, nh, kvHead, headDim int, scale float32, scores, out []float32) {
+	if !hasRunKernels(headDim) {
+		attendBlockRows(c, layer, pos0, nt, q, qstride, nh, kvHead, headDim, scale, scores, out)
+		return
+	}
 	off := kvHead * headDim
 	width := pos0 + nt // every token's row of scores fits
 	for t := range nt {
@@ -80,6 +84,52 @@ func AttendBlock(c *kv.Cache, layer, pos0, nt int, q []float32, qstride, nh, kvH
 					}
 				}
 				p += m
+			}
+		}
+	}
+}
+
+// attendBlockRows is AttendBlock where the run kernels do not apply (head
+// dims that are not a multiple of 32, CPUs without AVX2): row by row, each
+// K and V row used for every (token, head) that sees it while it is loaded.
+func attendBlockRows(c *kv.Cache, layer, pos0, nt int, q []float32, qstride, nh, kvHead, headDim int, scale float32, scores, out []float32) {
+	off := kvHead * headDim
+	width := pos0 + nt
+	los := make([]int, nt)
+	plo, phi := c.Visible(layer, pos0)
+	for t := range nt {
+		lo, hi := c.Visible(layer, pos0+t)
+		los[t] = lo
+		plo, phi = min(plo, lo), max(phi, hi)
+	}
+	for p := plo; p <= phi; p++ {
+		k := c.K(layer, p)[off : off+headDim]
+		for t := range nt {
+			if p < los[t] || p > pos0+t {
+				continue
+			}
+			for j := range nh {
+				qo := t*qstride + j*headDim
+				scores[(t*nh+j)*width+p-los[t]] = Dot(q[qo:qo+headDim], k) * scale
+			}
+		}
+	}
+	for t := range nt {
+		for j := range nh {
+			Softmax(scores[(t*nh+j)*width : (t*nh+j)*width+pos0+t-los[t]+1])
+			qo := t*qstride + j*headDim
+			clear(out[qo : qo+headDim])
+		}
+	}
+	for p := plo; p <= phi; p++ {
+		v := c.V(layer, p)[off : off+headDim]
+		for t := range nt {
+			if p < los[t] || p > pos0+t {
+				continue
+			}
+			for j := range nh {
+				qo := t*qstride + j*headDim
+				Axpy(out[qo:qo+headDim], scores[(t*nh+j)*width+p-los[t]], v)
 			}
 		}
 	}

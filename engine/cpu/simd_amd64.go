@@ -43,6 +43,10 @@ func dotRowsAVX2(q, k *float32, kstride, rows, n int, scale float32, out *float3
 //go:noescape
 func wsumAVX2(out, v *float32, vstride int, w *float32, rows, n int)
 
+// hasRunKernels reports whether dotRowsSIMD and wsumSIMD take rows of
+// headDim floats.
+func hasRunKernels(headDim int) bool { return hasAVX2 && headDim > 0 && headDim%32 == 0 }
+
 // dotRowsSIMD sets out[r] = Dot(q, row r of k)·scale for the len(out) rows
 // of k (kstride floats apart, len(q) floats each) with dotRowsAVX2; false
 // (nothing done) when the CPU lacks AVX2 or len(q) is not a multiple of 32.

@@ -14,6 +14,8 @@ func dot3SIMD(w, x0, x1, x2 []float32) ([3]float32, int) { return [3]float32{}, 
 
 func dotNSIMD(g int, t gguf.Type, row []byte, x []float32, cols int, out *[4]float32) int { return 0 }
 
+func hasRunKernels(headDim int) bool { return false }
+
 func dotRowsSIMD(q, k []float32, kstride int, scale float32, out []float32) bool { return false }
 
 func wsumSIMD(out, v []float32, vstride int, w []float32) bool { return false }
