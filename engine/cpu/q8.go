@@ -83,8 +83,8 @@ type Input struct {
 	qs8T, qs128T []int32
 	tstride      int
 	// qG is the 8-bit values with each kernel group's tokens interleaved
-	// per block: groups of 4 tokens, then one of 2, then one of 1
-	// (groupSize), as matMulRows calls the kernels; a group starting at
+	// per block: groups of 8 tokens, then one of 4, 2, 1 (rowGroupSize), as
+	// matMulRows calls the kernels; a group starting at
 	// token t holds token t+j's block b at qG[(t*nb+b*g+j)*32:].
 	qG []int8
 }
@@ -121,7 +121,7 @@ func (in *Input) q8T() int {
 		qsT := make([]int32, nb*ts)
 		in.qG = make([]int8, n*in.Cols)
 		for t := 0; t < n; {
-			g := groupSize(n - t)
+			g := rowGroupSize(n - t)
 			for j := range g {
 				// Token t+j's block b goes to qG[(t*nb + b*g + j)*32].
 				quantizeQ8Into(in.qG[(t*nb+j)*32:], g*32, in.dT[t+j:], in.sT[t+j:], qsT[t+j:], ts, in.X[(t+j)*in.Cols:(t+j+1)*in.Cols])
@@ -137,8 +137,17 @@ func (in *Input) q8T() int {
 	return in.tstride
 }
 
-// groupSize is the number of tokens the next kernel call takes when left
-// tokens remain: 4 while there are 4, then 2, then 1.
+// rowGroupSize is the number of tokens the next row-kernel call takes when
+// left tokens remain: 8 while there are 8, then 4, 2, 1.
+func rowGroupSize(left int) int {
+	if left >= 8 {
+		return 8
+	}
+	return groupSize(left)
+}
+
+// groupSize is the number of tokens the next fused float kernel call takes
+// when left tokens remain: 4 while there are 4, then 2, then 1.
 func groupSize(left int) int {
 	switch {
 	case left >= 4:

@@ -84,12 +84,12 @@ func TestLaneKernelsCanonical(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			x := randVals(r, 8*cols, 1)
+			x := randVals(r, 13*cols, 1)
 			for i := 0; i < 32 && i < cols; i++ {
 				x[cols+i] = 0 // token 1's first block is zero
 			}
 			x[2*cols] = 1e30 // token 2's first block saturates to ±127 around one huge value
-			for n := 1; n <= 8; n++ {
+			for n := 1; n <= 13; n++ {
 				in := NewInput(x[:n*cols], cols)
 				out := make([]float32, n*rows)
 				m.MatMulInput(NewPool(1), out, in)

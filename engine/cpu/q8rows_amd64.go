@@ -43,25 +43,35 @@ func rowsQ80x2(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointe
 //go:noescape
 func rowsQ80x4(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
-// rowKernels returns the row kernels for t (nil if none).
-func rowKernels(t gguf.Type) (x1, x2, x4 rowKernel) {
+//go:noescape
+func rowsQ41x8(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ40x8(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ80x8(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+// rowKernels returns the row kernels for t by group size (index 1, 2, 4,
+// 8; nil if none).
+func rowKernels(t gguf.Type) (k [9]rowKernel) {
 	switch t {
 	case gguf.Q4_0:
-		return rowsQ40x1, rowsQ40x2, rowsQ40x4
+		k[1], k[2], k[4], k[8] = rowsQ40x1, rowsQ40x2, rowsQ40x4, rowsQ40x8
 	case gguf.Q4_1:
-		return rowsQ41x1, rowsQ41x2, rowsQ41x4
+		k[1], k[2], k[4], k[8] = rowsQ41x1, rowsQ41x2, rowsQ41x4, rowsQ41x8
 	case gguf.Q8_0:
-		return rowsQ80x1, rowsQ80x2, rowsQ80x4
+		k[1], k[2], k[4], k[8] = rowsQ80x1, rowsQ80x2, rowsQ80x4, rowsQ80x8
 	}
-	return nil, nil, nil
+	return k
 }
 
 // matMulRows is matMulQ8 with the row kernels: 8 rows per call, tokens in
-// groups of 4, then 2, then 1 (groupSize; Input.qG). A last partial group
+// groups of 8, then 4, 2, 1 (rowGroupSize; Input.qG). A last partial group
 // of rows runs on the matrix's padded copy (Matrix.tail) into scratch.
 func (m *Matrix) matMulRows(p *Pool, out []float32, in *Input, n int) bool {
-	k1, k2, k4 := rowKernels(m.Type)
-	if k1 == nil {
+	ks := rowKernels(m.Type)
+	if ks[1] == nil {
 		return false
 	}
 	cols, nb := m.Cols, m.Cols/32
@@ -87,19 +97,10 @@ func (m *Matrix) matMulRows(p *Pool, out []float32, in *Input, n int) bool {
 			if r >= full {
 				w, o, os = &m.tail[0], scratch[worker*8*n:], 32
 			}
-			t := 0
-			call := func(k rowKernel, g int) {
-				k(w, m.rowBytes, nb, &qG[t*cols], &dT[t], unsafe.Pointer(&sx[t]), dstride, &o[t*os/4], os)
+			for t := 0; t < n; {
+				g := rowGroupSize(n - t)
+				ks[g](w, m.rowBytes, nb, &qG[t*cols], &dT[t], unsafe.Pointer(&sx[t]), dstride, &o[t*os/4], os)
 				t += g
-			}
-			for t+4 <= n {
-				call(k4, 4)
-			}
-			if t+2 <= n {
-				call(k2, 2)
-			}
-			if t < n {
-				call(k1, 1)
 			}
 			if r >= full {
 				for tk := range n {

@@ -2,7 +2,7 @@
 
 // Integer kernels with AVX-512 VNNI (VPDPBUSD on YMM registers): 8 weight
 // rows (Q4_0, Q4_1 or Q8_0) times the 8-bit activations of 1, 2 or 4
-// tokens, with the rows in the lanes.
+// tokens... up to 8 (the 8-token forms at the end), with the rows in the lanes.
 //
 // Per block, the 8 rows' weights are loaded and transposed (4x4 dwords per
 // 128-bit half) so that vector k holds 4-byte chunk k of every row; each
@@ -65,6 +65,10 @@ GLOBL r8bias<>(SB), RODATA|NOPTR, $32
 	XORQ BX, BX \
 	VMOVDQU32 r8nib<>(SB), Y16 \
 	VMOVDQU32 r8bias<>(SB), Y17 \
+	VPXORD Y20, Y20, Y20 \
+	VPXORD Y21, Y21, Y21 \
+	VPXORD Y22, Y22, Y22 \
+	VPXORD Y23, Y23, Y23 \
 	VPXORD Y24, Y24, Y24 \
 	VPXORD Y25, Y25, Y25 \
 	VPXORD Y26, Y26, Y26 \
@@ -188,6 +192,34 @@ GLOBL r8bias<>(SB), RODATA|NOPTR, $32
 	VMULPS.BCST (4*t)(DX), Y18, Y29 \
 	VFMADD231PS acc, Y29, A
 
+// DOT1 is DOT in one chain (acc only): the 8-token kernels keep their
+// accumulators in Y20..Y27 and their integer sums in Y0..Y7, with no room
+// for second halves; 8 independent tokens hide the longer chain.
+#define DOT1(t, acc) \
+	VPXORD acc, acc, acc \
+	VPDPBUSD.BCST (t*32+0)(SI), Y8, acc \
+	VPDPBUSD.BCST (t*32+4)(SI), Y9, acc \
+	VPDPBUSD.BCST (t*32+8)(SI), Y10, acc \
+	VPDPBUSD.BCST (t*32+12)(SI), Y11, acc \
+	VPDPBUSD.BCST (t*32+16)(SI), Y12, acc \
+	VPDPBUSD.BCST (t*32+20)(SI), Y13, acc \
+	VPDPBUSD.BCST (t*32+24)(SI), Y14, acc \
+	VPDPBUSD.BCST (t*32+28)(SI), Y15, acc
+
+#define F41x8(t, acc, A) \
+	DOT1(t, acc) \
+	VCVTDQ2PS acc, acc \
+	VMULPS.BCST (4*t)(DX), Y18, Y29 \
+	VFMADD231PS acc, Y29, A \
+	VFMADD231PS.BCST (4*t)(DX)(AX*1), Y19, A
+
+#define FQ16x8(t, acc, A) \
+	DOT1(t, acc) \
+	VPSUBD.BCST (4*t)(DX)(AX*1), acc, acc \
+	VCVTDQ2PS acc, acc \
+	VMULPS.BCST (4*t)(DX), Y18, Y29 \
+	VFMADD231PS acc, Y29, A
+
 #define NEXT(bs, g) \
 	ADDQ $bs, BX \
 	ADDQ $(g*32), SI \
@@ -216,6 +248,20 @@ GLOBL r8bias<>(SB), RODATA|NOPTR, $32
 	OUT1 \
 	MOVQ ostride+64(FP), AX \
 	VMOVUPS Y25, (DI)(AX*1)
+
+#define OUT8 \
+	MOVQ out+56(FP), DI \
+	MOVQ ostride+64(FP), AX \
+	LEAQ (AX)(AX*2), BX \
+	VMOVUPS Y20, (DI) \
+	VMOVUPS Y21, (DI)(AX*1) \
+	VMOVUPS Y22, (DI)(AX*2) \
+	VMOVUPS Y23, (DI)(BX*1) \
+	LEAQ (DI)(AX*4), DI \
+	VMOVUPS Y24, (DI) \
+	VMOVUPS Y25, (DI)(AX*1) \
+	VMOVUPS Y26, (DI)(AX*2) \
+	VMOVUPS Y27, (DI)(BX*1)
 
 #define OUT4 \
 	OUT2 \
@@ -385,5 +431,77 @@ q80r4loop:
 	JNZ q80r4loop
 q80r4done:
 	OUT4
+	VZEROUPPER
+	RET
+
+// func rowsQ41x8(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ41x8(SB), NOSPLIT, $0-72
+	SETUP
+	TESTQ CX, CX
+	JZ q41r8done
+q41r8loop:
+	PF3
+	H41
+	W4(4)
+	F41x8(0, Y0, Y20)
+	F41x8(1, Y1, Y21)
+	F41x8(2, Y2, Y22)
+	F41x8(3, Y3, Y23)
+	F41x8(4, Y4, Y24)
+	F41x8(5, Y5, Y25)
+	F41x8(6, Y6, Y26)
+	F41x8(7, Y7, Y27)
+	NEXT(20, 8)
+	JNZ q41r8loop
+q41r8done:
+	OUT8
+	VZEROUPPER
+	RET
+
+// func rowsQ40x8(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ40x8(SB), NOSPLIT, $0-72
+	SETUP
+	TESTQ CX, CX
+	JZ q40r8done
+q40r8loop:
+	PF3
+	H16
+	W4(2)
+	FQ16x8(0, Y0, Y20)
+	FQ16x8(1, Y1, Y21)
+	FQ16x8(2, Y2, Y22)
+	FQ16x8(3, Y3, Y23)
+	FQ16x8(4, Y4, Y24)
+	FQ16x8(5, Y5, Y25)
+	FQ16x8(6, Y6, Y26)
+	FQ16x8(7, Y7, Y27)
+	NEXT(18, 8)
+	JNZ q40r8loop
+q40r8done:
+	OUT8
+	VZEROUPPER
+	RET
+
+// func rowsQ80x8(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ80x8(SB), NOSPLIT, $0-72
+	SETUP
+	TESTQ CX, CX
+	JZ q80r8done
+q80r8loop:
+	PF5
+	H16
+	W8
+	FQ16x8(0, Y0, Y20)
+	FQ16x8(1, Y1, Y21)
+	FQ16x8(2, Y2, Y22)
+	FQ16x8(3, Y3, Y23)
+	FQ16x8(4, Y4, Y24)
+	FQ16x8(5, Y5, Y25)
+	FQ16x8(6, Y6, Y26)
+	FQ16x8(7, Y7, Y27)
+	NEXT(34, 8)
+	JNZ q80r8loop
+q80r8done:
+	OUT8
 	VZEROUPPER
 	RET
