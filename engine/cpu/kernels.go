@@ -160,6 +160,33 @@ func Softmax(x []float32) {
 	for _, v := range x[1:] {
 		m = max(m, v)
 	}
+	for i := 0; i < len(x); {
+		i += expShiftedSIMD(x[i:], m)
+		end := min(i+4, len(x))
+		for ; i < end; i++ {
+			x[i] = float32(math.Exp(float64(x[i] - m)))
+		}
+	}
+	var sum float64
+	for _, e := range x {
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// softmaxGo is Softmax with math.Exp throughout (the reference the SIMD
+// exponentials are tested against).
+func softmaxGo(x []float32) {
+	if len(x) == 0 {
+		return
+	}
+	m := x[0]
+	for _, v := range x[1:] {
+		m = max(m, v)
+	}
 	var sum float64
 	for i, v := range x {
 		e := float32(math.Exp(float64(v - m)))

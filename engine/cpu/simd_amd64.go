@@ -90,6 +90,20 @@ func siluMulSIMD(g, u []float32) int {
 }
 
 //go:noescape
+func expShiftedAVX2(x *float32, m float32, n int) int
+
+// expShiftedSIMD sets x[i] = float32(math.Exp(float64(x[i]-m))) for a
+// prefix of x with expShiftedAVX2 and returns its length (up to
+// len(x)&^3; less where a group needs math.Exp's special cases).
+func expShiftedSIMD(x []float32, m float32) int {
+	n := len(x) &^ 3
+	if !hasAVX2 || n == 0 {
+		return 0
+	}
+	return expShiftedAVX2(unsafe.SliceData(x), m, n)
+}
+
+//go:noescape
 func f16AVX2(dst *float32, src *uint16, n int)
 
 // dotSIMD computes the dot product of the first n - n%32 elements with AVX2,

@@ -583,3 +583,79 @@ siludone:
 	MOVQ AX, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// expShiftedAVX2: x[i] = float32(math.Exp(float64(x[i]-m))), four at a
+// time, with siluMulAVX2's exact copy of math.Exp (same constants and
+// steps). Where math.Exp's result is below 2^-1021 (the exponent under
+// -1022) the float32 is +0 whatever the double's low bits, so those lanes
+// are set to 0; a group with a NaN or an exponent over 1023 stops the
+// kernel, which returns how many elements it did.
+//
+// func expShiftedAVX2(x *float32, m float32, n int) int   // n a multiple of 4
+DATA expelo<>+0(SB)/4, $-1022
+GLOBL expelo<>(SB), RODATA|NOPTR, $4
+DATA expehi<>+0(SB)/4, $1023
+GLOBL expehi<>(SB), RODATA|NOPTR, $4
+
+TEXT ·expShiftedAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), DI
+	VBROADCASTSS m+8(FP), X7
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+	VMOVUPD silulog2e<>(SB), Y15
+	VMOVUPD siluln2u<>(SB), Y14
+	VMOVUPD siluln2l<>(SB), Y13
+	VMOVUPD silur16<>(SB), Y12
+	VMOVUPD silutwo<>(SB), Y11
+	VMOVUPD siluone<>(SB), Y10
+	VPBROADCASTD expelo<>(SB), X9
+	VPBROADCASTD expehi<>(SB), X8
+exploop:
+	CMPQ AX, CX
+	JGE expdone
+	VMOVUPS (DI)(AX*4), X0
+	VSUBPS X7, X0, X0
+	VCMPPS $3, X0, X0, X4
+	VCVTPS2PD X0, Y1
+	VMULPD Y15, Y1, Y2
+	VCVTPD2DQY Y2, X3
+	VPCMPGTD X8, X3, X5
+	VPOR X5, X4, X4
+	VPTEST X4, X4
+	JNZ expdone
+	VPCMPGTD X3, X9, X6
+	VPMAXSD X9, X3, X3
+	VCVTDQ2PD X3, Y2
+	VFNMADD231PD Y14, Y2, Y1
+	VFNMADD231PD Y13, Y2, Y1
+	VMULPD Y12, Y1, Y1
+	VMOVUPD siluc8<>(SB), Y2
+	VFMADD213PD siluc7<>(SB), Y1, Y2
+	VFMADD213PD siluc6<>(SB), Y1, Y2
+	VFMADD213PD siluc5<>(SB), Y1, Y2
+	VFMADD213PD siluc4<>(SB), Y1, Y2
+	VFMADD213PD siluc3<>(SB), Y1, Y2
+	VFMADD213PD siluc2<>(SB), Y1, Y2
+	VFMADD213PD siluc1<>(SB), Y1, Y2
+	VMULPD Y2, Y1, Y1
+	VADDPD Y11, Y1, Y2
+	VMULPD Y2, Y1, Y1
+	VADDPD Y11, Y1, Y2
+	VMULPD Y2, Y1, Y1
+	VADDPD Y11, Y1, Y2
+	VMULPD Y2, Y1, Y1
+	VADDPD Y11, Y1, Y2
+	VFMADD213PD Y10, Y2, Y1
+	VPMOVSXDQ X3, Y4
+	VPADDQ silu1023<>(SB), Y4, Y4
+	VPSLLQ $52, Y4, Y4
+	VMULPD Y4, Y1, Y1
+	VCVTPD2PSY Y1, X1
+	VPANDN X1, X6, X1
+	VMOVUPS X1, (DI)(AX*4)
+	ADDQ $4, AX
+	JMP exploop
+expdone:
+	MOVQ AX, ret+24(FP)
+	VZEROUPPER
+	RET

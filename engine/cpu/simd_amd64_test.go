@@ -169,3 +169,35 @@ func TestSiLUMulSIMD(t *testing.T) {
 		t.Fatalf("the kernel stopped at %d of 4000 ordinary activations", n)
 	}
 }
+
+// TestSoftmaxSIMD: Softmax with the packed exponentials gives softmaxGo's
+// bits, for score rows of many lengths and spreads (differences from the
+// maximum past -708 and -745, where math.Exp goes subnormal and then 0),
+// rows with -Inf, and rows with NaN.
+func TestSoftmaxSIMD(t *testing.T) {
+	r := rand.New(rand.NewPCG(53, 54))
+	for _, spread := range []float32{0.1, 5, 300, 800, 2000} {
+		for n := 1; n <= 67; n += 3 {
+			x := randVals(r, n, spread)
+			if n > 5 {
+				x[n/2] = float32(math.Inf(-1))
+			}
+			if spread == 2000 && n > 9 {
+				x[7] = float32(math.NaN())
+			}
+			want := append([]float32(nil), x...)
+			softmaxGo(want)
+			got := append([]float32(nil), x...)
+			Softmax(got)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
+					t.Fatalf("spread %v, %d scores: [%d] (x = %v) = %v, softmaxGo gives %v", spread, n, i, x[i], got[i], want[i])
+				}
+			}
+		}
+	}
+	plain := randVals(r, 400, 3)
+	if n := expShiftedSIMD(plain, 10); hasAVX2 && n != 400 {
+		t.Fatalf("the kernel stopped at %d of 400 ordinary scores", n)
+	}
+}

@@ -22,6 +22,8 @@ func wsumSIMD(out, v []float32, vstride int, w []float32) bool { return false }
 
 func siluMulSIMD(g, u []float32) int { return 0 }
 
+func expShiftedSIMD(x []float32, m float32) int { return 0 }
+
 func f16SIMD(dst []float32, src []byte) int { return 0 }
 
 func bf16SIMD(dst []float32, src []byte) int { return 0 }
