@@ -473,7 +473,7 @@ func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *
 		g, u := g[:n*lo.FFN], u[:n*lo.FFN]
 		l.gate.MatMul(m.pool, g, xb)
 		l.up.MatMul(m.pool, u, xb)
-		GateMul(m.pool, g, u, GELUTanh)
+		GELUMul(m.pool, g, u)
 		l.down.MatMul(m.pool, xb, g)
 		for t := range n {
 			RMSNorm(xb[t*H:(t+1)*H], xb[t*H:(t+1)*H], l.postFFNorm, o.Eps)
@@ -486,9 +486,7 @@ func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *
 			for t := range n {
 				in := ple[t*L*P+li*P : t*L*P+(li+1)*P]
 				row := g[t*P : (t+1)*P]
-				for i := range row {
-					row[i] = GELUTanh(row[i]) * in[i]
-				}
+				geluMulRange(row, in)
 			}
 			l.pleProj.MatMul(m.pool, xb, g)
 			for t := range n {

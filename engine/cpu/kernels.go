@@ -235,6 +235,22 @@ func siluMulRange(g, u []float32) {
 	}
 }
 
+// GELUMul is GateMul(p, g, u, GELUTanh) with the SIMD GELU where there is
+// one (geluMulAVX2: bit-identical to GELUTanh).
+func GELUMul(p *Pool, g, u []float32) {
+	u = u[:len(g)]
+	p.For(len(g), 1024, 10, func(_, lo, hi int) {
+		geluMulRange(g[lo:hi], u[lo:hi])
+	})
+}
+
+// geluMulRange is GELUMul's loop over one piece.
+func geluMulRange(g, u []float32) {
+	for i := geluMulSIMD(g, u); i < len(g); i++ {
+		g[i] = GELUTanh(g[i]) * u[i]
+	}
+}
+
 // SiLU returns x·sigmoid(x).
 func SiLU(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
 

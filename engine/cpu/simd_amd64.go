@@ -104,6 +104,21 @@ func expShiftedSIMD(x []float32, m float32) int {
 }
 
 //go:noescape
+func geluMulAVX2(gate, u *float32, n int)
+
+// geluMulSIMD does g[i] = GELUTanh(g[i])*u[i] for g[:len(g)&^3] with
+// geluMulAVX2 and returns how many it did.
+func geluMulSIMD(g, u []float32) int {
+	n := len(g) &^ 3
+	if !hasAVX2 || n == 0 {
+		return 0
+	}
+	_ = u[n-1]
+	geluMulAVX2(unsafe.SliceData(g), unsafe.SliceData(u), n)
+	return n
+}
+
+//go:noescape
 func f16AVX2(dst *float32, src *uint16, n int)
 
 // dotSIMD computes the dot product of the first n - n%32 elements with AVX2,

@@ -659,3 +659,179 @@ expdone:
 	MOVQ AX, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// geluMulAVX2: gate[i] = GELUTanh(gate[i])·u[i], four at a time in packed
+// doubles with exactly the Go operations of GELUTanh and of math.Tanh (the
+// pure-Go tanh: its three ranges computed for every lane and blended, the
+// exponential by the same exact copy of math.Exp as siluMulAVX2, whose
+// argument 2|x| is in range wherever it is used), so every result is the Go
+// expression's bits. Go does not fuse a*b+c on amd64 (GOAMD64=v1), so
+// neither does this.
+//
+// func geluMulAVX2(gate, u *float32, n int)   // n a multiple of 4
+DATA gelu0x3<>+0(SB)/4, $-1022
+DATA gelu0x3<>+4(SB)/4, $-1022
+DATA gelu0x3<>+8(SB)/4, $-1022
+DATA gelu0x3<>+12(SB)/4, $-1022
+GLOBL gelu0x3<>(SB), RODATA|NOPTR, $16
+DATA geluhalfmaxlog<>+0(SB)/8, $0x404601e678fc457b
+DATA geluhalfmaxlog<>+8(SB)/8, $0x404601e678fc457b
+DATA geluhalfmaxlog<>+16(SB)/8, $0x404601e678fc457b
+DATA geluhalfmaxlog<>+24(SB)/8, $0x404601e678fc457b
+GLOBL geluhalfmaxlog<>(SB), RODATA|NOPTR, $32
+DATA gelup0<>+0(SB)/8, $0xbfeedc5baafd6f4b
+DATA gelup0<>+8(SB)/8, $0xbfeedc5baafd6f4b
+DATA gelup0<>+16(SB)/8, $0xbfeedc5baafd6f4b
+DATA gelup0<>+24(SB)/8, $0xbfeedc5baafd6f4b
+GLOBL gelup0<>(SB), RODATA|NOPTR, $32
+DATA gelup1<>+0(SB)/8, $0xc058d26a0e26682d
+DATA gelup1<>+8(SB)/8, $0xc058d26a0e26682d
+DATA gelup1<>+16(SB)/8, $0xc058d26a0e26682d
+DATA gelup1<>+24(SB)/8, $0xc058d26a0e26682d
+GLOBL gelup1<>(SB), RODATA|NOPTR, $32
+DATA gelup2<>+0(SB)/8, $0xc0993ac030580563
+DATA gelup2<>+8(SB)/8, $0xc0993ac030580563
+DATA gelup2<>+16(SB)/8, $0xc0993ac030580563
+DATA gelup2<>+24(SB)/8, $0xc0993ac030580563
+GLOBL gelup2<>(SB), RODATA|NOPTR, $32
+DATA geluq0<>+0(SB)/8, $0x405c33f28a581b86
+DATA geluq0<>+8(SB)/8, $0x405c33f28a581b86
+DATA geluq0<>+16(SB)/8, $0x405c33f28a581b86
+DATA geluq0<>+24(SB)/8, $0x405c33f28a581b86
+GLOBL geluq0<>(SB), RODATA|NOPTR, $32
+DATA geluq1<>+0(SB)/8, $0x40a176fa0e5535fa
+DATA geluq1<>+8(SB)/8, $0x40a176fa0e5535fa
+DATA geluq1<>+16(SB)/8, $0x40a176fa0e5535fa
+DATA geluq1<>+24(SB)/8, $0x40a176fa0e5535fa
+GLOBL geluq1<>(SB), RODATA|NOPTR, $32
+DATA geluq2<>+0(SB)/8, $0x40b2ec102442040c
+DATA geluq2<>+8(SB)/8, $0x40b2ec102442040c
+DATA geluq2<>+16(SB)/8, $0x40b2ec102442040c
+DATA geluq2<>+24(SB)/8, $0x40b2ec102442040c
+GLOBL geluq2<>(SB), RODATA|NOPTR, $32
+DATA geluc<>+0(SB)/8, $0x3fe9884533d43651
+DATA geluc<>+8(SB)/8, $0x3fe9884533d43651
+DATA geluc<>+16(SB)/8, $0x3fe9884533d43651
+DATA geluc<>+24(SB)/8, $0x3fe9884533d43651
+GLOBL geluc<>(SB), RODATA|NOPTR, $32
+DATA geluk<>+0(SB)/8, $0x3fa6e4e26d4801f7
+DATA geluk<>+8(SB)/8, $0x3fa6e4e26d4801f7
+DATA geluk<>+16(SB)/8, $0x3fa6e4e26d4801f7
+DATA geluk<>+24(SB)/8, $0x3fa6e4e26d4801f7
+GLOBL geluk<>(SB), RODATA|NOPTR, $32
+DATA geluhalf<>+0(SB)/8, $0x3fe0000000000000
+DATA geluhalf<>+8(SB)/8, $0x3fe0000000000000
+DATA geluhalf<>+16(SB)/8, $0x3fe0000000000000
+DATA geluhalf<>+24(SB)/8, $0x3fe0000000000000
+GLOBL geluhalf<>(SB), RODATA|NOPTR, $32
+DATA gelut625<>+0(SB)/8, $0x3fe4000000000000
+DATA gelut625<>+8(SB)/8, $0x3fe4000000000000
+DATA gelut625<>+16(SB)/8, $0x3fe4000000000000
+DATA gelut625<>+24(SB)/8, $0x3fe4000000000000
+GLOBL gelut625<>(SB), RODATA|NOPTR, $32
+DATA geluabsmask<>+0(SB)/8, $0x7fffffffffffffff
+DATA geluabsmask<>+8(SB)/8, $0x7fffffffffffffff
+DATA geluabsmask<>+16(SB)/8, $0x7fffffffffffffff
+DATA geluabsmask<>+24(SB)/8, $0x7fffffffffffffff
+GLOBL geluabsmask<>(SB), RODATA|NOPTR, $32
+DATA gelusignmask<>+0(SB)/8, $0x8000000000000000
+DATA gelusignmask<>+8(SB)/8, $0x8000000000000000
+DATA gelusignmask<>+16(SB)/8, $0x8000000000000000
+DATA gelusignmask<>+24(SB)/8, $0x8000000000000000
+GLOBL gelusignmask<>(SB), RODATA|NOPTR, $32
+
+TEXT ·geluMulAVX2(SB), NOSPLIT, $0-24
+	MOVQ gate+0(FP), DI
+	MOVQ u+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+	VMOVUPD silulog2e<>(SB), Y15
+	VMOVUPD siluln2u<>(SB), Y14
+	VMOVUPD siluln2l<>(SB), Y13
+	VMOVUPD silur16<>(SB), Y12
+	VMOVUPD silutwo<>(SB), Y11
+	VMOVUPD siluone<>(SB), Y10
+geluloop:
+	CMPQ AX, CX
+	JGE geludone
+	// v and b = c*(v + 0.044715*v*v*v)
+	VCVTPS2PD (DI)(AX*4), Y9
+	VMOVUPD geluk<>(SB), Y0
+	VMULPD Y9, Y0, Y0
+	VMULPD Y9, Y0, Y0
+	VMULPD Y9, Y0, Y0
+	VADDPD Y0, Y9, Y0
+	VMULPD geluc<>(SB), Y0, Y0
+	// z = |b|; the rational range: s = b*b, b + b*s*num/den
+	VANDPD geluabsmask<>(SB), Y0, Y1
+	VMULPD Y0, Y0, Y2
+	VMULPD gelup0<>(SB), Y2, Y3
+	VADDPD gelup1<>(SB), Y3, Y3
+	VMULPD Y2, Y3, Y3
+	VADDPD gelup2<>(SB), Y3, Y3
+	VADDPD geluq0<>(SB), Y2, Y4
+	VMULPD Y2, Y4, Y4
+	VADDPD geluq1<>(SB), Y4, Y4
+	VMULPD Y2, Y4, Y4
+	VADDPD geluq2<>(SB), Y4, Y4
+	VMULPD Y2, Y0, Y5
+	VMULPD Y3, Y5, Y5
+	VDIVPD Y4, Y5, Y5
+	VADDPD Y5, Y0, Y8
+	// the exponential range: 1 - 2/(Exp(2z)+1), with b's sign
+	VADDPD Y1, Y1, Y2
+	VMULPD Y15, Y2, Y3
+	VCVTPD2DQY Y3, X3
+	VCVTDQ2PD X3, Y4
+	VFNMADD231PD Y14, Y4, Y2
+	VFNMADD231PD Y13, Y4, Y2
+	VMULPD Y12, Y2, Y2
+	VMOVUPD siluc8<>(SB), Y5
+	VFMADD213PD siluc7<>(SB), Y2, Y5
+	VFMADD213PD siluc6<>(SB), Y2, Y5
+	VFMADD213PD siluc5<>(SB), Y2, Y5
+	VFMADD213PD siluc4<>(SB), Y2, Y5
+	VFMADD213PD siluc3<>(SB), Y2, Y5
+	VFMADD213PD siluc2<>(SB), Y2, Y5
+	VFMADD213PD siluc1<>(SB), Y2, Y5
+	VMULPD Y5, Y2, Y2
+	VADDPD Y11, Y2, Y5
+	VMULPD Y5, Y2, Y2
+	VADDPD Y11, Y2, Y5
+	VMULPD Y5, Y2, Y2
+	VADDPD Y11, Y2, Y5
+	VMULPD Y5, Y2, Y2
+	VADDPD Y11, Y2, Y5
+	VFMADD213PD Y10, Y5, Y2
+	VPMAXSD gelu0x3<>(SB), X3, X3
+	VPMOVSXDQ X3, Y4
+	VPADDQ silu1023<>(SB), Y4, Y4
+	VPSLLQ $52, Y4, Y4
+	VMULPD Y4, Y2, Y2
+	VADDPD Y10, Y2, Y2
+	VDIVPD Y2, Y11, Y2
+	VSUBPD Y2, Y10, Y2
+	VANDPD gelusignmask<>(SB), Y0, Y6
+	VXORPD Y6, Y2, Y2
+	// blend: exponential range where z >= 0.625, ±1 where z > MAXLOG/2,
+	// b itself where b == 0
+	VCMPPD $0x1d, gelut625<>(SB), Y1, Y7
+	VBLENDVPD Y7, Y2, Y8, Y8
+	VCMPPD $0x1e, geluhalfmaxlog<>(SB), Y1, Y7
+	VORPD Y6, Y10, Y2
+	VBLENDVPD Y7, Y2, Y8, Y8
+	VXORPD Y7, Y7, Y7
+	VCMPPD $0x00, Y7, Y0, Y7
+	VBLENDVPD Y7, Y0, Y8, Y8
+	// 0.5*v*(1+t), then times u
+	VADDPD Y10, Y8, Y8
+	VMULPD geluhalf<>(SB), Y9, Y9
+	VMULPD Y8, Y9, Y9
+	VCVTPD2PSY Y9, X0
+	VMULPS (SI)(AX*4), X0, X0
+	VMOVUPS X0, (DI)(AX*4)
+	ADDQ $4, AX
+	JMP geluloop
+geludone:
+	VZEROUPPER
+	RET

@@ -201,3 +201,52 @@ func TestSoftmaxSIMD(t *testing.T) {
 		t.Fatalf("the kernel stopped at %d of 400 ordinary scores", n)
 	}
 }
+
+// TestGELUMulSIMD: the packed-double GELU gives GELUTanh(g)·u bit for bit,
+// across math.Tanh's three ranges and their borders, signed zeros,
+// subnormals, huge values, ±Inf and NaN.
+func TestGELUMulSIMD(t *testing.T) {
+	r := rand.New(rand.NewPCG(55, 56))
+	var g []float32
+	for _, scale := range []float32{1e-3, 0.5, 1, 3, 10, 100} {
+		g = append(g, randVals(r, 4000, scale)...)
+	}
+	special := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 1e-20, -1e-20, 0.7, -0.7, 0.75, -0.75,
+		5, -5, 55, -55, 56, -56, 1e20, -1e20, math.MaxFloat32, -math.MaxFloat32,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
+	for i, v := range special {
+		g[41*i+i%4] = v
+	}
+	// Arguments of math.Tanh next to 0.625 and MAXLOG/2: solve for x.
+	for _, b := range []float64{0.625, 44.014845965556527} {
+		for _, d := range []float64{-1e-9, 0, 1e-9} {
+			x := float32(b + d)
+			for range 20 { // Newton on c*(x+0.044715x^3) = b+d
+				f := 0.7978845608028654*(float64(x)+0.044715*float64(x)*float64(x)*float64(x)) - (b + d)
+				x -= float32(f / (0.7978845608028654 * (1 + 3*0.044715*float64(x)*float64(x))))
+			}
+			g = append(g, x, -x, math.Nextafter32(x, 0), math.Nextafter32(x, 100))
+		}
+	}
+	u := randVals(r, len(g), 2)
+	want := make([]float32, len(g))
+	for i := range g {
+		want[i] = GELUTanh(g[i]) * u[i]
+	}
+	for _, off := range []int{0, 1, 2, 3} {
+		got := append([]float32(nil), g[off:]...)
+		geluMulRange(got, u[off:])
+		for i := range got {
+			if w := want[off+i]; math.Float32bits(got[i]) != math.Float32bits(w) && !(got[i] != got[i] && w != w) {
+				t.Fatalf("offset %d: element %d (x = %v): %v, GELUTanh gives %v", off, i, g[off+i], got[i], w)
+			}
+		}
+	}
+	got := append([]float32(nil), g...)
+	GELUMul(NewPool(2), got, u)
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
+			t.Fatalf("GELUMul: element %d (x = %v): %v, GELUTanh gives %v", i, g[i], got[i], want[i])
+		}
+	}
+}

@@ -24,6 +24,8 @@ func siluMulSIMD(g, u []float32) int { return 0 }
 
 func expShiftedSIMD(x []float32, m float32) int { return 0 }
 
+func geluMulSIMD(g, u []float32) int { return 0 }
+
 func f16SIMD(dst []float32, src []byte) int { return 0 }
 
 func bf16SIMD(dst []float32, src []byte) int { return 0 }
