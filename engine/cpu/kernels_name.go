@@ -9,11 +9,11 @@ import "anechat/engine/model"
 const (
 	// KernelsVNNI: the AVX-512 VNNI row kernels (q8rows_amd64.s) for
 	// quantised weights.
-	KernelsVNNI = "cpu/rows-vnni.1"
+	KernelsVNNI = "cpu/rows-vnni.2"
 	// KernelsAVX2: the AVX2 integer dot kernels (q8_amd64.s).
-	KernelsAVX2 = "cpu/avx2.1"
+	KernelsAVX2 = "cpu/avx2.2"
 	// KernelsGo: the portable Go loops.
-	KernelsGo = "cpu/go.1"
+	KernelsGo = "cpu/go.2"
 )
 
 // kernelsName names the kernel set chosen from the CPU features: vnni

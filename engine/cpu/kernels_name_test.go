@@ -13,10 +13,10 @@ func TestKernelsName(t *testing.T) {
 		vnni, q8 bool
 		want     string
 	}{
-		{true, true, "cpu/rows-vnni.1"},
-		{true, false, "cpu/rows-vnni.1"},
-		{false, true, "cpu/avx2.1"},
-		{false, false, "cpu/go.1"},
+		{true, true, "cpu/rows-vnni.2"},
+		{true, false, "cpu/rows-vnni.2"},
+		{false, true, "cpu/avx2.2"},
+		{false, false, "cpu/go.2"},
 	} {
 		if got := kernelsName(tc.vnni, tc.q8); got != tc.want {
 			t.Errorf("kernelsName(vnni %v, q8 %v) = %q, want %q", tc.vnni, tc.q8, got, tc.want)
