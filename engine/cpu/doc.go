@@ -23,7 +23,9 @@
 //	RoPE, RoPENeox                        rotary embedding: adjacent pairs / split halves (partial, proportional)
 //	Dot, Dot3, Axpy, Add, Softmax         vector helpers (Dot3 = three Dots of one row, bit-identical)
 //	SiLU, GELUTanh, Argmax                activations, greedy pick (ties to the lowest id)
+//	GateMul, SiLUMul, GELUMul             act(gate)·up on the pool (SiLUMul, GELUMul: SIMD, the same bits)
 //	Attend, AttendGroup                   query heads over kv.Cache rows, honouring Visible (sliding windows)
+//	AttendBlock                           Attend for a block of tokens and heads, K/V rows walked once per run
 //	Result                                flat logits -> model.Result for the Output flags (Logits, Argmax, Last)
 //	Pool                                  the worker pool every parallel kernel runs on
 //	F16, BF16, ToF16, ToBF16, Quantize    conversions; Quantize encodes test weights
@@ -38,6 +40,11 @@
 // with AVX-512 VNNI, 8 rows at a time with the rows in the vector lanes
 // (q8rows_amd64.s; one canonical per-token sum, dotQ8Ref in the tests), else
 // one row at a time with AVX2 (q8_amd64.s, its own order). Elsewhere the Go
-// loops run. The choice is fixed per process, so row independence holds on
+// loops run. With AVX2 the attention walks K and V rows run by run
+// (dotRowsAVX2, wsumAVX2) and the exponentials of SiLU, GELU-tanh and Softmax
+// are computed four at a time by an exact copy of math.Exp's amd64 steps,
+// every result the Go expression's bits (the tests compare them with the Go
+// code at test time, so a Go release that changes math.Exp or math.Tanh is
+// caught). The choice is fixed per process, so row independence holds on
 // every machine; different machines may round differently.
 package cpu
