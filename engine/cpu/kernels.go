@@ -244,9 +244,25 @@ func GELUMul(p *Pool, g, u []float32) {
 	})
 }
 
-// geluMulRange is GELUMul's loop over one piece.
+// geluMulRange is GELUMul's loop over one piece. A last partial group of
+// four goes through the SIMD kernel too, padded, so that every element is
+// computed the same way wherever it falls: the SIMD GELU equals GELUTanh
+// as Go compiles it by default (GOAMD64 v1, v2), but GOAMD64=v3 lets the
+// compiler fuse a*b+c in GELUTanh and math.Tanh, and then an element taking
+// the Go path in one call and the SIMD path in another would break row
+// independence.
 func geluMulRange(g, u []float32) {
-	for i := geluMulSIMD(g, u); i < len(g); i++ {
+	i := geluMulSIMD(g, u) // a prefix of whole groups of four
+	if i < len(g) && len(g)-i < 4 {
+		var pg, pu [4]float32
+		k := copy(pg[:], g[i:])
+		copy(pu[:], u[i:])
+		if geluMulSIMD(pg[:], pu[:]) == 4 {
+			copy(g[i:], pg[:k])
+			return
+		}
+	}
+	for ; i < len(g); i++ { // no SIMD on this CPU
 		g[i] = GELUTanh(g[i]) * u[i]
 	}
 }

@@ -118,6 +118,39 @@ func TestMatMulRowIndependence(t *testing.T) {
 	t.Run("cols=103", func(t *testing.T) {
 		testMatMulRowIndependence(t, 103, []gguf.Type{gguf.F32, gguf.F16, gguf.BF16})
 	})
+	t.Run("wide", testMatMulRowIndependenceWide)
+}
+
+// testMatMulRowIndependenceWide: widths up to 17 (groups of 8, 4, 2, 1 in
+// every combination) on matrices big enough for the pool to split them,
+// with rows that are not a multiple of 8, on 1, 2 and 3 workers.
+func testMatMulRowIndependenceWide(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const rows, cols = 77, 1024
+	w := randVals(r, rows*cols, 0.05)
+	x := randVals(r, 17*cols, 1)
+	for _, typ := range []gguf.Type{gguf.F32, gguf.BF16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1} {
+		data, _ := Quantize(typ, w, cols)
+		m, err := NewMatrix("w", typ, rows, cols, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := make([]float32, 17*rows)
+		for tk := range 17 {
+			m.MatMul(NewPool(1), ref[tk*rows:(tk+1)*rows], x[tk*cols:(tk+1)*cols])
+		}
+		for _, workers := range []int{1, 2, 3} {
+			for n := 1; n <= 17; n++ {
+				out := make([]float32, n*rows)
+				m.MatMul(NewPool(workers), out, x[:n*cols])
+				for i := range out {
+					if math.Float32bits(out[i]) != math.Float32bits(ref[i]) {
+						t.Fatalf("%s workers %d width %d: out[%d] (token %d row %d) = %v, width 1 gives %v", typ, workers, n, i, i/rows, i%rows, out[i], ref[i])
+					}
+				}
+			}
+		}
+	}
 }
 
 func testMatMulRowIndependence(t *testing.T, cols int, types []gguf.Type) {

@@ -97,18 +97,22 @@ func (m *Matrix) rowF32(buf []float32, r int) []float32 {
 }
 
 // MatMul computes out[t*Rows+r] = Dot(row r, x[t*Cols:(t+1)*Cols]) for the
-// n = len(x)/Cols tokens of x. Each weight row is read (and dequantised)
-// once for all n tokens, so a wide call costs little more memory traffic than
-// a narrow one; the dot product of a row with a token is the same
-// computation whatever n is (row independence).
+// n = len(x)/Cols tokens of x. Each weight row comes from memory once per
+// call and serves the tokens from the core's caches (the kernels take it
+// for a group of up to 8 or 4 tokens at a time), so a wide call costs
+// little more memory traffic than a narrow one; the dot product of a row
+// with a token is the same computation whatever n is (row independence).
 func (m *Matrix) MatMul(p *Pool, out, x []float32) {
 	m.MatMulInput(p, out, NewInput(x, m.Cols))
 }
 
 // MatMulInput is MatMul on an Input that other matrices may share (see
-// Input). On amd64 with AVX2, Q4_0, Q4_1 and Q8_0 weights multiply 8-bit
-// quantised activations with integer dot products (q8_amd64.s); every other
-// case dequantises each row to float32 once for all tokens.
+// Input). On amd64, Q4_0, Q4_1 and Q8_0 weights multiply 8-bit quantised
+// activations with integer dot products (matMulQ8: the row kernels of
+// q8rows_amd64.s with AVX-512 VNNI, else q8_amd64.s with AVX2); F32, F16
+// and BF16 rows are read in place by the fused kernels of dot4_amd64.s for
+// groups of 4, 2 and 1 tokens where they exist (dotTokens); what is left
+// dequantises each row to float32 once for the remaining tokens.
 func (m *Matrix) MatMulInput(p *Pool, out []float32, in *Input) {
 	x := in.X
 	n := len(x) / m.Cols

@@ -7,7 +7,8 @@ import "math"
 // (ties to even) and clamped to ±127, qs = Σq and s = d·qs (the block's
 // dequantised sum, for Q4 offsets). It depends on x alone, so a token's
 // activations quantise the same in any batch. quantizeQ8AVX2 gives the same
-// bits; a product out of int32 range (only when d underflows) or NaN
+// bits for finite input (a block holding a NaN: NaN d and s in both, q all
+// -127); a product out of int32 range (only when d underflows) or NaN
 // becomes INT_MIN before the clamp, as VCVTPS2DQ does.
 func quantizeQ8(q []int8, d, s []float32, qs []int32, x []float32) {
 	if quantizeQ8SIMD(q, d, s, qs, x) {

@@ -77,9 +77,10 @@ func q8Kernels(t gguf.Type) (x1, x2, x4 q8Kernel) {
 }
 
 // matMulQ8 is MatMul for quantised weights with 8-bit activations: each
-// token's row of the input is quantised once (Input), then every weight row
-// is multiplied with up to four tokens per pass. It reports false when the CPU
-// or the type has no integer kernel.
+// token's row of the input is quantised once (Input). With AVX-512 VNNI the
+// row kernels take 8 weight rows and up to 8 tokens per call (matMulRows);
+// else the AVX2 kernels take one weight row and up to four tokens per pass.
+// It reports false when the CPU or the type has no integer kernel.
 func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool {
 	if in.Cols != m.Cols {
 		return false

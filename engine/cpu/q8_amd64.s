@@ -330,7 +330,8 @@ q80x2done:
 	RET
 
 // quantizeQ8AVX2 is quantizeQ8 (q8.go) for nb whole blocks, with the same
-// result bits for every finite input: |x| max by VMAXPS, d = amax/127,
+// result bits for every finite input (and, for a block with a NaN, NaN d
+// and s, q all -127, as the Go code gives): |x| max by VMAXPS, d = amax/127,
 // id = 1/d (0 when d is 0), q = VCVTPS2DQ(x*id) (round to nearest even;
 // out of range or NaN gives INT_MIN) clamped to ±127, qs = Σq, s = d·qs.
 //
@@ -343,6 +344,8 @@ DATA qzabs<>+0(SB)/4, $0x7fffffff
 GLOBL qzabs<>(SB), RODATA|NOPTR, $4
 DATA qz127f<>+0(SB)/4, $0x42fe0000
 GLOBL qz127f<>(SB), RODATA|NOPTR, $4
+DATA qznan<>+0(SB)/4, $0x7fc00000
+GLOBL qznan<>(SB), RODATA|NOPTR, $4
 DATA qzone<>+0(SB)/4, $0x3f800000
 GLOBL qzone<>(SB), RODATA|NOPTR, $4
 DATA qz127<>+0(SB)/4, $127
@@ -390,6 +393,16 @@ qzloop:
 	VMAXPS X5, X4, X4
 	VPERMILPS $0xb1, X4, X5
 	VMAXPS X5, X4, X4
+	// VMAXPS drops a NaN unless it is the second operand; Go's max keeps
+	// it: a block with a NaN gets amax = NaN, so d, s are NaN and every q
+	// is -127, as in the Go quantiser.
+	VCMPPS $3, Y1, Y0, Y5
+	VCMPPS $3, Y3, Y2, Y6
+	VORPS Y6, Y5, Y5
+	VPTEST Y5, Y5
+	JZ qznonan
+	VMOVSS qznan<>(SB), X4
+qznonan:
 	VDIVSS X14, X4, X8
 	VDIVSS X8, X10, X9
 	VXORPS X6, X6, X6

@@ -110,7 +110,8 @@ func TestLaneKernelsCanonical(t *testing.T) {
 
 // TestQuantizeQ8SIMD: the AVX2 quantiser gives the Go quantiser's bits for
 // random blocks and blocks of zeros, ties (x·id at .5), huge, tiny and
-// subnormal values, and mixed signs.
+// subnormal values, and mixed signs; for blocks holding a NaN (in any of
+// the four 8-lane loads) both give NaN scales and the same q.
 func TestQuantizeQ8SIMD(t *testing.T) {
 	if !hasQ8 {
 		t.Skip("no AVX2 quantiser on this CPU")
@@ -125,7 +126,10 @@ func TestQuantizeQ8SIMD(t *testing.T) {
 		x[96+i] = float32(i) * 1e-44      // block 3: subnormal
 		x[128+i] = float32(i%3-1) * 1e-30 // block 4: tiny
 	}
-	x[160] = -3e38 // block 5: one huge negative value
+	x[160] = -3e38                         // block 5: one huge negative value
+	for b, i := range []int{0, 7, 8, 31} { // blocks 6..9: a NaN at element i
+		x[(6+b)*32+i] = float32(math.NaN())
+	}
 	var q1, q2 [nb * 32]int8
 	var d1, d2, s1, s2 [nb]float32
 	var qs1, qs2 [nb]int32
@@ -134,7 +138,8 @@ func TestQuantizeQ8SIMD(t *testing.T) {
 		t.Fatal("quantizeQ8SIMD declined")
 	}
 	for b := range nb {
-		if math.Float32bits(d1[b]) != math.Float32bits(d2[b]) || math.Float32bits(s1[b]) != math.Float32bits(s2[b]) || qs1[b] != qs2[b] {
+		same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
+		if !same(d1[b], d2[b]) || !same(s1[b], s2[b]) || qs1[b] != qs2[b] {
 			t.Fatalf("block %d: Go d %v s %v qs %d, AVX2 d %v s %v qs %d", b, d1[b], s1[b], qs1[b], d2[b], s2[b], qs2[b])
 		}
 		for i := b * 32; i < b*32+32; i++ {

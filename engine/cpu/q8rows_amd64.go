@@ -90,7 +90,10 @@ func (m *Matrix) matMulRows(p *Pool, out []float32, in *Input, n int) bool {
 	full := m.Rows &^ 7
 	const chunk = 16
 	// Scratch for the padded rows' results: n tokens x 8 rows per worker.
-	scratch := make([]float32, 8*n*p.Workers())
+	var scratch []float32
+	if full != m.Rows {
+		scratch = make([]float32, 8*n*p.Workers())
+	}
 	p.For(m.Rows, chunk, cols*n/2, func(worker, lo, hi int) {
 		for r := lo; r < hi; r += 8 {
 			w, o, os := &m.Data[r*m.rowBytes], out[r:], ostride

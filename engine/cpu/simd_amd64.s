@@ -665,8 +665,9 @@ expdone:
 // pure-Go tanh: its three ranges computed for every lane and blended, the
 // exponential by the same exact copy of math.Exp as siluMulAVX2, whose
 // argument 2|x| is in range wherever it is used), so every result is the Go
-// expression's bits. Go does not fuse a*b+c on amd64 (GOAMD64=v1), so
-// neither does this.
+// expression's bits as Go compiles it by default: with GOAMD64 v1 or v2 it
+// does not fuse a*b+c, and neither does this (with v3 the compiler may, and
+// the two could differ; geluMulRange then still sends every element here).
 //
 // func geluMulAVX2(gate, u *float32, n int)   // n a multiple of 4
 DATA gelu0x3<>+0(SB)/4, $-1022
