@@ -11,7 +11,7 @@ const (
 	// quantised weights.
 	KernelsVNNI = "cpu/rows-vnni.2"
 	// KernelsAVX2: the AVX2 integer dot kernels (q8_amd64.s).
-	KernelsAVX2 = "cpu/avx2.2"
+	KernelsAVX2 = "cpu/avx2.3"
 	// KernelsGo: the portable Go loops.
 	KernelsGo = "cpu/go.2"
 )

@@ -85,8 +85,8 @@ func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool {
 	if in.Cols != m.Cols {
 		return false
 	}
-	if hasVNNI {
-		return m.matMulRows(p, out, in, n)
+	if m.matMulRows(p, out, in, n) {
+		return true
 	}
 	k1, k2, k4 := q8Kernels(m.Type)
 	if k1 == nil {

@@ -57,16 +57,33 @@ func dotQ8Ref(typ gguf.Type, row []byte, q []int8, d, s []float32, qs []int32) f
 	return a
 }
 
-// TestLaneKernelsCanonical: every width of the integer kernels gives, bit
-// for bit, the canonical sum of dotQ8Ref of every token, for rows of 1 to
-// 13 blocks, matrices of 1 to 19 rows (partial groups of 8), weights with extreme values (Q8_0 -128,
-// nibbles 0 and 15) and activations with zero and saturated blocks.
+// TestLaneKernelsCanonical: every width of the row kernels gives, bit for
+// bit, the canonical sum of dotQ8Ref of every token, for rows of 1 to 13
+// blocks, matrices of 1 to 19 rows (partial groups of 8), weights with
+// extreme values (Q8_0 -128, nibbles 0 and 15) and activations with zero
+// and saturated blocks: the VNNI forms (all three types) and the AVX2 forms
+// (Q4_0, Q4_1), each where the CPU has them.
 func TestLaneKernelsCanonical(t *testing.T) {
-	if !hasVNNI {
-		t.Skip("no AVX-512 VNNI on this CPU")
+	if !hasQ8 {
+		t.Skip("no AVX2 on this CPU: the Go loops run")
 	}
+	if hasVNNI {
+		t.Run("vnni", func(t *testing.T) { testRowKernelsCanonical(t, []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1}) })
+	}
+	t.Run("avx2", func(t *testing.T) {
+		saved := hasVNNI
+		hasVNNI = false
+		defer func() { hasVNNI = saved }()
+		testRowKernelsCanonical(t, []gguf.Type{gguf.Q4_0, gguf.Q4_1})
+	})
+}
+
+func testRowKernelsCanonical(t *testing.T, types []gguf.Type) {
 	r := rand.New(rand.NewPCG(41, 42))
-	for _, typ := range []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1} {
+	for _, typ := range types {
+		if rowKernels(typ)[1] == nil {
+			t.Fatalf("%s: no row kernels", typ)
+		}
 		for nb := 1; nb <= 13; nb++ {
 			rows := 1 + (nb*7)%19
 			cols := 32 * nb

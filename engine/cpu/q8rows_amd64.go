@@ -52,16 +52,54 @@ func rowsQ40x8(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointe
 //go:noescape
 func rowsQ80x8(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
-// rowKernels returns the row kernels for t by group size (index 1, 2, 4,
-// 8; nil if none).
+//go:noescape
+func rowsQ41x1A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ41x2A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ41x4A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ41x8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ40x1A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ40x2A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ40x4A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ40x8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+// rowKernels returns the row kernels for t on this CPU by group size
+// (index 1, 2, 4, 8; nil if none): the VNNI forms, or the AVX2 forms for
+// Q4_0 and Q4_1. Both compute the canonical sum (dotQ8Ref).
 func rowKernels(t gguf.Type) (k [9]rowKernel) {
-	switch t {
-	case gguf.Q4_0:
-		k[1], k[2], k[4], k[8] = rowsQ40x1, rowsQ40x2, rowsQ40x4, rowsQ40x8
-	case gguf.Q4_1:
-		k[1], k[2], k[4], k[8] = rowsQ41x1, rowsQ41x2, rowsQ41x4, rowsQ41x8
-	case gguf.Q8_0:
-		k[1], k[2], k[4], k[8] = rowsQ80x1, rowsQ80x2, rowsQ80x4, rowsQ80x8
+	if hasVNNI {
+		switch t {
+		case gguf.Q4_0:
+			k[1], k[2], k[4], k[8] = rowsQ40x1, rowsQ40x2, rowsQ40x4, rowsQ40x8
+		case gguf.Q4_1:
+			k[1], k[2], k[4], k[8] = rowsQ41x1, rowsQ41x2, rowsQ41x4, rowsQ41x8
+		case gguf.Q8_0:
+			k[1], k[2], k[4], k[8] = rowsQ80x1, rowsQ80x2, rowsQ80x4, rowsQ80x8
+		}
+		return k
+	}
+	if hasQ8 {
+		// The AVX2 forms (q8rowsavx2_amd64.s): Q4 weights only, whose
+		// nibbles let VPMADDUBSW sum a block in int16.
+		switch t {
+		case gguf.Q4_0:
+			k[1], k[2], k[4], k[8] = rowsQ40x1A, rowsQ40x2A, rowsQ40x4A, rowsQ40x8A
+		case gguf.Q4_1:
+			k[1], k[2], k[4], k[8] = rowsQ41x1A, rowsQ41x2A, rowsQ41x4A, rowsQ41x8A
+		}
 	}
 	return k
 }
