@@ -61,8 +61,8 @@ func dotQ8Ref(typ gguf.Type, row []byte, q []int8, d, s []float32, qs []int32) f
 // bit, the canonical sum of dotQ8Ref of every token, for rows of 1 to 13
 // blocks, matrices of 1 to 19 rows (partial groups of 8), weights with
 // extreme values (Q8_0 -128, nibbles 0 and 15) and activations with zero
-// and saturated blocks: the VNNI forms (all three types) and the AVX2 forms
-// (Q4_0, Q4_1), each where the CPU has them.
+// and saturated blocks: the VNNI forms and the AVX2 forms, each where the
+// CPU has them.
 func TestLaneKernelsCanonical(t *testing.T) {
 	if !hasQ8 {
 		t.Skip("no AVX2 on this CPU: the Go loops run")
@@ -74,7 +74,7 @@ func TestLaneKernelsCanonical(t *testing.T) {
 		saved := hasVNNI
 		hasVNNI = false
 		defer func() { hasVNNI = saved }()
-		testRowKernelsCanonical(t, []gguf.Type{gguf.Q4_0, gguf.Q4_1})
+		testRowKernelsCanonical(t, []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1})
 	})
 }
 

@@ -76,9 +76,21 @@ func rowsQ40x4A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Point
 //go:noescape
 func rowsQ40x8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
+//go:noescape
+func rowsQ80x1A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ80x2A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ80x4A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ80x8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
 // rowKernels returns the row kernels for t on this CPU by group size
-// (index 1, 2, 4, 8; nil if none): the VNNI forms, or the AVX2 forms for
-// Q4_0 and Q4_1. Both compute the canonical sum (dotQ8Ref).
+// (index 1, 2, 4, 8; nil if none): the VNNI forms, or the AVX2 forms. Both
+// compute the canonical sum (dotQ8Ref).
 func rowKernels(t gguf.Type) (k [9]rowKernel) {
 	if hasVNNI {
 		switch t {
@@ -92,13 +104,14 @@ func rowKernels(t gguf.Type) (k [9]rowKernel) {
 		return k
 	}
 	if hasQ8 {
-		// The AVX2 forms (q8rowsavx2_amd64.s): Q4 weights only, whose
-		// nibbles let VPMADDUBSW sum a block in int16.
+		// The AVX2 forms (q8rowsavx2_amd64.s).
 		switch t {
 		case gguf.Q4_0:
 			k[1], k[2], k[4], k[8] = rowsQ40x1A, rowsQ40x2A, rowsQ40x4A, rowsQ40x8A
 		case gguf.Q4_1:
 			k[1], k[2], k[4], k[8] = rowsQ41x1A, rowsQ41x2A, rowsQ41x4A, rowsQ41x8A
+		case gguf.Q8_0:
+			k[1], k[2], k[4], k[8] = rowsQ80x1A, rowsQ80x2A, rowsQ80x4A, rowsQ80x8A
 		}
 	}
 	return k

@@ -1,13 +1,13 @@
 #include "textflag.h"
 
-// AVX2 forms of the row kernels of q8rows_amd64.s for Q4_0 and Q4_1 (CPUs
-// without AVX-512 VNNI): the same 8 rows in the lanes, the same transposed
+// AVX2 forms of the row kernels of q8rows_amd64.s (CPUs without AVX-512
+// VNNI): the same 8 rows in the lanes, the same transposed
 // weight chunks, the same canonical per-token sum (dotQ8Ref), so every result
 // is the VNNI kernels' bits. Without VPDPBUSD a chunk is VPMADDUBSW (nibble
 // weights <= 15 times activations, pairs summed to int16: at most
 // 2*15*127 = 3810, so the 8 chunks of a block add up in int16 without
 // overflow, 30480 at most) and one VPMADDWD by ones per block makes the int32
-// sums. Without embedded broadcasts each activation chunk is VPBROADCASTD
+// sums (Q8_0 below needs one per chunk). Without embedded broadcasts each activation chunk is VPBROADCASTD
 // into a register. With 16 registers the block scales d_w and m_w live on
 // the stack, and the 8-token form keeps tokens 4..7's accumulators there.
 //
@@ -236,6 +236,89 @@ GLOBL a8ones<>(SB), RODATA|NOPTR, $32
 	VMOVUPS 160(SP), Y0 \
 	VMOVUPS Y0, (DI)(BX*1)
 
+// Q8_0 (signed weights): VPMADDUBSW takes |w| as the unsigned operand and
+// the activations with w's sign (VPSIGNB), so a pair is at most
+// 2*128*127 = 32512 and fits int16, but two chunks may not: each chunk
+// goes to int32 (VPMADDWD) before it is added. The signed chunks wait on
+// the stack at 192(SP)...
+
+// TRANSPOSEB is TRANSPOSEA with Y12..Y15 as temporaries (W8A's second
+// half, while Y8..Y11 hold the first).
+#define TRANSPOSEB \
+	VPUNPCKLDQ Y1, Y0, Y12 \
+	VPUNPCKHDQ Y1, Y0, Y13 \
+	VPUNPCKLDQ Y3, Y2, Y14 \
+	VPUNPCKHDQ Y3, Y2, Y15 \
+	VPUNPCKLQDQ Y14, Y12, Y0 \
+	VPUNPCKHQDQ Y14, Y12, Y1 \
+	VPUNPCKLQDQ Y15, Y13, Y2 \
+	VPUNPCKHQDQ Y15, Y13, Y3
+
+// W8A: |w| of chunks 0..7 in Y8..Y15, w at 192(SP)..
+#define W8A \
+	LOAD4A(2) \
+	TRANSPOSEA \
+	VMOVDQU Y0, 192(SP) \
+	VMOVDQU Y1, 224(SP) \
+	VMOVDQU Y2, 256(SP) \
+	VMOVDQU Y3, 288(SP) \
+	VPABSB Y0, Y8 \
+	VPABSB Y1, Y9 \
+	VPABSB Y2, Y10 \
+	VPABSB Y3, Y11 \
+	LOAD4A(18) \
+	TRANSPOSEB \
+	VMOVDQU Y0, 320(SP) \
+	VMOVDQU Y1, 352(SP) \
+	VMOVDQU Y2, 384(SP) \
+	VMOVDQU Y3, 416(SP) \
+	VPABSB Y0, Y12 \
+	VPABSB Y1, Y13 \
+	VPABSB Y2, Y14 \
+	VPABSB Y3, Y15
+
+#define CH8(t, c, wreg) \
+	VPBROADCASTD (t*32+4*c)(SI), Y0 \
+	VPSIGNB (192+32*c)(SP), Y0, Y0 \
+	VPMADDUBSW Y0, wreg, Y1 \
+	VPMADDWD a8ones<>(SB), Y1, Y1 \
+	VPADDD Y1, Y2, Y2
+
+// DOT8A leaves token t's int32 block sums for the 8 rows in Y2.
+#define DOT8A(t) \
+	VPBROADCASTD (t*32)(SI), Y0 \
+	VPSIGNB 192(SP), Y0, Y0 \
+	VPMADDUBSW Y0, Y8, Y2 \
+	VPMADDWD a8ones<>(SB), Y2, Y2 \
+	CH8(t, 1, Y9) \
+	CH8(t, 2, Y10) \
+	CH8(t, 3, Y11) \
+	CH8(t, 4, Y12) \
+	CH8(t, 5, Y13) \
+	CH8(t, 6, Y14) \
+	CH8(t, 7, Y15)
+
+#define F80A(t, A) \
+	DOT8A(t) \
+	VCVTDQ2PS Y2, Y2 \
+	VBROADCASTSS (4*t)(DX), Y3 \
+	VMULPS 0(SP), Y3, Y3 \
+	VFMADD231PS Y2, Y3, A
+
+#define S80A(t, off) \
+	DOT8A(t) \
+	VCVTDQ2PS Y2, Y2 \
+	VBROADCASTSS (4*t)(DX), Y3 \
+	VMULPS 0(SP), Y3, Y3 \
+	VMOVUPS off(SP), Y1 \
+	VFMADD231PS Y2, Y3, Y1 \
+	VMOVUPS Y1, off(SP)
+
+#define PF5A \
+	PFA \
+	PREFETCHT0 192(DI)(BX*8) \
+	PREFETCHT0 256(DI)(BX*8)
+
 // func rowsQ41x1A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 TEXT ·rowsQ41x1A(SB), NOSPLIT, $192-72
 	SETUP2
@@ -390,6 +473,85 @@ q40a8loop:
 	NEXTA(18, 8)
 	JNZ q40a8loop
 q40a8done:
+	OUTA8
+	VZEROUPPER
+	RET
+
+// func rowsQ80x1A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ80x1A(SB), NOSPLIT, $448-72
+	SETUP2
+	TESTQ CX, CX
+	JZ q80a1done
+q80a1loop:
+	PF5A
+	H16A
+	W8A
+	F80A(0, Y4)
+	NEXTA(34, 1)
+	JNZ q80a1loop
+q80a1done:
+	OUTA1
+	VZEROUPPER
+	RET
+
+// func rowsQ80x2A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ80x2A(SB), NOSPLIT, $448-72
+	SETUP2
+	TESTQ CX, CX
+	JZ q80a2done
+q80a2loop:
+	PF5A
+	H16A
+	W8A
+	F80A(0, Y4)
+	F80A(1, Y5)
+	NEXTA(34, 2)
+	JNZ q80a2loop
+q80a2done:
+	OUTA2
+	VZEROUPPER
+	RET
+
+// func rowsQ80x4A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ80x4A(SB), NOSPLIT, $448-72
+	SETUP2
+	TESTQ CX, CX
+	JZ q80a4done
+q80a4loop:
+	PF5A
+	H16A
+	W8A
+	F80A(0, Y4)
+	F80A(1, Y5)
+	F80A(2, Y6)
+	F80A(3, Y7)
+	NEXTA(34, 4)
+	JNZ q80a4loop
+q80a4done:
+	OUTA4
+	VZEROUPPER
+	RET
+
+// func rowsQ80x8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ80x8A(SB), NOSPLIT, $448-72
+	SETUP2
+	TESTQ CX, CX
+	JZ q80a8done
+q80a8loop:
+	PF5A
+	H16A
+	W8A
+	F80A(0, Y4)
+	F80A(1, Y5)
+	F80A(2, Y6)
+	F80A(3, Y7)
+	S80A(4, 64)
+	S80A(5, 96)
+	S80A(6, 128)
+	S80A(7, 160)
+	NEXTA(34, 8)
+	JNZ q80a8loop
+q80a8done:
 	OUTA8
 	VZEROUPPER
 	RET
