@@ -38,10 +38,9 @@
 // token's result Dot's bit for bit. Q4_0/Q4_1/Q8_0 weights multiply
 // activations quantised to 8 bits (quantizeQ8) with integer dot products,
 // 8 rows at a time with the rows in the vector lanes and one canonical
-// per-token sum (dotQ8Ref in the tests): with AVX-512 VNNI for all three
-// types (q8rows_amd64.s), with AVX2 for Q4_0 and Q4_1 (q8rowsavx2_amd64.s);
-// Q8_0 without VNNI runs one row at a time (q8_amd64.s, its own order).
-// Elsewhere the Go loops run. With AVX2 the attention walks K and V rows run by run
+// per-token sum (dotQ8Ref in the tests), with AVX-512 VNNI
+// (q8rows_amd64.s) or AVX2 (q8rowsavx2_amd64.s); q8_amd64.s holds the AVX2
+// quantiser. Elsewhere the Go loops run. With AVX2 the attention walks K and V rows run by run
 // (dotRowsAVX2, wsumAVX2) and the exponentials of SiLU, GELU-tanh and Softmax
 // are computed four at a time by an exact copy of math.Exp's amd64 steps,
 // every result the Go expression's bits (the tests compare them with the Go

@@ -10,8 +10,8 @@ const (
 	// KernelsVNNI: the AVX-512 VNNI row kernels (q8rows_amd64.s) for
 	// quantised weights.
 	KernelsVNNI = "cpu/rows-vnni.2"
-	// KernelsAVX2: the AVX2 integer dot kernels (q8_amd64.s).
-	KernelsAVX2 = "cpu/avx2.3"
+	// KernelsAVX2: the AVX2 forms of the row kernels (q8rowsavx2_amd64.s).
+	KernelsAVX2 = "cpu/avx2.4"
 	// KernelsGo: the portable Go loops.
 	KernelsGo = "cpu/go.2"
 )

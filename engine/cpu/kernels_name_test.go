@@ -15,7 +15,7 @@ func TestKernelsName(t *testing.T) {
 	}{
 		{true, true, "cpu/rows-vnni.2"},
 		{true, false, "cpu/rows-vnni.2"},
-		{false, true, "cpu/avx2.3"},
+		{false, true, "cpu/avx2.4"},
 		{false, false, "cpu/go.2"},
 	} {
 		if got := kernelsName(tc.vnni, tc.q8); got != tc.want {

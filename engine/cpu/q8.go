@@ -6,18 +6,12 @@ import "math"
 // for the integer kernels: d = max|x|/127, q = x·(1/d) rounded to nearest
 // (ties to even) and clamped to ±127, qs = Σq and s = d·qs (the block's
 // dequantised sum, for Q4 offsets). It depends on x alone, so a token's
-// activations quantise the same in any batch. quantizeQ8AVX2 gives the same
-// bits for finite input (a block holding a NaN: NaN d and s in both, q all
+// activations quantise the same in any batch. This is the definition;
+// quantizeQ8Into writes the kernels' layouts, with quantizeQ8AVX2 where it
+// runs, which gives the same bits for finite input (a block holding a NaN: NaN d and s in both, q all
 // -127); a product out of int32 range (only when d underflows) or NaN
 // becomes INT_MIN before the clamp, as VCVTPS2DQ does.
 func quantizeQ8(q []int8, d, s []float32, qs []int32, x []float32) {
-	if quantizeQ8SIMD(q, d, s, qs, x) {
-		return
-	}
-	quantizeQ8Go(q, d, s, qs, x)
-}
-
-func quantizeQ8Go(q []int8, d, s []float32, qs []int32, x []float32) {
 	for b := range len(x) / 32 {
 		blk := x[b*32 : b*32+32 : b*32+32]
 		qb := q[b*32 : b*32+32 : b*32+32]
@@ -58,7 +52,7 @@ func quantizeQ8Into(q []int8, qstep int, d, s []float32, qs []int32, sstep int, 
 	var bd, bs [1]float32
 	var bqs [1]int32
 	for b := range len(x) / 32 {
-		quantizeQ8Go(bq[:], bd[:], bs[:], bqs[:], x[b*32:b*32+32])
+		quantizeQ8(bq[:], bd[:], bs[:], bqs[:], x[b*32:b*32+32])
 		copy(q[b*qstep:b*qstep+32], bq[:])
 		d[b*sstep], s[b*sstep], qs[b*sstep] = bd[0], bs[0], bqs[0]
 	}
@@ -70,13 +64,8 @@ func quantizeQ8Into(q []int8, qstep int, d, s []float32, qs []int32, sstep int, 
 type Input struct {
 	X    []float32
 	Cols int
-	// q, d, s: the 8-bit values, block scales and dequantised block sums
-	// of quantizeQ8, token-major (token t's block b at t*nb+b); qs the
-	// integer block sums Σq.
-	q    []int8
-	d, s []float32
-	qs   []int32
-	// dT, sT, qs8T and qs128T are d, s, 8·qs and 128·qs transposed:
+	// dT, sT, qs8T and qs128T are quantizeQ8's block scales d, dequantised
+	// block sums s and integer block sums qs (times 8 and 128), transposed:
 	// block b's values for tokens 0..n-1 at [b*tstride:], with 3 zero
 	// values of padding after each block's n. The row kernels
 	// (q8rows_amd64.s) read them per block, a token at a fixed offset.
@@ -92,21 +81,6 @@ type Input struct {
 
 // NewInput wraps x (tokens of cols floats each).
 func NewInput(x []float32, cols int) *Input { return &Input{X: x, Cols: cols} }
-
-// q8 returns the 8-bit form of the input, computing it on first use.
-func (in *Input) q8() ([]int8, []float32, []float32) {
-	if in.q == nil {
-		n, nb := len(in.X)/in.Cols, in.Cols/32
-		in.q = make([]int8, n*in.Cols)
-		in.d = make([]float32, n*nb)
-		in.s = make([]float32, n*nb)
-		in.qs = make([]int32, n*nb)
-		for t := range n {
-			quantizeQ8(in.q[t*in.Cols:(t+1)*in.Cols], in.d[t*nb:(t+1)*nb], in.s[t*nb:(t+1)*nb], in.qs[t*nb:(t+1)*nb], in.X[t*in.Cols:(t+1)*in.Cols])
-		}
-	}
-	return in.q, in.d, in.s
-}
 
 // q8T computes the row kernels' form of the input on first use: the
 // 8-bit values grouped (qG) and the scalars transposed, quantised straight

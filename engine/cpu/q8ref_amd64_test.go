@@ -110,11 +110,13 @@ func testRowKernelsCanonical(t *testing.T, types []gguf.Type) {
 				in := NewInput(x[:n*cols], cols)
 				out := make([]float32, n*rows)
 				m.MatMulInput(NewPool(1), out, in)
-				in.q8() // the token-major form, for the reference
+				// The token-major form of the Go quantiser, for the reference.
+				q, d, sx, qs := make([]int8, n*cols), make([]float32, n*nb), make([]float32, n*nb), make([]int32, n*nb)
+				quantizeQ8(q, d, sx, qs, x[:n*cols])
 				for tk := range n {
 					for ri := range rows {
-						want := dotQ8Ref(typ, data[ri*m.rowBytes:(ri+1)*m.rowBytes], in.q[tk*cols:(tk+1)*cols],
-							in.d[tk*nb:(tk+1)*nb], in.s[tk*nb:(tk+1)*nb], in.qs[tk*nb:(tk+1)*nb])
+						want := dotQ8Ref(typ, data[ri*m.rowBytes:(ri+1)*m.rowBytes], q[tk*cols:(tk+1)*cols],
+							d[tk*nb:(tk+1)*nb], sx[tk*nb:(tk+1)*nb], qs[tk*nb:(tk+1)*nb])
 						if got := out[tk*rows+ri]; math.Float32bits(got) != math.Float32bits(want) {
 							t.Fatalf("%s, %d blocks, width %d: token %d row %d = %v, canonical %v", typ, nb, n, tk, ri, got, want)
 						}
@@ -150,9 +152,9 @@ func TestQuantizeQ8SIMD(t *testing.T) {
 	var q1, q2 [nb * 32]int8
 	var d1, d2, s1, s2 [nb]float32
 	var qs1, qs2 [nb]int32
-	quantizeQ8Go(q1[:], d1[:], s1[:], qs1[:], x)
-	if !quantizeQ8SIMD(q2[:], d2[:], s2[:], qs2[:], x) {
-		t.Fatal("quantizeQ8SIMD declined")
+	quantizeQ8(q1[:], d1[:], s1[:], qs1[:], x)
+	if !quantizeQ8IntoSIMD(q2[:], 32, d2[:], s2[:], qs2[:], 1, x) {
+		t.Fatal("quantizeQ8IntoSIMD declined")
 	}
 	for b := range nb {
 		same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
@@ -177,7 +179,7 @@ func TestQuantizeQ8Into(t *testing.T) {
 	var q [nb * 32]int8
 	var d, s [nb]float32
 	var qs [nb]int32
-	quantizeQ8Go(q[:], d[:], s[:], qs[:], x)
+	quantizeQ8(q[:], d[:], s[:], qs[:], x)
 	for _, simd := range []bool{true, false} {
 		saved := hasQ8
 		hasQ8 = hasQ8 && simd

@@ -34,12 +34,8 @@ func quantizeQ8IntoSIMD(q []int8, qstep int, d, s []float32, qs []int32, sstep i
 	return false
 }
 
-func quantizeQ8SIMD(q []int8, d, s []float32, qs []int32, x []float32) bool { return false }
-
 func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool { return false }
 
-type q8Kernel func(w *byte, nb int, qx *int8, dx, sx *float32, qstride, dstride int, out *float32)
-
-func q8Kernels(t gguf.Type) (x1, x2, x4 q8Kernel) { return nil, nil, nil }
+func hasIntegerKernels(t gguf.Type) bool { return false }
 
 func axpySIMD(y []float32, a float32, x []float32) int { return 0 }
