@@ -103,14 +103,7 @@ func benchForwardMem(b *testing.B, m *Llama, buf []uint64, past int) {
 }
 
 func BenchmarkForwardSmolLM2(b *testing.B) {
-	p := smolPath()
-	if p == "" {
-		b.Skip("SmolLM2 missing: run build/scripts/fetch-smollm2.sh")
-	}
-	m, err := OpenLlama(p, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := openSmol(b)
 	defer m.Close()
 	benchForward(b, m)
 }
@@ -119,6 +112,13 @@ func BenchmarkForwardSmolLM2(b *testing.B) {
 // committed positions, where attention reads as many bytes per token as the
 // weights (SmolLM2's K and V rows: 46 KB per position).
 func BenchmarkForwardSmolLM2Context(b *testing.B) {
+	m := openSmol(b)
+	defer m.Close()
+	benchForwardMem(b, m, nil, 1024)
+}
+
+// openSmol opens SmolLM2 (smolPath) or skips the benchmark.
+func openSmol(b *testing.B) *Llama {
 	p := smolPath()
 	if p == "" {
 		b.Skip("SmolLM2 missing: run build/scripts/fetch-smollm2.sh")
@@ -127,8 +127,7 @@ func BenchmarkForwardSmolLM2Context(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer m.Close()
-	benchForwardMem(b, m, nil, 1024)
+	return m
 }
 
 func BenchmarkForwardBigQ4_1(b *testing.B) {

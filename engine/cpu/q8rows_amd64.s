@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "q8rows_amd64.h"
 
 // Integer kernels with AVX-512 VNNI (VPDPBUSD on YMM registers): 8 weight
 // rows (Q4_0, Q4_1 or Q8_0) times the 8-bit activations of 1, 2 or 4
@@ -46,23 +47,7 @@ DATA r8bias<>+24(SB)/8, $0x8080808080808080
 GLOBL r8bias<>(SB), RODATA|NOPTR, $32
 
 #define SETUP \
-	MOVQ w+0(FP), R8 \
-	MOVQ rstride+8(FP), AX \
-	LEAQ (R8)(AX*1), R9 \
-	LEAQ (R9)(AX*1), R10 \
-	LEAQ (R10)(AX*1), R11 \
-	LEAQ (R11)(AX*1), R12 \
-	LEAQ (R12)(AX*1), R13 \
-	LEAQ (R13)(AX*1), R14 \
-	LEAQ (R14)(AX*1), R15 \
-	MOVQ nb+16(FP), CX \
-	MOVQ qx+24(FP), SI \
-	MOVQ dx+32(FP), DX \
-	MOVQ sx+40(FP), AX \
-	SUBQ DX, AX \
-	MOVQ rstride+8(FP), DI \
-	ADDQ R15, DI \
-	XORQ BX, BX \
+	ROWS \
 	VMOVDQU32 r8nib<>(SB), Y16 \
 	VMOVDQU32 r8bias<>(SB), Y17 \
 	VPXORD Y20, Y20, Y20 \
@@ -74,28 +59,7 @@ GLOBL r8bias<>(SB), RODATA|NOPTR, $32
 	VPXORD Y26, Y26, Y26 \
 	VPXORD Y27, Y27, Y27
 
-// LOAD4 loads 16 bytes at off of each row's block: rows 0..3 in the low
-// halves of Y0..Y3, rows 4..7 in the high halves.
-#define LOAD4(off) \
-	VMOVDQU off(R8)(BX*1), X0 \
-	VINSERTI128 $1, off(R12)(BX*1), Y0, Y0 \
-	VMOVDQU off(R9)(BX*1), X1 \
-	VINSERTI128 $1, off(R13)(BX*1), Y1, Y1 \
-	VMOVDQU off(R10)(BX*1), X2 \
-	VINSERTI128 $1, off(R14)(BX*1), Y2, Y2 \
-	VMOVDQU off(R11)(BX*1), X3 \
-	VINSERTI128 $1, off(R15)(BX*1), Y3, Y3
-
-// TRANSPOSE turns Y0..Y3 into dword k of rows 0..7 in Y(k).
-#define TRANSPOSE \
-	VPUNPCKLDQ Y1, Y0, Y4 \
-	VPUNPCKHDQ Y1, Y0, Y5 \
-	VPUNPCKLDQ Y3, Y2, Y6 \
-	VPUNPCKHDQ Y3, Y2, Y7 \
-	VPUNPCKLQDQ Y6, Y4, Y0 \
-	VPUNPCKHQDQ Y6, Y4, Y1 \
-	VPUNPCKLQDQ Y7, Y5, Y2 \
-	VPUNPCKHQDQ Y7, Y5, Y3
+#define TRANSPOSE TRANSPOSE4(Y4, Y5, Y6, Y7)
 
 // W4 (Q4_0, Q4_1): the 16 nibble bytes at off give chunks 0..3 (low
 // nibbles) in Y8..Y11 and chunks 4..7 (high nibbles) in Y12..Y15.

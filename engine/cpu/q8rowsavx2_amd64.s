@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "q8rows_amd64.h"
 
 // AVX2 forms of the row kernels of q8rows_amd64.s (CPUs without AVX-512
 // VNNI): the same 8 rows in the lanes, the same transposed
@@ -28,23 +29,7 @@ DATA a8ones<>+24(SB)/8, $0x0001000100010001
 GLOBL a8ones<>(SB), RODATA|NOPTR, $32
 
 #define SETUP2 \
-	MOVQ w+0(FP), R8 \
-	MOVQ rstride+8(FP), AX \
-	LEAQ (R8)(AX*1), R9 \
-	LEAQ (R9)(AX*1), R10 \
-	LEAQ (R10)(AX*1), R11 \
-	LEAQ (R11)(AX*1), R12 \
-	LEAQ (R12)(AX*1), R13 \
-	LEAQ (R13)(AX*1), R14 \
-	LEAQ (R14)(AX*1), R15 \
-	MOVQ nb+16(FP), CX \
-	MOVQ qx+24(FP), SI \
-	MOVQ dx+32(FP), DX \
-	MOVQ sx+40(FP), AX \
-	SUBQ DX, AX \
-	MOVQ rstride+8(FP), DI \
-	ADDQ R15, DI \
-	XORQ BX, BX \
+	ROWS \
 	VXORPS Y4, Y4, Y4 \
 	VXORPS Y5, Y5, Y5 \
 	VXORPS Y6, Y6, Y6 \
@@ -54,29 +39,13 @@ GLOBL a8ones<>(SB), RODATA|NOPTR, $32
 	VMOVUPS Y4, 128(SP) \
 	VMOVUPS Y4, 160(SP)
 
-#define LOAD4A(off) \
-	VMOVDQU off(R8)(BX*1), X0 \
-	VINSERTI128 $1, off(R12)(BX*1), Y0, Y0 \
-	VMOVDQU off(R9)(BX*1), X1 \
-	VINSERTI128 $1, off(R13)(BX*1), Y1, Y1 \
-	VMOVDQU off(R10)(BX*1), X2 \
-	VINSERTI128 $1, off(R14)(BX*1), Y2, Y2 \
-	VMOVDQU off(R11)(BX*1), X3 \
-	VINSERTI128 $1, off(R15)(BX*1), Y3, Y3
-
-// TRANSPOSEA is q8rows_amd64.s's TRANSPOSE with Y8..Y11 as temporaries.
-#define TRANSPOSEA \
-	VPUNPCKLDQ Y1, Y0, Y8 \
-	VPUNPCKHDQ Y1, Y0, Y9 \
-	VPUNPCKLDQ Y3, Y2, Y10 \
-	VPUNPCKHDQ Y3, Y2, Y11 \
-	VPUNPCKLQDQ Y10, Y8, Y0 \
-	VPUNPCKHQDQ Y10, Y8, Y1 \
-	VPUNPCKLQDQ Y11, Y9, Y2 \
-	VPUNPCKHQDQ Y11, Y9, Y3
+// TRANSPOSEA, TRANSPOSEB: the transpose with Y8..Y11 or Y12..Y15 as
+// temporaries (W8A's second half, while Y8..Y11 hold the first).
+#define TRANSPOSEA TRANSPOSE4(Y8, Y9, Y10, Y11)
+#define TRANSPOSEB TRANSPOSE4(Y12, Y13, Y14, Y15)
 
 #define W4A(off) \
-	LOAD4A(off) \
+	LOAD4(off) \
 	TRANSPOSEA \
 	VPSRLW $4, Y0, Y12 \
 	VPSRLW $4, Y1, Y13 \
@@ -242,21 +211,9 @@ GLOBL a8ones<>(SB), RODATA|NOPTR, $32
 // goes to int32 (VPMADDWD) before it is added. The signed chunks wait on
 // the stack at 192(SP)...
 
-// TRANSPOSEB is TRANSPOSEA with Y12..Y15 as temporaries (W8A's second
-// half, while Y8..Y11 hold the first).
-#define TRANSPOSEB \
-	VPUNPCKLDQ Y1, Y0, Y12 \
-	VPUNPCKHDQ Y1, Y0, Y13 \
-	VPUNPCKLDQ Y3, Y2, Y14 \
-	VPUNPCKHDQ Y3, Y2, Y15 \
-	VPUNPCKLQDQ Y14, Y12, Y0 \
-	VPUNPCKHQDQ Y14, Y12, Y1 \
-	VPUNPCKLQDQ Y15, Y13, Y2 \
-	VPUNPCKHQDQ Y15, Y13, Y3
-
 // W8A: |w| of chunks 0..7 in Y8..Y15, w at 192(SP)..
 #define W8A \
-	LOAD4A(2) \
+	LOAD4(2) \
 	TRANSPOSEA \
 	VMOVDQU Y0, 192(SP) \
 	VMOVDQU Y1, 224(SP) \
@@ -266,7 +223,7 @@ GLOBL a8ones<>(SB), RODATA|NOPTR, $32
 	VPABSB Y1, Y9 \
 	VPABSB Y2, Y10 \
 	VPABSB Y3, Y11 \
-	LOAD4A(18) \
+	LOAD4(18) \
 	TRANSPOSEB \
 	VMOVDQU Y0, 320(SP) \
 	VMOVDQU Y1, 352(SP) \

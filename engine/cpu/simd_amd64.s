@@ -519,6 +519,40 @@ GLOBL silusign<>(SB), RODATA|NOPTR, $4
 DATA siluonef<>+0(SB)/4, $0x3f800000
 GLOBL siluonef<>(SB), RODATA|NOPTR, $4
 
+// EXPCORE is the body of math.Exp's amd64 FMA path (archExp in the Go
+// runtime's math/exp_amd64.s) on packed doubles, for the kernels below: v
+// holds x on entry and the mantissa part of e^x on exit, ef = float(e) with
+// e = round(x·log2(e)) (VCVTPD2DQ), t a temporary (it may be ef). Y10..Y15
+// hold 1, 2, 1/16, LN2L, LN2U, log2(e). EXPSCALE then multiplies v by 2^e
+// for e in X3 (int32, in the normal range).
+#define EXPCORE(v, ef, t) \
+	VFNMADD231PD Y14, ef, v \
+	VFNMADD231PD Y13, ef, v \
+	VMULPD Y12, v, v \
+	VMOVUPD siluc8<>(SB), t \
+	VFMADD213PD siluc7<>(SB), v, t \
+	VFMADD213PD siluc6<>(SB), v, t \
+	VFMADD213PD siluc5<>(SB), v, t \
+	VFMADD213PD siluc4<>(SB), v, t \
+	VFMADD213PD siluc3<>(SB), v, t \
+	VFMADD213PD siluc2<>(SB), v, t \
+	VFMADD213PD siluc1<>(SB), v, t \
+	VMULPD t, v, v \
+	VADDPD Y11, v, t \
+	VMULPD t, v, v \
+	VADDPD Y11, v, t \
+	VMULPD t, v, v \
+	VADDPD Y11, v, t \
+	VMULPD t, v, v \
+	VADDPD Y11, v, t \
+	VFMADD213PD Y10, t, v
+
+#define EXPSCALE(v) \
+	VPMOVSXDQ X3, Y4 \
+	VPADDQ silu1023<>(SB), Y4, Y4 \
+	VPSLLQ $52, Y4, Y4 \
+	VMULPD Y4, v, v
+
 TEXT ·siluMulAVX2(SB), NOSPLIT, $0-32
 	MOVQ gate+0(FP), DI
 	MOVQ u+8(FP), SI
@@ -548,30 +582,8 @@ siluloop:
 	VPTEST X4, X4
 	JNZ siludone
 	VCVTDQ2PD X3, Y2
-	VFNMADD231PD Y14, Y2, Y1
-	VFNMADD231PD Y13, Y2, Y1
-	VMULPD Y12, Y1, Y1
-	VMOVUPD siluc8<>(SB), Y2
-	VFMADD213PD siluc7<>(SB), Y1, Y2
-	VFMADD213PD siluc6<>(SB), Y1, Y2
-	VFMADD213PD siluc5<>(SB), Y1, Y2
-	VFMADD213PD siluc4<>(SB), Y1, Y2
-	VFMADD213PD siluc3<>(SB), Y1, Y2
-	VFMADD213PD siluc2<>(SB), Y1, Y2
-	VFMADD213PD siluc1<>(SB), Y1, Y2
-	VMULPD Y2, Y1, Y1
-	VADDPD Y11, Y1, Y2
-	VMULPD Y2, Y1, Y1
-	VADDPD Y11, Y1, Y2
-	VMULPD Y2, Y1, Y1
-	VADDPD Y11, Y1, Y2
-	VMULPD Y2, Y1, Y1
-	VADDPD Y11, Y1, Y2
-	VFMADD213PD Y10, Y2, Y1
-	VPMOVSXDQ X3, Y4
-	VPADDQ silu1023<>(SB), Y4, Y4
-	VPSLLQ $52, Y4, Y4
-	VMULPD Y4, Y1, Y1
+	EXPCORE(Y1, Y2, Y2)
+	EXPSCALE(Y1)
 	VCVTPD2PSY Y1, X1
 	VADDPS X6, X1, X1
 	VDIVPS X1, X0, X0
@@ -626,30 +638,8 @@ exploop:
 	VPCMPGTD X3, X9, X6
 	VPMAXSD X9, X3, X3
 	VCVTDQ2PD X3, Y2
-	VFNMADD231PD Y14, Y2, Y1
-	VFNMADD231PD Y13, Y2, Y1
-	VMULPD Y12, Y1, Y1
-	VMOVUPD siluc8<>(SB), Y2
-	VFMADD213PD siluc7<>(SB), Y1, Y2
-	VFMADD213PD siluc6<>(SB), Y1, Y2
-	VFMADD213PD siluc5<>(SB), Y1, Y2
-	VFMADD213PD siluc4<>(SB), Y1, Y2
-	VFMADD213PD siluc3<>(SB), Y1, Y2
-	VFMADD213PD siluc2<>(SB), Y1, Y2
-	VFMADD213PD siluc1<>(SB), Y1, Y2
-	VMULPD Y2, Y1, Y1
-	VADDPD Y11, Y1, Y2
-	VMULPD Y2, Y1, Y1
-	VADDPD Y11, Y1, Y2
-	VMULPD Y2, Y1, Y1
-	VADDPD Y11, Y1, Y2
-	VMULPD Y2, Y1, Y1
-	VADDPD Y11, Y1, Y2
-	VFMADD213PD Y10, Y2, Y1
-	VPMOVSXDQ X3, Y4
-	VPADDQ silu1023<>(SB), Y4, Y4
-	VPSLLQ $52, Y4, Y4
-	VMULPD Y4, Y1, Y1
+	EXPCORE(Y1, Y2, Y2)
+	EXPSCALE(Y1)
 	VCVTPD2PSY Y1, X1
 	VPANDN X1, X6, X1
 	VMOVUPS X1, (DI)(AX*4)
@@ -784,31 +774,9 @@ geluloop:
 	VMULPD Y15, Y2, Y3
 	VCVTPD2DQY Y3, X3
 	VCVTDQ2PD X3, Y4
-	VFNMADD231PD Y14, Y4, Y2
-	VFNMADD231PD Y13, Y4, Y2
-	VMULPD Y12, Y2, Y2
-	VMOVUPD siluc8<>(SB), Y5
-	VFMADD213PD siluc7<>(SB), Y2, Y5
-	VFMADD213PD siluc6<>(SB), Y2, Y5
-	VFMADD213PD siluc5<>(SB), Y2, Y5
-	VFMADD213PD siluc4<>(SB), Y2, Y5
-	VFMADD213PD siluc3<>(SB), Y2, Y5
-	VFMADD213PD siluc2<>(SB), Y2, Y5
-	VFMADD213PD siluc1<>(SB), Y2, Y5
-	VMULPD Y5, Y2, Y2
-	VADDPD Y11, Y2, Y5
-	VMULPD Y5, Y2, Y2
-	VADDPD Y11, Y2, Y5
-	VMULPD Y5, Y2, Y2
-	VADDPD Y11, Y2, Y5
-	VMULPD Y5, Y2, Y2
-	VADDPD Y11, Y2, Y5
-	VFMADD213PD Y10, Y5, Y2
+	EXPCORE(Y2, Y4, Y5)
 	VPMAXSD gelu0x3<>(SB), X3, X3
-	VPMOVSXDQ X3, Y4
-	VPADDQ silu1023<>(SB), Y4, Y4
-	VPSLLQ $52, Y4, Y4
-	VMULPD Y4, Y2, Y2
+	EXPSCALE(Y2)
 	VADDPD Y10, Y2, Y2
 	VDIVPD Y2, Y11, Y2
 	VSUBPD Y2, Y10, Y2
