@@ -8,9 +8,10 @@ import "math"
 // dequantised sum, for Q4 offsets). It depends on x alone, so a token's
 // activations quantise the same in any batch. This is the definition;
 // quantizeQ8Into writes the kernels' layouts, with quantizeQ8AVX2 where it
-// runs, which gives the same bits for finite input (a block holding a NaN: NaN d and s in both, q all
-// -127); a product out of int32 range (only when d underflows) or NaN
-// becomes INT_MIN before the clamp, as VCVTPS2DQ does.
+// runs, which gives the same bits for finite input (for a block holding a
+// NaN both give NaN d and s and q all -127). A product out of int32 range
+// (only when d underflows) or NaN becomes INT_MIN before the clamp, as
+// VCVTPS2DQ does.
 func quantizeQ8(q []int8, d, s []float32, qs []int32, x []float32) {
 	for b := range len(x) / 32 {
 		blk := x[b*32 : b*32+32 : b*32+32]
