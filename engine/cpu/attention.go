@@ -140,8 +140,10 @@ func attendBlockRows(c *kv.Cache, layer, pos0, nt int, q []float32, qstride, nh,
 // (q and out: token t's head h at t*heads*headDim + h*headDim). Work items
 // are blocks of tokens and heads of one KV head (AttendBlock), as large as
 // still gives every worker two items, so K and V rows are shared as widely
-// as the parallelism allows. The split changes no result.
-func attendAll(p *Pool, c *kv.Cache, layer, start, n int, q []float32, heads, group, headDim int, scale float32, out []float32) {
+// as the parallelism allows. The split changes no result. scratch holds the
+// workers' scores between calls (a Forward passes one for all its layers);
+// it grows as needed.
+func attendAll(p *Pool, c *kv.Cache, layer, start, n int, q []float32, heads, group, headDim int, scale float32, out []float32, scratch *[]float32) {
 	kvHeads := heads / group
 	tb, hb := n, group
 	items := func() int { return kvHeads * (group / hb) * ((n + tb - 1) / tb) }
@@ -160,7 +162,10 @@ split:
 	}
 	tblocks, hblocks := (n+tb-1)/tb, group/hb
 	width := start + n
-	scores := make([]float32, p.Workers()*tb*hb*width)
+	if need := p.Workers() * tb * hb * width; len(*scratch) < need {
+		*scratch = make([]float32, need)
+	}
+	scores := *scratch
 	qstride := heads * headDim
 	p.For(kvHeads*hblocks*tblocks, 1, tb*hb*width*headDim*2, func(w, lo, hi int) {
 		sc := scores[w*tb*hb*width : (w+1)*tb*hb*width]

@@ -23,7 +23,7 @@
 //	RoPE, RoPENeox                        rotary embedding: adjacent pairs / split halves (partial, proportional)
 //	Dot, Dot3, Axpy, Add, Softmax         vector helpers (Dot3 = three Dots of one row, bit-identical)
 //	SiLU, GELUTanh, Argmax                activations, greedy pick (ties to the lowest id)
-//	GateMul, SiLUMul, GELUMul             act(gate)·up on the pool (SiLUMul, GELUMul: SIMD, the same bits)
+//	SiLUMul, GELUMul                      act(gate)·up on the pool (SIMD where there is one, the same bits)
 //	Attend, AttendGroup                   query heads over kv.Cache rows, honouring Visible (sliding windows)
 //	AttendBlock                           Attend for a block of tokens and heads, K/V rows walked once per run
 //	Result                                flat logits -> model.Result for the Output flags (Logits, Argmax, Last)

@@ -420,6 +420,7 @@ func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *
 	att := make([]float32, n*maxQ)
 	g := make([]float32, n*max(maxFFN, P))
 	u := make([]float32, n*maxFFN)
+	var scores []float32 // attention scratch, shared by the layers (attendAll)
 	for li := range m.layers {
 		if err := ctx.Err(); err != nil {
 			cache.Rollback()
@@ -460,7 +461,7 @@ func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *
 		}
 		group := o.Heads / lo.KVHeads
 		att := att[:n*qd]
-		attendAll(m.pool, cache, li, start, n, q, o.Heads, group, hd, 1, att)
+		attendAll(m.pool, cache, li, start, n, q, o.Heads, group, hd, 1, att, &scores)
 		l.wo.MatMul(m.pool, xb, att)
 		for t := range n {
 			RMSNorm(xb[t*H:(t+1)*H], xb[t*H:(t+1)*H], l.postAttnNorm, o.Eps)
@@ -500,18 +501,10 @@ func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *
 			}
 		}
 	}
-	for t := range n {
-		RMSNorm(x[t*H:(t+1)*H], x[t*H:(t+1)*H], m.norm, o.Eps)
-	}
-	if err := ctx.Err(); err != nil {
-		cache.Rollback()
+	logits, n, err := outputLogits(ctx, m.pool, cache, x, n, H, m.norm, o.Eps, m.out, o.Vocab, want)
+	if err != nil {
 		return model.Result{}, err
 	}
-	if want&model.Last != 0 {
-		x, n = x[(n-1)*H:], 1
-	}
-	logits := make([]float32, n*o.Vocab)
-	m.out.MatMul(m.pool, logits, x)
 	if c := o.Softcap; c > 0 {
 		for i, z := range logits {
 			logits[i] = float32(math.Tanh(float64(z/c))) * c

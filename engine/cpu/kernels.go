@@ -199,24 +199,22 @@ func softmaxGo(x []float32) {
 	}
 }
 
-// GateMul sets g[i] = act(g[i])·u[i] (a gated MLP's activation) on the
-// pool's workers. Each element depends on its own inputs only, so how the
-// work is split changes no bit.
-func GateMul(p *Pool, g, u []float32, act func(float32) float32) {
-	u = u[:len(g)]
-	p.For(len(g), 1024, 30, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			g[i] = act(g[i]) * u[i]
-		}
-	})
-}
+// SiLUMul sets g[i] = SiLU(g[i])·u[i] (a gated MLP's activation) on the
+// pool, with the SIMD SiLU where there is one (siluMulAVX2: bit-identical
+// to SiLU).
+func SiLUMul(p *Pool, g, u []float32) { gateMul(p, g, u, siluMulRange) }
 
-// SiLUMul is GateMul(p, g, u, SiLU) with the SIMD SiLU where there is one
-// (siluMulAVX2: bit-identical to SiLU).
-func SiLUMul(p *Pool, g, u []float32) {
+// GELUMul is SiLUMul with GELUTanh (geluMulAVX2: bit-identical to it).
+func GELUMul(p *Pool, g, u []float32) { gateMul(p, g, u, geluMulRange) }
+
+// gateMul runs a gated activation's loop (siluMulRange, geluMulRange) over
+// pieces of g and u on the pool's workers. Each element depends on its own
+// inputs only, and the pieces start at multiples of 1024 (whole groups of
+// four for the SIMD kernels), so how the work is split changes no bit.
+func gateMul(p *Pool, g, u []float32, loop func(g, u []float32)) {
 	u = u[:len(g)]
 	p.For(len(g), 1024, 10, func(_, lo, hi int) {
-		siluMulRange(g[lo:hi], u[lo:hi])
+		loop(g[lo:hi], u[lo:hi])
 	})
 }
 
@@ -225,23 +223,10 @@ func SiLUMul(p *Pool, g, u []float32) {
 func siluMulRange(g, u []float32) {
 	for i := 0; i < len(g); {
 		i += siluMulSIMD(g[i:], u[i:])
-		end := min(i+4, len(g))
-		if len(g)-i < 4 {
-			end = len(g)
-		}
-		for ; i < end; i++ {
+		for end := min(i+4, len(g)); i < end; i++ {
 			g[i] = SiLU(g[i]) * u[i]
 		}
 	}
-}
-
-// GELUMul is GateMul(p, g, u, GELUTanh) with the SIMD GELU where there is
-// one (geluMulAVX2: bit-identical to GELUTanh).
-func GELUMul(p *Pool, g, u []float32) {
-	u = u[:len(g)]
-	p.For(len(g), 1024, 10, func(_, lo, hi int) {
-		geluMulRange(g[lo:hi], u[lo:hi])
-	})
 }
 
 // geluMulRange is GELUMul's loop over one piece. A last partial group of

@@ -495,7 +495,8 @@ func testAttendBlock(t *testing.T, hd int) {
 		for _, workers := range []int{1, 2, 3, 8} {
 			got := make([]float32, n*heads*hd)
 			o := first * heads * hd
-			attendAll(NewPool(workers), c, l, first, n-first, q[o:], heads, group, hd, 0.3, got[o:])
+			var scratch []float32
+			attendAll(NewPool(workers), c, l, first, n-first, q[o:], heads, group, hd, 0.3, got[o:], &scratch)
 			check(fmt.Sprintf("attendAll on %d workers", workers), got)
 		}
 	}

@@ -276,6 +276,7 @@ func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *k
 	}
 	group := o.Heads / o.KVHeads
 	scale := float32(1 / sqrt64(float64(hd)))
+	var scores []float32 // attention scratch, shared by the layers (attendAll)
 	for li := range m.layers {
 		if err := ctx.Err(); err != nil {
 			cache.Rollback()
@@ -301,7 +302,7 @@ func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *k
 			copy(cache.K(li, pos), k[t*kvd:(t+1)*kvd])
 			copy(cache.V(li, pos), v[t*kvd:(t+1)*kvd])
 		}
-		attendAll(m.pool, cache, li, start, n, q, o.Heads, group, hd, scale, att)
+		attendAll(m.pool, cache, li, start, n, q, o.Heads, group, hd, scale, att, &scores)
 		l.wo.MatMul(m.pool, xb, att)
 		Add(x, xb)
 		for t := range n {
@@ -314,19 +315,31 @@ func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *k
 		l.down.MatMul(m.pool, xb, g)
 		Add(x, xb)
 	}
+	logits, n, err := outputLogits(ctx, m.pool, cache, x, n, H, m.outNorm, o.Eps, m.out, o.Vocab, want)
+	if err != nil {
+		return model.Result{}, err
+	}
+	return Result(logits, n, o.Vocab, want), nil
+}
+
+// outputLogits is the end of a Forward: the final RMSNorm of the n hidden
+// rows x (H floats each, normed in place) and the output projection, of the
+// last row only when want has model.Last; it returns the flat logits and
+// their row count. A cancelled ctx rolls the cache's pending rows back.
+func outputLogits(ctx context.Context, p *Pool, cache *kv.Cache, x []float32, n, H int, norm []float32, eps float32, out *Matrix, vocab int, want model.Output) ([]float32, int, error) {
 	for t := range n {
-		RMSNorm(x[t*H:(t+1)*H], x[t*H:(t+1)*H], m.outNorm, o.Eps)
+		RMSNorm(x[t*H:(t+1)*H], x[t*H:(t+1)*H], norm, eps)
 	}
 	if err := ctx.Err(); err != nil {
 		cache.Rollback()
-		return model.Result{}, err
+		return nil, 0, err
 	}
 	if want&model.Last != 0 {
 		x, n = x[(n-1)*H:], 1
 	}
-	logits := make([]float32, n*o.Vocab)
-	m.out.MatMul(m.pool, logits, x)
-	return Result(logits, n, o.Vocab, want), nil
+	logits := make([]float32, n*vocab)
+	out.MatMul(p, logits, x)
+	return logits, n, nil
 }
 
 // Result packages the flat logits of n positions as what want asks for

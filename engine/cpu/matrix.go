@@ -180,22 +180,15 @@ func (m *Matrix) dotTokens(r int, out, x []float32, n int, buf []float32) int {
 }
 
 // tailF32 returns elements k.. of row r as float32 (aliasing the weights
-// for F32, else widened into buf).
+// for F32, else dequantised into buf); k is a multiple of 32.
 func (m *Matrix) tailF32(buf []float32, r, k int) []float32 {
 	if m.f32 != nil {
 		return m.f32[r*m.Cols+k : (r+1)*m.Cols]
 	}
 	row := m.Data[r*m.rowBytes : (r+1)*m.rowBytes]
-	dst := buf[:m.Cols-k]
-	for i := range dst {
-		h := binary.LittleEndian.Uint16(row[2*(k+i):])
-		if m.Type == gguf.BF16 {
-			dst[i] = BF16(h)
-		} else {
-			dst[i] = F16(h)
-		}
-	}
-	return dst
+	skip := m.Type.RowBytes(k)
+	dequantRow(buf[:m.Cols-k], m.Type, row[skip:])
+	return buf[:m.Cols-k]
 }
 
 func dequantRow(dst []float32, t gguf.Type, src []byte) {
