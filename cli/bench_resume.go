@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -256,7 +255,7 @@ func benchResumeOne(ctx context.Context, b model.Backend, dir string, n, batch, 
 		if from != n-1 {
 			return f, fmt.Errorf("bench resume: restored %d of %d tokens", from, n)
 		}
-		f.Exact = sameBits(logits, freshLogits)
+		f.Exact = model.SameBits(logits, freshLogits)
 
 		// Last 64 tokens new: both snapshots share the first n-64 tokens;
 		// the index prefers the shorter (nothing to truncate, which a
@@ -318,16 +317,4 @@ func median(x []float64) float64 {
 	s := append([]float64(nil), x...)
 	sort.Float64s(s)
 	return s[len(s)/2]
-}
-
-func sameBits(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false
-		}
-	}
-	return true
 }

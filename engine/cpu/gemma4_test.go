@@ -207,7 +207,7 @@ func TestGemma4RowIndependence(t *testing.T) {
 		for _, w := range []int{2, 3, 4, 8, 16, 32} {
 			got := decode(t, m, seq, w, max(8, w))
 			for p := range one {
-				if !bitsEqual(got[p], one[p]) {
+				if !model.SameBits(got[p], one[p]) {
 					t.Fatalf("%s: width %d: logits at position %d differ from width 1", c.Name, w, p)
 				}
 			}
@@ -242,7 +242,7 @@ func TestGemma4Rollback(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range keep {
-			if !bitsEqual(r.Logits[i], one[p+i]) {
+			if !model.SameBits(r.Logits[i], one[p+i]) {
 				t.Fatalf("step %d: position %d differs from width-1 decoding", step, p+i)
 			}
 		}
@@ -251,18 +251,6 @@ func TestGemma4Rollback(t *testing.T) {
 		}
 		p += keep
 	}
-}
-
-func bitsEqual(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 func TestGemma4ForwardErrors(t *testing.T) {
@@ -472,13 +460,13 @@ func TestRandomGemma4Quantised(t *testing.T) {
 				}
 			}
 		}
-		if bitsEqual(one[0], one[1]) {
+		if model.SameBits(one[0], one[1]) {
 			t.Fatalf("%s: two positions gave the same logits", typ)
 		}
 		for _, w := range []int{2, 3, 4, 8} {
 			got := decode(t, m, seq, w, 8)
 			for p := range one {
-				if !bitsEqual(got[p], one[p]) {
+				if !model.SameBits(got[p], one[p]) {
 					t.Fatalf("%s: width %d: position %d differs from width 1", typ, w, p)
 				}
 			}
@@ -572,7 +560,7 @@ func TestGemma4CheckpointLayouts(t *testing.T) {
 	}
 	got := decode(t, mmModel, seq, 4, 8)
 	for p := range want {
-		if !bitsEqual(got[p], want[p]) {
+		if !model.SameBits(got[p], want[p]) {
 			t.Fatalf("multimodal layout: position %d differs", p)
 		}
 	}
@@ -589,7 +577,7 @@ func TestGemma4CheckpointLayouts(t *testing.T) {
 	defer oldModel.Close()
 	got = decode(t, oldModel, seq, 4, 8)
 	for p := range want {
-		if !bitsEqual(got[p], want[p]) {
+		if !model.SameBits(got[p], want[p]) {
 			t.Fatalf("global_head_dim config: position %d differs", p)
 		}
 	}
@@ -646,7 +634,7 @@ func TestGemma4WindowMask(t *testing.T) {
 	}
 	clean, poisoned := run(false), run(true)
 	for i := range clean {
-		if !bitsEqual(clean[i], poisoned[i]) {
+		if !model.SameBits(clean[i], poisoned[i]) {
 			t.Fatalf("query %d of the call at %d read a row outside its window", i, p)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"anechat/engine/model"
 )
 
 // fixture is the directory gen.py (engine/cpu/testdata/gemma4) writes:
@@ -85,24 +87,12 @@ func TestParseSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []float32{1, -2, 0.25, 3}; !equal(v, want) {
+	if want := []float32{1, -2, 0.25, 3}; !model.SameBits(v, want) {
 		t.Errorf("b = %v, want %v", v, want)
 	}
 	if _, err := f.TensorData("nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("missing tensor: err = %v", err)
 	}
-}
-
-func equal(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // TestReferenceDTypes checks F16 and BF16 decoding against torch's own
@@ -150,7 +140,7 @@ func TestReferenceDTypes(t *testing.T) {
 	}
 	m := get("m.f32", F32)
 	x := get("x.f32", F32)
-	if !equal(m, x[:60]) {
+	if !model.SameBits(m, x[:60]) {
 		t.Errorf("m.f32 is not the first 60 values of x.f32")
 	}
 	ti, _ := f.Tensor("ids.i64")
