@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "vec_amd64.h"
 #include "q8rows_amd64.h"
 
 // Integer kernels with AVX-512 VNNI (VPDPBUSD on YMM registers): 8 weight
@@ -34,17 +35,9 @@
 // Y8..Y15 the weight chunks 0..7, Y16 nibble mask, Y17 0x80 bytes, Y18 d_w,
 // Y19 m_w, Y20..Y23 and Y0..Y3 integer sums (after the transpose), Y24..Y27 accumulators, Y29 scale.
 
-DATA r8nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA r8nib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA r8nib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA r8nib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL r8nib<>(SB), RODATA|NOPTR, $32
+VEC4(r8nib<>, $0x0f0f0f0f0f0f0f0f)
 
-DATA r8bias<>+0(SB)/8, $0x8080808080808080
-DATA r8bias<>+8(SB)/8, $0x8080808080808080
-DATA r8bias<>+16(SB)/8, $0x8080808080808080
-DATA r8bias<>+24(SB)/8, $0x8080808080808080
-GLOBL r8bias<>(SB), RODATA|NOPTR, $32
+VEC4(r8bias<>, $0x8080808080808080)
 
 #define SETUP \
 	ROWS \

@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "vec_amd64.h"
 #include "q8rows_amd64.h"
 
 // AVX2 forms of the row kernels of q8rows_amd64.s (CPUs without AVX-512
@@ -16,17 +17,9 @@
 // Y4..Y7 the accumulators of tokens 0..3, Y0..Y3 temporaries. Frame: d_w at
 // 0(SP), m_w at 32(SP), tokens 4..7's accumulators at 64(SP)...
 
-DATA a8nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA a8nib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA a8nib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA a8nib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL a8nib<>(SB), RODATA|NOPTR, $32
+VEC4(a8nib<>, $0x0f0f0f0f0f0f0f0f)
 
-DATA a8ones<>+0(SB)/8, $0x0001000100010001
-DATA a8ones<>+8(SB)/8, $0x0001000100010001
-DATA a8ones<>+16(SB)/8, $0x0001000100010001
-DATA a8ones<>+24(SB)/8, $0x0001000100010001
-GLOBL a8ones<>(SB), RODATA|NOPTR, $32
+VEC4(a8ones<>, $0x0001000100010001)
 
 #define SETUP2 \
 	ROWS \
