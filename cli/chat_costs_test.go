@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"anechat/engine/cpu"
 	"anechat/engine/model"
 	"anechat/internal/testres"
-	"anechat/storage"
 )
 
 // TestChatKeepsCosts: like generate, a speculative chat with a data dir
@@ -31,19 +29,9 @@ func TestChatKeepsCosts(t *testing.T) {
 	// setting returns the stored table and replaces it with set when not nil.
 	setting := func(set json.RawMessage) json.RawMessage {
 		t.Helper()
-		db, err := storage.Open(context.Background(), storage.DBPath(home))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		raw, found, err := db.SettingRaw(context.Background(), key)
-		if err != nil || !found {
-			t.Fatalf("costs under %q: found %v, %v", key, found, err)
-		}
-		if set != nil {
-			if err := db.SetSettingRaw(context.Background(), key, set); err != nil {
-				t.Fatal(err)
-			}
+		raw, found := storedSetting(t, home, key, set)
+		if !found {
+			t.Fatalf("no costs under %q", key)
 		}
 		return raw
 	}

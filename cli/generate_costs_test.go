@@ -12,7 +12,6 @@ import (
 	"anechat/engine/cpu"
 	"anechat/engine/model"
 	"anechat/internal/testres"
-	"anechat/storage"
 )
 
 // TestGenerateKeepsCosts: the first speculative `generate` with a data dir
@@ -25,16 +24,7 @@ func TestGenerateKeepsCosts(t *testing.T) {
 	home := t.TempDir()
 	gen := func(extra ...string) generateJSON {
 		t.Helper()
-		var out, errb bytes.Buffer
-		args := append([]string{"generate", "--model", path, "--prompt-ids", "1 403 407 261 378", "--max-tokens", "60", "--json",
-			"--data-dir", home}, extra...)
-		if code := Run(context.Background(), args, nil, &out, &errb); code != 0 {
-			t.Fatalf("%v: exit %d: %s", extra, code, errb.String())
-		}
-		var g generateJSON
-		if err := json.Unmarshal(out.Bytes(), &g); err != nil {
-			t.Fatalf("%v: %s", err, out.String())
-		}
+		g := genJSON(t, append([]string{"--model", path, "--prompt-ids", "1 403 407 261 378", "--max-tokens", "60", "--data-dir", home}, extra...)...)
 		if want := testres.StoriesGreedy(); !slices.Equal(g.IDs, want) {
 			t.Fatalf("%v: ids %v, want the width-1 ids %v", extra, g.IDs, want)
 		}
@@ -48,20 +38,11 @@ func TestGenerateKeepsCosts(t *testing.T) {
 	// stored returns the raw setting and sets it to set when not empty.
 	stored := func(set string) string {
 		t.Helper()
-		db, err := storage.Open(context.Background(), storage.DBPath(home))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		raw, found, err := db.SettingRaw(context.Background(), key)
-		if err != nil {
-			t.Fatal(err)
-		}
+		var put json.RawMessage
 		if set != "" {
-			if err := db.SetSettingRaw(context.Background(), key, json.RawMessage(set)); err != nil {
-				t.Fatal(err)
-			}
+			put = json.RawMessage(set)
 		}
+		raw, found := storedSetting(t, home, key, put)
 		if !found {
 			return ""
 		}

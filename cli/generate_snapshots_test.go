@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 
 	"anechat/internal/testres"
@@ -20,11 +17,6 @@ import (
 func TestGenerateKeepsOneSnapshot(t *testing.T) {
 	model := testres.Stories(t)
 	home := t.TempDir()
-	prompt := make([]string, 150)
-	for i := range prompt {
-		prompt[i] = fmt.Sprint(3 + (i*37+i*i)%500)
-	}
-	prompt[0] = "1"
 	for i, tc := range []struct {
 		maxTokens, resumed, stored int
 	}{
@@ -33,15 +25,7 @@ func TestGenerateKeepsOneSnapshot(t *testing.T) {
 		{10, 149, 169},
 		{30, 149, 179},
 	} {
-		var out, errb bytes.Buffer
-		args := []string{"generate", "--model", model, "--prompt-ids", strings.Join(prompt, " "), "--max-tokens", fmt.Sprint(tc.maxTokens), "--json", "--data-dir", home}
-		if code := Run(context.Background(), args, nil, &out, &errb); code != 0 {
-			t.Fatalf("run %d: exit %d: %s", i, code, errb.String())
-		}
-		var g generateJSON
-		if err := json.Unmarshal(out.Bytes(), &g); err != nil {
-			t.Fatalf("run %d: %v: %s", i, err, out.String())
-		}
+		g := genJSON(t, "--model", model, "--prompt-ids", longPromptIDs(), "--max-tokens", fmt.Sprint(tc.maxTokens), "--data-dir", home)
 		if g.Stats.ResumedTokens != tc.resumed {
 			t.Errorf("run %d: resumed %d tokens, want %d", i, g.Stats.ResumedTokens, tc.resumed)
 		}

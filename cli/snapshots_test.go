@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,23 +15,9 @@ import (
 func TestGenerateResume(t *testing.T) {
 	model := testres.Stories(t)
 	home := t.TempDir()
-	prompt := make([]string, 150)
-	for i := range prompt {
-		prompt[i] = fmt.Sprint(3 + (i*37+i*i)%500)
-	}
-	prompt[0] = "1"
 	gen := func(extra ...string) generateJSON {
 		t.Helper()
-		var out, errb bytes.Buffer
-		args := append([]string{"generate", "--model", model, "--prompt-ids", strings.Join(prompt, " "), "--max-tokens", "20", "--json", "--data-dir", home}, extra...)
-		if code := Run(context.Background(), args, nil, &out, &errb); code != 0 {
-			t.Fatalf("exit %d: %s", code, errb.String())
-		}
-		var g generateJSON
-		if err := json.Unmarshal(out.Bytes(), &g); err != nil {
-			t.Fatalf("%v: %s", err, out.String())
-		}
-		return g
+		return genJSON(t, append([]string{"--model", model, "--prompt-ids", longPromptIDs(), "--max-tokens", "20", "--data-dir", home}, extra...)...)
 	}
 	first := gen()
 	if first.Stats.ResumedTokens != 0 || first.Stats.PrefillTokens != 150 {
@@ -85,16 +68,7 @@ func TestGenerateResumeText(t *testing.T) {
 	text := strings.Repeat("Once upon a time, there was a little girl named Lily. She loved to play outside. ", 4)
 	run := func(args ...string) generateJSON {
 		t.Helper()
-		var out, errb bytes.Buffer
-		args = append([]string{"generate", "--model", model, "--max-tokens", "16", "--json", "--data-dir", home}, args...)
-		if code := Run(context.Background(), args, nil, &out, &errb); code != 0 {
-			t.Fatalf("exit %d: %s", code, errb.String())
-		}
-		var g generateJSON
-		if err := json.Unmarshal(out.Bytes(), &g); err != nil {
-			t.Fatalf("%v: %s", err, out.String())
-		}
-		return g
+		return genJSON(t, append([]string{"--model", model, "--max-tokens", "16", "--data-dir", home}, args...)...)
 	}
 	first := run("--raw", "--prompt", text)
 	if len(first.PromptIDs) <= 64 || first.Stats.ResumedTokens != 0 {
