@@ -55,7 +55,9 @@ func (m *memStore) LongestPrefix(_ context.Context, meta kv.Meta, ids []int32) (
 	if best == 0 {
 		return StoredSnapshot{}, false, nil
 	}
-	return StoredSnapshot{Path: bestPath, Tokens: m.recs[bestPath].tokens}, true, nil
+	// As kvindex does: a snapshot saved under no key is nobody's (SaveRun
+	// may drop it).
+	return StoredSnapshot{Path: bestPath, Tokens: m.recs[bestPath].tokens, Unowned: m.recs[bestPath].key == ""}, true, nil
 }
 
 func (m *memStore) Replace(_ context.Context, key string, meta kv.Meta, ids []int32, s StoredSnapshot) ([]string, error) {
