@@ -79,22 +79,28 @@ func benchForwardMem(b *testing.B, m *Llama, buf []uint64, past int) {
 	for _, ti := range m.File().Tensors() {
 		weights += ti.Size
 	}
-	widths := []int{1, 2, 4, 8}
-	benchInterleaved(b, widths, weights, buf, func(w int) error {
+	benchCalls(b, weights, buf, func(w int) error {
 		_, err := m.Forward(ctx, prompt[:w], c.Len(), c, model.Argmax)
 		c.Rollback()
 		return err
 	})
+}
+
+// benchCalls times call(w) (one Forward of width w, undone) for widths 1, 2,
+// 4 and 8: the "interleaved" run (benchInterleaved) and one sub-benchmark
+// per width, which reports MB/s of the weights a call streams (weights
+// bytes), tok/s and CPU ms per call.
+func benchCalls(b *testing.B, weights int64, buf []uint64, call func(w int) error) {
+	widths := []int{1, 2, 4, 8}
+	benchInterleaved(b, widths, weights, buf, call)
 	for _, w := range widths {
 		b.Run(fmt.Sprintf("w%d", w), func(b *testing.B) {
-			toks := prompt[:w]
-			b.SetBytes(weights) // weight bytes streamed per call: MB/s = weight bandwidth
+			b.SetBytes(weights)
 			cpu0 := cputime.Process()
 			for b.Loop() {
-				if _, err := m.Forward(ctx, toks, c.Len(), c, model.Argmax); err != nil {
+				if err := call(w); err != nil {
 					b.Fatal(err)
 				}
-				c.Rollback()
 			}
 			b.ReportMetric(float64(w)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
 			b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")

@@ -2,13 +2,11 @@ package cpu
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
-	"anechat/internal/cputime"
 )
 
 // BenchmarkGemma4E2B times decode calls of width 1, 2, 4 and 8 on random
@@ -54,25 +52,9 @@ func benchGemma4(b *testing.B, m *Gemma4, streamed int64, buf []uint64) {
 		b.Fatal(err)
 	}
 	c.Commit(len(prompt))
-	widths := []int{1, 2, 4, 8}
-	benchInterleaved(b, widths, streamed, buf, func(w int) error {
+	benchCalls(b, streamed, buf, func(w int) error {
 		_, err := m.Forward(ctx, prompt[:w], c.Len(), c, model.Argmax)
 		c.Rollback()
 		return err
 	})
-	for _, w := range widths {
-		b.Run(fmt.Sprintf("w%d", w), func(b *testing.B) {
-			toks := prompt[:w]
-			b.SetBytes(streamed)
-			cpu0 := cputime.Process()
-			for b.Loop() {
-				if _, err := m.Forward(ctx, toks, c.Len(), c, model.Argmax); err != nil {
-					b.Fatal(err)
-				}
-				c.Rollback()
-			}
-			b.ReportMetric(float64(w)*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
-			b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
-		})
-	}
 }
