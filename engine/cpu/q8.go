@@ -75,8 +75,8 @@ type Input struct {
 	tstride      int
 	// qG is the 8-bit values with each kernel group's tokens interleaved
 	// per block: groups of 8 tokens, then one of 4, 2, 1 (rowGroupSize), as
-	// matMulRows calls the kernels; a group starting at
-	// token t holds token t+j's block b at qG[(t*nb+b*g+j)*32:].
+	// matMulRows calls the kernels; a group starting at token t holds token
+	// t+j's block b at qG[(t*nb+b*g+j)*32:].
 	qG []int8
 }
 
@@ -92,9 +92,11 @@ func (in *Input) q8T() int {
 		n, nb := len(in.X)/in.Cols, in.Cols/32
 		ts := n + 3
 		in.tstride = ts
-		in.dT = make([]float32, nb*ts)
-		in.sT = make([]float32, nb*ts)
-		qsT := make([]int32, nb*ts)
+		f := make([]float32, 2*nb*ts)
+		in.dT, in.sT = f[:nb*ts:nb*ts], f[nb*ts:]
+		q := make([]int32, 2*nb*ts)
+		in.qs8T, in.qs128T = q[:nb*ts:nb*ts], q[nb*ts:]
+		qsT := in.qs8T // the plain sums first, scaled below
 		in.qG = make([]int8, n*in.Cols)
 		for t := 0; t < n; {
 			g := rowGroupSize(n - t)
@@ -104,8 +106,6 @@ func (in *Input) q8T() int {
 			}
 			t += g
 		}
-		in.qs8T = make([]int32, nb*ts)
-		in.qs128T = make([]int32, nb*ts)
 		for i, v := range qsT {
 			in.qs8T[i], in.qs128T[i] = 8*v, 128*v
 		}
