@@ -81,15 +81,18 @@ func NewInt32(data []int32, shape ...int) (Buffer, error) {
 	return newBuffer(Int32, unsafe.Pointer(unsafe.SliceData(data)), len(data), data, shape, nil)
 }
 
-// WithStrides returns the same memory seen with explicit strides (in
-// elements, one per dimension, outermost first), for a view into a larger
-// buffer such as a padded KV row. Every addressed element must lie inside
-// the memory and no two indexes may share an element.
-func (b Buffer) WithStrides(strides ...int) (Buffer, error) {
+// View returns the same memory seen with another shape and explicit
+// strides (in elements, one per dimension, outermost first), for a view
+// into a larger buffer such as a padded KV row. Every addressed element
+// must lie inside the memory and no two indexes may share an element.
+func (b Buffer) View(shape, strides []int) (Buffer, error) {
 	if !b.valid() {
-		return Buffer{}, errors.New("mlcore: WithStrides on an invalid (zero) buffer")
+		return Buffer{}, errors.New("mlcore: View of an invalid (zero) buffer")
 	}
-	return newBuffer(b.dtype, b.ptr, b.n, b.keep, b.shape, strides)
+	if strides == nil {
+		return Buffer{}, errors.New("mlcore: View needs strides")
+	}
+	return newBuffer(b.dtype, b.ptr, b.n, b.keep, shape, strides)
 }
 
 func newBuffer(dt DType, ptr unsafe.Pointer, n int, keep any, shape, strides []int) (Buffer, error) {

@@ -37,7 +37,8 @@ type Cache struct {
 	dir     string
 	compile CompileFunc
 	log     *slog.Logger
-	now     func() time.Time
+	now     func() time.Time            // for the age of abandoned temporary entries
+	rename  func(from, to string) error // os.Rename; tests make it fail to take the copy path
 
 	mu sync.Mutex // one compile at a time per Cache
 }
@@ -48,7 +49,7 @@ func NewCache(dir string, compile CompileFunc, log *slog.Logger) *Cache {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Cache{dir: dir, compile: compile, log: log, now: time.Now}
+	return &Cache{dir: dir, compile: compile, log: log, now: time.Now, rename: os.Rename}
 }
 
 // Entry is a compiled model in the cache.
@@ -147,7 +148,7 @@ func (c *Cache) install(ctx context.Context, key, pkg, out, entry string) (err e
 		}
 	}()
 	dst := filepath.Join(tmp, compiledName)
-	if err := os.Rename(out, dst); err != nil {
+	if err := c.rename(out, dst); err != nil {
 		// Another file system (the compiler writes to $TMPDIR): copy.
 		if err := copyTree(ctx, out, dst); err != nil {
 			return fmt.Errorf("mlcore: copying the compiled model into the cache: %w", err)
