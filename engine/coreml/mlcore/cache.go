@@ -78,8 +78,9 @@ type manifest struct {
 }
 
 type manifestFile struct {
-	Path string `json:"path"` // slash-separated, relative to the entry
-	Size int64  `json:"size"`
+	Path   string `json:"path"` // slash-separated, relative to the entry
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"` // checked by Verify only (Compiled checks sizes)
 }
 
 // Compiled returns the compiled model of the package at pkg, compiling it
@@ -135,6 +136,44 @@ func (c *Cache) Evict(key string) error {
 	return nil
 }
 
+// Verify reads every file of an entry and checks it against the sha256 its
+// manifest recorded when it was installed: nil means the entry is exactly
+// what the compiler wrote. LoadPackage uses it to tell a damaged entry
+// (recompile) from a model Core ML refuses for another reason (report).
+func (c *Cache) Verify(ctx context.Context, e Entry) error {
+	if !keyPattern.MatchString(e.Key) {
+		return fmt.Errorf("mlcore: %q is not a cache key", e.Key)
+	}
+	dir := filepath.Join(c.dir, e.Key)
+	m, err := readManifest(dir, e.Key)
+	if err != nil {
+		return fmt.Errorf("mlcore: cache entry %s: %w", dir, err)
+	}
+	for _, f := range m.Files {
+		sum, err := fileSHA256(ctx, filepath.Join(dir, filepath.FromSlash(f.Path)))
+		if err != nil {
+			return fmt.Errorf("mlcore: cache entry %s: %w", dir, err)
+		}
+		if sum != f.SHA256 {
+			return fmt.Errorf("mlcore: cache entry %s: %s has changed since it was compiled", dir, f.Path)
+		}
+	}
+	return nil
+}
+
+func fileSHA256(ctx context.Context, path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
 // install moves the compiler's output into a temporary entry, writes its
 // manifest, syncs everything and renames the entry into place.
 func (c *Cache) install(ctx context.Context, key, pkg, out, entry string) (err error) {
@@ -170,7 +209,11 @@ func (c *Cache) install(ctx context.Context, key, pkg, out, entry string) (err e
 			return err
 		}
 		rel, _ := filepath.Rel(tmp, path)
-		m.Files = append(m.Files, manifestFile{Path: filepath.ToSlash(rel), Size: info.Size()})
+		sum, err := fileSHA256(ctx, path)
+		if err != nil {
+			return err
+		}
+		m.Files = append(m.Files, manifestFile{Path: filepath.ToSlash(rel), Size: info.Size(), SHA256: sum})
 		return syncPath(path)
 	})
 	if err != nil {
@@ -229,32 +272,11 @@ func (c *Cache) removeStale() {
 // this format and key, and every file it lists exists with its size. A
 // missing entry gives an error matching fs.ErrNotExist.
 func checkEntry(dir, key string) error {
-	data, err := os.ReadFile(filepath.Join(dir, manifestName))
+	m, err := readManifest(dir, key)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			if _, serr := os.Stat(dir); serr == nil {
-				return errors.New("the manifest is missing")
-			}
-		}
 		return err
 	}
-	var m manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return fmt.Errorf("the manifest is unreadable: %v", err)
-	}
-	if m.Format != cacheFormat {
-		return fmt.Errorf("the manifest has format %d, want %d", m.Format, cacheFormat)
-	}
-	if m.Key != key {
-		return fmt.Errorf("the manifest is for key %s", m.Key)
-	}
-	if len(m.Files) == 0 {
-		return errors.New("the manifest lists no files")
-	}
 	for _, f := range m.Files {
-		if !strings.HasPrefix(f.Path, compiledName+"/") || strings.Contains(f.Path, "..") {
-			return fmt.Errorf("the manifest lists %q outside %s", f.Path, compiledName)
-		}
 		st, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(f.Path)))
 		if err != nil {
 			return fmt.Errorf("%s: %v", f.Path, err)
@@ -264,6 +286,39 @@ func checkEntry(dir, key string) error {
 		}
 	}
 	return nil
+}
+
+// readManifest reads and checks an entry's manifest (format, key, file
+// paths inside the compiled model).
+func readManifest(dir, key string) (manifest, error) {
+	var m manifest
+	data, err := os.ReadFile(filepath.Join(dir, manifestName))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, serr := os.Stat(dir); serr == nil {
+				return m, errors.New("the manifest is missing")
+			}
+		}
+		return m, err
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return m, fmt.Errorf("the manifest is unreadable: %v", err)
+	}
+	if m.Format != cacheFormat {
+		return m, fmt.Errorf("the manifest has format %d, want %d", m.Format, cacheFormat)
+	}
+	if m.Key != key {
+		return m, fmt.Errorf("the manifest is for key %s", m.Key)
+	}
+	if len(m.Files) == 0 {
+		return m, errors.New("the manifest lists no files")
+	}
+	for _, f := range m.Files {
+		if !strings.HasPrefix(f.Path, compiledName+"/") || strings.Contains(f.Path, "..") {
+			return m, fmt.Errorf("the manifest lists %q outside %s", f.Path, compiledName)
+		}
+	}
+	return m, nil
 }
 
 // PackageKey returns the cache key of a model package: the hex sha256 of a

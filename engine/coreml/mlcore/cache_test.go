@@ -378,6 +378,32 @@ func TestCacheRemovesAbandonedTemporaries(t *testing.T) {
 	}
 }
 
+func TestCacheVerify(t *testing.T) {
+	ctx := context.Background()
+	c, _, _ := newTestCache(t)
+	e, err := c.Compiled(ctx, testPackage(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Verify(ctx, e); err != nil {
+		t.Fatalf("a fresh entry: %v", err)
+	}
+	damageWeights(t, e)
+	if err := checkEntry(filepath.Dir(e.Path), e.Key); err != nil {
+		t.Fatalf("same-size damage should pass the cheap check: %v", err)
+	}
+	if err := c.Verify(ctx, e); err == nil || !strings.Contains(err.Error(), "model.mlmodelc/weights/weight.bin has changed") {
+		t.Fatalf("damaged: %v", err)
+	}
+	if err := c.Verify(ctx, Entry{Key: "x"}); err == nil {
+		t.Fatal("a bad key verified")
+	}
+	os.Remove(filepath.Join(filepath.Dir(e.Path), manifestName))
+	if err := c.Verify(ctx, e); err == nil || !strings.Contains(err.Error(), "manifest is missing") {
+		t.Fatalf("no manifest: %v", err)
+	}
+}
+
 func TestCacheEvict(t *testing.T) {
 	ctx := context.Background()
 	c, fc, _ := newTestCache(t)

@@ -7,11 +7,13 @@ import (
 )
 
 // LoadPackage loads a function of a model package through the compile
-// cache: it compiles the package once (Cache.Compiled), loads the compiled
-// model, and when Core ML cannot load an entry that came from the cache
-// (its files look whole but are not), evicts it, recompiles and loads once
-// more. An error that is not Core ML's (a cancelled context, a macOS too
-// old for the options) is returned at once.
+// cache: it compiles the package once (Cache.Compiled) and loads the
+// compiled model. When Core ML cannot load an entry that came from the
+// cache, the entry is verified byte for byte (Cache.Verify): a damaged one
+// is evicted, recompiled and loaded once more; an intact one means Core ML
+// refuses the model itself (an unknown function name, say), and its error
+// is returned. Errors that are not Core ML's (a cancelled context, a macOS
+// too old for the options) are returned at once.
 func LoadPackage(ctx context.Context, rt Runtime, cache *Cache, pkg string, opts LoadOptions) (Function, error) {
 	entry, err := cache.Compiled(ctx, pkg)
 	if err != nil {
@@ -22,7 +24,11 @@ func LoadPackage(ctx context.Context, rt Runtime, cache *Cache, pkg string, opts
 	if err == nil || entry.Fresh || !errors.As(err, &nserr) {
 		return fn, err
 	}
-	cache.log.Warn("coreml: cannot load the cached compiled model; recompiling", "package", pkg, "entry", entry.Path, "reason", err)
+	damage := cache.Verify(ctx, entry)
+	if damage == nil || ctx.Err() != nil {
+		return nil, err
+	}
+	cache.log.Warn("coreml: the cached compiled model is damaged; recompiling", "package", pkg, "entry", entry.Path, "load error", err, "damage", damage)
 	if err := cache.Evict(entry.Key); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package mlcore
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -31,31 +33,46 @@ func (r *fakeRuntime) Load(ctx context.Context, compiled string, opts LoadOption
 
 type fakeFunction struct{ Function }
 
+// damageWeights changes the bytes of a compiled file, not its size: the
+// cheap check of Compiled passes, Verify does not.
+func damageWeights(t *testing.T, e Entry) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(e.Path, "weights", "weight.bin"), []byte(strings.Repeat("d", 3000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLoadPackage(t *testing.T) {
 	ctx := context.Background()
 	pkg := testPackage(t)
 	loadErr := &NSError{Op: "modelWithContentsOfURL:configuration:error:", Description: "corrupt model"}
 	for name, c := range map[string]struct {
 		warm     bool // the package is already in the cache
+		damage   bool // and its compiled weights have changed (same size)
 		fails    []error
 		compiles int
 		loads    int
 		want     string // "" = success
 	}{
-		"cold":                         {false, nil, 1, 1, ""},
-		"warm":                         {true, nil, 1, 1, ""},
-		"cached entry Core ML rejects": {true, []error{loadErr}, 2, 2, ""},
-		"fresh entry Core ML rejects":  {false, []error{loadErr}, 1, 1, "corrupt model"},
-		"rejected again after recompiling": {true, []error{loadErr, loadErr}, 2, 2,
+		"cold":                                 {false, false, nil, 1, 1, ""},
+		"warm":                                 {true, false, nil, 1, 1, ""},
+		"damaged cached entry Core ML rejects": {true, true, []error{loadErr}, 2, 2, ""},
+		"intact cached entry Core ML rejects":  {true, false, []error{loadErr}, 1, 1, "corrupt model"},
+		"fresh entry Core ML rejects":          {false, false, []error{loadErr}, 1, 1, "corrupt model"},
+		"rejected again after recompiling": {true, true, []error{loadErr, loadErr}, 2, 2,
 			"after recompiling it: coreml: modelWithContentsOfURL:configuration:error:: corrupt model"},
-		"too old a macOS is not retried": {true, []error{&OSVersionError{What: "x", Need: "15.0", Have: "14.0"}}, 1, 1, "needs macOS 15.0"},
-		"cancelled is not retried":       {true, []error{context.Canceled}, 1, 1, "context canceled"},
+		"too old a macOS is not retried": {true, true, []error{&OSVersionError{What: "x", Need: "15.0", Have: "14.0"}}, 1, 1, "needs macOS 15.0"},
+		"cancelled is not retried":       {true, true, []error{context.Canceled}, 1, 1, "context canceled"},
 	} {
 		cache, fc, _ := newTestCache(t)
 		rt := &fakeRuntime{fc: fc}
 		if c.warm {
-			if _, err := cache.Compiled(ctx, pkg); err != nil {
+			e, err := cache.Compiled(ctx, pkg)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if c.damage {
+				damageWeights(t, e)
 			}
 		}
 		rt.fails = c.fails
