@@ -105,7 +105,7 @@ func ParseComputeUnits(s string) (ComputeUnits, error) {
 func (c ComputeUnits) mlComputeUnits() (int, string, error) {
 	switch c {
 	case ComputeNeuralEngine:
-		return mlComputeUnitsCPUAndNeuralEngine, "13.0", nil
+		return mlComputeUnitsCPUAndNeuralEngine, enumSince("MLComputeUnitsCPUAndNeuralEngine"), nil
 	case ComputeGPU:
 		return mlComputeUnitsCPUAndGPU, "", nil
 	case ComputeCPU:
@@ -130,6 +130,7 @@ type FeatureSpec struct {
 	Shape []int
 }
 
+// String returns "name dtype[shape]".
 func (f FeatureSpec) String() string {
 	if !f.MultiArray {
 		return f.Name + " (not a multi-array)"

@@ -253,6 +253,17 @@ var enumValues = [...]struct {
 	{"NSUTF8StringEncoding", nsUTF8StringEncoding, ""},
 }
 
+// enumSince returns the first macOS that has the enum value named name
+// ("" = any), from enumValues.
+func enumSince(name string) string {
+	for _, e := range enumValues {
+		if e.Name == name {
+			return e.Since
+		}
+	}
+	panic("mlcore: no enum value " + name + " in calls.go")
+}
+
 // sendKinds maps each send helper of the darwin code to the result types it
 // may be used for; the helper is objc_msgSend registered with that Go result
 // type. Both the darwin code (at run time) and calls_test.go (statically)

@@ -268,6 +268,10 @@ func TestTableMatchesHeaders(t *testing.T) {
 	if len(fx.funcs) != len(cfuncs) {
 		t.Errorf("the fixture has %d functions, calls.go %d", len(fx.funcs), len(cfuncs))
 	}
+	// The versions the darwin code requires come from the same table.
+	if enumSince("MLMultiArrayDataTypeFloat16") != "12.0" || enumSince("MLComputeUnitsCPUAndNeuralEngine") != "13.0" {
+		t.Error("enumSince does not read enumValues")
+	}
 	// The Go values the rest of the package uses are the header's.
 	if Float16 != mlMultiArrayDataTypeFloat16 || Float32 != mlMultiArrayDataTypeFloat32 || Int32 != mlMultiArrayDataTypeInt32 {
 		t.Error("DType values are not MLMultiArrayDataType values")

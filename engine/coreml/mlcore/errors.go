@@ -15,6 +15,7 @@ type NSError struct {
 	Description string // its localizedDescription
 }
 
+// Error returns "coreml: <selector> (<subject>): <description> [<domain> <code>]".
 func (e *NSError) Error() string {
 	s := "coreml: " + e.Op
 	if e.Subject != "" {
@@ -55,6 +56,7 @@ type UnsupportedError struct {
 	GOOS, GOARCH string
 }
 
+// Error says what Core ML needs and what this machine is.
 func (e *UnsupportedError) Error() string {
 	return fmt.Sprintf("Core ML needs macOS on Apple silicon (this is %s/%s); use the CPU backend", e.GOOS, e.GOARCH)
 }

@@ -49,6 +49,7 @@ type OSVersionError struct {
 	Have string // the running macOS
 }
 
+// Error says which macOS the feature needs and which one runs.
 func (e *OSVersionError) Error() string {
 	return fmt.Sprintf("coreml: %s needs macOS %s; this Mac runs macOS %s", e.What, e.Need, e.Have)
 }

@@ -413,15 +413,20 @@ type function struct {
 	stats Stats
 }
 
-func (f *function) Inputs() []FeatureSpec  { return cloneSpecs(f.ins) }
+// Inputs returns the model description's inputs, sorted by name.
+func (f *function) Inputs() []FeatureSpec { return cloneSpecs(f.ins) }
+
+// Outputs returns the model description's outputs, sorted by name.
 func (f *function) Outputs() []FeatureSpec { return cloneSpecs(f.outs) }
 
+// Stats returns the counters.
 func (f *function) Stats() Stats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.stats
 }
 
+// Close releases the MLModel; later calls do nothing.
 func (f *function) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -454,7 +459,7 @@ func (f *function) Predict(ctx context.Context, inputs, outputs map[string]Buffe
 	for _, side := range []map[string]Buffer{inputs, outputs} {
 		for name, b := range side {
 			if b.dtype == Float16 {
-				if err := requireSince(f.r.os, "12.0", "float16 multi-array "+name); err != nil {
+				if err := requireSince(f.r.os, enumSince("MLMultiArrayDataTypeFloat16"), "float16 multi-array "+name); err != nil {
 					return err
 				}
 			}
