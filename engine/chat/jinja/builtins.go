@@ -226,6 +226,9 @@ func (ev *evaluator) replaceValue(line int, v, old, repl Value, count int64) (Va
 	}
 	rest := substr(v, start, len(v.s))
 	w.add(rest.s, rest.t)
+	if err := ev.built(line, w.len()); err != nil {
+		return Value{}, err
+	}
 	return w.value(), nil
 }
 
@@ -289,6 +292,9 @@ func joinValues(ev *evaluator, line int, items []Value, sep Value) (Value, error
 		if err := ev.checkSize(line, w.len()); err != nil {
 			return Value{}, err
 		}
+	}
+	if err := ev.built(line, w.len()); err != nil {
+		return Value{}, err
 	}
 	if w.len() == 0 {
 		return Str(""), nil
@@ -945,25 +951,37 @@ func init() {
 	filters["count"] = filters["length"]
 
 	tests = map[string]testFunc{
-		"defined":   func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return v.k != KindUndefined, nil },
-		"undefined": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return v.k == KindUndefined, nil },
-		"none":      func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return v.k == KindNone, nil },
-		"boolean":   func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return v.k == KindBool, nil },
-		"true":      func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return v.k == KindBool && v.n != 0, nil },
-		"false":     func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return v.k == KindBool && v.n == 0, nil },
-		"integer":   func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return v.k == KindInt, nil },
-		"float":     func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return v.k == KindFloat, nil },
-		"number":    func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return isNumber(v), nil },
-		"string":    func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return v.k == KindString, nil },
-		"mapping":   func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return v.k == KindDict, nil },
+		"defined": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) {
+			return v.k != KindUndefined, nil
+		},
+		"undefined": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) {
+			return v.k == KindUndefined, nil
+		},
+		"none":    func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return v.k == KindNone, nil },
+		"boolean": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return v.k == KindBool, nil },
+		"true": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) {
+			return v.k == KindBool && v.n != 0, nil
+		},
+		"false": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) {
+			return v.k == KindBool && v.n == 0, nil
+		},
+		"integer": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return v.k == KindInt, nil },
+		"float":   func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return v.k == KindFloat, nil },
+		"number":  func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return isNumber(v), nil },
+		"string": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) {
+			return v.k == KindString, nil
+		},
+		"mapping": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return v.k == KindDict, nil },
 		"iterable": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) {
 			return v.k == KindString || v.k == KindList || v.k == KindTuple || v.k == KindDict || v.k == KindUndefined, nil
 		},
 		"sequence": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) {
 			return v.k == KindString || v.k == KindList || v.k == KindTuple || v.k == KindDict, nil
 		},
-		"callable": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return v.k == KindCallable, nil },
-		"escaped":  func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return false, nil },
+		"callable": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) {
+			return v.k == KindCallable, nil
+		},
+		"escaped": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return false, nil },
 		"sameas": func(_ *evaluator, line int, v Value, args []Value, _ []kwValue) (bool, error) {
 			if len(args) != 1 {
 				return false, errorf(line, "sameas needs one argument")
@@ -1066,8 +1084,11 @@ func init() {
 			} else if step < 0 && start > stop {
 				n = (start - stop - step - 1) / -step
 			}
-			if n < 0 || n > int64(ev.lim.Output) || n > 1<<20 {
+			if n < 0 || n > 1<<20 {
 				return Value{}, errorf(line, "range of %d items is too big", n)
+			}
+			if err := ev.charge(line, int(n)); err != nil {
+				return Value{}, err
 			}
 			out := make([]Value, n)
 			for i := range out {

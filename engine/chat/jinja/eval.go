@@ -57,6 +57,25 @@ func (ev *evaluator) step(line int) error {
 	return nil
 }
 
+// charge counts n steps of work at once (building n items).
+func (ev *evaluator) charge(line, n int) error {
+	ev.steps += n
+	if ev.steps > ev.lim.Steps || n < 0 {
+		return errorf(line, "template exceeded %d evaluation steps (a loop that does not end?)", ev.lim.Steps)
+	}
+	return nil
+}
+
+// built accounts for a new string or list of n bytes or items: it must fit
+// the output limit, and copying costs steps (n/64), so a loop that keeps
+// rebuilding a large string runs out of steps instead of copying forever.
+func (ev *evaluator) built(line, n int) error {
+	if err := ev.checkSize(line, n); err != nil {
+		return err
+	}
+	return ev.charge(line, n/64)
+}
+
 // checkSize fails when a string or list would grow past the output limit.
 func (ev *evaluator) checkSize(line, n int) error {
 	if n > ev.lim.Output {
@@ -632,6 +651,9 @@ func (ev *evaluator) eval(x expr, sc *scope) (Value, error) {
 			}
 			w.add(s.s, s.t)
 		}
+		if err := ev.built(line, w.len()); err != nil {
+			return Value{}, err
+		}
 		return w.value(), nil
 	}
 	return Value{}, errorf(line, "internal error: unknown expression %T", x)
@@ -705,6 +727,9 @@ func (ev *evaluator) iterate(line int, v Value) ([]Value, error) {
 	case KindDict:
 		return v.d.keys, nil
 	case KindString:
+		if err := ev.charge(line, len(v.s)); err != nil {
+			return nil, err
+		}
 		offs := runeOffsets(v.s)
 		out := make([]Value, len(offs)-1)
 		for i := range out {
@@ -969,7 +994,7 @@ func (ev *evaluator) binop(line int, op string, l, r Value) (Value, error) {
 	case "+":
 		switch {
 		case l.k == KindString && r.k == KindString:
-			if err := ev.checkSize(line, len(l.s)+len(r.s)); err != nil {
+			if err := ev.built(line, len(l.s)+len(r.s)); err != nil {
 				return Value{}, err
 			}
 			w := &tstr{}
@@ -977,7 +1002,7 @@ func (ev *evaluator) binop(line int, op string, l, r Value) (Value, error) {
 			w.add(r.s, r.t)
 			return w.value(), nil
 		case (l.k == KindList || l.k == KindTuple) && l.k == r.k:
-			if err := ev.checkSize(line, len(l.l)+len(r.l)); err != nil {
+			if err := ev.charge(line, len(l.l)+len(r.l)); err != nil {
 				return Value{}, err
 			}
 			out := make([]Value, 0, len(l.l)+len(r.l))
@@ -991,7 +1016,7 @@ func (ev *evaluator) binop(line int, op string, l, r Value) (Value, error) {
 		}
 		if times.k == KindInt || times.k == KindBool {
 			n := times.n
-			if n < 0 {
+			if n < 0 || (seq.k == KindString && seq.s == "") || ((seq.k == KindList || seq.k == KindTuple) && len(seq.l) == 0) {
 				n = 0
 			}
 			switch seq.k {
@@ -1008,8 +1033,11 @@ func (ev *evaluator) binop(line int, op string, l, r Value) (Value, error) {
 				}
 				return w.value(), nil
 			case KindList, KindTuple:
-				if n > 0 && (int64(len(seq.l)) > int64(ev.lim.Output)/n) {
-					return Value{}, ev.checkSize(line, ev.lim.Output+1)
+				if n > 0 && (int64(len(seq.l)) > int64(ev.lim.Steps)/n) {
+					return Value{}, ev.charge(line, ev.lim.Steps+1)
+				}
+				if err := ev.charge(line, int(int64(len(seq.l))*n)); err != nil {
+					return Value{}, err
 				}
 				out := make([]Value, 0, int64(len(seq.l))*n)
 				for i := int64(0); i < n; i++ {

@@ -105,6 +105,8 @@ type Output struct {
 	// Untrusted are the byte ranges of Text that came from Untrusted
 	// input, sorted and disjoint.
 	Untrusted []Span
+	// Steps is the work the render took, in the units of Limits.Steps.
+	Steps int
 }
 
 // Options are the environment of a render.
@@ -133,5 +135,5 @@ func (t *Template) Render(vars map[string]Value, opts Options) (out Output, err 
 		return Output{}, err
 	}
 	v := w.value()
-	return Output{Text: v.s, Untrusted: v.t}, nil
+	return Output{Text: v.s, Untrusted: v.t, Steps: ev.steps}, nil
 }

@@ -145,6 +145,10 @@ func strMethod(v Value, name string) (Value, bool) {
 			if err != nil {
 				return Value{}, err
 			}
+			// Each part is a value: charge for them before making them.
+			if err := ev.charge(line, countParts(s, sep)); err != nil {
+				return Value{}, err
+			}
 			var parts []Value
 			if name == "split" || n < 0 {
 				parts, err = splitValue(line, v, sep, n)
@@ -485,4 +489,20 @@ func strftime(t time.Time, f string) string {
 		}
 	}
 	return b.String()
+}
+
+// countParts bounds how many parts split makes of s.
+func countParts(s string, sep Value) int {
+	if sep.k == KindString && sep.s != "" {
+		return strings.Count(s, sep.s) + 1
+	}
+	n, in := 0, false
+	for _, r := range s {
+		w := !pySpace(r)
+		if w && !in {
+			n++
+		}
+		in = w
+	}
+	return n
 }

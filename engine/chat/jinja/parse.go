@@ -18,7 +18,10 @@ func (p pos) nodeLine() int { return p.line }
 func (p pos) exprLine() int { return p.line }
 
 type (
-	textNode   struct{ pos; s string }
+	textNode struct {
+		pos
+		s string
+	}
 	outputNode struct {
 		pos
 		x expr

@@ -171,11 +171,11 @@ func pyFloat(f float64) string {
 // --- JSON, as Python's json.dumps(ensure_ascii=False) writes it ---
 
 type jsonOpts struct {
-	indent     string
-	hasIndent  bool
-	itemSep    string
-	keySep     string
-	sortKeys   bool
+	indent      string
+	hasIndent   bool
+	itemSep     string
+	keySep      string
+	sortKeys    bool
 	ensureASCII bool
 }
 
