@@ -33,11 +33,16 @@ func TestEngineGeneratorRunsStories260K(t *testing.T) {
 		t.Fatalf("width 1: text %q, stats %+v", plain, st)
 	}
 	// Speculation is lossless: greedy text at width 4 and auto equals width 1.
+	// One session serves every width: the same request again (a
+	// regenerate) reuses its KV, whatever the width was.
 	for _, w := range []int{4, 0} {
 		req.Width = w
-		got, _ := collect(t, g, req)
+		got, st := collect(t, g, req)
 		if got != plain {
 			t.Fatalf("width %d gave %q, width 1 gave %q", w, got, plain)
+		}
+		if st.ResumedTokens == 0 || st.PrefillTokens != 1 {
+			t.Fatalf("width %d after another width: stats %+v, want the prompt reused from the session but its last token", w, st)
 		}
 	}
 	// The next turn of the same conversation reuses the session's KV: only

@@ -8,7 +8,6 @@ import (
 	"anechat/engine/cpu"
 	"anechat/engine/kv"
 	"anechat/engine/model"
-	"anechat/engine/model/gguf"
 	"anechat/engine/sample"
 	"anechat/internal/testres"
 )
@@ -61,27 +60,34 @@ func TestStoriesReference(t *testing.T) {
 	}
 }
 
+// shortContext is a backend whose context is n positions (its cache keeps
+// the model's geometry: only the length Generate goes by changes).
+type shortContext struct {
+	model.Backend
+	n int
+}
+
+func (s shortContext) Config() model.Config {
+	c := s.Backend.Config()
+	c.ContextLen = s.n
+	return c
+}
+
 // TestContextEnd: with no stop token, generation fills the context and
 // ends with one token more than the free positions (the last one needs no
 // position); a history longer than the context is refused.
 func TestContextEnd(t *testing.T) {
-	data, err := cpu.RandomLlama(cpu.LlamaOptions{Hidden: 32, FFN: 48, Layers: 1, Heads: 2, KVHeads: 1, Vocab: 64, Context: 20}, gguf.F32, 5)
+	m, err := cpu.OpenLlama(testres.Stories(t), cpu.NewPool(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := gguf.Parse("ctx.gguf", data)
-	if err != nil {
-		t.Fatal(err)
+	defer m.Close()
+	b := shortContext{m, 20}
+	got, err := Generate(context.Background(), b, testres.StoriesPrompt(), 0, nil, nil)
+	if want := testres.StoriesGreedy()[:20-5+1]; err != nil || got.Stopped != "context" || !slices.Equal(got.IDs, want) {
+		t.Fatalf("%v %+v, want %v stopped by the context", err, got, want)
 	}
-	m, err := cpu.LoadLlama(f, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Generate(context.Background(), m, []int32{3, 4, 5, 6, 7, 8}, 0, nil, nil)
-	if err != nil || got.Stopped != "context" || len(got.IDs) != 20-6+1 {
-		t.Fatalf("%v %+v, want %d tokens stopped by the context", err, got, 20-6+1)
-	}
-	if _, err := Generate(context.Background(), m, make([]int32, 21), 0, nil, nil); err == nil {
+	if _, err := Generate(context.Background(), b, make([]int32, 21), 0, nil, nil); err == nil {
 		t.Fatal("a history longer than the context was accepted")
 	}
 }
