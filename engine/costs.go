@@ -54,10 +54,10 @@ type storedCosts struct {
 
 // measureReps is the number of timed calls per width when the Session
 // measures the costs itself: few, since the cost model then follows the
-// calls actually made. Two of each width 1..8 hold up the first token about
-// as long as three of 1..4 did (SmolLM2 on 2 shared Xeon cores: ~350 ms
-// against ~240 ms at best), once per model and kernel set when the table is
-// kept.
+// calls actually made. Two of each width 1..8 hold up the first token a
+// little longer than three of 1..4 did (SmolLM2 on 2 shared Xeon cores:
+// ~350 ms against ~240 ms at best), and only once per model and kernel set
+// when the table is kept.
 const measureReps = 2
 
 // costState says where a Session's cost model came from.
