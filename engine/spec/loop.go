@@ -126,44 +126,50 @@ func (d *Decoder) Run(ctx context.Context, t Target, req Request, emit func(Toke
 	if err != nil {
 		return r.st, err
 	}
-	defer r.finish()
+	err = r.loop(ctx, t)
+	r.finish()
+	return r.st, err
+}
+
+// loop runs the steps until a stop token, the length limit, the end of the
+// room, an error or ctx ends it.
+func (r *generation) loop(ctx context.Context, t Target) error {
 	if done, err := r.first(); done || err != nil {
-		return r.st, err
+		return err
 	}
 	for {
 		switch {
 		case r.remaining <= 0:
 			r.st.Stopped = "length"
-			return r.st, nil
+			return nil
 		case r.room <= 0:
 			r.st.Stopped = "context"
-			return r.st, nil
+			return nil
 		}
 		if err := ctx.Err(); err != nil {
-			return r.st, err
+			return err
 		}
 		r.propose()
 		res, err := r.call(ctx, t)
 		if err != nil {
-			return r.st, err
+			return err
 		}
 		accepted, err := r.verify(res)
 		if err != nil {
-			return r.st, err
+			return err
 		}
 		rows, stopped, emitErr := r.emit(accepted)
 		if err := t.Commit(rows); err != nil {
-			err = fmt.Errorf("spec: commit %d rows: %w", rows, err)
-			return r.st, errors.Join(emitErr, err)
+			return errors.Join(emitErr, fmt.Errorf("spec: commit %d rows: %w", rows, err))
 		}
 		r.st.Committed += rows
 		r.room -= rows
 		if emitErr != nil {
-			return r.st, emitErr
+			return emitErr
 		}
 		if stopped {
 			r.st.Stopped = "stop"
-			return r.st, nil
+			return nil
 		}
 	}
 }

@@ -65,7 +65,7 @@ func run(t *testing.T, m *fakeModel, dec *Decoder, history []int32, req Request)
 			t.Fatalf("KV row %d holds token %d, sequence has %d", p, got, seq[p])
 		}
 	}
-	if st.Tokens != len(out) || st.Committed != len(seq)-len(history) {
+	if st.Tokens != len(out) || st.Committed != len(seq)-len(history) || st.Decode <= 0 || (st.Tokens > 0 && st.TokensPerSecond() <= 0) {
 		t.Fatalf("stats %+v for %d tokens", st, len(out))
 	}
 	return out, st
