@@ -33,9 +33,13 @@ func floatBytes(f []float32) []byte {
 // Write stores the committed rows of c, whose positions hold tokens, as a
 // snapshot file in dir and returns its path (dir/<content hash>.kv). The
 // write is atomic (DESIGN.md invariant 6): a temporary file, fsync, rename,
-// fsync of dir; a crash leaves at most a temporary file (".tmp-*"), never a
-// partial snapshot under a snapshot name. Writing a snapshot that already
-// exists leaves the existing file.
+// fsync of dir; a crash leaves at most a temporary file, never a partial
+// snapshot under a snapshot name. Writing a snapshot that already exists
+// replaces the file with an identical one.
+//
+// Temporary files are named ".tmp-<pid>-<random>.kv", pid being this
+// process's id, so that start-up cleaning (storage.ReconcileMinAge) leaves
+// the files of writes still in progress in other processes alone.
 func Write(ctx context.Context, dir string, meta Meta, tokens []int32, c *Cache) (string, error) {
 	if len(tokens) != c.Len() {
 		return "", fmt.Errorf("kv: snapshot of %d tokens, the cache holds %d positions", len(tokens), c.Len())
@@ -74,7 +78,7 @@ func Write(ctx context.Context, dir string, meta Meta, tokens []int32, c *Cache)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("kv: snapshot dir: %w", err)
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*.kv")
+	f, err := os.CreateTemp(dir, fmt.Sprintf(".tmp-%d-*.kv", os.Getpid()))
 	if err != nil {
 		return "", fmt.Errorf("kv: snapshot temp file in %s: %w", dir, err)
 	}
