@@ -91,8 +91,7 @@ func (r *Resumer) Restore(ctx context.Context, ids []int32, c *kv.Cache) int {
 	h, err := kv.Load(ctx, snap.Path, r.Meta, c)
 	if err != nil {
 		if ctx.Err() == nil {
-			r.log().Warn("kv resume: snapshot ignored; prefilling normally", "path", snap.Path, "reason", err)
-			r.forget(ctx, snap.Path)
+			r.drop(ctx, snap.Path, err)
 		}
 		return 0
 	}
@@ -103,14 +102,14 @@ func (r *Resumer) Restore(ctx context.Context, ids []int32, c *kv.Cache) int {
 	if n < kv.BlockSize {
 		// The index matched blocks the file does not hold: its record is
 		// wrong.
-		r.log().Warn("kv resume: snapshot tokens do not match its index; prefilling normally", "path", snap.Path, "shared", n)
-		r.forget(ctx, snap.Path)
 		c.Reset()
+		r.drop(ctx, snap.Path, fmt.Errorf("its tokens do not match its index record: they share %d positions with the prompt, the record at least %d", n, kv.BlockSize))
 		return 0
 	}
 	if err := c.Truncate(n); err != nil {
 		// A sliding layer keeps only its last Window rows: the snapshot
 		// serves prompts that leave it at most one position before its end.
+		// Nothing is wrong with it, and it stays.
 		r.log().Info("kv resume: stored prefix ends too far past the prompt's; prefilling normally", "path", snap.Path, "shared", n, "stored", len(h.Tokens), "reason", err)
 		c.Reset()
 		return 0
@@ -118,14 +117,20 @@ func (r *Resumer) Restore(ctx context.Context, ids []int32, c *kv.Cache) int {
 	return n
 }
 
-func (r *Resumer) forget(ctx context.Context, path string) {
+// drop forgets a snapshot that cannot be used and deletes its file, and says
+// so once, at Warn, with why (DESIGN.md invariant 4: fail closed, visibly).
+func (r *Resumer) drop(ctx context.Context, path string, reason error) {
+	var cleanup error
 	if err := r.Store.Forget(ctx, path); err != nil {
-		r.log().Warn("kv resume: could not forget a bad snapshot", "path", path, "err", err)
+		cleanup = fmt.Errorf("forgetting it failed: %w", err)
+	} else if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		cleanup = fmt.Errorf("forgotten, but deleting the file failed: %w", err)
+	}
+	if cleanup != nil {
+		r.log().Warn("kv resume: snapshot dropped; prefilling normally", "path", path, "reason", reason, "cleanup", cleanup)
 		return
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		r.log().Warn("kv resume: could not delete a bad snapshot", "path", path, "err", err)
-	}
+	r.log().Warn("kv resume: snapshot dropped; prefilling normally", "path", path, "reason", reason)
 }
 
 // Save writes the committed rows of c, which hold ids, as the snapshot of key,

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"os"
@@ -278,8 +279,11 @@ func TestResumeFailClosed(t *testing.T) {
 			if n := r.Restore(context.Background(), prompt, c); n != 0 || c.Len() != 0 {
 				t.Fatalf("restored %d positions from a bad snapshot", n)
 			}
-			if !strings.Contains(logBuf.String(), tc.reason) || !strings.Contains(logBuf.String(), "prefilling normally") {
-				t.Errorf("log %q does not say %q", logBuf.String(), tc.reason)
+			// One line, at Warn (the CLI shows no less), naming the file
+			// and why.
+			if log := logBuf.String(); strings.Count(log, "\n") != 1 || !strings.Contains(log, "level=WARN") ||
+				!strings.Contains(log, path) || !strings.Contains(log, tc.reason) || !strings.Contains(log, "prefilling normally") {
+				t.Errorf("log %q: want one Warn line naming %s and saying %q", log, path, tc.reason)
 			}
 			if len(store.forgotten) != 1 || store.forgotten[0] != path {
 				t.Errorf("forgotten %v, want %s", store.forgotten, path)
@@ -294,6 +298,53 @@ func TestResumeFailClosed(t *testing.T) {
 				t.Error("the fallback prefill differs from a fresh one")
 			}
 		})
+	}
+}
+
+// failingStore is a memStore whose Replace fails (a full disk under the
+// database) or whose Forget fails.
+type failingStore struct {
+	*memStore
+	replace, forget error
+}
+
+func (f *failingStore) Replace(ctx context.Context, key string, meta kv.Meta, ids []int32, s StoredSnapshot) ([]string, error) {
+	if f.replace != nil {
+		return nil, f.replace
+	}
+	return f.memStore.Replace(ctx, key, meta, ids, s)
+}
+
+func (f *failingStore) Forget(ctx context.Context, path string) error {
+	if f.forget != nil {
+		return f.forget
+	}
+	return f.memStore.Forget(ctx, path)
+}
+
+// TestDropCleanupFailure: when a bad snapshot cannot be forgotten, Restore
+// still says so in its one Warn line.
+func TestDropCleanupFailure(t *testing.T) {
+	m := storiesModel(t)
+	meta := kv.Meta{Model: m.Config().Fingerprint, Tokenizer: "t"}
+	store := &failingStore{memStore: newMemStore(t.TempDir())}
+	prompt := testPrompt(130, 4)
+	c, _ := kv.New(m.Config().KV, 64)
+	run(t, m, c, prompt, 0, 0)
+	path, err := (&Resumer{Store: store, Meta: meta}).Save(context.Background(), "a", prompt, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, []byte("not a snapshot"), 0o644)
+	store.forget = errors.New("database is locked")
+	var logBuf bytes.Buffer
+	r := &Resumer{Store: store, Meta: meta, Log: slog.New(slog.NewTextHandler(&logBuf, nil))}
+	if n := r.Restore(context.Background(), prompt, c); n != 0 {
+		t.Errorf("restored %d from a damaged file", n)
+	}
+	if log := logBuf.String(); strings.Count(log, "\n") != 1 || !strings.Contains(log, "level=WARN") || !strings.Contains(log, path) ||
+		!strings.Contains(log, "forgetting it failed: database is locked") {
+		t.Errorf("log %q", log)
 	}
 }
 
