@@ -141,19 +141,22 @@ func (r *Resumer) Save(ctx context.Context, key string, ids []int32, c *kv.Cache
 	if len(ids) != c.Len() {
 		return "", fmt.Errorf("kv save: %d ids for %d cached positions", len(ids), c.Len())
 	}
-	path, err := kv.Write(ctx, r.Store.Dir(), r.Meta, ids, c)
+	path, created, err := kv.Create(ctx, r.Store.Dir(), r.Meta, ids, c)
 	if err != nil {
+		r.discard(path, created)
 		return "", err
 	}
 	st, err := os.Stat(path)
 	if err != nil {
+		r.discard(path, created)
 		return "", fmt.Errorf("kv save: %w", err)
 	}
 	orphans, err := r.Store.Replace(ctx, key, r.Meta, ids, StoredSnapshot{Path: path, Tokens: len(ids), Bytes: st.Size()})
 	if err != nil {
-		// The file may be another record's (same contents, same name), so
-		// it stays; if no record points at it, start-up cleaning removes
-		// it.
+		// A file no record points at must not stay: on a full disk it
+		// would keep the disk full. One that was there already may be
+		// another record's (same contents, same name), so it stays.
+		r.discard(path, created)
 		return "", fmt.Errorf("kv save: recording %s: %w", path, err)
 	}
 	for _, o := range orphans {
@@ -165,6 +168,16 @@ func (r *Resumer) Save(ctx context.Context, key string, ids []int32, c *kv.Cache
 		}
 	}
 	return path, nil
+}
+
+// discard removes the file of a save that failed, if the save created it.
+func (r *Resumer) discard(path string, created bool) {
+	if path == "" || !created {
+		return
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		r.log().Warn("kv save: could not delete the snapshot file of a failed save", "path", path, "err", err)
+	}
 }
 
 // Prefill makes s hold the prompt ids and prefills what is not cached, in

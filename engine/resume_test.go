@@ -322,6 +322,45 @@ func (f *failingStore) Forget(ctx context.Context, path string) error {
 	return f.memStore.Forget(ctx, path)
 }
 
+// TestSaveUnrecordedFileRemoved: when the snapshot file is written but its
+// record cannot be (a full disk under the database), Save fails and removes
+// the file it created, which would otherwise keep the disk full; a file that
+// was there already (the same snapshot, recorded before) stays with its
+// record.
+func TestSaveUnrecordedFileRemoved(t *testing.T) {
+	m := storiesModel(t)
+	meta := kv.Meta{Model: m.Config().Fingerprint, Tokenizer: "t"}
+	dir := t.TempDir()
+	store := &failingStore{memStore: newMemStore(dir)}
+	r := &Resumer{Store: store, Meta: meta}
+	prompt := testPrompt(150, 3)
+	c, _ := kv.New(m.Config().KV, 64)
+	run(t, m, c, prompt[:100], 0, 0)
+	kept, err := r.Save(context.Background(), "a", prompt[:100], c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.replace = errors.New("database or disk is full")
+	if _, err := r.Save(context.Background(), "b", prompt[:100], c); err == nil || !strings.Contains(err.Error(), "disk is full") {
+		t.Errorf("saving with a failing record: %v", err)
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("a recorded snapshot was removed when saving it again failed: %v", err)
+	}
+	run(t, m, c, prompt, 100, 0)
+	if _, err := r.Save(context.Background(), "a", prompt, c); err == nil {
+		t.Error("saving with a failing record succeeded")
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || filepath.Join(dir, ents[0].Name()) != kept {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("files after the failed saves: %v, want only %s", names, filepath.Base(kept))
+	}
+}
+
 // TestDropCleanupFailure: when a bad snapshot cannot be forgotten, Restore
 // still says so in its one Warn line.
 func TestDropCleanupFailure(t *testing.T) {

@@ -166,3 +166,42 @@ func TestReadOnlyKV(t *testing.T) {
 		t.Errorf("saving into a read-only kv/: %v, want an error naming %s", err, kvDir)
 	}
 }
+
+// TestFailedRecordLeavesNoFile: when the snapshot file is written but its
+// row cannot be (the database refuses the insert, as on a full disk), the
+// save fails and leaves no file behind, so the next start finds the disk as
+// it was; re-saving a snapshot that is already indexed keeps its file.
+func TestFailedRecordLeavesNoFile(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	snaps := saveSnapshots(t, home, 200)
+	x, err := Open(ctx, home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if _, err := x.db.SQL().ExecContext(ctx, `CREATE TRIGGER full_disk BEFORE INSERT ON kv_snapshots
+		BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	r := &engine.Resumer{Store: x, Meta: killMeta}
+	c, ids := killCache(t, 300, 8)
+	if _, err := r.Save(ctx, "", ids, c); err == nil || !strings.Contains(err.Error(), "disk is full") {
+		t.Errorf("saving with a failing row: %v", err)
+	}
+	again, idsAgain := killCache(t, 200, 100) // the snapshot saveSnapshots made
+	if _, err := r.Save(ctx, "", idsAgain, again); err == nil {
+		t.Error("re-saving with a failing row succeeded")
+	}
+	ents, _ := os.ReadDir(x.dir)
+	if len(ents) != 1 || filepath.Join(x.dir, ents[0].Name()) != snaps[0].path {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("kv/ holds %v after the failed saves, want only the indexed %s", names, filepath.Base(snaps[0].path))
+	}
+	if !resumes(t, x, snaps[0]) {
+		t.Error("the indexed snapshot no longer resumes")
+	}
+}
