@@ -121,7 +121,11 @@ func (d *DB) ReconcileMinAge(ctx context.Context, kvDir string, minAge time.Dura
 			rep.Skipped = append(rep.Skipped, ReconcileEntry{rel, "cannot check the file: " + err.Error()})
 			continue
 		}
-		if err := d.DeleteSnapshot(ctx, r.ID); err != nil && !errors.Is(err, ErrNotFound) {
+		err = d.DeleteSnapshot(ctx, r.ID)
+		if errors.Is(err, ErrNotFound) {
+			continue // another process dropped it meanwhile (replaced, evicted): not news
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return rep, ctx.Err()
 			}
