@@ -5,7 +5,7 @@ import (
 	"log/slog"
 
 	"anechat/engine/kv"
-	"anechat/kvindex"
+	"anechat/internal/kvindex"
 	"anechat/storage"
 )
 
@@ -18,7 +18,7 @@ func openSnapshots(ctx context.Context, dataDirFlag string, noCache bool, log *s
 	if noCache {
 		return nil, func() {}
 	}
-	dir, err := storage.DataDir(dataDirFlag)
+	dir, err := storage.DataDir(dataDirFlag, log)
 	if err == nil {
 		var x *kvindex.Index
 		if x, err = kvindex.Open(ctx, dir, log); err == nil {
