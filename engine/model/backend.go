@@ -7,6 +7,7 @@ import (
 	"context"
 
 	"anechat/engine/kv"
+	"anechat/engine/model/mmap"
 )
 
 // Output says what a Forward call must return for each position.
@@ -71,4 +72,28 @@ func KernelsOf(b Backend) string {
 		return k.Kernels()
 	}
 	return ""
+}
+
+// ErrModelChanged is wrapped by the errors of backends whose weights file
+// changed on disk after it was loaded (a re-download, an editor saving over
+// it): the error is a *mmap.ChangedError naming the file, and the model has
+// to be loaded again. Forward returns it for a call that found its mapped
+// weights truncated under it; CheckFiles before a generation, in the common
+// case where the file changed between two replies.
+var ErrModelChanged = mmap.ErrChanged
+
+// FileChecker is implemented by backends whose weights are mapped from
+// files. CheckFiles returns an error wrapping ErrModelChanged when a file is
+// no longer the one loaded; it costs a stat call per file.
+type FileChecker interface {
+	CheckFiles() error
+}
+
+// CheckFiles returns b's CheckFiles, or nil when b does not implement
+// FileChecker. The Session runs it before each prefill and generation.
+func CheckFiles(b Backend) error {
+	if c, ok := b.(FileChecker); ok {
+		return c.CheckFiles()
+	}
+	return nil
 }

@@ -18,6 +18,8 @@ import (
 	"math"
 	"sort"
 	"unsafe"
+
+	"anechat/engine/model/mmap"
 )
 
 // DType is a safetensors element type, spelled as in the header ("F32").
@@ -104,7 +106,7 @@ type File struct {
 	tensors  []TensorInfo
 	byName   map[string]int
 	metadata map[string]string
-	unmap    func() error
+	mapping  *mmap.Mapping // nil when parsed from bytes
 }
 
 // Parse parses a whole .safetensors file held in data; name is used in
@@ -255,16 +257,19 @@ func (f *File) TensorData(name string) ([]byte, error) {
 	if !ok {
 		return nil, f.errorf("no tensor %q", name)
 	}
+	if f.data == nil {
+		return nil, f.errorf("tensor %q: file is closed", name)
+	}
 	return f.data[t.Offset : t.Offset+t.Size : t.Offset+t.Size], nil
 }
 
 // Close unmaps the file. Data returned by TensorData is invalid afterwards.
 func (f *File) Close() error {
-	if f.unmap == nil {
+	if f.mapping == nil {
 		return nil
 	}
-	err := f.unmap()
-	f.unmap, f.data = nil, nil
+	err := f.mapping.Close()
+	f.mapping, f.data = nil, nil
 	return err
 }
 
