@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +14,7 @@ import (
 	"testing"
 
 	"anechat/engine/model"
+	"anechat/engine/model/gguf"
 	"anechat/engine/model/mmap"
 	"anechat/engine/spec"
 	"anechat/internal/testres"
@@ -160,5 +164,73 @@ func TestModelChangedBetweenReplies(t *testing.T) {
 			}
 			wantChanged(t, s.Prefill(context.Background(), storiesWant[5:8], nil), path)
 		})
+	}
+}
+
+// nanOutputNorm damages the copy of stories260K at path: its final norm's
+// weights become NaN, so every logit of every position is NaN.
+func nanOutputNorm(t *testing.T, path string) {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti, ok := f.Tensor("output_norm.weight")
+	f.Close()
+	if !ok || ti.Type != gguf.F32 {
+		t.Fatalf("stories260K has no F32 output_norm.weight (%v)", ti)
+	}
+	w, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	nan := make([]byte, ti.Size)
+	for i := 0; i < len(nan); i += 4 {
+		binary.LittleEndian.PutUint32(nan[i:], math.Float32bits(float32(math.NaN())))
+	}
+	if _, err := w.WriteAt(nan, ti.Offset); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNaNLogitsFailTheReply: a model file whose weights compute only NaN
+// logits fails the reply with a message saying the file is damaged, greedy
+// (backend argmax, or the prefill's logits) or sampled, plain or
+// speculative. Before, the CPU argmax picked token 0 for a NaN row (it
+// started from x[0] and NaN never compares greater), sampling drew a
+// uniformly random token, and the reply was silent garbage.
+func TestNaNLogitsFailTheReply(t *testing.T) {
+	for name, mk := range decoders() {
+		for _, temp := range []float64{0, 0.8} {
+			t.Run(fmt.Sprintf("%s/temperature=%g", name, temp), func(t *testing.T) {
+				path := copyStories(t)
+				nanOutputNorm(t, path)
+				dec, width := mk()
+				s, _ := openSession(t, path, dec)
+				var got []int32
+				_, err := s.Generate(context.Background(), GenerateOptions{MaxTokens: 10, Width: width, Temperature: temp, Seed: 1},
+					func(tok Token) error {
+						got = append(got, tok.ID)
+						return nil
+					})
+				if !errors.Is(err, model.ErrDamaged) || !strings.Contains(err.Error(), "model file is damaged") {
+					t.Fatalf("temperature %g: err = %v; want model.ErrDamaged", temp, err)
+				}
+				if len(got) != 0 {
+					t.Fatalf("temperature %g: emitted %v from NaN logits", temp, got)
+				}
+				// The next reply feeds the last token again: a model call,
+				// whose row (argmax, when greedy) must fail the same way.
+				st, err := s.Generate(context.Background(), GenerateOptions{MaxTokens: 10, Width: width, Temperature: temp, Seed: 1},
+					func(tok Token) error {
+						got = append(got, tok.ID)
+						return nil
+					})
+				if !errors.Is(err, model.ErrDamaged) || st.TargetCalls != 1 || len(got) != 0 {
+					t.Fatalf("temperature %g, second reply: err = %v after %d calls, emitted %v; want model.ErrDamaged from the first call", temp, err, st.TargetCalls, got)
+				}
+			})
+		}
 	}
 }

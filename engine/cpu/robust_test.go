@@ -3,6 +3,7 @@ package cpu
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,44 @@ import (
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
 	"anechat/engine/model/mmap"
+	"anechat/engine/sample"
 )
+
+// TestArgmaxAgreesWithGreedy: the backend's argmax (model.Argmax) and
+// greedy picking from logits pick the same id for every row, NaN included.
+// Before, Argmax started from x[0] and NaN never compares greater, so a
+// NaN at x[0] won and a row of NaN gave token 0, where sample.Greedy skips
+// NaN and gives -1.
+func TestArgmaxAgreesWithGreedy(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	cases := []struct {
+		x    []float32
+		want int32
+	}{
+		{[]float32{1, 3, 3, 2}, 1},
+		{[]float32{nan, 1, 2}, 2},
+		{[]float32{1, nan, 0}, 0},
+		{[]float32{nan, nan, nan}, -1},
+		{nil, -1},
+		{[]float32{-inf, nan, -inf}, 0},
+		{[]float32{nan, inf, 5}, 1},
+	}
+	for _, c := range cases {
+		if got, g := Argmax(c.x), sample.Greedy(c.x); got != c.want || got != g {
+			t.Errorf("Argmax(%v) = %d, sample.Greedy = %d; want %d from both", c.x, got, g, c.want)
+		}
+	}
+	// Through a backend's Result, as the decode loops see it.
+	r := Result([]float32{nan, 1, 2, nan, nan, nan}, 2, 3, model.Argmax|model.Logits)
+	for i, row := range r.Logits {
+		if r.Argmax[i] != sample.Greedy(row) {
+			t.Errorf("row %d: Argmax %d, Greedy %d", i, r.Argmax[i], sample.Greedy(row))
+		}
+	}
+	if r.Argmax[0] != 2 || r.Argmax[1] != -1 {
+		t.Errorf("Result argmax %v, want [2 -1]", r.Argmax)
+	}
+}
 
 // oneWorkerFirst runs fn(data, lo) on pool for 4 chunks such that a worker
 // other than the caller's goroutine (worker 0) runs fn first: worker 0

@@ -5,6 +5,7 @@ package model
 
 import (
 	"context"
+	"errors"
 
 	"anechat/engine/kv"
 	"anechat/engine/model/mmap"
@@ -31,7 +32,9 @@ type Result struct {
 	// call asked for Logits; nil otherwise.
 	Logits [][]float32
 	// Argmax holds the greedy token per position when the call asked for
-	// Argmax; nil otherwise. Ties go to the lowest id.
+	// Argmax; nil otherwise. Ties go to the lowest id and NaN never wins
+	// (as sample.Greedy); a row of NaN only gives -1, which the decode
+	// loops report as ErrDamaged.
 	Argmax []int32
 }
 
@@ -81,6 +84,11 @@ func KernelsOf(b Backend) string {
 // weights truncated under it; CheckFiles before a generation, in the common
 // case where the file changed between two replies.
 var ErrModelChanged = mmap.ErrChanged
+
+// ErrDamaged is wrapped by the errors for a model call whose logits row has
+// no number in it (every logit is NaN): no token can be picked, and weights
+// that compute NaN are damaged.
+var ErrDamaged = errors.New("the model computed only NaN logits: the model file is damaged; download it again")
 
 // FileChecker is implemented by backends whose weights are mapped from
 // files. CheckFiles returns an error wrapping ErrModelChanged when a file is
