@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"anechat/engine/kv"
 	"anechat/engine/model"
@@ -72,7 +74,12 @@ func LoadGemma4(dir string, pool *Pool) (*Gemma4, error) {
 		return nil, err
 	}
 	for _, id := range more {
-		if id >= 0 && int(id) < m.opt.Vocab && !m.cfg.IsEOS(id) {
+		if id < 0 || int(id) >= m.opt.Vocab {
+			d.Close()
+			return nil, fmt.Errorf("cpu: gemma4: %s: eos_token_id %d is not a token id of the %d-token vocabulary",
+				filepath.Join(dir, "generation_config.json"), id, m.opt.Vocab)
+		}
+		if !m.cfg.IsEOS(id) {
 			m.cfg.EOS = append(m.cfg.EOS, id)
 		}
 	}
@@ -267,6 +274,23 @@ func bindGemma4(d *safetensors.Dir, pool *Pool) (_ *Gemma4, err error) {
 			}
 			l.scalar = s[0]
 		}
+	}
+	// Every weight of the text model must be bound: one left over (a layer
+	// past num_hidden_layers, PLE tables with per-layer inputs off) would
+	// be ignored and the model would compute garbage. Tensors outside the
+	// text model (a multimodal checkpoint's vision and audio towers, a
+	// tied lm_head the library ignores too) are not ours to judge.
+	var unread []string
+	file := d.Path()
+	for _, t := range d.Unread() {
+		if strings.HasPrefix(t.Name, w.prefix) {
+			if unread = append(unread, t.Name); len(unread) == 1 {
+				file = t.File
+			}
+		}
+	}
+	if err := unboundTensors("cpu: gemma4", file, unread, w.prefix+"layers.", "config.json num_hidden_layers", L); err != nil {
+		return nil, err
 	}
 	geo, err := o.Geometry()
 	if err != nil {

@@ -217,14 +217,24 @@ func LoadLlama(f *gguf.File, pool *Pool) (_ *Llama, err error) {
 	}
 	m.cfg = model.Config{Arch: "llama", VocabSize: o.Vocab, Hidden: o.Hidden, ContextLen: o.Context, KV: geo,
 		BOS: -1, Fingerprint: f.Fingerprint()}
-	if id, err := f.Int("tokenizer.ggml.bos_token_id"); err == nil && id >= 0 && id < o.Vocab {
-		m.cfg.BOS = int32(id)
+	if m.cfg.BOS, err = f.TokenID("tokenizer.ggml.bos_token_id", o.Vocab); err != nil {
+		return nil, fmt.Errorf("cpu: %w", err)
 	}
-	if id, err := f.Int("tokenizer.ggml.eos_token_id"); err == nil && id >= 0 && id < o.Vocab {
-		m.cfg.EOS = append(m.cfg.EOS, int32(id))
+	for _, key := range []string{"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"} {
+		id, err := f.TokenID(key, o.Vocab)
+		if err != nil {
+			return nil, fmt.Errorf("cpu: %w", err)
+		}
+		if id >= 0 && !m.cfg.IsEOS(id) {
+			m.cfg.EOS = append(m.cfg.EOS, id)
+		}
 	}
-	if id, err := f.Int("tokenizer.ggml.eot_token_id"); err == nil && id >= 0 && id < o.Vocab && !m.cfg.IsEOS(int32(id)) {
-		m.cfg.EOS = append(m.cfg.EOS, int32(id))
+	var unread []string
+	for _, t := range f.Unread() {
+		unread = append(unread, t.Name)
+	}
+	if err := unboundTensors("cpu", f.Path(), unread, "blk.", "llama.block_count", o.Layers); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -15,6 +15,7 @@ import (
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
 	"anechat/engine/model/mmap"
+	"anechat/engine/model/safetensors"
 	"anechat/engine/sample"
 )
 
@@ -194,4 +195,251 @@ func TestGemma4TruncatedUnderForward(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Path != p || c.Pending() != 0 {
 		t.Fatalf("Forward on a truncated file: %v (%d pending); want a *mmap.ChangedError for %s", err, c.Pending(), p)
 	}
+}
+
+// rewriteGGUF re-encodes the GGUF data with its metadata edited (meta
+// returns the value to write for a key, nil to drop it); more may add keys
+// and tensors.
+func rewriteGGUF(t testing.TB, data []byte, meta func(key string, v any) any, more func(w *gguf.Writer)) []byte {
+	t.Helper()
+	f, err := gguf.Parse("x", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := gguf.NewWriter()
+	for _, k := range f.Keys() {
+		v, _ := f.Value(k)
+		if meta != nil {
+			v = meta(k, v)
+		}
+		if v != nil {
+			w.Set(k, v)
+		}
+	}
+	for _, ti := range f.Tensors() {
+		d, _ := f.TensorData(ti.Name)
+		w.AddTensor(ti.Name, ti.Type, ti.Dims, d)
+	}
+	if more != nil {
+		more(w)
+	}
+	out, err := w.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// setKey returns a meta edit that sets key to v.
+func setKey(key string, v any) func(string, any) any {
+	return func(k string, old any) any {
+		if k == key {
+			return v
+		}
+		return old
+	}
+}
+
+// TestLoadDamagedMetadata: metadata that does not match the weights is a
+// load error naming the file and the field, where it used to load and
+// compute garbage (layers ignored, weights ignored) or silently drop a
+// token id (no BOS, no end of reply).
+func TestLoadDamagedMetadata(t *testing.T) {
+	good, err := RandomLlama(tinyOpts, gguf.F32, 1) // 2 layers, vocab 128
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		data []byte
+		want []string
+	}{
+		{"block_count smaller than the blocks", rewriteGGUF(t, good, setKey("llama.block_count", uint32(1)), nil),
+			[]string{`tensor "blk.1.attn_norm.weight"`, "(and 8 more)", "llama.block_count = 1", "layer 1"}},
+		{"bos out of range", rewriteGGUF(t, good, setKey("tokenizer.ggml.bos_token_id", uint32(128)), nil),
+			[]string{`"tokenizer.ggml.bos_token_id" = 128`, "128-token vocabulary"}},
+		{"eos out of range", rewriteGGUF(t, good, setKey("tokenizer.ggml.eos_token_id", uint32(5000)), nil),
+			[]string{`"tokenizer.ggml.eos_token_id" = 5000`}},
+		{"eot out of range", rewriteGGUF(t, good, nil, func(w *gguf.Writer) { w.Set("tokenizer.ggml.eot_token_id", uint32(128)) }),
+			[]string{`"tokenizer.ggml.eot_token_id" = 128`}},
+		{"negative bos", rewriteGGUF(t, good, setKey("tokenizer.ggml.bos_token_id", int32(-7)), nil),
+			[]string{`"tokenizer.ggml.bos_token_id" = -7`}},
+		{"extra weight", rewriteGGUF(t, good, nil, func(w *gguf.Writer) {
+			w.AddF32("blk.0.attn_q.bias", []int{64}, make([]float32, 64))
+		}), []string{`tensor "blk.0.attn_q.bias"`, "not a weight of the model"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := gguf.Parse("bad.gguf", c.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = LoadLlama(f, nil)
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			for _, w := range append(c.want, "bad.gguf") {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+	// llama.cpp's "no token" (-1, also written as uint32 0xFFFFFFFF) is
+	// absent, not damage.
+	for _, none := range []any{uint32(math.MaxUint32), int32(-1)} {
+		f, err := gguf.Parse("none.gguf", rewriteGGUF(t, good, setKey("tokenizer.ggml.eos_token_id", none), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := LoadLlama(f, nil)
+		if err != nil {
+			t.Fatalf("eos_token_id %v (none): %v", none, err)
+		}
+		if cfg := m.Config(); cfg.BOS != 1 || len(cfg.EOS) != 0 {
+			t.Fatalf("eos_token_id %v (none): BOS %d, EOS %v; want 1, none", none, cfg.BOS, cfg.EOS)
+		}
+	}
+}
+
+// fewerLayers edits the fixture's config.json to say 5 layers where the
+// weights have 6.
+func fewerLayers(c map[string]any) {
+	c["num_hidden_layers"] = 5
+	c["layer_types"] = c["layer_types"].([]any)[:5]
+	c["num_kv_shared_layers"] = 2
+}
+
+// noPLEFixture is copyFixture of the fixture without per-layer inputs: its
+// per-layer tensors dropped, hidden_size_per_layer_input 0.
+func noPLEFixture(t *testing.T, edit func(map[string]any)) string {
+	t.Helper()
+	dir := copyFixture(t, func(c map[string]any) {
+		c["hidden_size_per_layer_input"] = 0
+		if edit != nil {
+			edit(c)
+		}
+	})
+	p := filepath.Join(dir, "model.safetensors")
+	src, err := safetensors.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, datas := map[string]safetensors.TensorInfo{}, map[string][]byte{}
+	for _, ti := range src.Tensors() {
+		if strings.Contains(ti.Name, "per_layer") {
+			continue
+		}
+		d, _ := src.TensorData(ti.Name)
+		infos[ti.Name], datas[ti.Name] = ti, append([]byte(nil), d...)
+	}
+	src.Close()
+	writeSafetensors(t, p, infos, datas)
+	return dir
+}
+
+// TestGemma4DamagedConfig: config.json (or generation_config.json) that
+// does not match the weights is a load error naming the file and field,
+// where it used to load and compute garbage or drop token ids.
+func TestGemma4DamagedConfig(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(map[string]any)
+		gen  string // generation_config.json, if any
+		want []string
+	}{
+		{"num_hidden_layers smaller than the layers", fewerLayers, "",
+			// The per-layer embedding table is as wide as all layers.
+			[]string{"model.safetensors", `"model.embed_tokens_per_layer.weight" has shape [512 96], want [512 80]`}},
+		{"per-layer inputs off, tables present", func(c map[string]any) { c["hidden_size_per_layer_input"] = 0 }, "",
+			[]string{`tensor "model.embed_tokens_per_layer.weight"`, "not a weight of the model"}},
+		{"bos out of range", func(c map[string]any) { c["bos_token_id"] = 512 }, "",
+			[]string{"config.json", "bos_token_id = 512", "512-token vocabulary"}},
+		{"eos out of range", func(c map[string]any) { c["eos_token_id"] = []int{1, 9999} }, "",
+			[]string{"config.json", "eos_token_id 9999"}},
+		{"negative eos", func(c map[string]any) { c["eos_token_id"] = -1 }, "",
+			[]string{"config.json", "eos_token_id -1"}},
+		{"generation eos out of range", nil, `{"eos_token_id": [1, 6, 600]}`,
+			[]string{"generation_config.json", "eos_token_id 600"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyFixture(t, c.edit)
+			if c.gen != "" {
+				if err := os.WriteFile(filepath.Join(dir, "generation_config.json"), []byte(c.gen), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m, err := LoadGemma4(dir, nil)
+			if err == nil {
+				m.Close()
+				t.Fatal("loaded")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+	// Without per-layer inputs nothing else is as wide as all layers: the
+	// weights of the layer past num_hidden_layers are what tells.
+	m, err := LoadGemma4(noPLEFixture(t, nil), nil)
+	if err != nil {
+		t.Fatalf("fixture without per-layer inputs: %v", err)
+	}
+	m.Close()
+	_, err = LoadGemma4(noPLEFixture(t, fewerLayers), nil)
+	for _, w := range []string{"model.safetensors", `"model.layers.5.`, "config.json num_hidden_layers = 5", "layer 5"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("no per-layer inputs, num_hidden_layers smaller: error %v lacks %q", err, w)
+		}
+	}
+
+	// null is "none".
+	m, err = LoadGemma4(copyFixture(t, func(c map[string]any) { c["bos_token_id"] = nil }), nil)
+	if err != nil {
+		t.Fatalf("bos_token_id null: %v", err)
+	}
+	defer m.Close()
+	if m.Config().BOS != -1 {
+		t.Fatalf("bos_token_id null: BOS %d", m.Config().BOS)
+	}
+}
+
+// FuzzLoadLlama: any GGUF bytes either fail to load with an error or give
+// a model whose token ids are in its vocabulary and which binds every
+// tensor of the file; nothing panics.
+func FuzzLoadLlama(f *testing.F) {
+	good, err := RandomLlama(LlamaOptions{Hidden: 8, FFN: 8, Layers: 2, Heads: 2, KVHeads: 1, Vocab: 8, Context: 16}, gguf.F32, 1)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(rewriteGGUF(f, good, setKey("llama.block_count", uint32(1)), nil))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := gguf.Parse("fuzz.gguf", data)
+		if err != nil {
+			return
+		}
+		m, err := LoadLlama(file, NewPool(1))
+		if err != nil {
+			if !strings.Contains(err.Error(), "fuzz.gguf") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		cfg := m.Config()
+		if cfg.BOS < -1 || int(cfg.BOS) >= cfg.VocabSize {
+			t.Fatalf("BOS %d for a vocabulary of %d", cfg.BOS, cfg.VocabSize)
+		}
+		for _, id := range cfg.EOS {
+			if id < 0 || int(id) >= cfg.VocabSize {
+				t.Fatalf("EOS %d for a vocabulary of %d", id, cfg.VocabSize)
+			}
+		}
+		if u := file.Unread(); len(u) != 0 {
+			t.Fatalf("loaded with %d tensors unbound (%s...)", len(u), u[0].Name)
+		}
+	})
 }

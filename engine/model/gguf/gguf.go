@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"sync/atomic"
 
 	"anechat/engine/model/mmap"
 )
@@ -85,6 +86,7 @@ type File struct {
 	meta      map[string]any
 	tensors   []TensorInfo
 	byName    map[string]int
+	read      []atomic.Bool // per tensor: TensorData was called (Unread)
 	alignment int
 	dataStart int64
 }
@@ -193,8 +195,25 @@ func (f *File) TensorData(name string) ([]byte, error) {
 	if f.data == nil {
 		return nil, fmt.Errorf("gguf: %s: tensor %q: file is closed", f.path, name)
 	}
+	f.read[f.byName[name]].Store(true)
 	end := t.Offset + t.Size
 	return f.data[t.Offset:end:end], nil
+}
+
+// Unread lists, in file order, the tensors whose data no caller has asked
+// for (TensorData) since the file was opened. A loader that binds every
+// weight it uses calls it last and rejects the file when a tensor is left:
+// a tensor nobody binds is one the model would silently ignore (blocks past
+// block_count, biases or extra weights of another architecture), and it
+// would compute garbage.
+func (f *File) Unread() []TensorInfo {
+	var out []TensorInfo
+	for i, t := range f.tensors {
+		if !f.read[i].Load() {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // reader is a bounds-checked little-endian cursor over the header.
@@ -370,6 +389,7 @@ func (f *File) parse() error {
 		}
 		t.Offset = int64(start + rel[i])
 	}
+	f.read = make([]atomic.Bool, len(f.tensors))
 	return nil
 }
 

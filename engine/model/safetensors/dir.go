@@ -191,6 +191,22 @@ func (d *Dir) Float32s(name string) ([]float32, TensorInfo, error) {
 	return v, t, err
 }
 
+// Unread lists, in name order, the tensors of every weight file whose data
+// no caller has asked for (TensorData, Float32s) since the directory was
+// opened. A loader that binds every weight it uses calls it last and
+// rejects the checkpoint when a tensor of its model is left: one nobody
+// binds is one the model would silently ignore (layers past
+// num_hidden_layers, weights of another variant), and it would compute
+// garbage.
+func (d *Dir) Unread() []TensorInfo {
+	var out []TensorInfo
+	for _, f := range d.files {
+		out = append(out, f.Unread()...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
 // Mappings lists the memory mappings of the weight files, for callers that
 // guard their reads of tensor data against a file changed on disk
 // (mmap.Guard) or check the files before use (Mapping.Check).

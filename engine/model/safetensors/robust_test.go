@@ -5,10 +5,35 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
 	"anechat/engine/model/mmap"
 )
+
+func TestUnread(t *testing.T) {
+	d, err := OpenDir(filepath.Join(fixture, "model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	all := d.Unread()
+	if len(all) != 98 || !slices.IsSortedFunc(all, func(a, b TensorInfo) int { return strings.Compare(a.Name, b.Name) }) {
+		t.Fatalf("Unread of a fresh directory: %d tensors (sorted %v)", len(all), slices.IsSortedFunc(all, func(a, b TensorInfo) int { return strings.Compare(a.Name, b.Name) }))
+	}
+	d.TensorData("model.norm.weight")
+	d.Float32s("model.layers.0.layer_scalar")
+	left := d.Unread()
+	if len(left) != 96 || slices.ContainsFunc(left, func(t TensorInfo) bool {
+		return t.Name == "model.norm.weight" || t.Name == "model.layers.0.layer_scalar"
+	}) {
+		t.Fatalf("Unread after reading two tensors: %d left", len(left))
+	}
+	if ms := d.Mappings(); len(ms) != 1 || ms[0].Check() != nil {
+		t.Fatalf("Mappings = %v", ms)
+	}
+}
 
 // TestParseTruncatedMapping: the file is truncated after it is mapped and
 // before its header is parsed: Open fails with the typed error instead of

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync/atomic"
 	"unsafe"
 
 	"anechat/engine/model/mmap"
@@ -105,6 +106,7 @@ type File struct {
 	start    int64 // first byte of the data section
 	tensors  []TensorInfo
 	byName   map[string]int
+	read     []atomic.Bool // per tensor: TensorData was called (Unread)
 	metadata map[string]string
 	mapping  *mmap.Mapping // nil when parsed from bytes
 }
@@ -229,7 +231,20 @@ func (f *File) parse() error {
 		}
 		last = t
 	}
+	f.read = make([]atomic.Bool, len(f.tensors))
 	return nil
+}
+
+// Unread lists, in name order, the tensors whose data no caller has asked
+// for (TensorData, Float32s) since the file was opened; see Dir.Unread.
+func (f *File) Unread() []TensorInfo {
+	var out []TensorInfo
+	for i, t := range f.tensors {
+		if !f.read[i].Load() {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Path is the file's path (or the name given to Parse).
@@ -260,6 +275,7 @@ func (f *File) TensorData(name string) ([]byte, error) {
 	if f.data == nil {
 		return nil, f.errorf("tensor %q: file is closed", name)
 	}
+	f.read[f.byName[name]].Store(true)
 	return f.data[t.Offset : t.Offset+t.Size : t.Offset+t.Size], nil
 }
 
