@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,10 +12,12 @@ import (
 	"strings"
 	"testing"
 
+	"anechat/engine/load"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
 	"anechat/engine/model/mmap"
 	"anechat/engine/spec"
+	"anechat/internal/backends"
 	"anechat/internal/testres"
 )
 
@@ -50,14 +51,16 @@ func decoders() map[string]func() (Decoder, int) {
 	}
 }
 
-// openSession opens the model at path and prefills the stories prompt.
+// openSession opens the model at path through the build's registry (as the
+// app does) and prefills the stories prompt.
 func openSession(t *testing.T, path string, dec Decoder) (*Session, model.Backend) {
 	t.Helper()
-	b, _, err := Open(path)
+	m, err := backends.Registry().Open(context.Background(), path, load.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.(io.Closer).Close() })
+	t.Cleanup(func() { m.Close() })
+	b := m.Backend
 	s, err := NewSession(b, SessionOptions{Decoder: dec})
 	if err != nil {
 		t.Fatal(err)

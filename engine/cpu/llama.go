@@ -216,7 +216,7 @@ func LoadLlama(f *gguf.File, pool *Pool) (_ *Llama, err error) {
 		geo.Layers[i] = kv.LayerSpec{KVHeads: o.KVHeads, HeadDim: o.HeadDim, Source: i}
 	}
 	m.cfg = model.Config{Arch: "llama", VocabSize: o.Vocab, Hidden: o.Hidden, ContextLen: o.Context, KV: geo,
-		BOS: -1, Fingerprint: f.Fingerprint()}
+		BOS: -1}
 	if m.cfg.BOS, err = f.TokenID("tokenizer.ggml.bos_token_id", o.Vocab); err != nil {
 		return nil, fmt.Errorf("cpu: %w", err)
 	}
@@ -403,8 +403,8 @@ func OpenLlama(path string, pool *Pool) (*Llama, error) {
 // the caller owns).
 func (m *Llama) File() *gguf.File { return m.file }
 
-// SetFingerprint replaces the weights' fingerprint in Config (the engine uses
-// model.FingerprintFiles so every backend agrees on one scheme).
+// SetFingerprint sets the model's identity in Config: engine/load computes
+// it (load.Fingerprint), so every backend reports the same one.
 func (m *Llama) SetFingerprint(fp string) { m.cfg.Fingerprint = fp }
 
 // Close unmaps the file opened by OpenLlama; the model must not be used
