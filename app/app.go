@@ -122,7 +122,7 @@ func (a *App) open(ctx context.Context, emit Emitter) bool {
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	c.emit = emit
 	c.openErr = nil
-	dir, err := storage.DataDir(c.opts.DataDir)
+	dir, err := storage.DataDir(c.opts.DataDir, c.log)
 	if err != nil {
 		c.openErr = fmt.Errorf("app: data directory: %w", err)
 		c.log.Error("data directory unusable", "err", err)
