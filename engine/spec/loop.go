@@ -280,7 +280,7 @@ func (r *generation) first() (done bool, err error) {
 	}
 	id := r.pick(r.req.Logits)
 	if id < 0 {
-		return true, fmt.Errorf("spec: the logits of the last history token are empty or all NaN")
+		return true, fmt.Errorf("spec: the logits of the last history token: %w", model.ErrDamaged)
 	}
 	r.pending, r.st.Pending = id, id
 	if slices.Contains(r.req.Stop, id) {
@@ -387,7 +387,7 @@ func (r *generation) verify(res model.Result) (accepted int, err error) {
 			y = r.pick(res.Logits[i])
 		}
 		if y < 0 {
-			return 0, fmt.Errorf("spec: model row %d has no valid logits", i)
+			return 0, fmt.Errorf("spec: model row %d of a call of width %d: %w", i, len(r.tokens), model.ErrDamaged)
 		}
 		r.produced = append(r.produced, y)
 		if i+1 < len(r.tokens) && r.tokens[i+1] == y {
