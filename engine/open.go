@@ -75,8 +75,11 @@ type ggufBackend struct {
 // GGUF returns the file the weights come from (the tokenizer reads it).
 func (b *ggufBackend) GGUF() *gguf.File { return b.file }
 
-// Close unmaps the weights.
-func (b *ggufBackend) Close() error { return b.file.Close() }
+// Close ends the model's workers and unmaps the weights.
+func (b *ggufBackend) Close() error {
+	b.Llama.Close()
+	return b.file.Close()
+}
 
 // Open loads the model at path (see OpenBackend) and its tokenizer: the GGUF
 // file's tokenizer.ggml.* metadata, or tokenizer.json in a model directory.
