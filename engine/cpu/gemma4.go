@@ -99,10 +99,6 @@ func LoadGemma4(dir string, pool *Pool) (*Gemma4, error) {
 		return nil, err
 	}
 	m.dir = d
-	if m.cfg.Fingerprint, err = model.FingerprintFiles(d.Files()...); err != nil {
-		m.Close()
-		return nil, fmt.Errorf("cpu: gemma4: %w", err)
-	}
 	more, err := gemma4.GenerationEOS(dir)
 	if err != nil {
 		m.Close()
@@ -131,6 +127,10 @@ func (m *Gemma4) Close() error {
 	m.dir = nil
 	return err
 }
+
+// SetFingerprint sets the model's identity in Config: engine/load computes
+// it (load.Fingerprint), so every backend reports the same one.
+func (m *Gemma4) SetFingerprint(fp string) { m.cfg.Fingerprint = fp }
 
 // Arch returns the model's architecture description.
 func (m *Gemma4) Arch() gemma4.Config { return m.opt }

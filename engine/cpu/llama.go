@@ -159,7 +159,7 @@ func LoadLlama(f *gguf.File, pool *Pool) (*Llama, error) {
 		}
 	}
 	m.cfg = model.Config{Arch: "llama", VocabSize: o.Vocab, Hidden: o.Hidden, ContextLen: o.Context, KV: o.Geometry(),
-		BOS: o.BOS, EOS: o.EOS, Fingerprint: f.Fingerprint()}
+		BOS: o.BOS, EOS: o.EOS}
 	if m.pool == nil {
 		m.pool, m.ownPool = NewPool(0), true
 	}
@@ -322,8 +322,8 @@ func OpenLlama(path string, pool *Pool) (*Llama, error) {
 // the caller owns).
 func (m *Llama) File() *gguf.File { return m.file }
 
-// SetFingerprint replaces the weights' fingerprint in Config (the engine uses
-// model.FingerprintFiles so every backend agrees on one scheme).
+// SetFingerprint sets the model's identity in Config: engine/load computes
+// it (load.Fingerprint), so every backend reports the same one.
 func (m *Llama) SetFingerprint(fp string) { m.cfg.Fingerprint = fp }
 
 // Close ends the worker pool LoadLlama made and unmaps the file opened by
