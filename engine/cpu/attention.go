@@ -141,22 +141,14 @@ func attendBlockRows(c *kv.Cache, layer, pos0, nt int, q []float32, qstride, nh,
 	}
 }
 
-// attendAll runs the attention of one layer for n tokens at positions
-// start.. on the pool: heads query heads in groups of group per KV head
-// (q and out: token t's head h at t*heads*headDim + h*headDim). Work items
-// are blocks of tokens and heads of one KV head (AttendBlock), as large as
-// still gives every worker two items, so K and V rows are shared as widely
-// as the parallelism allows. The split changes no result. scratch holds the
-// workers' scores between calls (a Forward passes one for all its layers);
-// it grows as needed.
-func attendAll(p *Pool, c *kv.Cache, layer, start, n int, q []float32, heads, group, headDim int, scale float32, out []float32, scratch *[]float32) {
-	a := attnTask{scores: *scratch}
-	a.attend(p, c, layer, start, n, q, heads, group, headDim, scale, out)
-	*scratch = a.scores
-}
-
-// attnTask is attendAll's loop over blocks; a Forward keeps one in its
-// scratch, with the workers' scores, for all its layers.
+// attnTask runs the attention of one layer for n tokens at positions
+// start.. on the pool (attend): heads query heads in groups of group per
+// KV head (q and out: token t's head h at t*heads*headDim + h*headDim).
+// Work items are blocks of tokens and heads of one KV head (AttendBlock),
+// as large as still gives every worker two items, so K and V rows are
+// shared as widely as the parallelism allows. The split changes no result.
+// A Forward keeps one in its scratch, with the workers' scores, for all its
+// layers.
 type attnTask struct {
 	c                        *kv.Cache
 	layer, start, n          int
@@ -168,7 +160,7 @@ type attnTask struct {
 	los                      []int     // per worker: tb (attendBlockRows)
 }
 
-// attend is attendAll on a's scratch.
+// attend runs the layer's attention; a's scratch grows as needed.
 func (a *attnTask) attend(p *Pool, c *kv.Cache, layer, start, n int, q []float32, heads, group, headDim int, scale float32, out []float32) {
 	kvHeads := heads / group
 	tb, hb := n, group

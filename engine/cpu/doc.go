@@ -25,15 +25,16 @@
 //
 // # Kernels for other architectures
 //
-// The exported kernels are the building blocks the gemma4 architecture reuses:
+// The exported kernels are the building blocks an executed architecture uses
+// (the gated activations and the layer attention run as Tasks kept in a
+// Forward's scratch: gateTask, attnTask):
 //
 //	Matrix, NewMatrix, FromF32            weights in F32/F16/BF16/Q8_0/Q4_0/Q4_1 (Supported), aliasing the mapping
-//	(*Matrix).MatMul                      out = x·Wᵀ for K tokens, each weight row read once for all K
+//	(*Matrix).MatMul, MatMulInput, Input  out = x·Wᵀ for K tokens, each weight row read once for all K
 //	(*Matrix).Row                         dequantised row (embedding lookup)
 //	RMSNorm, RMSNormRows                  y = x/rms(x)·w (w may be nil: weightless norm), per row
 //	Dot, Dot3, Axpy, Add, Softmax         vector helpers (Dot3 = three Dots of one row, bit-identical)
 //	SiLU, GELUTanh, Argmax                activations, greedy pick (ties to the lowest id)
-//	SiLUMul, GELUMul                      act(gate)·up on the pool (SIMD where there is one, the same bits)
 //	Attend, AttendGroup                   query heads over kv.Cache rows, honouring Visible (sliding windows)
 //	AttendBlock                           Attend for a block of tokens and heads, K/V rows walked once per run
 //	Result                                flat logits -> model.Result for the Output flags (Logits, Argmax, Last)

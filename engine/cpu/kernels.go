@@ -164,17 +164,10 @@ func softmaxGo(x []float32) {
 	}
 }
 
-// SiLUMul sets g[i] = SiLU(g[i])·u[i] (a gated MLP's activation) on the
-// pool, with the SIMD SiLU where there is one (siluMulAVX2: bit-identical
-// to SiLU).
-func SiLUMul(p *Pool, g, u []float32) { new(gateTask).mul(p, g, u, siluMulRange) }
-
-// GELUMul is SiLUMul with GELUTanh (geluMulAVX2: bit-identical to it).
-func GELUMul(p *Pool, g, u []float32) { new(gateTask).mul(p, g, u, geluMulRange) }
-
-// gateTask runs a gated activation's loop (siluMulRange, geluMulRange) over
-// pieces of g and u on the pool's workers; a Forward keeps one in its
-// scratch. Each element depends on its own inputs only, and the pieces
+// gateTask runs a gated activation g[i] = act(g[i])·u[i] on the pool's
+// workers, with the SIMD loops where there are some (siluMulRange for
+// SiLU, geluMulRange for GELU-tanh: bit-identical to SiLU and GELUTanh); a
+// Forward keeps one in its scratch. Each element depends on its own inputs only, and the pieces
 // start at multiples of 1024 (whole groups of four for the SIMD kernels),
 // so how the work is split changes no bit.
 type gateTask struct {
@@ -190,7 +183,7 @@ func (t *gateTask) mul(p *Pool, g, u []float32, loop func(g, u []float32)) {
 // Run implements Task.
 func (t *gateTask) Run(_, lo, hi int) { t.loop(t.g[lo:hi], t.u[lo:hi]) }
 
-// siluMulRange is SiLUMul's loop over one piece: the SIMD kernel as far as
+// siluMulRange is the gated SiLU's loop over one piece: the SIMD kernel as far as
 // it goes, SiLU for the groups it leaves (special cases) and the tail.
 func siluMulRange(g, u []float32) {
 	for i := 0; i < len(g); {
@@ -201,7 +194,7 @@ func siluMulRange(g, u []float32) {
 	}
 }
 
-// geluMulRange is GELUMul's loop over one piece. A last partial group of
+// geluMulRange is the gated GELU-tanh's loop over one piece. A last partial group of
 // four goes through the SIMD kernel too, padded, so that every element is
 // computed the same way wherever it falls: the SIMD GELU equals GELUTanh
 // as Go compiles it by default (GOAMD64 v1, v2), but GOAMD64=v3 lets the

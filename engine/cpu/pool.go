@@ -132,18 +132,6 @@ func (p *Pool) Run(n, chunk, cost int, t Task) {
 	p.put(j)
 }
 
-// funcTask runs a function as a Task.
-type funcTask func(worker, lo, hi int)
-
-// Run implements Task.
-func (f funcTask) Run(worker, lo, hi int) { f(worker, lo, hi) }
-
-// For is Run with a function (which, holding its variables, is allocated
-// per call: the hot loops of Forward use Tasks kept in their scratch).
-func (p *Pool) For(n, chunk int, cost int, fn func(worker, lo, hi int)) {
-	p.Run(n, chunk, cost, funcTask(fn))
-}
-
 func (p *Pool) get() *job {
 	p.mu.Lock()
 	defer p.mu.Unlock()
