@@ -14,7 +14,7 @@ import (
 
 	"anechat/engine/load"
 	"anechat/internal/backends"
-	"anechat/kvindex"
+	"anechat/internal/kvindex"
 	"anechat/storage"
 )
 

@@ -16,7 +16,7 @@ import (
 	"anechat/engine/spec"
 	"anechat/engine/tokenizer"
 	"anechat/internal/backends"
-	"anechat/kvindex"
+	"anechat/internal/kvindex"
 )
 
 // EngineGenerator is the Generator over anechat's engine: it loads the

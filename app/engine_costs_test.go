@@ -7,7 +7,7 @@ import (
 	"anechat/engine"
 	"anechat/engine/cpu"
 	"anechat/engine/load"
-	"anechat/kvindex"
+	"anechat/internal/kvindex"
 	"anechat/storage"
 
 	"anechat/internal/testres"

@@ -21,7 +21,7 @@ import (
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
 	"anechat/internal/backends"
-	"anechat/kvindex"
+	"anechat/internal/kvindex"
 )
 
 // resumeFigures is one row of `anechat bench resume`.

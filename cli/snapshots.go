@@ -6,7 +6,7 @@ import (
 
 	"anechat/engine"
 	"anechat/engine/kv"
-	"anechat/kvindex"
+	"anechat/internal/kvindex"
 	"anechat/storage"
 )
 

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
+	"runtime/debug"
 	"slices"
+	"strings"
 
 	"anechat/engine/arch"
 	"anechat/engine/arch/gemma4"
@@ -13,6 +16,7 @@ import (
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
+	"anechat/engine/model/mmap"
 	"anechat/engine/model/safetensors"
 )
 
@@ -44,8 +48,9 @@ type Gemma4 struct {
 	pleIn   *Matrix // layers*PLEDim x hidden
 	pleNrm  []float32
 	layers  []gemma4Layer
-	ropes   []rope.Spec // the distinct RoPE specs of the layers
-	ropeOf  []int       // layer -> index in ropes
+	ropes   []rope.Spec     // the distinct RoPE specs of the layers
+	ropeOf  []int           // layer -> index in ropes
+	maps    []*mmap.Mapping // what the tensors alias
 	scratch scratchPool[gemma4Scratch]
 }
 
@@ -105,7 +110,12 @@ func LoadGemma4(dir string, pool *Pool) (*Gemma4, error) {
 		return nil, fmt.Errorf("cpu: %w", err)
 	}
 	for _, id := range more {
-		if id >= 0 && int(id) < m.opt.Vocab && !m.cfg.IsEOS(id) {
+		if id < 0 || int(id) >= m.opt.Vocab {
+			m.Close()
+			return nil, fmt.Errorf("cpu: gemma4: %s: eos_token_id %d is not a token id of the %d-token vocabulary",
+				filepath.Join(dir, "generation_config.json"), id, m.opt.Vocab)
+		}
+		if !m.cfg.IsEOS(id) {
 			m.cfg.EOS = append(m.cfg.EOS, id)
 		}
 	}
@@ -134,6 +144,11 @@ func (m *Gemma4) SetFingerprint(fp string) { m.cfg.Fingerprint = fp }
 
 // Arch returns the model's architecture description.
 func (m *Gemma4) Arch() gemma4.Config { return m.opt }
+
+// CheckFiles implements model.FileChecker: an error wrapping
+// model.ErrModelChanged when a weights file changed on disk since it was
+// loaded.
+func (m *Gemma4) CheckFiles() error { return checkFiles(m.maps) }
 
 // Config implements model.Backend.
 func (m *Gemma4) Config() model.Config { return m.cfg }
@@ -201,14 +216,15 @@ func (w gemma4Weights) vector(want arch.Tensor) ([]float32, error) {
 
 // bindGemma4 reads the config and binds every weight of d by the names
 // engine/arch/gemma4 gives.
-func bindGemma4(d *safetensors.Dir, pool *Pool) (*Gemma4, error) {
+func bindGemma4(d *safetensors.Dir, pool *Pool) (_ *Gemma4, err error) {
+	defer mmap.Guard(&err, d.Mappings()...)()
 	o, err := gemma4.ParseConfig(d.Path()+"/config.json", d.Config())
 	if err != nil {
 		return nil, fmt.Errorf("cpu: %w", err)
 	}
 	prefix := gemma4.Prefix(func(name string) bool { _, ok := d.Tensor(name); return ok })
 	w := gemma4Weights{d: d}
-	m := &Gemma4{opt: o}
+	m := &Gemma4{opt: o, maps: d.Mappings()}
 	g := o.Globals(prefix)
 	if m.embed, err = w.matrix(g.Embed); err != nil {
 		return nil, err
@@ -275,6 +291,23 @@ func bindGemma4(d *safetensors.Dir, pool *Pool) (*Gemma4, error) {
 			l.scalar = s[0]
 		}
 	}
+	// Every weight of the text model must be bound: one left over (a layer
+	// past num_hidden_layers, PLE tables with per-layer inputs off) would
+	// be ignored and the model would compute garbage. Tensors outside the
+	// text model (a multimodal checkpoint's vision and audio towers, a
+	// tied lm_head the library ignores too) are not ours to judge.
+	var unread []string
+	file := d.Path()
+	for _, t := range d.Unread() {
+		if strings.HasPrefix(t.Name, prefix) {
+			if unread = append(unread, t.Name); len(unread) == 1 {
+				file = t.File
+			}
+		}
+	}
+	if err := unboundTensors("cpu: gemma4", file, unread, prefix+"layers.", "config.json num_hidden_layers", len(o.Layers)); err != nil {
+		return nil, err
+	}
 	if err := m.plan(pool); err != nil {
 		return nil, fmt.Errorf("cpu: gemma4: %s: %w", d.Path(), err)
 	}
@@ -314,7 +347,12 @@ var ErrGemma4Input = errors.New("cpu: gemma4: bad input")
 // attention, activations) reads only that token's row, and the matrix
 // kernels compute each row in a fixed order, so the logits of a token do
 // not depend on how many tokens share the call.
-func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want model.Output) (model.Result, error) {
+//
+// When a weights file was truncated on disk under its mapping, the call
+// fails with an error wrapping model.ErrModelChanged (and rolls its rows
+// back) instead of crashing.
+func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want model.Output) (_ model.Result, err error) {
+	defer func(old bool) { err = endGuard(recover(), old, err, m.maps, cache) }(debug.SetPanicOnFault(true))
 	if err := m.check(tokens, cache); err != nil {
 		return model.Result{}, err
 	}

@@ -3,6 +3,7 @@ package cpu
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 
 	"anechat/engine/arch"
 	"anechat/engine/arch/llama"
@@ -10,6 +11,7 @@ import (
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
+	"anechat/engine/model/mmap"
 )
 
 // llamaLayer holds the weights of one decoder layer.
@@ -32,7 +34,8 @@ type Llama struct {
 	outNorm []float32
 	layers  []llamaLayer
 	rope    rope.Spec
-	file    *gguf.File // owned when opened by OpenLlama
+	file    *gguf.File      // owned when opened by OpenLlama
+	maps    []*mmap.Mapping // what the tensors alias (nil entries: bytes in the heap)
 	scratch scratchPool[llamaScratch]
 }
 
@@ -115,12 +118,13 @@ func loadVector(src tensorSource, t arch.Tensor) ([]float32, error) {
 // The weights stay in f's mapping: f must stay open while the model is
 // used. pool may be nil: the model then makes one (one worker per CPU),
 // which its Close ends.
-func LoadLlama(f *gguf.File, pool *Pool) (*Llama, error) {
+func LoadLlama(f *gguf.File, pool *Pool) (_ *Llama, err error) {
+	defer mmap.Guard(&err, f.Mapping())()
 	o, err := llama.Parse(f)
 	if err != nil {
 		return nil, fmt.Errorf("cpu: %w", err)
 	}
-	m := &Llama{opt: o, pool: pool, rope: o.Rope()}
+	m := &Llama{opt: o, pool: pool, rope: o.Rope(), maps: []*mmap.Mapping{f.Mapping()}}
 	if err := m.rope.Validate(); err != nil {
 		return nil, fmt.Errorf("cpu: %s: %w", f.Path(), err)
 	}
@@ -158,6 +162,13 @@ func LoadLlama(f *gguf.File, pool *Pool) (*Llama, error) {
 			}
 		}
 	}
+	var unread []string
+	for _, t := range f.Unread() {
+		unread = append(unread, t.Name)
+	}
+	if err := unboundTensors("cpu", f.Path(), unread, "blk.", "llama.block_count", o.Layers); err != nil {
+		return nil, err
+	}
 	m.cfg = model.Config{Arch: "llama", VocabSize: o.Vocab, Hidden: o.Hidden, ContextLen: o.Context, KV: o.Geometry(),
 		BOS: o.BOS, EOS: o.EOS}
 	if m.pool == nil {
@@ -169,6 +180,11 @@ func LoadLlama(f *gguf.File, pool *Pool) (*Llama, error) {
 // Arch returns the model's architecture description.
 func (m *Llama) Arch() llama.Config { return m.opt }
 
+// CheckFiles implements model.FileChecker: an error wrapping
+// model.ErrModelChanged when the weights file changed on disk since it was
+// loaded.
+func (m *Llama) CheckFiles() error { return checkFiles(m.maps) }
+
 // Config implements model.Backend.
 func (m *Llama) Config() model.Config { return m.cfg }
 
@@ -176,8 +192,11 @@ func (m *Llama) Config() model.Config { return m.cfg }
 func (m *Llama) Widths() []int { return nil }
 
 // Forward implements model.Backend: embedding, then each layer's attention
-// and MLP blocks, then the logits.
-func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want model.Output) (model.Result, error) {
+// and MLP blocks, then the logits. When the weights file was truncated on
+// disk under the mapping, the call fails with an error wrapping
+// model.ErrModelChanged (and rolls its rows back) instead of crashing.
+func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want model.Output) (_ model.Result, err error) {
+	defer func(old bool) { err = endGuard(recover(), old, err, m.maps, cache) }(debug.SetPanicOnFault(true))
 	if err := m.check(tokens, cache); err != nil {
 		return model.Result{}, err
 	}

@@ -1,7 +1,9 @@
 package cpu
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
@@ -14,6 +16,13 @@ import (
 //
 // Loops may run concurrently from several goroutines (two Forwards on
 // distinct caches): each has its own chunks and its own worker numbers.
+//
+// A panic in a loop body never escapes a worker goroutine (it would kill
+// the process): Run raises it again on the caller's goroutine, as a
+// *WorkerPanic, once every goroutine has left the loop. The workers turn
+// memory faults into panics (debug.SetPanicOnFault): the bodies read
+// weights mapped from files, and a file truncated on disk then becomes an
+// error of the guarded caller (mmap.Guard) instead of a crash.
 type Pool struct {
 	workers int
 	jobs    chan *job // to the workers
@@ -44,6 +53,8 @@ type job struct {
 	nchunks       int
 	next, members atomic.Int64
 	wg            sync.WaitGroup
+	failed        atomic.Bool
+	caught        any // the first panic of the loop's goroutines
 }
 
 // NewPool returns a pool of n workers; n <= 0 means one per CPU. The
@@ -67,14 +78,21 @@ func NewPool(n int) *Pool {
 
 // work is a worker goroutine: it joins each job it receives.
 func work(jobs <-chan *job) {
+	debug.SetPanicOnFault(true)
 	for j := range jobs {
 		j.run(int(j.members.Add(1) - 1))
 		j.wg.Done()
 	}
 }
 
-// run takes chunks of j until none is left.
+// run takes chunks of j until none is left. A panic of the body stops
+// this goroutine's part and is kept for the caller (the first one).
 func (j *job) run(worker int) {
+	defer func() {
+		if r := recover(); r != nil && j.failed.CompareAndSwap(false, true) {
+			j.caught = workerPanic(r)
+		}
+	}()
 	for {
 		c := int(j.next.Add(1) - 1)
 		if c >= j.nchunks {
@@ -128,8 +146,46 @@ func (p *Pool) Run(n, chunk, cost int, t Task) {
 	}
 	j.run(0)
 	j.wg.Wait() // every helper has left j: it can be reused
-	j.task = nil
+	caught := j.caught
+	j.task, j.caught = nil, nil
+	j.failed.Store(false)
 	p.put(j)
+	if caught != nil {
+		panic(caught)
+	}
+}
+
+// WorkerPanic is what Pool.Run panics with on the caller's goroutine, once
+// every goroutine of the loop is done, when the body panicked on any of
+// them: the value and the stack of the goroutine that panicked, which the
+// re-raised panic's trace does not show. It unwraps to the value when that
+// is an error, so that a fault on mapped weights is still recognised
+// (mmap.Fault).
+type WorkerPanic struct {
+	// Value is what the body panicked with.
+	Value any
+	// Stack is the stack of the goroutine that panicked.
+	Stack []byte
+}
+
+func (p *WorkerPanic) Error() string {
+	return fmt.Sprintf("cpu: panic in a pool worker: %v\n\n%s", p.Value, p.Stack)
+}
+
+// Unwrap returns Value when it is an error.
+func (p *WorkerPanic) Unwrap() error {
+	err, _ := p.Value.(error)
+	return err
+}
+
+// workerPanic wraps r with the stack of the goroutine that panicked (called
+// from its deferred recover, while the panicking frames are still on the
+// stack), unless r already carries one (a panic of a nested loop).
+func workerPanic(r any) any {
+	if _, ok := r.(*WorkerPanic); ok {
+		return r
+	}
+	return &WorkerPanic{Value: r, Stack: debug.Stack()}
 }
 
 func (p *Pool) get() *job {

@@ -6,6 +6,12 @@ import (
 	"testing"
 )
 
+// taskFunc runs a function as a Task (tests; the kernels keep their loop
+// bodies in their scratch).
+type taskFunc func(worker, lo, hi int)
+
+func (f taskFunc) Run(worker, lo, hi int) { f(worker, lo, hi) }
+
 // countTask records which worker computed each item.
 type countTask struct {
 	hits    []atomic.Int32

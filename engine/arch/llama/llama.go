@@ -48,6 +48,9 @@ type Metadata interface {
 	Int(key string) (int, error)
 	String(key string) (string, error)
 	Float32(key string) (float32, error)
+	// TokenID reads a token id key: -1 when absent or -1 (none), an
+	// error when it is not an id of an n-token vocabulary.
+	TokenID(key string, n int) (int32, error)
 	Tensor(name string) (gguf.TensorInfo, bool)
 }
 
@@ -124,13 +127,18 @@ func Parse(f Metadata) (Config, error) {
 	o.Vocab = ti.Dims[1]
 	_, hasOut := f.Tensor(Output)
 	o.Tied = !hasOut
-	o.BOS = -1
-	if id, err := f.Int("tokenizer.ggml.bos_token_id"); err == nil && id >= 0 && id < o.Vocab {
-		o.BOS = int32(id)
+	// Token ids the vocabulary does not have are damage, not "none":
+	// dropping them would start without BOS or never stop.
+	if o.BOS, err = f.TokenID("tokenizer.ggml.bos_token_id", o.Vocab); err != nil {
+		return Config{}, fmt.Errorf("llama: %w", err)
 	}
 	for _, key := range []string{"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"} {
-		if id, err := f.Int(key); err == nil && id >= 0 && id < o.Vocab && !containsID(o.EOS, int32(id)) {
-			o.EOS = append(o.EOS, int32(id))
+		id, err := f.TokenID(key, o.Vocab)
+		if err != nil {
+			return Config{}, fmt.Errorf("llama: %w", err)
+		}
+		if id >= 0 && !containsID(o.EOS, id) {
+			o.EOS = append(o.EOS, id)
 		}
 	}
 	return o, nil

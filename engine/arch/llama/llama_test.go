@@ -76,8 +76,8 @@ func TestWeightNames(t *testing.T) {
 	}
 }
 
-// TestParseErrors: a file that is not llama, or uses RoPE scaling, fails
-// naming the file and the key.
+// TestParseErrors: a file that is not llama, uses RoPE scaling or names a
+// token id outside its vocabulary fails naming the file and the key.
 func TestParseErrors(t *testing.T) {
 	build := func(set map[string]any) *gguf.File {
 		keys := map[string]any{"general.architecture": "llama"}
@@ -113,6 +113,8 @@ func TestParseErrors(t *testing.T) {
 		"scaling": {map[string]any{"llama.rope.scaling.type": "linear"}, "llama.rope.scaling.type"},
 		"kv":      {map[string]any{"llama.attention.head_count_kv": uint32(3)}, "inconsistent"},
 		"range":   {map[string]any{"llama.block_count": uint32(0)}, "llama.block_count = 0"},
+		"bos":     {map[string]any{"tokenizer.ggml.bos_token_id": uint32(16)}, "tokenizer.ggml.bos_token_id"},
+		"eot":     {map[string]any{"tokenizer.ggml.eot_token_id": uint32(99)}, "tokenizer.ggml.eot_token_id"},
 	} {
 		_, err := Parse(build(tc.set))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "x.gguf") {
