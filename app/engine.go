@@ -221,7 +221,13 @@ func (g *EngineGenerator) Prepare(ctx context.Context, req GenerateRequest, key 
 // load returns the model at path, loading it (and unloading another) first.
 func (g *EngineGenerator) load(path string) (*loadedModel, error) {
 	if g.loaded != nil && g.loaded.path == path {
-		return g.loaded, nil
+		// A file replaced or truncated on disk (a re-download, an editor)
+		// fails the reply that was running; the next one loads it again.
+		err := model.CheckFiles(g.loaded.backend)
+		if err == nil {
+			return g.loaded, nil
+		}
+		g.log.Warn("model file changed on disk: loading it again", "path", path, "reason", err)
 	}
 	g.unload()
 	lm, err := g.registry.Open(context.Background(), path, load.Options{})
