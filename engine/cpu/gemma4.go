@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
+	"anechat/engine/model/mmap"
 	"anechat/engine/model/safetensors"
 )
 
@@ -43,6 +46,7 @@ type Gemma4 struct {
 	pleIn  *Matrix // layers*PLEDim x hidden
 	pleNrm []float32
 	layers []gemma4Layer
+	maps   []*mmap.Mapping // what the tensors alias
 }
 
 // LoadGemma4 opens the Hugging Face model directory dir (config.json,
@@ -60,17 +64,18 @@ func LoadGemma4(dir string, pool *Pool) (*Gemma4, error) {
 		return nil, err
 	}
 	m.dir = d
-	if m.cfg.Fingerprint, err = model.FingerprintFiles(d.Files()...); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("cpu: gemma4: %w", err)
-	}
 	more, err := generationEOS(dir)
 	if err != nil {
 		d.Close()
 		return nil, err
 	}
 	for _, id := range more {
-		if id >= 0 && int(id) < m.opt.Vocab && !m.cfg.IsEOS(id) {
+		if id < 0 || int(id) >= m.opt.Vocab {
+			d.Close()
+			return nil, fmt.Errorf("cpu: gemma4: %s: eos_token_id %d is not a token id of the %d-token vocabulary",
+				filepath.Join(dir, "generation_config.json"), id, m.opt.Vocab)
+		}
+		if !m.cfg.IsEOS(id) {
 			m.cfg.EOS = append(m.cfg.EOS, id)
 		}
 	}
@@ -88,8 +93,17 @@ func (m *Gemma4) Close() error {
 	return err
 }
 
+// SetFingerprint sets the model's identity in Config: engine/load computes
+// it (load.Fingerprint), so every backend reports the same one.
+func (m *Gemma4) SetFingerprint(fp string) { m.cfg.Fingerprint = fp }
+
 // Options returns the model's hyper-parameters.
 func (m *Gemma4) Options() Gemma4Options { return m.opt }
+
+// CheckFiles implements model.FileChecker: an error wrapping
+// model.ErrModelChanged when a weights file changed on disk since it was
+// loaded.
+func (m *Gemma4) CheckFiles() error { return checkFiles(m.maps) }
 
 // Config implements model.Backend.
 func (m *Gemma4) Config() model.Config { return m.cfg }
@@ -158,7 +172,8 @@ func (w gemma4Weights) vector(name string, n int) ([]float32, error) {
 }
 
 // bindGemma4 reads the config and binds every weight of d.
-func bindGemma4(d *safetensors.Dir, pool *Pool) (*Gemma4, error) {
+func bindGemma4(d *safetensors.Dir, pool *Pool) (_ *Gemma4, err error) {
+	defer mmap.Guard(&err, d.Mappings()...)()
 	o, err := ParseGemma4Config(d.Path()+"/config.json", d.Config())
 	if err != nil {
 		return nil, err
@@ -169,7 +184,7 @@ func bindGemma4(d *safetensors.Dir, pool *Pool) (*Gemma4, error) {
 	if _, ok := d.Tensor("model.language_model.embed_tokens.weight"); ok {
 		w.prefix = "model.language_model."
 	}
-	m := &Gemma4{opt: o, pool: pool}
+	m := &Gemma4{opt: o, pool: pool, maps: d.Mappings()}
 	if m.pool == nil {
 		m.pool = NewPool(0)
 	}
@@ -259,6 +274,23 @@ func bindGemma4(d *safetensors.Dir, pool *Pool) (*Gemma4, error) {
 			}
 			l.scalar = s[0]
 		}
+	}
+	// Every weight of the text model must be bound: one left over (a layer
+	// past num_hidden_layers, PLE tables with per-layer inputs off) would
+	// be ignored and the model would compute garbage. Tensors outside the
+	// text model (a multimodal checkpoint's vision and audio towers, a
+	// tied lm_head the library ignores too) are not ours to judge.
+	var unread []string
+	file := d.Path()
+	for _, t := range d.Unread() {
+		if strings.HasPrefix(t.Name, w.prefix) {
+			if unread = append(unread, t.Name); len(unread) == 1 {
+				file = t.File
+			}
+		}
+	}
+	if err := unboundTensors("cpu: gemma4", file, unread, w.prefix+"layers.", "config.json num_hidden_layers", L); err != nil {
+		return nil, err
 	}
 	geo, err := o.Geometry()
 	if err != nil {
@@ -355,7 +387,13 @@ var ErrGemma4Input = errors.New("cpu: gemma4: bad input")
 // RoPE, attention, activations) reads only that token's row, and the matrix
 // kernels compute each row in a fixed order, so the logits of a token do not
 // depend on how many tokens share the call.
-func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want model.Output) (model.Result, error) {
+//
+// When a weights file was truncated on disk under its mapping, the call
+// fails with an error wrapping model.ErrModelChanged (and rolls its rows
+// back) instead of crashing.
+func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want model.Output) (_ model.Result, err error) {
+	defer rollbackOnFault(&err, cache)
+	defer mmap.Guard(&err, m.maps...)()
 	o := m.opt
 	n := len(tokens)
 	if n == 0 {

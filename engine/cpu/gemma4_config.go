@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 )
 
@@ -183,7 +184,12 @@ func ParseGemma4Config(path string, data []byte) (Gemma4Options, error) {
 			return bad("per-layer embeddings of %d x %d are out of range", o.PLEVocab, o.PLEDim)
 		}
 	}
-	if c.BOS != nil && *c.BOS >= 0 && *c.BOS < c.Vocab {
+	// Token ids the vocabulary does not have are damage, not "none" (that
+	// is null): dropping them would start without BOS or never stop.
+	if c.BOS != nil {
+		if *c.BOS < 0 || *c.BOS >= c.Vocab {
+			return bad("bos_token_id = %d is not a token id of the %d-token vocabulary", *c.BOS, c.Vocab)
+		}
 		o.BOS = int32(*c.BOS)
 	}
 	eos, err := parseIDs(c.EOS)
@@ -191,7 +197,10 @@ func ParseGemma4Config(path string, data []byte) (Gemma4Options, error) {
 		return bad("eos_token_id: %v", err)
 	}
 	for _, id := range eos {
-		if id >= 0 && int(id) < c.Vocab {
+		if id < 0 || int(id) >= c.Vocab {
+			return bad("eos_token_id %d is not a token id of the %d-token vocabulary", id, c.Vocab)
+		}
+		if !slices.Contains(o.EOS, id) {
 			o.EOS = append(o.EOS, id)
 		}
 	}

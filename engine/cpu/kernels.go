@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"anechat/engine/model/safetensors"
+	"anechat/engine/sample"
 )
 
 // Dot returns Σ a[i]·b[i] over len(a) elements (b must be at least as long).
@@ -263,15 +264,11 @@ func GELUTanh(x float32) float32 {
 }
 
 // Argmax returns the index of the largest value, the lowest index on ties.
-func Argmax(x []float32) int32 {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return int32(best)
-}
+// It is sample.Greedy, so that a backend's in-graph argmax (model.Argmax)
+// and greedy picking from logits agree on every row: NaN never wins, and a
+// row of NaN only (or no values) gives -1, which the decode loops report as
+// model.ErrDamaged.
+func Argmax(x []float32) int32 { return sample.Greedy(x) }
 
 // F16 converts IEEE half-precision bits to float32 exactly; the conversion
 // lives with the safetensors reader, which decodes F16 tensors too.

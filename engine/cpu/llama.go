@@ -8,6 +8,7 @@ import (
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
+	"anechat/engine/model/mmap"
 )
 
 // LlamaOptions are the hyper-parameters of a llama-architecture model.
@@ -37,8 +38,9 @@ type Llama struct {
 	out     *Matrix
 	outNorm []float32
 	layers  []llamaLayer
-	file    *gguf.File // owned when opened by OpenLlama
-	invFreq []float64  // RoPE base^(-2i/RopeDim) per pair
+	file    *gguf.File      // owned when opened by OpenLlama
+	maps    []*mmap.Mapping // what the tensors alias (nil entries: bytes in the heap)
+	invFreq []float64       // RoPE base^(-2i/RopeDim) per pair
 }
 
 // tensorSource is where weights come from (a GGUF file).
@@ -93,7 +95,8 @@ func loadVector(src tensorSource, name string, n int) ([]float32, error) {
 
 // LoadLlama binds the llama weights of f. The weights stay in f's mapping:
 // f must stay open while the model is used. pool may be nil (one per CPU).
-func LoadLlama(f *gguf.File, pool *Pool) (*Llama, error) {
+func LoadLlama(f *gguf.File, pool *Pool) (_ *Llama, err error) {
+	defer mmap.Guard(&err, f.Mapping())()
 	arch, err := f.String("general.architecture")
 	if err != nil {
 		return nil, fmt.Errorf("cpu: %w", err)
@@ -161,7 +164,7 @@ func LoadLlama(f *gguf.File, pool *Pool) (*Llama, error) {
 		return nil, fmt.Errorf("cpu: %s: missing or malformed tensor \"token_embd.weight\"", f.Path())
 	}
 	o.Vocab = ti.Dims[1]
-	m := &Llama{opt: o, pool: pool}
+	m := &Llama{opt: o, pool: pool, maps: []*mmap.Mapping{f.Mapping()}}
 	if m.pool == nil {
 		m.pool = NewPool(0)
 	}
@@ -213,15 +216,25 @@ func LoadLlama(f *gguf.File, pool *Pool) (*Llama, error) {
 		geo.Layers[i] = kv.LayerSpec{KVHeads: o.KVHeads, HeadDim: o.HeadDim, Source: i}
 	}
 	m.cfg = model.Config{Arch: "llama", VocabSize: o.Vocab, Hidden: o.Hidden, ContextLen: o.Context, KV: geo,
-		BOS: -1, Fingerprint: f.Fingerprint()}
-	if id, err := f.Int("tokenizer.ggml.bos_token_id"); err == nil && id >= 0 && id < o.Vocab {
-		m.cfg.BOS = int32(id)
+		BOS: -1}
+	if m.cfg.BOS, err = f.TokenID("tokenizer.ggml.bos_token_id", o.Vocab); err != nil {
+		return nil, fmt.Errorf("cpu: %w", err)
 	}
-	if id, err := f.Int("tokenizer.ggml.eos_token_id"); err == nil && id >= 0 && id < o.Vocab {
-		m.cfg.EOS = append(m.cfg.EOS, int32(id))
+	for _, key := range []string{"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"} {
+		id, err := f.TokenID(key, o.Vocab)
+		if err != nil {
+			return nil, fmt.Errorf("cpu: %w", err)
+		}
+		if id >= 0 && !m.cfg.IsEOS(id) {
+			m.cfg.EOS = append(m.cfg.EOS, id)
+		}
 	}
-	if id, err := f.Int("tokenizer.ggml.eot_token_id"); err == nil && id >= 0 && id < o.Vocab && !m.cfg.IsEOS(int32(id)) {
-		m.cfg.EOS = append(m.cfg.EOS, int32(id))
+	var unread []string
+	for _, t := range f.Unread() {
+		unread = append(unread, t.Name)
+	}
+	if err := unboundTensors("cpu", f.Path(), unread, "blk.", "llama.block_count", o.Layers); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -229,14 +242,23 @@ func LoadLlama(f *gguf.File, pool *Pool) (*Llama, error) {
 // Options returns the model's hyper-parameters.
 func (m *Llama) Options() LlamaOptions { return m.opt }
 
+// CheckFiles implements model.FileChecker: an error wrapping
+// model.ErrModelChanged when the weights file changed on disk since it was
+// loaded.
+func (m *Llama) CheckFiles() error { return checkFiles(m.maps) }
+
 // Config implements model.Backend.
 func (m *Llama) Config() model.Config { return m.cfg }
 
 // Widths implements model.Backend: the CPU runs any width.
 func (m *Llama) Widths() []int { return nil }
 
-// Forward implements model.Backend.
-func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want model.Output) (model.Result, error) {
+// Forward implements model.Backend. When the weights file was truncated on
+// disk under the mapping, the call fails with an error wrapping
+// model.ErrModelChanged (and rolls its rows back) instead of crashing.
+func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want model.Output) (_ model.Result, err error) {
+	defer rollbackOnFault(&err, cache)
+	defer mmap.Guard(&err, m.maps...)()
 	o := m.opt
 	n := len(tokens)
 	if n == 0 {
@@ -381,8 +403,8 @@ func OpenLlama(path string, pool *Pool) (*Llama, error) {
 // the caller owns).
 func (m *Llama) File() *gguf.File { return m.file }
 
-// SetFingerprint replaces the weights' fingerprint in Config (the engine uses
-// model.FingerprintFiles so every backend agrees on one scheme).
+// SetFingerprint sets the model's identity in Config: engine/load computes
+// it (load.Fingerprint), so every backend reports the same one.
 func (m *Llama) SetFingerprint(fp string) { m.cfg.Fingerprint = fp }
 
 // Close unmaps the file opened by OpenLlama; the model must not be used

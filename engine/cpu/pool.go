@@ -1,7 +1,9 @@
 package cpu
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
@@ -48,7 +50,17 @@ func (p *Pool) For(n, chunk int, cost int, fn func(worker, lo, hi int)) {
 	w = min(w, nchunks)
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	var failed sync.Once
+	var caught any // the first panic of any goroutine
 	work := func(worker int) {
+		// A panic must not escape a worker goroutine (it would kill the
+		// process): it stops this worker and is raised again on the
+		// caller's goroutine once every worker is done.
+		defer func() {
+			if r := recover(); r != nil {
+				failed.Do(func() { caught = workerPanic(r) })
+			}
+		}()
 		for {
 			c := int(next.Add(1) - 1)
 			if c >= nchunks {
@@ -60,8 +72,51 @@ func (p *Pool) For(n, chunk int, cost int, fn func(worker, lo, hi int)) {
 	}
 	wg.Add(w - 1)
 	for i := 1; i < w; i++ {
-		go func() { defer wg.Done(); work(i) }()
+		go func() {
+			defer wg.Done()
+			// fn reads weights that are usually mapped from a file: a
+			// fault there (the file was truncated on disk) becomes a
+			// panic, carried to the caller, whose mmap.Guard turns it
+			// into an error, instead of a crash of the process.
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			work(i)
+		}()
 	}
 	work(0)
 	wg.Wait()
+	if caught != nil {
+		panic(caught)
+	}
+}
+
+// WorkerPanic is what Pool.For panics with on the caller's goroutine, once
+// every worker is done, when fn panicked on any of them: the value and the
+// stack of the goroutine that panicked, which the re-raised panic's trace
+// does not show. It unwraps to the value when that is an error, so that a
+// fault on mapped weights is still recognised (mmap.Fault).
+type WorkerPanic struct {
+	// Value is what fn panicked with.
+	Value any
+	// Stack is the stack of the goroutine that panicked.
+	Stack []byte
+}
+
+func (p *WorkerPanic) Error() string {
+	return fmt.Sprintf("cpu: panic in a pool worker: %v\n\n%s", p.Value, p.Stack)
+}
+
+// Unwrap returns Value when it is an error.
+func (p *WorkerPanic) Unwrap() error {
+	err, _ := p.Value.(error)
+	return err
+}
+
+// workerPanic wraps r with the stack of the goroutine that panicked (called
+// from its deferred recover, while the panicking frames are still on the
+// stack), unless r already carries one (a panic of a nested For).
+func workerPanic(r any) any {
+	if _, ok := r.(*WorkerPanic); ok {
+		return r
+	}
+	return &WorkerPanic{Value: r, Stack: debug.Stack()}
 }
