@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"unicode/utf16"
 
@@ -47,7 +48,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir, err := storage.DataDir(*dataDir)
+	dir, err := storage.DataDir(*dataDir, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {
 		return err
 	}
