@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"anechat/engine/arch/llama"
 	"anechat/engine/cpu"
 	"anechat/engine/load"
 	"anechat/engine/model"
@@ -179,7 +180,7 @@ func TestSessionSampling(t *testing.T) {
 }
 
 func TestSessionContextEnd(t *testing.T) {
-	data, err := cpu.RandomLlama(cpu.LlamaOptions{Hidden: 32, FFN: 48, Layers: 1, Heads: 2, KVHeads: 1, Vocab: 64, Context: 16}, gguf.F32, 3)
+	data, err := cpu.RandomLlama(llama.Config{Hidden: 32, FFN: 48, Layers: 1, Heads: 2, KVHeads: 1, Vocab: 64, Context: 16}, gguf.F32, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
