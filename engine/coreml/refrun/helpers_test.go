@@ -135,3 +135,13 @@ func newCache(tb testing.TB, b model.Backend, maxBatch int) *kv.Cache {
 	}
 	return c
 }
+
+// freeCosts is a cost table under which every width costs what width 1
+// does (the Neural Engine's case).
+func freeCosts() *spec.Costs {
+	sec := map[int]float64{}
+	for w := 1; w <= spec.MaxWidth; w++ {
+		sec[w] = 1
+	}
+	return spec.FixedCosts(sec)
+}
