@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"io"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -31,11 +30,8 @@ func (d scriptDecoder) Decode(_ context.Context, _ Target, _ DecodeRequest, emit
 // each as soon as it is known to be invalid, and the text of all the
 // tokens (the Flush tail included) is the tokenizer's Decode of them.
 func TestGenerateTextIsValidUTF8(t *testing.T) {
-	b, tok, err := Open(testres.Stories(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.(io.Closer).Close()
+	m := openStoriesModel(t)
+	b, tok := m.Backend, m.Tokenizer
 	id := func(piece string) int32 {
 		v, ok := tok.TokenID(piece)
 		if !ok {
@@ -103,11 +99,7 @@ func TestRawPromptInvalidUTF8(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, stories, err := Open(testres.Stories(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.(io.Closer).Close()
+	stories := openStoriesModel(t).Tokenizer
 	for _, tok := range []*tokenizer.Tokenizer{smol, stories} {
 		for p, want := range map[string]string{"\xff": "\uFFFD", "\xfe\xff": "\uFFFD\uFFFD", "a\xffb": "a\uFFFDb"} {
 			ids := RawPrompt(tok, p)

@@ -60,10 +60,6 @@ func LoadGemma4(dir string, pool *Pool) (*Gemma4, error) {
 		return nil, err
 	}
 	m.dir = d
-	if m.cfg.Fingerprint, err = model.FingerprintFiles(d.Files()...); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("cpu: gemma4: %w", err)
-	}
 	more, err := generationEOS(dir)
 	if err != nil {
 		d.Close()
@@ -87,6 +83,10 @@ func (m *Gemma4) Close() error {
 	m.dir = nil
 	return err
 }
+
+// SetFingerprint sets the model's identity in Config: engine/load computes
+// it (load.Fingerprint), so every backend reports the same one.
+func (m *Gemma4) SetFingerprint(fp string) { m.cfg.Fingerprint = fp }
 
 // Options returns the model's hyper-parameters.
 func (m *Gemma4) Options() Gemma4Options { return m.opt }

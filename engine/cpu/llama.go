@@ -213,7 +213,7 @@ func LoadLlama(f *gguf.File, pool *Pool) (*Llama, error) {
 		geo.Layers[i] = kv.LayerSpec{KVHeads: o.KVHeads, HeadDim: o.HeadDim, Source: i}
 	}
 	m.cfg = model.Config{Arch: "llama", VocabSize: o.Vocab, Hidden: o.Hidden, ContextLen: o.Context, KV: geo,
-		BOS: -1, Fingerprint: f.Fingerprint()}
+		BOS: -1}
 	if id, err := f.Int("tokenizer.ggml.bos_token_id"); err == nil && id >= 0 && id < o.Vocab {
 		m.cfg.BOS = int32(id)
 	}
@@ -381,8 +381,8 @@ func OpenLlama(path string, pool *Pool) (*Llama, error) {
 // the caller owns).
 func (m *Llama) File() *gguf.File { return m.file }
 
-// SetFingerprint replaces the weights' fingerprint in Config (the engine uses
-// model.FingerprintFiles so every backend agrees on one scheme).
+// SetFingerprint sets the model's identity in Config: engine/load computes
+// it (load.Fingerprint), so every backend reports the same one.
 func (m *Llama) SetFingerprint(fp string) { m.cfg.Fingerprint = fp }
 
 // Close unmaps the file opened by OpenLlama; the model must not be used
