@@ -137,8 +137,8 @@ func fuzzSeeds(f *testing.F) {
 // maximal ill-formed subpart one U+FFFD). EncodeSpecial never panics.
 func FuzzGemmaRoundTrip(f *testing.F) {
 	fuzzSeeds(f)
+	tok := gemma(f) // before f.Fuzz: the fuzzer kills a worker whose call takes 10 s
 	f.Fuzz(func(t *testing.T, s string) {
-		tok := gemma(t)
 		ids := tok.Encode(s)
 		_ = tok.EncodeSpecial(s)
 		want := lossy(s)
@@ -333,9 +333,8 @@ func TestConcurrentEncode(t *testing.T) {
 // the lossy text of any other bytes.
 func FuzzStoriesRoundTrip(f *testing.F) {
 	fuzzSeeds(f)
-	testres.Stories(f)
+	tok := storiesTokenizer(f)
 	f.Fuzz(func(t *testing.T, s string) {
-		tok := storiesTokenizer(t)
 		ids := append([]int32{tok.BOS()}, tok.Encode(s)...)
 		_ = tok.EncodeSpecial(s)
 		want := lossy(s)
@@ -375,8 +374,8 @@ func FuzzCutsAreExact(f *testing.F) {
 	f.Add("我爱北京天安门，天安门上太阳升。伟大领袖毛主席")
 	f.Add(`{"key":[1,2,3],"nested":{"a":null},"url":"https://example.org/p?q=1&r=2"}`)
 	f.Add("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa>▁</b> x")
+	tok := gemma(f)
 	f.Fuzz(func(t *testing.T, s string) {
-		tok := gemma(t)
 		w := applyNorm(tok.norm, s)
 		cut := tok.bpe.encodeWord(nil, w, false)
 		whole := tok.bpe.bpe(nil, w, false)
