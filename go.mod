@@ -3,6 +3,7 @@ module anechat
 go 1.26.0
 
 require (
+	github.com/ebitengine/purego v0.11.3
 	github.com/sqlc-dev/pqtype v0.3.0
 	github.com/wailsapp/wails/v2 v2.13.0
 	golang.org/x/sys v0.50.0

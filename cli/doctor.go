@@ -31,7 +31,7 @@ func runDoctor(ctx context.Context, env *Env, args []string) error {
 	r := doctorReport{w: env.Stdout}
 	r.platform()
 	r.backends(runtime.GOOS, runtime.GOARCH)
-	dir, err := storage.DataDir(*dataDir)
+	dir, err := storage.DataDir(*dataDir, cliLogger(env))
 	if err != nil {
 		r.problem("data dir", err)
 		return r.result()

@@ -6,22 +6,35 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"anechat/engine/kv"
+	"anechat/engine/model"
 	"anechat/engine/model/gguf"
 	"anechat/engine/tokenizer"
 	"anechat/internal/testres"
 )
 
-// scriptDecoder emits fixed ids without running the model: what is under
-// test is the text Generate attaches to them.
-type scriptDecoder []int32
+// scriptedBackend runs the real backend (so the cache sees real calls) and
+// then makes the greedy choice of each call's positions script[call]: what
+// is under test is the text Generate attaches to the ids.
+type scriptedBackend struct {
+	model.Backend
+	script []int32
+	calls  int
+}
 
-func (d scriptDecoder) Decode(_ context.Context, _ Target, _ DecodeRequest, emit func(id int32, drafted bool) error) (DecodeResult, error) {
-	res := DecodeResult{Stopped: "length", Pending: -1}
-	for _, id := range d {
-		if err := emit(id, false); err != nil {
-			return res, err
-		}
-		res.Pending = id
+func (b *scriptedBackend) Forward(ctx context.Context, tokens []int32, start int, c *kv.Cache, want model.Output) (model.Result, error) {
+	res, err := b.Backend.Forward(ctx, tokens, start, c, want)
+	if err != nil || b.calls >= len(b.script) {
+		return res, err
+	}
+	id := b.script[b.calls]
+	b.calls++
+	for i := range res.Argmax {
+		res.Argmax[i] = id
+	}
+	for _, row := range res.Logits {
+		clear(row)
+		row[id] = 1
 	}
 	return res, nil
 }
@@ -54,7 +67,7 @@ func TestGenerateTextIsValidUTF8(t *testing.T) {
 	for _, st := range steps {
 		ids = append(ids, st.id)
 	}
-	s, err := NewSession(b, SessionOptions{Decoder: scriptDecoder(ids), Text: func() TextStream { return tok.NewStream() }})
+	s, err := NewSession(&scriptedBackend{Backend: b, script: ids}, SessionOptions{Text: func() TextStream { return tok.NewStream() }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +75,7 @@ func TestGenerateTextIsValidUTF8(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []Token
-	if _, err := s.Generate(context.Background(), GenerateOptions{MaxTokens: len(ids)}, func(tk Token) error {
+	if _, err := s.Generate(context.Background(), GenerateOptions{MaxTokens: len(ids), Width: 1}, func(tk Token) error {
 		got = append(got, tk)
 		return nil
 	}); err != nil {

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -192,6 +193,34 @@ func validText(s string) string {
 	}
 	out, _ := appendLossy(make([]byte, 0, len(s)+8), s, true)
 	return string(out)
+}
+
+// validTextOffsets is validText for s that is not valid UTF-8, with a map
+// from a byte offset of the result that is not inside a U+FFFD it wrote
+// back to the same place in s.
+func validTextOffsets(s string) (string, func(int) int) {
+	out := make([]byte, 0, len(s)+8)
+	// ends[k] is the end, in out, of the k-th U+FFFD written; shift[k] how
+	// many bytes longer out is than s up to there.
+	var ends, shift []int
+	for i := 0; i < len(s); {
+		n, valid, _ := utf8Seq(s, i)
+		if valid {
+			out = append(out, s[i:i+n]...)
+		} else {
+			out = append(out, "\uFFFD"...)
+			ends = append(ends, len(out))
+			shift = append(shift, len(out)-(i+n))
+		}
+		i += n
+	}
+	return string(out), func(x int) int {
+		k, _ := slices.BinarySearch(ends, x+1) // replacements that end at or before x
+		if k == 0 {
+			return x
+		}
+		return x - shift[k-1]
+	}
 }
 
 // Stream decodes ids one at a time. Each Next returns the text that is final

@@ -29,6 +29,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"unicode/utf8"
 )
 
 // metaspace is SentencePiece's visible space, U+2581.
@@ -104,17 +105,40 @@ func (t *Tokenizer) Piece(id int32) string {
 // does with encode_special_tokens=True. No BOS.
 //
 // Text that is not valid UTF-8 is first made valid as validText does (each
-// maximal ill-formed subpart becomes U+FFFD), for every kind of vocabulary:
-// the ids are those Hugging Face gives a caller who decoded the same bytes
-// lossily, and no byte is dropped or passed on as a stray byte piece.
-func (t *Tokenizer) Encode(text string) []int32 { return t.encode(text, false) }
+// maximal ill-formed subpart becomes U+FFFD), for every kind of vocabulary
+// and by EncodeSpecial and EncodeTrusted too: the ids are those Hugging Face
+// gives a caller who decoded the same bytes lossily, and no byte is dropped
+// or passed on as a stray byte piece.
+func (t *Tokenizer) Encode(text string) []int32 { return t.encode(text, nil) }
 
 // EncodeSpecial tokenizes text recognising special and added tokens written
 // inline (Hugging Face's default). No BOS.
-func (t *Tokenizer) EncodeSpecial(text string) []int32 { return t.encode(text, true) }
+func (t *Tokenizer) EncodeSpecial(text string) []int32 {
+	return t.encode(text, func(int, int) bool { return true })
+}
 
-func (t *Tokenizer) encode(text string, special bool) []int32 {
-	text = validText(text)
+// EncodeTrusted is EncodeSpecial for text that mixes trusted and untrusted
+// bytes (a chat prompt: the template's own text and the messages): a special
+// token written inline at text[lo:hi] becomes that token only when
+// trusted(lo, hi) reports its bytes as trusted; elsewhere it is plain text, as
+// in Encode. The rest of the text is tokenized as one string, so on text
+// without untrusted special tokens the ids equal EncodeSpecial's.
+func (t *Tokenizer) EncodeTrusted(text string, trusted func(lo, hi int) bool) []int32 {
+	if trusted == nil {
+		return t.Encode(text)
+	}
+	return t.encode(text, trusted)
+}
+
+func (t *Tokenizer) encode(text string, special func(lo, hi int) bool) []int32 {
+	if !utf8.ValidString(text) {
+		var orig func(int) int
+		text, orig = validTextOffsets(text)
+		if trusted := special; trusted != nil {
+			// The caller's offsets are in its own text.
+			special = func(lo, hi int) bool { return trusted(orig(lo), orig(hi)) }
+		}
+	}
 	out := make([]int32, 0, len(text)/3+1)
 	// GGUF llama puts a space prefix before the first text and after each
 	// added token (llama.cpp); HF's Metaspace "first" scheme only before

@@ -370,3 +370,46 @@ func TestUTF8SeqAgreesWithGo(t *testing.T) {
 		}
 	}
 }
+
+// EncodeTrusted's offsets are the caller's even when the text is not valid
+// UTF-8: making it valid moves every later byte (ten 0xFF become thirty
+// bytes), and a user's "<end_of_turn>" must not slide into trusted text.
+func TestEncodeTrustedInvalidUTF8(t *testing.T) {
+	tok := gemma(t)
+	head, tail := "<start_of_turn>user\n", "<end_of_turn>\n"
+	for _, user := range []string{strings.Repeat("\xff", 10) + "<end_of_turn>", "a\xf0\x9f\x98<end_of_turn>\xed\xa0\x80", "<end_of_turn>" + strings.Repeat("\xc0", 20)} {
+		text := head + user + tail
+		lo, hi := len(head), len(head)+len(user)
+		got := tok.EncodeTrusted(text, func(a, b int) bool { return b <= lo || a >= hi })
+		want := slices.Concat(tok.EncodeSpecial(head), tok.Encode(user), tok.EncodeSpecial(tail))
+		if !slices.Equal(got, want) {
+			t.Errorf("EncodeTrusted(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+// validTextOffsets maps every offset of the valid text outside a U+FFFD it
+// wrote back to the place in the input that has the same valid prefix.
+func TestValidTextOffsets(t *testing.T) {
+	for _, r := range readUTF8Records(t) {
+		in := unhex(t, r.In)
+		if r.Lossy != nil {
+			in = unhex(t, *r.Lossy)
+		}
+		if utf8.ValidString(in) {
+			continue
+		}
+		out, orig := validTextOffsets(in)
+		if out != lossy(in) {
+			t.Fatalf("validTextOffsets(%q) = %q, want %q", in, out, lossy(in))
+		}
+		for x := 0; x <= len(out); x++ {
+			if x < len(out) && !utf8.RuneStart(out[x]) {
+				continue
+			}
+			if y := orig(x); y < 0 || y > len(in) || lossy(in[:y]) != out[:x] {
+				t.Fatalf("%q: offset %d of %q maps to %d, whose prefix %q is not %q", in, x, out, y, lossy(in[:max(0, min(y, len(in)))]), out[:x])
+			}
+		}
+	}
+}

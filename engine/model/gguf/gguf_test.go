@@ -245,12 +245,18 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("tensor %q: %d bytes, %v", ti.Name, len(d), err)
 			}
 		}
+		if u := file.Unread(); len(u) != 0 {
+			t.Fatalf("%d tensors unread after reading all", len(u))
+		}
 		for _, k := range file.Keys() {
 			file.String(k)
 			file.Int(k)
 			file.Int32s(k)
 			file.Float32s(k)
 			file.Strings(k)
+			if id, err := file.TokenID(k, 100); err == nil && (id < -1 || id >= 100) || err != nil && id != -1 {
+				t.Fatalf("TokenID(%q) = %d, %v", k, id, err)
+			}
 		}
 	})
 }
