@@ -247,4 +247,3 @@ func (p *Published) Describe() string {
 		c.ModelName, c.Architecture, c.NumLayers, c.HiddenSize, c.ContextLength, c.VocabSize, c.SlidingWindow,
 		strings.Join(p.Decode, ", "), prefill, strings.Join(ropes, ", "))
 }
-
