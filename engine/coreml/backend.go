@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"anechat/engine/arch/rope"
 	"anechat/engine/coreml/mlcore"
 	"anechat/engine/kv"
 	"anechat/engine/model"
@@ -42,7 +41,7 @@ type Backend struct {
 	mu      sync.Mutex
 	fns     map[string]*function // by kind
 	scratch []float32
-	tabs    map[string]*rope.Table
+	ropes   map[string]*ropeRows
 	stats   callStats
 	closed  bool
 }
@@ -67,7 +66,7 @@ type function struct {
 // every function's buffers; Close releases them, the runner and the
 // bundle. fingerprint is the model's identity (engine/load's).
 func NewBackend(b *Bundle, r Runner, fingerprint string) (*Backend, error) {
-	be := &Backend{b: b, run: r, cfg: b.Config(), fns: map[string]*function{}, tabs: map[string]*rope.Table{}}
+	be := &Backend{b: b, run: r, cfg: b.Config(), fns: map[string]*function{}, ropes: map[string]*ropeRows{}}
 	be.cfg.Fingerprint = fingerprint
 	g := b.Manifest.Geometry
 	for w := 1; w <= g.GenerateWidth; w++ {
@@ -90,7 +89,7 @@ func NewBackend(b *Bundle, r Runner, fingerprint string) (*Backend, error) {
 	}
 	be.scratch = make([]float32, maxCols)
 	for _, name := range b.plan.ropeNames() {
-		be.tabs[name] = &rope.Table{}
+		be.ropes[name] = newRopeRows(b.plan.ropes[name], b.plan.headDims[name], g.Context)
 	}
 	return be, nil
 }
@@ -254,10 +253,10 @@ func (be *Backend) call(ctx context.Context, f *function, c call, cache *kv.Cach
 	if x := f.host["ple_rows"]; x != nil {
 		buildRows(x, c, be.b.ple, be.scratch)
 	}
-	for name, s := range be.b.plan.ropes {
+	for name, r := range be.ropes {
 		cos, sin := f.host["rope_cos_"+name], f.host["rope_sin_"+name]
 		if cos != nil && sin != nil {
-			buildRope(cos, sin, c, s, be.b.plan.headDims[name], be.tabs[name])
+			buildRope(cos, sin, c, r)
 		}
 	}
 	for _, kind := range []string{"full", "sliding"} {

@@ -2,6 +2,7 @@ package coreml
 
 import (
 	"fmt"
+	"weak"
 
 	"anechat/engine/arch/rope"
 	"anechat/engine/kv"
@@ -66,28 +67,71 @@ func buildPlace(pl *tensor, c call, slots int) {
 	}
 }
 
+// ropeRows caches the cos/sin rows of one RoPE spec per position, in the
+// runner's element type: a position's row is computed once (the rotation
+// of a position never changes), then copied into each call's tables.
+type ropeRows struct {
+	spec     rope.Spec
+	headDim  int
+	tab      rope.Table
+	c16, s16 []uint16
+	c32, s32 []float32
+	have     []bool
+}
+
+func newRopeRows(s rope.Spec, headDim, positions int) *ropeRows {
+	return &ropeRows{spec: s, headDim: headDim, have: make([]bool, positions)}
+}
+
+// ensure computes the row of position p: element j holds the cos/sin of
+// its pair's angle (pair j mod headDim/2 for the halves layout, j/2 for
+// interleaved), 1 and 0 for pairs the spec does not turn; the spec's own
+// values (float32 or float64), rounded once to the element type.
+func (r *ropeRows) ensure(p int, f16 bool) {
+	if r.have[p] {
+		return
+	}
+	hd := r.headDim
+	if f16 && r.c16 == nil {
+		r.c16, r.s16 = make([]uint16, len(r.have)*hd), make([]uint16, len(r.have)*hd)
+	}
+	if !f16 && r.c32 == nil {
+		r.c32, r.s32 = make([]float32, len(r.have)*hd), make([]float32, len(r.have)*hd)
+	}
+	r.tab.Fill(r.spec, p, 1)
+	half, dh := hd/2, r.spec.Dim/2
+	for j := range hd {
+		i := j / 2
+		if r.spec.Layout == rope.Halves {
+			i = j % half
+		}
+		cv, sv := 1.0, 0.0
+		if i < dh {
+			cv, sv = r.tab.Cos[i], r.tab.Sin[i]
+		}
+		if f16 {
+			r.c16[p*hd+j], r.s16[p*hd+j] = toHalf64(cv), toHalf64(sv)
+		} else {
+			r.c32[p*hd+j], r.s32[p*hd+j] = float32(cv), float32(sv)
+		}
+	}
+	r.have[p] = true
+}
+
 // buildRope writes the cos and sin tables [1,1,T,headDim] of one RoPE
-// spec: element j of row t holds the cos/sin of its pair's angle at pos_t
-// (pair j mod headDim/2 for the halves layout, j/2 for interleaved), 1 and
-// 0 for pairs the spec does not turn. Values are the spec's own (float32
-// or float64), rounded once to the buffer's type.
-func buildRope(cos, sin *tensor, c call, s rope.Spec, headDim int, tab *rope.Table) {
-	tab.Fill(s, c.start, c.n)
-	half, dh := headDim/2, s.Dim/2
+// spec for the call's positions (padding rows: the last real row's).
+func buildRope(cos, sin *tensor, c call, r *ropeRows) {
+	hd := r.headDim
+	f16 := cos.f16 != nil
 	for t := range c.T {
-		k := min(t, c.n-1)
-		row := t * headDim
-		for j := range headDim {
-			i := j / 2
-			if s.Layout == rope.Halves {
-				i = j % half
-			}
-			cv, sv := 1.0, 0.0
-			if i < dh {
-				cv, sv = tab.Cos[k*dh+i], tab.Sin[k*dh+i]
-			}
-			cos.set64(row+j, cv)
-			sin.set64(row+j, sv)
+		p := c.pos[t]
+		r.ensure(p, f16)
+		if f16 {
+			copy(cos.f16[t*hd:(t+1)*hd], r.c16[p*hd:(p+1)*hd])
+			copy(sin.f16[t*hd:(t+1)*hd], r.s16[p*hd:(p+1)*hd])
+		} else {
+			copy(cos.f32[t*hd:(t+1)*hd], r.c32[p*hd:(p+1)*hd])
+			copy(sin.f32[t*hd:(t+1)*hd], r.s32[p*hd:(p+1)*hd])
 		}
 	}
 }
@@ -95,6 +139,10 @@ func buildRope(cos, sin *tensor, c call, s rope.Spec, headDim int, tab *rope.Tab
 // buildRows writes the sidecar rows of the call's tokens [1,T,cols].
 func buildRows(dst *tensor, c call, sc *Sidecar, scratch []float32) {
 	for t := range c.T {
+		if dst.f16 != nil {
+			sc.rowHalf(dst.f16[t*sc.Cols:], int(c.ids[t]))
+			continue
+		}
 		dst.setRow(t*sc.Cols, sc.Row(scratch, int(c.ids[t])))
 	}
 }
@@ -106,20 +154,29 @@ func buildLast(l *tensor, c call) {
 }
 
 // kvPair is the k_cache/v_cache inputs [1,kvHeads,slots,headDim] of one
-// owning layer, with what they may still hold: on a full layer every slot
-// from dirty on is zero; on a sliding one, nz marks the slots that may hold
-// a row.
+// owning layer, kept between calls: they hold the rows of positions
+// 0..synced-1 of the cache they were built from (as of its epoch), so a
+// call copies only the rows committed since the last one. On a full layer
+// every slot from dirty on is zero; on a sliding one, nz marks the slots
+// that may hold a row.
 type kvPair struct {
-	k, v  *tensor
-	dirty int
-	nz    []bool
+	k, v   *tensor
+	dirty  int
+	nz     []bool
+	cache  weak.Pointer[kv.Cache]
+	epoch  uint64
+	from   int // the tensors hold the rows of positions from..synced-1
+	synced int
 }
 
-// buildKV writes the committed (and earlier pending) K and V rows of owning
-// layer into its cache tensors: element [0,h,slot,d] = row[h*headDim+d] of
-// the position in slot, for every position a row of the call can see. Every
-// other slot is zero, in particular the call's own slots, which the graph
-// fills with the new rows by placement (x*1 + 0 + ... + 0 is exact).
+// buildKV makes the cache tensors of owning layer hold, for every position
+// a row of the call can see, the committed (or earlier pending) K and V
+// rows of cache: element [0,h,slot,d] = row[h*headDim+d] of the position in
+// slot. The call's own slots are zero (the graph fills them with the new
+// rows by placement: x*1 + 0 + ... + 0 is exact), and so is every slot of a
+// full layer from the call's start on; a sliding layer's other slots hold
+// older rows (finite, masked). Rows already copied from the same cache at
+// the same epoch are not copied again.
 func buildKV(p *kvPair, c call, cache *kv.Cache, layer, slots, window, kvHeads, headDim int) {
 	stride := kvHeads * headDim
 	zero := func(s int) {
@@ -128,17 +185,32 @@ func buildKV(p *kvPair, c call, cache *kv.Cache, layer, slots, window, kvHeads, 
 			p.v.fill((h*slots+s)*headDim, headDim, 0)
 		}
 	}
+	if p.cache != weak.Make(cache) || p.epoch != cache.Epoch() {
+		// Another cache, or this one restored or truncated: copy all.
+		p.from, p.synced = 0, 0
+		p.cache, p.epoch = weak.Make(cache), cache.Epoch()
+		if window > 0 {
+			if p.nz == nil {
+				p.nz = make([]bool, slots)
+			}
+			for s := range slots {
+				if p.nz[s] {
+					zero(s)
+					p.nz[s] = false
+				}
+			}
+		}
+	}
+	// Rows from the call's start on are not committed (or not yet): those
+	// copied before may have been dropped.
+	p.synced = min(p.synced, c.start)
+	p.from = min(p.from, p.synced)
 	lo := 0
 	if window > 0 {
 		lo = max(0, c.start-window+1)
-		// Positions lo..start-1 (at most window-1 < slots) are visible;
-		// zero every other slot that may hold a row.
-		if p.nz == nil {
-			p.nz = make([]bool, slots)
-		}
-		vis := c.start - lo
-		for s := range slots {
-			if p.nz[s] && (s-lo%slots+slots)%slots >= vis {
+		// The call's own slots held positions a window and more ago.
+		for q := c.start; q < c.start+c.n; q++ {
+			if s := q % slots; p.nz[s] {
 				zero(s)
 				p.nz[s] = false
 			}
@@ -149,7 +221,7 @@ func buildKV(p *kvPair, c call, cache *kv.Cache, layer, slots, window, kvHeads, 
 		}
 		p.dirty = c.start
 	}
-	for q := lo; q < c.start; q++ {
+	copyRow := func(q int) {
 		s := q % slots
 		kr, vr := cache.K(layer, q)[:stride], cache.V(layer, q)[:stride]
 		for h := range kvHeads {
@@ -160,6 +232,14 @@ func buildKV(p *kvPair, c call, cache *kv.Cache, layer, slots, window, kvHeads, 
 			p.nz[s] = true
 		}
 	}
+	// Needed: lo..start-1; held: from..synced-1.
+	for q := lo; q < min(p.from, c.start); q++ {
+		copyRow(q)
+	}
+	for q := max(lo, p.synced); q < c.start; q++ {
+		copyRow(q)
+	}
+	p.from, p.synced = lo, c.start
 }
 
 // placeRows writes the real rows of a k_new/v_new output

@@ -81,6 +81,24 @@ func (s *Sidecar) Row(dst []float32, r int) []float32 {
 	return dst
 }
 
+// rowHalf writes row r as fp16 bits to dst[:Cols] (the values Row
+// returns, without the round trip through float32).
+func (s *Sidecar) rowHalf(dst []uint16, r int) {
+	dst = dst[:s.Cols]
+	if s.int8 {
+		q := s.data.Data()[r*s.Cols : (r+1)*s.Cols]
+		scale := fromHalf(binary.LittleEndian.Uint16(s.scales.Data()[2*r:]))
+		for j, v := range q {
+			dst[j] = toHalf(float32(int8(v)) * scale)
+		}
+		return
+	}
+	b := s.data.Data()[2*r*s.Cols : 2*(r+1)*s.Cols]
+	for j := range dst {
+		dst[j] = binary.LittleEndian.Uint16(b[2*j:])
+	}
+}
+
 // check reports an error wrapping mmap.ErrChanged when a file changed on
 // disk since it was mapped.
 func (s *Sidecar) check() error {

@@ -2,6 +2,7 @@ package refrun_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -80,7 +81,7 @@ func TestGemma4LogitsMatchCPU(t *testing.T) {
 	for w := 1; cm.Len()+12+9 < ctxLen; w = w%12 + 1 {
 		// Keep a varying part of each call, as verification does.
 		keep := 1 + rng.IntN(w)
-		forward("call", tokens(w), model.Logits|model.Argmax, keep)
+		forward(fmt.Sprintf("call %d (width %d at %d)", calls, w, cm.Len()), tokens(w), model.Logits|model.Argmax, keep)
 		calls++
 	}
 	forward("prefill at the end", tokens(9), model.Logits|model.Last, 9)
