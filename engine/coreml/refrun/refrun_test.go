@@ -220,3 +220,88 @@ func TestForwardRefusesBadInput(t *testing.T) {
 		t.Error("a refused call left pending rows")
 	}
 }
+
+// TestCacheReplacedUnderTheBackend: the backend keeps its copy of a cache's
+// rows between calls; when the cache is truncated, or reset and filled
+// with other rows (a snapshot restored), the next call sees the cache's
+// rows, not the copy: its logits equal those of a cache that held those
+// rows from the start.
+func TestCacheReplacedUnderTheBackend(t *testing.T) {
+	p := gemmaPair(t)
+	ctx := context.Background()
+	V := p.ml.Config().VocabSize
+	a, b := prompts(V)[4], prompts(V)[5]
+	fill := func(c *kv.Cache, ids []int32) {
+		if _, err := p.ml.Forward(ctx, ids, c.Len(), c, model.Argmax|model.Last); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Commit(len(ids)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func(c *kv.Cache) model.Result {
+		r, err := p.ml.Forward(ctx, []int32{7, 8, 9}, c.Len(), c, model.Logits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Rollback()
+		return r
+	}
+	same := func(what string, x, y model.Result) {
+		t.Helper()
+		for r := range x.Logits {
+			if !model.SameBits(x.Logits[r], y.Logits[r]) {
+				t.Fatalf("%s: row %d differs from a cache that held the rows from the start", what, r)
+			}
+		}
+	}
+	// Reference: a fresh cache holding b.
+	ref := newCache(t, p.ml, 64)
+	fill(ref, b)
+	want := next(ref)
+	// The same cache held a, then is restored with b's rows.
+	c := newCache(t, p.ml, 64)
+	fill(c, a)
+	next(c)
+	if err := c.Restore(len(b)); err != nil {
+		t.Fatal(err)
+	}
+	for l := range c.Geometry().Layers {
+		if !c.Owns(l) {
+			continue
+		}
+		lo, hi := c.Live(l)
+		dk, dv, err := c.Rows(l, lo, hi)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sk, sv, err := ref.Rows(l, lo, hi)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copyRows(dk, sk)
+		copyRows(dv, sv)
+	}
+	same("restored", next(c), want)
+	// Truncated back to a shared prefix and continued with b's tail.
+	d := newCache(t, p.ml, 64)
+	fill(d, append(append([]int32(nil), b[:10]...), a[:12]...))
+	next(d)
+	if err := d.Truncate(10); err != nil {
+		t.Fatal(err)
+	}
+	fill(d, b[10:])
+	same("truncated", next(d), want)
+}
+
+// copyRows copies rows piece by piece (the pieces may split differently).
+func copyRows(dst, src [][]float32) {
+	var flat []float32
+	for _, s := range src {
+		flat = append(flat, s...)
+	}
+	for _, d := range dst {
+		n := copy(d, flat)
+		flat = flat[n:]
+	}
+}
