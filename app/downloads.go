@@ -314,9 +314,10 @@ func (s *Downloads) Cancel(name string) error {
 	j.mu.Lock()
 	state := j.d.State
 	j.mu.Unlock()
-	if state == DownloadPaused {
-		s.removeFiles(name)
+	if state != DownloadPaused {
+		return fmt.Errorf("downloads: %s is %s: there is nothing to cancel (Dismiss removes it from the list)", name, state)
 	}
+	s.removeFiles(name)
 	s.finish(j, DownloadCancelled, "")
 	s.forget(name)
 	return nil

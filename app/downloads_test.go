@@ -208,6 +208,9 @@ func TestDownloadVerifiesAndRegisters(t *testing.T) {
 	if list, _ := a.Downloads.List(); len(list) != 1 || list[0].State != DownloadDone {
 		t.Fatalf("List = %+v", list)
 	}
+	if err := a.Downloads.Cancel(d.Name); err == nil || !strings.Contains(err.Error(), "nothing to cancel") {
+		t.Fatalf("Cancel of a finished download: %v", err)
+	}
 	if err := a.Downloads.Dismiss(d.Name); err != nil {
 		t.Fatal(err)
 	}

@@ -98,6 +98,7 @@ func (l *Library) List(tag, query string) ([]Prompt, error) {
 	}
 	words := strings.Fields(strings.ToLower(query))
 	out := []Prompt{}
+	def := l.defaultModel()
 	for _, p := range ps {
 		hay := strings.ToLower(p.Title + "\n" + p.SystemPrompt + "\n" + p.Body + "\n" + strings.Join(p.Tags, " "))
 		all := true
@@ -108,16 +109,29 @@ func (l *Library) List(tag, query string) ([]Prompt, error) {
 			}
 		}
 		if all {
-			out = append(out, l.view(d, p))
+			out = append(out, l.viewWith(d, p, def))
 		}
 	}
 	return out, nil
 }
 
-// view is p as the window shows it. Its snapshot is ready when its file is
-// there and it was made with the model a chat from p would use now (the
-// default); a failure to tell is logged and shown as not ready.
+// defaultModel is the model a chat from a prompt would use now, nil for none.
+func (l *Library) defaultModel() *storage.Model {
+	if m, err := l.models.resolve(0); err == nil {
+		return &m
+	}
+	return nil
+}
+
+// view is p as the window shows it (viewWith the default model).
 func (l *Library) view(d *storage.DB, p storage.Prompt) Prompt {
+	return l.viewWith(d, p, l.defaultModel())
+}
+
+// viewWith is p as the window shows it. Its snapshot is ready when its file
+// is there and it was made with def, the model a chat from p would use now;
+// a failure to tell is logged and shown as not ready.
+func (l *Library) viewWith(d *storage.DB, p storage.Prompt, def *storage.Model) Prompt {
 	v := Prompt{Prompt: p, Variables: PromptVariables(p.SystemPrompt, p.Body)}
 	if p.PinnedSnapshotID == 0 {
 		return v
@@ -133,11 +147,10 @@ func (l *Library) view(d *storage.DB, p storage.Prompt) Prompt {
 	if ms, err := d.ModelsByFingerprint(ctx, s.ModelFingerprint); err == nil && len(ms) > 0 {
 		ps.ModelID, ps.ModelName = ms[0].ID, ms[0].Name
 	}
-	def, defErr := l.models.resolve(0)
 	switch {
 	case ps.ModelID == 0:
 		ps.Reason = "it was prepared with a model that is no longer registered: prepare it again"
-	case defErr != nil:
+	case def == nil:
 		ps.Reason = "no default model is chosen: choose one on the Models page"
 	case def.Fingerprint != s.ModelFingerprint:
 		ps.Reason = fmt.Sprintf("it was prepared with %s, but new chats use %s (the default): prepare it again", ps.ModelName, def.Name)
