@@ -199,6 +199,9 @@ def convert(model: str, out: str, opt: Options) -> dict:
     parent = os.path.dirname(out)
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=os.path.basename(out) + ".partial-", dir=parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it 0700
     try:
         manifest = _build(ck, tmp, opt, geo, chunks)
         manifest["conversion_seconds"] = round(time.time() - t0, 3)

@@ -251,22 +251,26 @@ def lookup_drafts(history: Sequence[int], k: int, ngram: int = 2) -> List[int]:
 def generate(b: Bundle, prompt: Sequence[int], steps: int, spec: int = 0, kv: Optional[KV] = None,
              first: Optional[int] = None, stats: Optional[dict] = None) -> List[int]:
     """Greedy generation of `steps` ids after prompt. spec is how many of the
-    generation function's slots may hold prompt-lookup drafts (0: off). With
-    kv and first given, continues from that state (a resume) instead of
-    prefilling the prompt."""
+    generation function's slots may hold prompt-lookup drafts (0: off);
+    every call runs the one generation function whatever spec is. With kv
+    and first given, continues from that state (a resume: prompt is then
+    the whole history) instead of prefilling. stats, if given, receives the
+    call and draft counts and the final state: "kv" holds the rows of
+    prompt + ids[:-1], "next" = ids[-1] is the pending token."""
     if kv is None:
         kv = b.new_kv()
         first = b.prefill(list(prompt), kv)
     hist = list(prompt)
     out: List[int] = []
     nxt = first
-    calls = 0
+    calls = drafted = accepted = 0
     K = b.geo["generate_width"]
-    while len(out) < steps:
+    while True:
         out.append(nxt)
         hist.append(nxt)
-        if len(out) == steps:
+        if len(out) >= steps:
             break
+        # At most steps-len(out)-1 drafts, so ids never overshoot steps.
         drafts = lookup_drafts(hist, min(spec, K - 1, steps - len(out) - 1))
         c = b.call([nxt] + drafts, kv.n, kv, "generate")
         calls += 1
@@ -274,11 +278,11 @@ def generate(b: Bundle, prompt: Sequence[int], steps: int, spec: int = 0, kv: Op
         while acc < len(drafts) and drafts[acc] == int(c.argmax[acc]):
             acc += 1
         b.commit(kv, c, acc + 1)
-        for d in drafts[:acc]:
-            out.append(d)
-            hist.append(d)
+        drafted += len(drafts)
+        accepted += acc
+        out += drafts[:acc]
+        hist += drafts[:acc]
         nxt = int(c.argmax[acc])
     if stats is not None:
-        stats["calls"] = calls
-        stats["kv"] = kv
-    return out[:steps]
+        stats.update(calls=calls, drafted=drafted, accepted=accepted, kv=kv, next=out[-1])
+    return out

@@ -67,8 +67,12 @@ def _val(var):
 
 
 def matmul_fixed(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x @ y over the last two axes (batch axes broadcast) in float64,
-    summing over the inner index k in ascending order."""
+    """x @ y over the last two axes (batch axes broadcast) in float64: the
+    products (exact for fp16 operands) of each output element are laid out
+    contiguously over k and summed by numpy's pairwise reduction, one fixed
+    summation tree for a given inner length K. The blocking below bounds
+    memory and changes no element's tree, so an output row does not depend
+    on how many rows the call has."""
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if x.ndim == 1 or y.ndim == 1:
@@ -77,10 +81,21 @@ def matmul_fixed(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if y.shape[-2] != K:
         raise ValueError(f"matmul inner dims {x.shape} @ {y.shape}")
     batch = np.broadcast_shapes(x.shape[:-2], y.shape[:-2])
-    acc = np.zeros(batch + (x.shape[-2], y.shape[-1]), dtype=np.float64)
-    for k in range(K):
-        acc += x[..., :, k:k + 1] * y[..., k:k + 1, :]
-    return acc
+    M, N = x.shape[-2], y.shape[-1]
+    x = np.broadcast_to(x, batch + (M, K))
+    yt = np.ascontiguousarray(np.swapaxes(np.broadcast_to(y, batch + (K, N)), -1, -2))  # [..., N, K]
+    out = np.empty(batch + (M, N), dtype=np.float64)
+    nb = int(np.prod(batch))
+    budget = 1 << 22
+    nblk = max(1, min(N, budget // max(1, nb * K)))
+    mblk = max(1, min(M, budget // max(1, nb * K * nblk)))
+    for m0 in range(0, M, mblk):
+        m1 = min(M, m0 + mblk)
+        for n0 in range(0, N, nblk):
+            n1 = min(N, n0 + nblk)
+            prod = x[..., m0:m1, None, :] * yt[..., None, n0:n1, :]
+            out[..., m0:m1, n0:n1] = np.add.reduce(prod, axis=-1)
+    return out
 
 
 def _round(a: np.ndarray, dt) -> np.ndarray:
@@ -159,8 +174,9 @@ def _lut_dequant(indices, lut):
     return out
 
 
-def run_op(op, env: Dict[str, np.ndarray]) -> List[np.ndarray]:
-    """Computes one op's outputs from env (var name -> value)."""
+def run_op(op, env: Dict[str, np.ndarray], out_dt=None) -> List[np.ndarray]:
+    """Computes one op's outputs from env (var name -> value); out_dt is
+    the declared dtype of its first output (looked up when None)."""
     t = op.op_type
 
     def inp(name, required=True):
@@ -186,7 +202,8 @@ def run_op(op, env: Dict[str, np.ndarray]) -> List[np.ndarray]:
         if isinstance(v, str):
             return [v]
         return [np.asarray(v).astype(np_dtype(op.outputs[0]))]
-    out_dt = np_dtype(op.outputs[0])
+    if out_dt is None:
+        out_dt = np_dtype(op.outputs[0])
     if t == "linear":
         x, w = inp("x"), inp("weight")
         y = matmul_fixed(x, np.swapaxes(w, -1, -2))
@@ -250,10 +267,28 @@ def run_op(op, env: Dict[str, np.ndarray]) -> List[np.ndarray]:
     raise Unsupported(f"op {t} ({op.name})")
 
 
+def _prepare(fn):
+    """Per function, once: the constants' values and each op's declared
+    output dtypes and shapes (the program is immutable once loaded)."""
+    prep = getattr(fn, "_anebundle_prep", None)
+    if prep is None:
+        consts: Dict[str, np.ndarray] = {}
+        ops = []
+        for op in fn.operations:
+            if op.op_type == "const":
+                consts[op.outputs[0].name] = run_op(op, {})[0]
+                continue
+            ops.append((op, np_dtype(op.outputs[0]), [(v.name, tuple(int(s) for s in v.shape)) for v in op.outputs]))
+        prep = (consts, ops)
+        fn._anebundle_prep = prep
+    return prep
+
+
 def run_function(fn, inputs: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
     """Executes a loaded MIL function op by op. inputs must have exactly the
     function's input names, shapes and dtypes."""
-    env: Dict[str, np.ndarray] = {}
+    consts, ops = _prepare(fn)
+    env: Dict[str, np.ndarray] = dict(consts)
     for name, var in fn.inputs.items():
         if name not in inputs:
             raise ValueError(f"missing input {name}")
@@ -265,13 +300,12 @@ def run_function(fn, inputs: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
     extra = set(inputs) - set(fn.inputs)
     if extra:
         raise ValueError(f"unknown inputs {sorted(extra)}")
-    for op in fn.operations:
-        vals = run_op(op, env)
-        for var, v in zip(op.outputs, vals):
-            want = tuple(int(s) for s in var.shape)
-            if not isinstance(v, str) and v.shape != want:
+    for op, dt, outs in ops:
+        vals = run_op(op, env, dt)
+        for (name, want), v in zip(outs, vals):
+            if v.shape != want:
                 raise ValueError(f"{op.op_type} {op.name}: computed shape {v.shape}, declared {want}")
-            env[var.name] = v
+            env[name] = v
     return {v.name: env[v.name] for v in fn.outputs}
 
 
@@ -294,3 +328,23 @@ class Package:
             for op in fn.operations:
                 seen[op.op_type] = seen.get(op.op_type, 0) + 1
         return seen
+
+
+# Ops that move or select values without rounding them.
+EXACT_OPS = {"const", "reshape", "transpose", "slice_by_index", "concat", "identity", "reduce_argmax"}
+
+
+def rounding_depth(fn) -> Dict[str, int]:
+    """For each output of a loaded function: the largest number of fp16
+    roundings on any path from the inputs to it (ops of EXACT_OPS round
+    nothing; every other op rounds its result once)."""
+    depth: Dict[str, int] = {name: 0 for name in fn.inputs}
+    for op in fn.operations:
+        d = 0
+        for v in op.inputs.values():
+            for x in (v if isinstance(v, (list, tuple)) else [v]):
+                d = max(d, depth.get(x.name, 0))
+        d += 0 if op.op_type in EXACT_OPS else 1
+        for o in op.outputs:
+            depth[o.name] = d
+    return {v.name: depth[v.name] for v in fn.outputs}
