@@ -70,6 +70,27 @@ def rope_table(shape: dict, positions: Sequence[int]) -> Tuple[np.ndarray, np.nd
     return C.astype(np.float16), S.astype(np.float16)
 
 
+def mask_and_place(pos: Sequence[int], n: int, slots: int, window: int) -> Tuple[np.ndarray, np.ndarray]:
+    """The attention mask [T, slots] and placement matrix [slots, T] of a
+    call whose rows sit at positions pos (T = len(pos); rows from n on are
+    padding). Position q lives in slot q % slots. Row t sees exactly the
+    slots of positions max(0, pos[t]-window+1) .. pos[t] (window 0: from
+    0), 0 there and -inf elsewhere (DESIGN.md invariant 2); a real row's
+    new K/V row is placed in its position's slot, a padded row nowhere."""
+    T = len(pos)
+    mask = np.full((T, slots), NEG_INF, dtype=np.float16)
+    place = np.zeros((slots, T), dtype=np.float16)
+    for t in range(T):
+        lo = 0 if window == 0 else max(0, pos[t] - window + 1)
+        if pos[t] - lo + 1 > slots:
+            raise ValueError(f"position {pos[t]}: {pos[t] - lo + 1} visible positions do not fit {slots} slots")
+        for q in range(lo, pos[t] + 1):
+            mask[t, q % slots] = 0
+        if t < n:
+            place[pos[t] % slots, t] = 1
+    return mask, place
+
+
 class KV:
     """The host's committed K/V rows: per owning layer, position -> fp16
     [kv_heads, head_dim] rows."""
@@ -152,19 +173,11 @@ class Bundle:
         for name, shape in self.arch["ropes"].items():
             c, s = rope_table(shape, pos)
             x[f"rope_cos_{name}"], x[f"rope_sin_{name}"] = c[None, None], s[None, None]
-        W = self.arch["window"]
         for kind in ("full", "sliding"):
             if not any(l["kind"] == kind for l in self.layers):
                 continue
-            S = self.slots(kind)
-            mask = np.full((width, S), NEG_INF, dtype=np.float16)
-            place = np.zeros((S, width), dtype=np.float16)
-            for t in range(width):
-                lo = 0 if kind == "full" else max(0, pos[t] - W + 1)
-                for q in range(lo, pos[t] + 1):
-                    mask[t, self.slot(kind, q)] = 0
-                if t < n:
-                    place[self.slot(kind, pos[t]), t] = 1
+            window = 0 if kind == "full" else self.arch["window"]
+            mask, place = mask_and_place(pos, n, self.slots(kind), window)
             x[f"mask_{kind}"], x[f"place_{kind}"] = mask[None, None], place[None, None]
         for s in self.owners:
             l = self.layers[s]

@@ -100,7 +100,8 @@ def matmul_fixed(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def _round(a: np.ndarray, dt) -> np.ndarray:
     # numpy rounds float64 -> float16 correctly (one rounding, ties to even).
-    return np.asarray(a).astype(dt)
+    with np.errstate(over="ignore"):  # overflow to inf is fp16 rounding too
+        return np.asarray(a).astype(dt)
 
 
 def _ln(x, axes, gamma, beta, eps):
@@ -178,9 +179,16 @@ def run_op(op, env: Dict[str, np.ndarray], out_dt=None) -> List[np.ndarray]:
     """Computes one op's outputs from env (var name -> value); out_dt is
     the declared dtype of its first output (looked up when None)."""
     t = op.op_type
+    # op.inputs builds a new dict on every access: keep one per op, and the
+    # values of its constant parameters.
+    ins = op.__dict__.get("_ane_inputs")
+    if ins is None:
+        ins = op.__dict__["_ane_inputs"] = dict(op.inputs)
+        op.__dict__["_ane_consts"] = {}
+    consts = op.__dict__["_ane_consts"]
 
     def inp(name, required=True):
-        v = op.inputs.get(name)
+        v = ins.get(name)
         if v is None:
             if required:
                 raise Unsupported(f"{t} {op.name}: missing input {name}")
@@ -189,13 +197,16 @@ def run_op(op, env: Dict[str, np.ndarray], out_dt=None) -> List[np.ndarray]:
             return [env[x.name] if x.name in env else _val(x) for x in v]
         if v.name in env:
             return env[v.name]
-        return np.asarray(_val(v))
+        return np.asarray(const(name))
 
     def const(name, default=None):
-        v = op.inputs.get(name)
+        if name in consts:
+            return consts[name]
+        v = ins.get(name)
         if v is None:
             return default
-        return _val(v)
+        consts[name] = _val(v)
+        return consts[name]
 
     if t == "const":
         v = op.outputs[0].val

@@ -1,0 +1,163 @@
+"""The bundle on disk: what the saved packages declare matches the
+manifest, each chunk stores its weights once, and bad input fails before
+anything is written."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from anebundle import bundle as bundle_mod
+from anebundle import interp
+from anebundle.checkpoint import CheckpointError
+from conftest import CONVERT, GEMMA, STORIES
+
+DTYPES = {65552: "fp16", 131104: "int32", 65568: "fp32"}  # Core ML ArrayFeatureType codes
+
+
+def check_manifest(root):
+    """Every chunk package has exactly the manifest's functions, each with
+    the manifest's inputs and outputs (names, shapes, dtypes) both in the
+    model description and in the MIL program read back; returns the
+    packages."""
+    with open(os.path.join(root, "manifest.json")) as f:
+        m = json.load(f)
+    assert m["format"] == "anechat-coreml-bundle" and m["format_version"] == 1
+    pkgs = []
+    for c in m["chunks"]:
+        pkg = interp.Package(os.path.join(root, c["package"]))
+        pkgs.append(pkg)
+        descs = {f.name: f for f in pkg.spec.description.functions}
+        assert sorted(descs) == sorted(f["name"] for f in c["functions"])
+        assert sorted(pkg.functions()) == sorted(descs)
+        for f in c["functions"]:
+            d = descs[f["name"]]
+            for side, feats in (("inputs", d.input), ("outputs", d.output)):
+                got = [{"name": x.name, "shape": list(x.type.multiArrayType.shape),
+                        "dtype": DTYPES[x.type.multiArrayType.dataType]} for x in feats]
+                assert got == f[side], f"{c['package']} {f['name']} {side}"
+            fn = pkg.prog.functions[f["name"]]
+            got = [{"name": k, "shape": [int(s) for s in v.shape], "dtype": interp._dtype_name(v.sym_type)}
+                   for k, v in fn.inputs.items()]
+            assert got == f["inputs"]
+            got = [{"name": v.name, "shape": [int(s) for s in v.shape], "dtype": interp._dtype_name(v.sym_type)}
+                   for v in fn.outputs]
+            assert got == f["outputs"]
+        wbin = os.path.join(root, c["package"], "Data", "com.apple.CoreML", "weights", "weight.bin")
+        size = os.path.getsize(wbin)
+        # About one copy of the chunk's weights (norm gammas are stored
+        # doubled for the [x, -x] trick, and each linear has a zero bias);
+        # one copy per function would be twice this.
+        assert 0.9 * c["weight_bytes"] <= size <= 1.3 * c["weight_bytes"] + 8192, (size, c["weight_bytes"])
+        assert size < 1.6 * c["weight_bytes"]
+    for name, sc in m["sidecars"].items():
+        for part in ("data", "scales"):
+            p = os.path.join(root, sc[part]["file"])
+            from anebundle.checkpoint import sha256_file
+            assert sha256_file(p) == sc[part]["sha256"]
+        assert os.path.getsize(os.path.join(root, sc["data"]["file"])) == sc["rows"] * sc["cols"]
+        assert os.path.getsize(os.path.join(root, sc["scales"]["file"])) == 2 * sc["rows"]
+    return m, pkgs
+
+
+def test_manifest_matches_packages(model):
+    m, pkgs = check_manifest(model.dir)
+    assert [c["layers"] for c in m["chunks"]] == ([[0, 5]] if model.name == "stories" else [[0, 2], [2, 4], [4, 6]])
+    ops = set()
+    for p in pkgs:
+        ops |= set(p.op_types())
+    # Only ops the interpreter implements (and tests op by op).
+    assert ops <= {"const", "linear", "matmul", "add", "mul", "concat", "layer_norm", "slice_by_index", "reshape",
+                   "transpose", "softmax", "silu", "gelu", "tanh", "identity", "reduce_argmax"}, ops
+
+
+def test_default_shapes(tmp_path):
+    """The defaults: generation width 8, prefill 64, context 2048."""
+    out = str(tmp_path / "b")
+    bundle_mod.convert(STORIES, out, bundle_mod.Options())
+    m, _ = check_manifest(out)
+    names = [f["name"] for f in m["chunks"][0]["functions"]]
+    assert names == ["generate_8", "prefill_64"]
+    g = m["geometry"]
+    assert (g["context"], g["generate_width"], g["prefill_width"]) == (2048, 8, 64)
+    f = {f["name"]: f for f in m["chunks"][0]["functions"]}
+    shapes = {d["name"]: d["shape"] for d in f["prefill_64"]["inputs"]}
+    assert shapes["hidden_in"] == [1, 64, 64] and shapes["mask_full"] == [1, 1, 64, 2048]
+    assert shapes["k_cache_0"] == [1, 4, 2048, 8] and shapes["last"] == [1, 1, 64]
+    outs = {d["name"]: (d["shape"], d["dtype"]) for d in f["generate_8"]["outputs"]}
+    assert outs["argmax"] == ([1, 8], "int32") and outs["logits"] == ([1, 8, 512], "fp16")
+
+
+def _gemma_copy(tmp_path, edit_config=None, drop=None, reshape=None):
+    from safetensors.numpy import load_file, save_file
+    d = tmp_path / "ckpt"
+    shutil.copytree(GEMMA, d)
+    if edit_config:
+        cfg = json.loads((d / "config.json").read_text())
+        edit_config(cfg)
+        (d / "config.json").write_text(json.dumps(cfg))
+    if drop or reshape:
+        t = load_file(str(d / "model.safetensors"))
+        if drop:
+            del t[drop]
+        if reshape:
+            t[reshape] = t[reshape][:-1]
+        save_file(t, str(d / "model.safetensors"))
+    return str(d)
+
+
+@pytest.mark.parametrize("case,needle", [
+    ("missing", "model.layers.3.mlp.up_proj.weight"),
+    ("shape", "model.layers.1.self_attn.k_proj.weight"),
+    ("config", "model.layers.0.mlp.gate_proj.weight"),  # intermediate_size disagrees with the tensor
+    ("moe", "enable_moe_block"),
+    ("layer_type", "chunked_attention"),
+])
+def test_bad_checkpoint_fails_before_writing(tmp_path, case, needle):
+    def cfg_edit(c):
+        if case == "config":
+            c["intermediate_size"] = 100
+        elif case == "moe":
+            c["enable_moe_block"] = True
+        elif case == "layer_type":
+            c["layer_types"][2] = "chunked_attention"
+    src = _gemma_copy(tmp_path, edit_config=cfg_edit if case in ("config", "moe", "layer_type") else None,
+                      drop=needle if case == "missing" else None, reshape=needle if case == "shape" else None)
+    out = tmp_path / "out"
+    with pytest.raises(CheckpointError) as e:
+        bundle_mod.convert(src, str(out), bundle_mod.Options(prefill=16, context=64))
+    assert needle in str(e.value)
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt"], "something was written"
+
+
+def test_cli_reports_bad_input(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "anebundle", str(tmp_path / "nope.gguf"), str(tmp_path / "out")],
+                       cwd=CONVERT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and "nope.gguf" in p.stderr and "no such file" in p.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_interrupted_conversion_leaves_no_bundle(tmp_path, monkeypatch):
+    """The bundle is built under a temporary name and renamed when
+    complete: an interruption (here, after the chunk packages) leaves
+    neither the bundle nor its temporary directory."""
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(bundle_mod, "_write_tokenizer", boom)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        bundle_mod.convert(STORIES, str(out), bundle_mod.Options(prefill=16, context=64))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_existing_output_is_kept_without_force(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep").write_text("x")
+    with pytest.raises(CheckpointError, match="--force"):
+        bundle_mod.convert(STORIES, str(out), bundle_mod.Options(prefill=16, context=64))
+    assert (out / "keep").read_text() == "x"
