@@ -156,16 +156,18 @@ def _convert_one(prog, path: str, weights: str):
     m = ct.convert(prog, convert_to="mlprogram", minimum_deployment_target=ct.target.iOS18,
                    pass_pipeline=ct.PassPipeline.EMPTY, compute_units=ct.ComputeUnit.CPU_AND_NE,
                    skip_model_load=True)
-    if weights == "int8":
+    if weights in ("int8", "int4"):
         from coremltools.optimize.coreml import OpLinearQuantizerConfig, OptimizationConfig, linear_quantize_weights
-        cfg = OptimizationConfig(global_config=OpLinearQuantizerConfig(mode="linear_symmetric", dtype="int8",
-                                                                       granularity="per_channel", weight_threshold=2048))
-        m = linear_quantize_weights(m, config=cfg)
-    elif weights == "int4":
-        from coremltools.optimize.coreml import OpLinearQuantizerConfig, OptimizationConfig, linear_quantize_weights
-        cfg = OptimizationConfig(global_config=OpLinearQuantizerConfig(mode="linear_symmetric", dtype="int4",
-                                                                       granularity="per_block", block_size=32,
-                                                                       weight_threshold=2048))
+        if weights == "int8":  # per output channel
+            q = OpLinearQuantizerConfig(mode="linear_symmetric", dtype="int8", granularity="per_channel",
+                                        weight_threshold=2048)
+        else:  # blocks of 32 input columns; coremltools leaves (with a warning)
+            # weights whose input width is no multiple of 32 in fp16
+            q = OpLinearQuantizerConfig(mode="linear_symmetric", dtype="int4", granularity="per_block",
+                                        block_size=32, weight_threshold=2048)
+        # Only the linear layers' weights: the RoPE rotation (matmul) and
+        # the norm gammas stay fp16, so the rotation stays exact.
+        cfg = OptimizationConfig(global_config=None, op_type_configs={"linear": q})
         m = linear_quantize_weights(m, config=cfg)
     m.save(path)
 

@@ -18,6 +18,14 @@ from conftest import CONVERT, GEMMA, STORIES
 DTYPES = {65552: "fp16", 131104: "int32", 65568: "fp32"}  # Core ML ArrayFeatureType codes
 
 
+# weight.bin / the chunk's weights at fp16, per weight option: about one
+# copy (norm gammas are stored doubled for the [x, -x] trick, each linear
+# has a zero bias, quantised weights carry scales; int4 leaves weights whose
+# input width is not a multiple of its block of 32 in fp16). One copy per
+# function would double these.
+SIZE_RATIO = {"fp16": (0.9, 1.3), "int8": (0.45, 0.75), "int4": (0.2, 0.65)}
+
+
 def check_manifest(root):
     """Every chunk package has exactly the manifest's functions, each with
     the manifest's inputs and outputs (names, shapes, dtypes) both in the
@@ -48,11 +56,8 @@ def check_manifest(root):
             assert got == f["outputs"]
         wbin = os.path.join(root, c["package"], "Data", "com.apple.CoreML", "weights", "weight.bin")
         size = os.path.getsize(wbin)
-        # About one copy of the chunk's weights (norm gammas are stored
-        # doubled for the [x, -x] trick, and each linear has a zero bias);
-        # one copy per function would be twice this.
-        assert 0.9 * c["weight_bytes"] <= size <= 1.3 * c["weight_bytes"] + 8192, (size, c["weight_bytes"])
-        assert size < 1.6 * c["weight_bytes"]
+        lo, hi = SIZE_RATIO[m["converter"]["weights"]]
+        assert lo * c["weight_bytes"] <= size <= hi * c["weight_bytes"] + 8192, (size, c["weight_bytes"])
     for name, sc in m["sidecars"].items():
         for part in ("data", "scales"):
             p = os.path.join(root, sc[part]["file"])
@@ -161,3 +166,31 @@ def test_existing_output_is_kept_without_force(tmp_path):
     with pytest.raises(CheckpointError, match="--force"):
         bundle_mod.convert(STORIES, str(out), bundle_mod.Options(prefill=16, context=64))
     assert (out / "keep").read_text() == "x"
+
+
+@pytest.mark.parametrize("weights", ["int8", "int4"])
+def test_quantised_weights(tmp_path, weights):
+    """--weights int8 (per-channel linear) and int4 (blockwise, block 32)
+    store the weights once and quantised; the interpreter's decompression
+    of every constexpr op equals coremltools' own, bit for bit; the bundle
+    runs."""
+    from anebundle.host import Bundle, generate
+    out = str(tmp_path / weights)
+    bundle_mod.convert(STORIES, out, bundle_mod.Options(prefill=16, context=64, weights=weights))
+    m, pkgs = check_manifest(out)
+    assert m["converter"]["weights"] == weights
+    n = 0
+    for p in pkgs:
+        assert "constexpr_blockwise_shift_scale" in p.op_types()
+        for fn in p.prog.functions.values():
+            for op in fn.operations:
+                if op.op_type.startswith("constexpr_"):
+                    # only linear weights are quantised (the RoPE rotation stays exact)
+                    assert all(u.op_type == "linear" for u in op.outputs[0].child_ops), op.name
+                    mine = interp.run_op(op, {})[0]
+                    ref = op.materialized_val_inference()
+                    assert mine.dtype == ref.dtype and np.array_equal(mine, ref), op.name
+                    n += 1
+    assert n > 0
+    ids = generate(Bundle(out), [1, 403, 407, 261, 378], 8)
+    assert len(ids) == 8 and all(0 <= i < 512 for i in ids)
