@@ -111,14 +111,25 @@ def quantize_rows(m: np.ndarray):
     return q, scale
 
 
-def _write_sidecar(out: str, name: str, m: np.ndarray) -> dict:
-    q, scale = quantize_rows(m)
+def _write_sidecar(out: str, name: str, ck: Checkpoint, role: str, value_scale: float) -> dict:
+    """Writes the table of role, times value_scale (in float32), as INT8
+    rows with fp16 scales, a block of rows at a time (the per-layer table of
+    E2B is 262144 x 8960)."""
+    rows, cols = ck.shapes[role]
     data, scales = f"{name}.q8", f"{name}.scales.f16"
-    q.tofile(os.path.join(out, data))
-    scale.astype("<f2").tofile(os.path.join(out, scales))
-    return {"rows": int(q.shape[0]), "cols": int(q.shape[1]),
+    block = max(1, (64 << 20) // (4 * cols))
+    with open(os.path.join(out, data), "wb") as fq, open(os.path.join(out, scales), "wb") as fs:
+        for lo in range(0, rows, block):
+            m = ck.rows(role, lo, min(rows, lo + block))
+            if value_scale != 1.0:
+                m = m * np.float32(value_scale)
+            q, scale = quantize_rows(m)
+            fq.write(q.tobytes())
+            fs.write(scale.astype("<f2").tobytes())
+    return {"rows": int(rows), "cols": int(cols),
             "data": {"file": data, "dtype": "int8", "sha256": ckpt.sha256_file(os.path.join(out, data))},
-            "scales": {"file": scales, "dtype": "float16", "sha256": ckpt.sha256_file(os.path.join(out, scales))}}
+            "scales": {"file": scales, "dtype": "float16", "sha256": ckpt.sha256_file(os.path.join(out, scales))},
+            "value_scale": float(value_scale)}
 
 
 def _write_tokenizer(ck: Checkpoint, out: str) -> dict:
@@ -266,18 +277,9 @@ def _build(ck: Checkpoint, out: str, opt: Options, geo: Geometry, chunks: List[C
         w.drop()
     shutil.rmtree(work)
 
-    sidecars = {}
-    emb = ck.weight("embed")
-    if a.embed_scale != 1.0:
-        emb = emb * np.float32(a.embed_scale)
-    sidecars["embed"] = _write_sidecar(out, "embed", emb)
-    sidecars["embed"]["value_scale"] = a.embed_scale
-    del emb
+    sidecars = {"embed": _write_sidecar(out, "embed", ck, "embed", a.embed_scale)}
     if a.ple_dim > 0:
-        ple = ck.weight("ple_embed") * np.float32(np.sqrt(a.ple_dim))
-        sidecars["per_layer"] = _write_sidecar(out, "per_layer", ple)
-        sidecars["per_layer"]["value_scale"] = float(np.float32(np.sqrt(a.ple_dim)))
-        del ple
+        sidecars["per_layer"] = _write_sidecar(out, "per_layer", ck, "ple_embed", float(np.float32(np.sqrt(a.ple_dim))))
     tok = _write_tokenizer(ck, out)
     chat = {"format": ck.chat["format"]}
     if ck.chat.get("template_src"):

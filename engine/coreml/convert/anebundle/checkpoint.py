@@ -93,8 +93,10 @@ class Checkpoint:
     """An architecture plus named float32 weights (read on demand)."""
 
     def __init__(self, path: str, arch: Arch, get: Callable[[str], np.ndarray], names: Dict[str, str],
-                 files: List[str], tokenizer: dict, chat: dict, shapes: Dict[str, tuple]):
+                 files: List[str], tokenizer: dict, chat: dict, shapes: Dict[str, tuple],
+                 get_rows: Optional[Callable[[str, int, int], np.ndarray]] = None):
         self.path = path
+        self._get_rows = get_rows
         self.shapes = shapes  # role -> shape (validated against the config)
         self.arch = arch
         self._get = get
@@ -110,6 +112,13 @@ class Checkpoint:
         """The float32 weight of a role, e.g. "layers.0.wq" (rows x cols as
         the matrix multiplies: out x in)."""
         return self._get(self._names[role])
+
+    def rows(self, role: str, lo: int, hi: int) -> np.ndarray:
+        """Rows lo..hi-1 of a matrix role as float32 (reading only those
+        rows where the format allows: the embedding tables are large)."""
+        if self._get_rows is not None:
+            return self._get_rows(self._names[role], lo, hi)
+        return self.weight(role)[lo:hi]
 
     def roles(self) -> List[str]:
         return list(self._names)
@@ -300,6 +309,20 @@ class _SafetensorsDir:
             except Exception as e:  # a damaged header
                 raise CheckpointError(f"{f}: cannot read the safetensors header: {e}") from e
 
+    def rows(self, name: str, lo: int, hi: int) -> np.ndarray:
+        """Rows lo..hi-1 of a 2-D tensor as float32, reading only them."""
+        from safetensors import safe_open
+        if self.dtypes[name] == "BF16":
+            cols = self.shapes[name][1]
+            with open(self.where[name], "rb") as f:
+                n = int.from_bytes(f.read(8), "little")
+                start = json.loads(f.read(n))[name]["data_offsets"][0]
+                f.seek(8 + n + start + lo * cols * 2)
+                raw = np.frombuffer(f.read((hi - lo) * cols * 2), dtype="<u2")
+            return (raw.astype(np.uint32) << 16).view(np.float32).reshape(hi - lo, cols)
+        with safe_open(self.where[name], framework="numpy") as h:
+            return np.asarray(h.get_slice(name)[lo:hi], dtype=np.float32)
+
     def get(self, name: str) -> np.ndarray:
         from safetensors import safe_open
         dt = self.dtypes[name]
@@ -395,7 +418,7 @@ def load_gemma4(d: str) -> Checkpoint:
             break
     files = list(st.files) + [cfg_path] + ([gen_path] if os.path.exists(gen_path) else [])
     return Checkpoint(d, arch, st.get, names, files, {"kind": "tokenizer.json", "src": tok},
-                      {"format": "gemma4", "template_src": template}, want)
+                      {"format": "gemma4", "template_src": template}, want, st.rows)
 
 
 # ---------------------------------------------------------------- llama GGUF
