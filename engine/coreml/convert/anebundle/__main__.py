@@ -19,6 +19,8 @@ def main(argv=None) -> int:
     p.add_argument("--chunks", help="explicit layer ranges per chunk, e.g. 0-7,8-24,25-34 (overrides --chunk-mb)")
     p.add_argument("--weights", default="fp16", choices=["fp16", "int8", "int4"],
                    help="weight storage: fp16 (default), int8 (per-channel linear), int4 (blockwise, block 32)")
+    p.add_argument("--sidecars", default="int8", choices=["int8", "fp16"],
+                   help="embedding sidecars: int8 rows with per-row fp16 scales (default), or fp16 rows")
     p.add_argument("--force", action="store_true", help="replace an existing bundle directory")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -26,7 +28,7 @@ def main(argv=None) -> int:
     from .bundle import Options, convert
     from .checkpoint import CheckpointError
     opt = Options(width=args.width, prefill=args.prefill, context=args.context, chunk_mb=args.chunk_mb,
-                  chunks=args.chunks, weights=args.weights, force=args.force)
+                  chunks=args.chunks, weights=args.weights, sidecars=args.sidecars, force=args.force)
     try:
         m = convert(args.model, args.out, opt)
     except CheckpointError as e:

@@ -34,6 +34,7 @@ class Options:
     chunk_mb: float = 1024.0  # weight size limit per chunk
     chunks: Optional[str] = None  # explicit "0-7,8-24,25-34"
     weights: str = "fp16"  # fp16 | int8 | int4
+    sidecars: str = "int8"  # int8 (per-row fp16 scales) | fp16
     force: bool = False  # replace an existing output directory
 
 
@@ -111,25 +112,40 @@ def quantize_rows(m: np.ndarray):
     return q, scale
 
 
-def _write_sidecar(out: str, name: str, ck: Checkpoint, role: str, value_scale: float) -> dict:
+def _write_sidecar(out: str, name: str, ck: Checkpoint, role: str, value_scale: float, kind: str) -> dict:
     """Writes the table of role, times value_scale (in float32), as INT8
-    rows with fp16 scales, a block of rows at a time (the per-layer table of
-    E2B is 262144 x 8960)."""
+    rows with fp16 scales (kind "int8") or as fp16 rows ("fp16"), a block
+    of rows at a time (the per-layer table of E2B is 262144 x 8960)."""
     rows, cols = ck.shapes[role]
-    data, scales = f"{name}.q8", f"{name}.scales.f16"
+    data = f"{name}.q8" if kind == "int8" else f"{name}.f16"
+    scales = f"{name}.scales.f16"
     block = max(1, (64 << 20) // (4 * cols))
-    with open(os.path.join(out, data), "wb") as fq, open(os.path.join(out, scales), "wb") as fs:
-        for lo in range(0, rows, block):
-            m = ck.rows(role, lo, min(rows, lo + block))
-            if value_scale != 1.0:
-                m = m * np.float32(value_scale)
-            q, scale = quantize_rows(m)
-            fq.write(q.tobytes())
-            fs.write(scale.astype("<f2").tobytes())
-    return {"rows": int(rows), "cols": int(cols),
-            "data": {"file": data, "dtype": "int8", "sha256": ckpt.sha256_file(os.path.join(out, data))},
-            "scales": {"file": scales, "dtype": "float16", "sha256": ckpt.sha256_file(os.path.join(out, scales))},
-            "value_scale": float(value_scale)}
+    fs = open(os.path.join(out, scales), "wb") if kind == "int8" else None
+    try:
+        with open(os.path.join(out, data), "wb") as fq:
+            for lo in range(0, rows, block):
+                m = ck.rows(role, lo, min(rows, lo + block))
+                if value_scale != 1.0:
+                    m = m * np.float32(value_scale)
+                if kind == "int8":
+                    q, scale = quantize_rows(m)
+                    fq.write(q.tobytes())
+                    fs.write(scale.astype("<f2").tobytes())
+                else:
+                    h = m.astype("<f2")
+                    if not np.all(np.isfinite(h)):
+                        raise CheckpointError(f"{ck.path}: {ck._names[role]} overflows fp16")
+                    fq.write(h.tobytes())
+    finally:
+        if fs is not None:
+            fs.close()
+    d = {"rows": int(rows), "cols": int(cols),
+         "data": {"file": data, "dtype": "int8" if kind == "int8" else "float16",
+                  "sha256": ckpt.sha256_file(os.path.join(out, data))},
+         "value_scale": float(value_scale)}
+    if kind == "int8":
+        d["scales"] = {"file": scales, "dtype": "float16", "sha256": ckpt.sha256_file(os.path.join(out, scales))}
+    return d
 
 
 def _write_tokenizer(ck: Checkpoint, out: str) -> dict:
@@ -197,6 +213,8 @@ def convert(model: str, out: str, opt: Options) -> dict:
     a = ck.arch
     if opt.weights not in ("fp16", "int8", "int4"):
         raise CheckpointError(f"--weights {opt.weights!r} is not one of fp16, int8, int4")
+    if opt.sidecars not in ("int8", "fp16"):
+        raise CheckpointError(f"--sidecars {opt.sidecars!r} is not one of int8, fp16")
     if opt.width < 1 or opt.prefill < 1:
         raise CheckpointError(f"--width {opt.width} and --prefill {opt.prefill} must be positive")
     context = min(opt.context, a.context)
@@ -277,9 +295,10 @@ def _build(ck: Checkpoint, out: str, opt: Options, geo: Geometry, chunks: List[C
         w.drop()
     shutil.rmtree(work)
 
-    sidecars = {"embed": _write_sidecar(out, "embed", ck, "embed", a.embed_scale)}
+    sidecars = {"embed": _write_sidecar(out, "embed", ck, "embed", a.embed_scale, opt.sidecars)}
     if a.ple_dim > 0:
-        sidecars["per_layer"] = _write_sidecar(out, "per_layer", ck, "ple_embed", float(np.float32(np.sqrt(a.ple_dim))))
+        sidecars["per_layer"] = _write_sidecar(out, "per_layer", ck, "ple_embed", float(np.float32(np.sqrt(a.ple_dim))),
+                                               opt.sidecars)
     tok = _write_tokenizer(ck, out)
     chat = {"format": ck.chat["format"]}
     if ck.chat.get("template_src"):
@@ -294,7 +313,7 @@ def _build(ck: Checkpoint, out: str, opt: Options, geo: Geometry, chunks: List[C
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "converter": {"coremltools": coremltools.__version__, "numpy": np.__version__,
-                      "weights": opt.weights, "python": sys.version.split()[0]},
+                      "weights": opt.weights, "sidecars": opt.sidecars, "python": sys.version.split()[0]},
         "source": source,
         "arch": a.to_json(),
         "geometry": {"context": geo.context, "sliding_slots": geo.sliding_slots,

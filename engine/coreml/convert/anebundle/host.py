@@ -23,22 +23,31 @@ class BundleError(Exception):
 
 
 class Sidecar:
-    """An INT8 table with per-row fp16 scales: row r reads back as
-    fp16(float32(q[r]) * float32(scale[r]))."""
+    """An embedding table: INT8 rows with per-row fp16 scales, row r reading
+    back as fp16(float32(q[r]) * float32(scale[r])); or plain fp16 rows."""
 
     def __init__(self, root: str, d: dict, verify: bool = True):
         self.rows, self.cols = d["rows"], d["cols"]
-        for part in ("data", "scales"):
+        parts = [p for p in ("data", "scales") if p in d]
+        for part in parts:
             p = os.path.join(root, d[part]["file"])
             if verify and ckpt.sha256_file(p) != d[part]["sha256"]:
                 raise BundleError(f"{p}: sha256 differs from the manifest")
-        self.q = np.fromfile(os.path.join(root, d["data"]["file"]), dtype=np.int8).reshape(self.rows, self.cols)
-        self.scale = np.fromfile(os.path.join(root, d["scales"]["file"]), dtype="<f2")
-        if self.scale.shape != (self.rows,):
-            raise BundleError(f"{d['scales']['file']}: {self.scale.shape[0]} scales for {self.rows} rows")
+        dt = {"int8": np.int8, "float16": "<f2"}[d["data"]["dtype"]]
+        self.q = np.fromfile(os.path.join(root, d["data"]["file"]), dtype=dt)
+        if self.q.size != self.rows * self.cols:
+            raise BundleError(f"{d['data']['file']}: {self.q.size} values for {self.rows} x {self.cols}")
+        self.q = self.q.reshape(self.rows, self.cols)
+        self.scale = None
+        if "scales" in d:
+            self.scale = np.fromfile(os.path.join(root, d["scales"]["file"]), dtype="<f2")
+            if self.scale.shape != (self.rows,):
+                raise BundleError(f"{d['scales']['file']}: {self.scale.shape[0]} scales for {self.rows} rows")
 
     def rows_of(self, ids: Sequence[int]) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.int64)
+        if self.scale is None:
+            return self.q[ids].astype(np.float16)
         v = self.q[ids].astype(np.float32) * self.scale[ids].astype(np.float32)[:, None]
         return v.astype(np.float16)
 

@@ -32,6 +32,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("model", choices=["stories", "gemma4"])
     p.add_argument("--weights", default="fp16")
+    p.add_argument("--sidecars", default="int8")
     a = p.parse_args()
     work = tempfile.mkdtemp(prefix="agreement-")
     import subprocess
@@ -40,7 +41,7 @@ def main():
     cpu = conftest.CPURef(binary, work)
     src = conftest.STORIES if a.model == "stories" else conftest.GEMMA
     out = os.path.join(work, "bundle")
-    bundle_mod.convert(src, out, bundle_mod.Options(weights=a.weights, **conftest.TEST_OPTS[a.model]))
+    bundle_mod.convert(src, out, bundle_mod.Options(weights=a.weights, sidecars=a.sidecars, **conftest.TEST_OPTS[a.model]))
     if a.model == "stories":
         ref = refmodel.write_llama_gguf(src, out, os.path.join(work, "ref.gguf"))
     else:
@@ -65,7 +66,7 @@ def main():
                 rows.append(c.logits[0].astype(np.float32))
             err = max(err, float(np.abs(np.array(rows) - z).max()))
             scale = max(scale, float(np.abs(z).max()))
-        print(f"{a.model} {a.weights} vs the CPU backend on the {label}: {equal}/{len(prompts)} prompts x 32 ids "
+        print(f"{a.model} {a.weights} weights, {a.sidecars} sidecars, vs the CPU backend on the {label}: {equal}/{len(prompts)} prompts x 32 ids "
               f"equal; max |logit error| {err:.4f} (max |logit| {scale:.2f})")
 
 

@@ -58,13 +58,15 @@ def check_manifest(root):
         size = os.path.getsize(wbin)
         lo, hi = SIZE_RATIO[m["converter"]["weights"]]
         assert lo * c["weight_bytes"] <= size <= hi * c["weight_bytes"] + 8192, (size, c["weight_bytes"])
+    from anebundle.checkpoint import sha256_file
     for name, sc in m["sidecars"].items():
-        for part in ("data", "scales"):
-            p = os.path.join(root, sc[part]["file"])
-            from anebundle.checkpoint import sha256_file
-            assert sha256_file(p) == sc[part]["sha256"]
-        assert os.path.getsize(os.path.join(root, sc["data"]["file"])) == sc["rows"] * sc["cols"]
-        assert os.path.getsize(os.path.join(root, sc["scales"]["file"])) == 2 * sc["rows"]
+        int8 = sc["data"]["dtype"] == "int8"
+        assert int8 == (m["converter"]["sidecars"] == "int8") == ("scales" in sc)
+        for part in ("data", "scales") if int8 else ("data",):
+            assert sha256_file(os.path.join(root, sc[part]["file"])) == sc[part]["sha256"]
+        assert os.path.getsize(os.path.join(root, sc["data"]["file"])) == sc["rows"] * sc["cols"] * (1 if int8 else 2)
+        if int8:
+            assert os.path.getsize(os.path.join(root, sc["scales"]["file"])) == 2 * sc["rows"]
     return m, pkgs
 
 
@@ -194,3 +196,18 @@ def test_quantised_weights(tmp_path, weights):
     assert n > 0
     ids = generate(Bundle(out), [1, 403, 407, 261, 378], 8)
     assert len(ids) == 8 and all(0 <= i < 512 for i in ids)
+
+
+def test_fp16_sidecars(tmp_path):
+    """--sidecars fp16: plain fp16 embedding rows (no scales), equal to the
+    checkpoint's rows times the value scale rounded to fp16."""
+    from anebundle import checkpoint as ckpt
+    from anebundle.host import Bundle
+    out = str(tmp_path / "b")
+    bundle_mod.convert(GEMMA, out, bundle_mod.Options(prefill=16, context=64, sidecars="fp16"))
+    m, _ = check_manifest(out)
+    ck = ckpt.load(GEMMA)
+    b = Bundle(out)
+    ids = [0, 5, 300, 511]
+    assert np.array_equal(b.embed.rows_of(ids), (ck.weight("embed")[ids] * np.float32(8)).astype(np.float16))
+    assert np.array_equal(b.ple.rows_of(ids), (ck.weight("ple_embed")[ids] * np.float32(4)).astype(np.float16))
