@@ -12,7 +12,9 @@ import (
 	"log/slog"
 	"sync"
 
-	"anechat/kvindex"
+	"anechat/engine/load"
+	"anechat/internal/backends"
+	"anechat/internal/kvindex"
 	"anechat/storage"
 )
 
@@ -34,6 +36,9 @@ type Options struct {
 	// Generator runs the model for Chat; nil means no engine is available
 	// and sending a message fails with ErrNoEngine.
 	Generator Generator
+	// Backends validates and opens models (the Models page's scan); nil
+	// means this build's backends (internal/backends).
+	Backends *load.Registry
 }
 
 // App owns the services and what they share.
@@ -58,6 +63,8 @@ type core struct {
 	dataDir string
 	store   *storage.DB
 	openErr error // why the data dir or database is unusable, nil if fine
+	// registry validates and opens models.
+	registry *load.Registry
 }
 
 // ErrNotStarted is returned by a service called before Startup.
@@ -69,7 +76,11 @@ func New(opts Options) *App {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &core{log: log, opts: opts, openErr: ErrNotStarted}
+	reg := opts.Backends
+	if reg == nil {
+		reg = backends.Registry()
+	}
+	c := &core{log: log, opts: opts, openErr: ErrNotStarted, registry: reg}
 	a := &App{core: c}
 	a.Settings = &Settings{c: c}
 	a.Models = &Models{c: c, settings: a.Settings}
@@ -111,7 +122,7 @@ func (a *App) open(ctx context.Context, emit Emitter) bool {
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	c.emit = emit
 	c.openErr = nil
-	dir, err := storage.DataDir(c.opts.DataDir)
+	dir, err := storage.DataDir(c.opts.DataDir, c.log)
 	if err != nil {
 		c.openErr = fmt.Errorf("app: data directory: %w", err)
 		c.log.Error("data directory unusable", "err", err)

@@ -58,7 +58,7 @@ func (s *scripted) last() GenerateRequest {
 // withModel registers a model file and makes it the default.
 func withModel(t *testing.T, a *App, dir string) storage.Model {
 	t.Helper()
-	writeGGUF(t, filepath.Join(storage.ModelsPath(dir), "m.gguf"), "llama", "M")
+	writeGGUF(t, filepath.Join(storage.ModelsPath(dir), "m.gguf"))
 	res, err := a.Models.Scan()
 	if err != nil || len(res.Registered) != 1 {
 		t.Fatalf("Scan = %+v, %v", res, err)

@@ -11,10 +11,12 @@ import (
 	"anechat/engine"
 	"anechat/engine/chat"
 	"anechat/engine/kv"
+	"anechat/engine/load"
 	"anechat/engine/model"
 	"anechat/engine/spec"
 	"anechat/engine/tokenizer"
-	"anechat/kvindex"
+	"anechat/internal/backends"
+	"anechat/internal/kvindex"
 )
 
 // EngineGenerator is the Generator over anechat's engine: it loads the
@@ -27,6 +29,8 @@ import (
 // continues without re-running its history even after a restart.
 type EngineGenerator struct {
 	log *slog.Logger
+	// registry opens models on this build's backends.
+	registry *load.Registry
 
 	mu     sync.Mutex // one reply at a time: a Session is not concurrent
 	loaded *loadedModel
@@ -90,7 +94,7 @@ func NewEngineGenerator(log *slog.Logger) *EngineGenerator {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &EngineGenerator{log: log}
+	return &EngineGenerator{log: log, registry: backends.Registry()}
 }
 
 // Generate implements Generator.
@@ -217,19 +221,26 @@ func (g *EngineGenerator) Prepare(ctx context.Context, req GenerateRequest, key 
 // load returns the model at path, loading it (and unloading another) first.
 func (g *EngineGenerator) load(path string) (*loadedModel, error) {
 	if g.loaded != nil && g.loaded.path == path {
-		return g.loaded, nil
+		// A file replaced or truncated on disk (a re-download, an editor)
+		// fails the reply that was running; the next one loads it again.
+		err := model.CheckFiles(g.loaded.backend)
+		if err == nil {
+			return g.loaded, nil
+		}
+		g.log.Warn("model file changed on disk: loading it again", "path", path, "reason", err)
 	}
 	g.unload()
-	b, tok, err := engine.Open(path)
+	lm, err := g.registry.Open(context.Background(), path, load.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("load model %s: %w", path, err)
 	}
+	b, tok := lm.Backend, lm.Tokenizer
 	tmpl, err := chat.ForModel(b.Config().Arch, tok)
 	if err != nil {
-		closeBackend(b)
+		lm.Close()
 		return nil, fmt.Errorf("load model %s: chat template: %w", path, err)
 	}
-	g.log.Info("model loaded", "path", path, "arch", b.Config().Arch, "template", tmpl.Name())
+	g.log.Info("model loaded", "path", path, "arch", b.Config().Arch, "backend", lm.BackendName, "template", tmpl.Name())
 	g.loaded = &loadedModel{path: path, backend: b, tok: tok, tmpl: tmpl, corpus: spec.NewCorpus(0), seen: map[string]bool{}}
 	return g.loaded, nil
 }

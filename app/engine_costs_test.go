@@ -6,8 +6,8 @@ import (
 
 	"anechat/engine"
 	"anechat/engine/cpu"
-	"anechat/engine/model"
-	"anechat/kvindex"
+	"anechat/engine/load"
+	"anechat/internal/kvindex"
 	"anechat/storage"
 
 	"anechat/internal/testres"
@@ -43,10 +43,11 @@ func TestEngineGeneratorKeepsCosts(t *testing.T) {
 	if n := g.loaded.dec.Measurements(); n != 1 {
 		t.Fatalf("first start measured %d times, want 1", n)
 	}
-	fp, err := model.FingerprintFiles(path)
+	src, err := load.Detect(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	fp := src.Fingerprint
 	if _, found, err := x.DB().SettingRaw(context.Background(), engine.CostsKey(fp, cpu.Kernels())); err != nil || !found {
 		t.Fatalf("costs not stored: found %v, %v", found, err)
 	}

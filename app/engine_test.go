@@ -308,3 +308,29 @@ func TestEngineGeneratorPrefillProgressAndCancel(t *testing.T) {
 		t.Fatal("no reply after a cancelled prefill")
 	}
 }
+
+// A model file replaced on disk while loaded (a re-download) fails at most
+// the reply that was running; the next reply loads the new file.
+func TestEngineGeneratorReloadsAReplacedModel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	data, err := os.ReadFile(testres.Stories(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, data, 0o644)
+	g := NewEngineGenerator(nil)
+	defer g.Close()
+	req := GenerateRequest{Model: storage.Model{Path: path}, MaxTokens: 16, Width: 1,
+		Messages: []ChatMessage{{Role: "user", Content: "Once upon a time"}}}
+	first, _ := collect(t, g, req)
+	before := g.loaded
+	// Replace it the way a download does: a new file renamed over the old.
+	os.WriteFile(path+".tmp", data, 0o644)
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := collect(t, g, req)
+	if g.loaded == before || again != first {
+		t.Fatalf("after replacing the file: reloaded %v, text %q, want %q", g.loaded != before, again, first)
+	}
+}

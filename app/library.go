@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"anechat/kvindex"
+	"anechat/internal/kvindex"
 	"anechat/storage"
 )
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,28 +11,16 @@ import (
 	"sort"
 	"strings"
 
-	"anechat/engine/model"
-	"anechat/engine/model/gguf"
+	"anechat/engine/load"
 	"anechat/storage"
 )
 
-// Model kinds a scan recognises.
+// Model kinds a scan recognises: engine/load's formats.
 const (
-	KindGGUF        = "gguf"        // one .gguf file (llama.cpp format)
-	KindSafetensors = "safetensors" // a Hugging Face directory: config.json + *.safetensors
-	KindCoreML      = "coreml"      // a Core ML bundle directory (.mlmodelc / .mlpackage)
+	KindGGUF        = string(load.GGUF)        // one .gguf file (llama.cpp format)
+	KindSafetensors = string(load.Safetensors) // a Hugging Face directory: config.json + *.safetensors
+	KindCoreML      = string(load.CoreML)      // a Core ML bundle directory
 )
-
-// Found is a model file or directory found on disk, before registration.
-type Found struct {
-	Path        string `json:"path"`
-	Kind        string `json:"kind"`
-	Name        string `json:"name"`
-	Fingerprint string `json:"fingerprint"`
-	SizeBytes   int64  `json:"sizeBytes"`
-	// Arch is the architecture the file declares ("" if unknown).
-	Arch string `json:"arch"`
-}
 
 // Problem is a file a scan could not read as a model, and why.
 type Problem struct {
@@ -39,109 +28,48 @@ type Problem struct {
 	Error string `json:"error"`
 }
 
-// ScanDir lists the models directly inside dir (the data directory's models
-// folder): .gguf files, model directories with config.json, Core ML bundles.
-// Files it cannot read are returned as problems, not errors; the error is for
-// an unreadable dir. A missing dir holds no models.
-func ScanDir(dir string) ([]Found, []Problem, error) {
+// ScanDir validates the models directly inside dir (the data directory's
+// models folder: .gguf files, model directories with config.json, Core ML
+// bundles) exactly as loading them would (load.Registry.Inspect). A model
+// that would not load is returned as a problem saying why, never as a
+// model; files that are not models at all (a README) are skipped. The error
+// is for an unreadable dir; a missing dir holds no models.
+func ScanDir(ctx context.Context, reg *load.Registry, dir string) ([]load.Info, []Problem, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return []Found{}, []Problem{}, nil
+		return []load.Info{}, []Problem{}, nil
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("models: read %s: %w (check its permissions)", dir, err)
 	}
-	found, problems := []Found{}, []Problem{}
+	found, problems := []load.Info{}, []Problem{}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		f, ok, err := Inspect(p)
+		info, err := reg.Inspect(ctx, p)
 		switch {
+		case errors.Is(err, load.ErrNotModel):
 		case err != nil:
 			problems = append(problems, Problem{Path: p, Error: err.Error()})
-		case ok:
-			found = append(found, f)
+		default:
+			found = append(found, info)
 		}
 	}
 	sort.Slice(found, func(i, j int) bool { return found[i].Path < found[j].Path })
 	return found, problems, nil
 }
 
-// Inspect reads what kind of model path is. ok is false (with no error) for
-// a file that is not a model at all, e.g. a README.
-func Inspect(path string) (f Found, ok bool, err error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return Found{}, false, fmt.Errorf("models: %w", err)
-	}
-	base := filepath.Base(path)
-	f = Found{Path: path, Name: strings.TrimSuffix(base, filepath.Ext(base))}
-	switch {
-	case !st.IsDir() && strings.EqualFold(filepath.Ext(path), ".gguf"):
-		f.Kind, f.SizeBytes = KindGGUF, st.Size()
-		g, err := gguf.Open(path)
-		if err != nil {
-			return Found{}, false, fmt.Errorf("models: %s is not a readable GGUF file: %w", path, err)
-		}
-		if arch, err := g.String("general.architecture"); err == nil {
-			f.Arch = arch
-		}
-		if name, err := g.String("general.name"); err == nil && strings.TrimSpace(name) != "" {
-			f.Name = name
-		}
-		g.Close()
-		if f.Fingerprint, err = model.FingerprintFiles(path); err != nil {
-			return Found{}, false, fmt.Errorf("models: fingerprint %s: %w", path, err)
-		}
-		return f, true, nil
-	case st.IsDir() && (strings.HasSuffix(base, ".mlmodelc") || strings.HasSuffix(base, ".mlpackage")):
-		f.Kind = KindCoreML
-		f.SizeBytes = dirSize(path)
-		if f.Fingerprint, err = model.FingerprintDir(path, ".json", ".bin", ".mil"); err != nil {
-			return Found{}, false, fmt.Errorf("models: fingerprint %s: %w", path, err)
-		}
-		return f, true, nil
-	case st.IsDir():
-		cfg, err := os.ReadFile(filepath.Join(path, "config.json"))
-		if errors.Is(err, fs.ErrNotExist) {
-			return Found{}, false, nil
-		}
-		if err != nil {
-			return Found{}, false, fmt.Errorf("models: %w", err)
-		}
-		var c struct {
-			ModelType  string `json:"model_type"`
-			TextConfig struct {
-				ModelType string `json:"model_type"`
-			} `json:"text_config"`
-		}
-		if err := json.Unmarshal(cfg, &c); err != nil {
-			return Found{}, false, fmt.Errorf("models: %s: config.json is not valid JSON: %w", path, err)
-		}
-		f.Kind, f.Arch = KindSafetensors, c.ModelType
-		f.SizeBytes = dirSize(path)
-		if f.Fingerprint, err = model.FingerprintDir(path, ".json", ".safetensors"); err != nil {
-			return Found{}, false, fmt.Errorf("models: fingerprint %s: %w", path, err)
-		}
-		return f, true, nil
-	}
-	return Found{}, false, nil
-}
-
-// dirSize adds up the regular files under dir (best effort).
-func dirSize(dir string) int64 {
-	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if info, err := d.Info(); err == nil {
-				n += info.Size()
-			}
-		}
-		return nil
-	})
-	return n
+// modelMeta is what the models table keeps of a model besides its columns
+// (storage.Model.Meta): what the Models page shows.
+type modelMeta struct {
+	Arch         string `json:"arch"`
+	Quant        string `json:"quant,omitempty"`
+	ContextLen   int    `json:"contextLen,omitempty"`
+	VocabSize    int    `json:"vocabSize,omitempty"`
+	Backend      string `json:"backend,omitempty"`
+	DeclaredName string `json:"declaredName,omitempty"`
 }
 
 // Models is the model manager service.
@@ -149,6 +77,9 @@ type Models struct {
 	c        *core
 	settings *Settings
 }
+
+// registry is the set of backends models are validated and opened with.
+func (m *Models) registry() *load.Registry { return m.c.registry }
 
 // ModelList is the Models page: the registered models, which one is the
 // default, and where to put new ones.
@@ -188,7 +119,7 @@ func (m *Models) Scan() (ScanResult, error) {
 	if _, err := m.c.db(); err != nil {
 		return ScanResult{}, err
 	}
-	found, problems, err := ScanDir(storage.ModelsPath(m.c.dataDir))
+	found, problems, err := ScanDir(m.c.context(), m.registry(), storage.ModelsPath(m.c.dataDir))
 	if err != nil {
 		return ScanResult{}, err
 	}
@@ -244,12 +175,9 @@ func (m *Models) Register(path string) (storage.Model, error) {
 	if err != nil {
 		return storage.Model{}, fmt.Errorf("models: %s: %w", path, err)
 	}
-	f, ok, err := Inspect(abs)
+	f, err := m.registry().Inspect(m.c.context(), abs)
 	if err != nil {
-		return storage.Model{}, err
-	}
-	if !ok {
-		return storage.Model{}, fmt.Errorf("models: %s is not a model: want a .gguf file, a directory with config.json, or a Core ML bundle", abs)
+		return storage.Model{}, fmt.Errorf("models: %w", err)
 	}
 	sm, err := m.register(f)
 	if err != nil {
@@ -258,16 +186,17 @@ func (m *Models) Register(path string) (storage.Model, error) {
 	return sm, m.defaultIfNone(sm.ID)
 }
 
-func (m *Models) register(f Found) (storage.Model, error) {
+func (m *Models) register(f load.Info) (storage.Model, error) {
 	d, err := m.c.db()
 	if err != nil {
 		return storage.Model{}, err
 	}
-	meta, err := json.Marshal(map[string]string{"arch": f.Arch})
+	meta, err := json.Marshal(modelMeta{Arch: f.Arch, Quant: f.Quant, ContextLen: f.Config.ContextLen,
+		VocabSize: f.Config.VocabSize, Backend: f.Backend, DeclaredName: f.DeclaredName})
 	if err != nil {
 		return storage.Model{}, err
 	}
-	return d.RegisterModel(m.c.context(), storage.ModelInput{Path: f.Path, Kind: f.Kind, Name: f.Name,
+	return d.RegisterModel(m.c.context(), storage.ModelInput{Path: f.Path, Kind: string(f.Format), Name: f.Name,
 		Fingerprint: f.Fingerprint, SizeBytes: f.SizeBytes, Meta: meta})
 }
 

@@ -1,24 +1,28 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"anechat/engine/cpu"
+	"anechat/engine/kv"
+	"anechat/engine/load"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
+	"anechat/internal/backends"
+	"anechat/internal/testres"
 	"anechat/storage"
 )
 
-// writeGGUF writes a tiny GGUF file declaring arch and name.
-func writeGGUF(t *testing.T, path, arch, name string) {
+// writeGGUF puts a real model at path: a copy of stories260K (the scan
+// validates models by loading them, so a header alone would be a problem).
+func writeGGUF(t *testing.T, path string) {
 	t.Helper()
-	w := gguf.NewWriter()
-	w.Set("general.architecture", arch)
-	w.Set("general.name", name)
-	w.AddF32("token_embd.weight", []int{4, 2}, []float32{1, 2, 3, 4, 5, 6, 7, 8})
-	b, err := w.Bytes()
+	b, err := os.ReadFile(testres.Stories(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,34 +33,63 @@ func writeGGUF(t *testing.T, path, arch, name string) {
 
 func TestScanDirFindsEachKindAndReportsBadFiles(t *testing.T) {
 	dir := t.TempDir()
-	writeGGUF(t, filepath.Join(dir, "tiny.gguf"), "llama", "Tiny Llama")
+	writeGGUF(t, filepath.Join(dir, "tiny.gguf"))
 	hf := filepath.Join(dir, "gemma")
 	os.Mkdir(hf, 0o755)
-	os.WriteFile(filepath.Join(hf, "config.json"), []byte(`{"model_type":"gemma4"}`), 0o644)
-	os.WriteFile(filepath.Join(hf, "model.safetensors"), []byte("12345678{}"), 0o644)
+	fixture := filepath.Join(testres.RepoRoot(t), "engine", "cpu", "testdata", "gemma4", "model")
+	for _, f := range []string{"config.json", "model.safetensors", "tokenizer.json"} {
+		b, _ := os.ReadFile(filepath.Join(fixture, f))
+		os.WriteFile(filepath.Join(hf, f), b, 0o644)
+	}
+	bad := filepath.Join(dir, "bad-gemma")
+	os.Mkdir(bad, 0o755)
+	os.WriteFile(filepath.Join(bad, "config.json"), []byte(`{"model_type":"gemma4"}`), 0o644)
+	os.WriteFile(filepath.Join(bad, "model.safetensors"), []byte("12345678{}"), 0o644)
 	os.WriteFile(filepath.Join(dir, "broken.gguf"), []byte("GGUF but not really"), 0o644)
+	// Loads as a header but not as a model: doctor used to list it as healthy.
+	if err := gguf.EditFile(testres.Stories(t), filepath.Join(dir, "llamb.gguf"), map[string]any{"general.architecture": "llamb"}); err != nil {
+		t.Fatal(err)
+	}
 	os.WriteFile(filepath.Join(dir, "README.txt"), []byte("not a model"), 0o644)
 	os.Mkdir(filepath.Join(dir, "empty"), 0o755)
 
-	found, problems, err := ScanDir(dir)
+	reg := backends.Registry()
+	found, problems, err := ScanDir(context.Background(), reg, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(found) != 2 {
 		t.Fatalf("found %+v, want the gguf file and the HF directory", found)
 	}
-	g, h := found[1], found[0] // sorted by path: gemma < tiny.gguf
-	fp, _ := model.FingerprintFiles(filepath.Join(dir, "tiny.gguf"))
-	if g.Kind != KindGGUF || g.Arch != "llama" || g.Name != "Tiny Llama" || g.Fingerprint != fp || g.SizeBytes == 0 {
-		t.Errorf("gguf found as %+v (fingerprint want %s)", g, fp)
+	h, g := found[0], found[1] // sorted by path: gemma < tiny.gguf
+	if g.Format != load.GGUF || g.Arch != "llama" || g.Name != "tiny" || g.Quant != "F32" || g.SizeBytes == 0 || g.Backend != "cpu" {
+		t.Errorf("gguf found as %+v", g)
 	}
-	if h.Kind != KindSafetensors || h.Arch != "gemma4" || h.Name != "gemma" || h.SizeBytes != int64(len(`{"model_type":"gemma4"}`)+10) {
+	if h.Format != load.Safetensors || h.Arch != "gemma4_text" || h.Name != "gemma" || h.Config.ContextLen != 256 {
 		t.Errorf("HF dir found as %+v", h)
 	}
-	if len(problems) != 1 || problems[0].Path != filepath.Join(dir, "broken.gguf") || problems[0].Error == "" {
-		t.Errorf("problems %+v, want broken.gguf", problems)
+	// The identity the scan registers is the one the backend runs with.
+	for _, f := range found {
+		m, err := reg.Open(context.Background(), f.Path, load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fp := m.Backend.Config().Fingerprint; fp != f.Fingerprint || fp == "" {
+			t.Errorf("%s: scan fingerprint %s, backend %s", f.Path, f.Fingerprint, fp)
+		}
+		m.Close()
 	}
-	if f, p, err := ScanDir(filepath.Join(dir, "missing")); err != nil || len(f) != 0 || len(p) != 0 {
+	var got []string
+	for _, p := range problems {
+		got = append(got, filepath.Base(p.Path))
+		if !strings.Contains(p.Error, p.Path) {
+			t.Errorf("problem %+v does not name its file", p)
+		}
+	}
+	if strings.Join(got, " ") != "bad-gemma broken.gguf llamb.gguf" {
+		t.Errorf("problems %+v, want bad-gemma, broken.gguf and llamb.gguf", problems)
+	}
+	if f, p, err := ScanDir(context.Background(), reg, filepath.Join(dir, "missing")); err != nil || len(f) != 0 || len(p) != 0 {
 		t.Errorf("missing dir: %v %v %v, want nothing", f, p, err)
 	}
 }
@@ -64,8 +97,8 @@ func TestScanDirFindsEachKindAndReportsBadFiles(t *testing.T) {
 func TestModelsScanRegisterDefaultRemove(t *testing.T) {
 	a, _, dir := start(t, nil)
 	mdir := storage.ModelsPath(dir)
-	writeGGUF(t, filepath.Join(mdir, "a.gguf"), "llama", "A")
-	writeGGUF(t, filepath.Join(mdir, "b.gguf"), "llama", "B")
+	writeGGUF(t, filepath.Join(mdir, "a.gguf"))
+	writeGGUF(t, filepath.Join(mdir, "b.gguf"))
 
 	res, err := a.Models.Scan()
 	if err != nil || len(res.Registered) != 2 {
@@ -92,9 +125,9 @@ func TestModelsScanRegisterDefaultRemove(t *testing.T) {
 	}
 	// A model outside the models folder.
 	other := filepath.Join(t.TempDir(), "c.gguf")
-	writeGGUF(t, other, "llama", "C")
+	writeGGUF(t, other)
 	c, err := a.Models.Register(other)
-	if err != nil || c.Path != other || c.Kind != KindGGUF || c.Name != "C" {
+	if err != nil || c.Path != other || c.Kind != KindGGUF || c.Name != "c" {
 		t.Fatalf("Register = %+v, %v", c, err)
 	}
 	if _, err := a.Models.Register(filepath.Join(t.TempDir())); err == nil {
@@ -118,7 +151,12 @@ func TestStartupScanPrefersCoreMLThenBundledSmolLM2(t *testing.T) {
 			t.Fatal(err)
 		}
 		os.WriteFile(filepath.Join(b, "model.mil"), []byte("program"), 0o644)
+		tok, _ := os.ReadFile(filepath.Join(testres.RepoRoot(t), "engine", "cpu", "testdata", "gemma4", "model", "tokenizer.json"))
+		os.WriteFile(filepath.Join(b, "tokenizer.json"), tok, 0o644)
 	}
+	// The Core ML backend is not in this build: a stand-in that opens
+	// bundles lets the scan register one, as a darwin build would.
+	reg := load.NewRegistry(bundleBackend{}, cpu.Loader{})
 	for _, tc := range []struct {
 		name  string
 		setup func(t *testing.T, mdir string)
@@ -126,16 +164,16 @@ func TestStartupScanPrefersCoreMLThenBundledSmolLM2(t *testing.T) {
 	}{
 		{"empty folder: no default", func(*testing.T, string) {}, ""},
 		{"SmolLM2 beats a model sorted before it", func(t *testing.T, mdir string) {
-			writeGGUF(t, filepath.Join(mdir, "aaa.gguf"), "llama", "AAA")
-			writeGGUF(t, filepath.Join(mdir, BundledChatModel), "llama", "SmolLM2")
+			writeGGUF(t, filepath.Join(mdir, "aaa.gguf"))
+			writeGGUF(t, filepath.Join(mdir, BundledChatModel))
 		}, BundledChatModel},
 		{"a Core ML bundle beats SmolLM2", func(t *testing.T, mdir string) {
-			writeGGUF(t, filepath.Join(mdir, BundledChatModel), "llama", "SmolLM2")
+			writeGGUF(t, filepath.Join(mdir, BundledChatModel))
 			coreml(t, mdir)
 		}, "gemma4-e2b.mlmodelc"},
 		{"otherwise the first by path", func(t *testing.T, mdir string) {
-			writeGGUF(t, filepath.Join(mdir, "b.gguf"), "llama", "B")
-			writeGGUF(t, filepath.Join(mdir, "a.gguf"), "llama", "A")
+			writeGGUF(t, filepath.Join(mdir, "b.gguf"))
+			writeGGUF(t, filepath.Join(mdir, "a.gguf"))
 		}, "a.gguf"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,7 +183,7 @@ func TestStartupScanPrefersCoreMLThenBundledSmolLM2(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.setup(t, mdir)
-			a := New(Options{DataDir: dir, Version: "test"})
+			a := New(Options{DataDir: dir, Version: "test", Backends: reg})
 			a.Startup(t.Context(), newRecorder())
 			t.Cleanup(a.Shutdown)
 			list, err := a.Models.List()
@@ -175,14 +213,14 @@ func TestStartupScanKeepsAChosenDefault(t *testing.T) {
 	dir := t.TempDir()
 	mdir := storage.ModelsPath(dir)
 	os.MkdirAll(mdir, 0o755)
-	writeGGUF(t, filepath.Join(mdir, "mine.gguf"), "llama", "Mine")
+	writeGGUF(t, filepath.Join(mdir, "mine.gguf"))
 	a := New(Options{DataDir: dir, Version: "test"})
 	a.Startup(t.Context(), newRecorder())
 	list, _ := a.Models.List()
 	mine := list.DefaultID
 	a.Shutdown()
 	// SmolLM2 arrives later (make run fetched it): the user's default stays.
-	writeGGUF(t, filepath.Join(mdir, BundledChatModel), "llama", "SmolLM2")
+	writeGGUF(t, filepath.Join(mdir, BundledChatModel))
 	b := New(Options{DataDir: dir, Version: "test"})
 	b.Startup(t.Context(), newRecorder())
 	t.Cleanup(b.Shutdown)
@@ -190,4 +228,29 @@ func TestStartupScanKeepsAChosenDefault(t *testing.T) {
 	if err != nil || len(list.Models) != 2 || mine == 0 || list.DefaultID != mine {
 		t.Fatalf("after restart: %+v, %v; want both models registered and default %d kept", list, err, mine)
 	}
+}
+
+// bundleBackend stands in for the Core ML backend in the start-up
+// preference test: it opens any bundle as a model that cannot run.
+type bundleBackend struct{}
+
+func (bundleBackend) Name() string { return "coreml-stand-in" }
+
+func (bundleBackend) Supports(src load.Source) error {
+	if src.Format != load.CoreML {
+		return errors.New("not a bundle")
+	}
+	return nil
+}
+
+func (bundleBackend) Open(_ context.Context, src load.Source, _ load.Options) (model.Backend, error) {
+	return standIn{model.Config{Arch: "gemma4", VocabSize: 1 << 16, ContextLen: 64, Fingerprint: src.Fingerprint}}, nil
+}
+
+type standIn struct{ cfg model.Config }
+
+func (s standIn) Config() model.Config { return s.cfg }
+func (standIn) Widths() []int          { return []int{8} }
+func (standIn) Forward(context.Context, []int32, int, *kv.Cache, model.Output) (model.Result, error) {
+	return model.Result{}, errors.New("stand-in backend runs nothing")
 }

@@ -14,11 +14,14 @@ import (
 	"time"
 
 	"anechat/engine"
+	"anechat/engine/arch/llama"
 	"anechat/engine/cpu"
 	"anechat/engine/kv"
+	"anechat/engine/load"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
-	"anechat/kvindex"
+	"anechat/internal/backends"
+	"anechat/internal/kvindex"
 )
 
 // resumeFigures is one row of `anechat bench resume`.
@@ -114,12 +117,12 @@ func runBenchResume(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
-// openBenchModel loads a model on the CPU backend (engine.OpenBackend: a GGUF
-// file or a safetensors directory), or generates the "random" memory-bound
-// llama.
+// openBenchModel loads a model's weights (a GGUF file or a safetensors
+// directory, on the backend the build's registry picks), or generates the
+// "random" memory-bound llama.
 func openBenchModel(path string) (model.Backend, string, func(), error) {
 	if path == "random" {
-		o := cpu.LlamaOptions{Hidden: 512, FFN: 1408, Layers: 8, Heads: 8, KVHeads: 2, Vocab: 8192, Context: 4096}
+		o := llama.Config{Hidden: 512, FFN: 1408, Layers: 8, Heads: 8, KVHeads: 2, Vocab: 8192, Context: 4096}
 		data, err := cpu.RandomLlama(o, gguf.Q8_0, 1)
 		if err != nil {
 			return nil, "", nil, err
@@ -142,15 +145,11 @@ func openBenchModel(path string) (model.Backend, string, func(), error) {
 		return b, fmt.Sprintf("random llama (hidden %d, %d layers, Q8_0, %.1f MB)", o.Hidden, o.Layers, float64(len(data))/1e6),
 			func() { closeFn(); os.Remove(tmp.Name()) }, nil
 	}
-	m, err := engine.OpenBackend(path)
+	m, err := backends.Registry().Open(context.Background(), path, load.Options{WeightsOnly: true})
 	if err != nil {
 		return nil, "", nil, err
 	}
-	closeFn := func() {}
-	if c, ok := m.(io.Closer); ok {
-		closeFn = func() { c.Close() }
-	}
-	return m, filepath.Base(path), closeFn, nil
+	return m.Backend, filepath.Base(path), func() { m.Close() }, nil
 }
 
 // benchPrompt is n deterministic token ids (BOS first unless salt < 0: a

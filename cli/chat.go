@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"slices"
@@ -49,7 +50,7 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 	// costs per model and kernel set, so only the first speculative run
 	// measures them.
 	if sd, ok := dec.(*engine.SpecDecoder); ok && !*noCache {
-		db, err := openSettings(ctx, *dataDir)
+		db, err := openSettings(ctx, *dataDir, cliLogger(env))
 		if err != nil {
 			cliLogger(env).Warn("speculation: measured call costs not kept: the data directory cannot be used", "err", err)
 		} else {
@@ -90,8 +91,8 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 
 // openSettings opens the database of the data directory named by
 // --data-dir (storage.DataDir: else $ANECHAT_HOME or the OS default).
-func openSettings(ctx context.Context, dataDirFlag string) (*storage.DB, error) {
-	dir, err := storage.DataDir(dataDirFlag)
+func openSettings(ctx context.Context, dataDirFlag string, log *slog.Logger) (*storage.DB, error) {
+	dir, err := storage.DataDir(dataDirFlag, log)
 	if err != nil {
 		return nil, err
 	}

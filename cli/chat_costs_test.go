@@ -9,7 +9,7 @@ import (
 
 	"anechat/engine"
 	"anechat/engine/cpu"
-	"anechat/engine/model"
+	"anechat/engine/load"
 	"anechat/internal/testres"
 )
 
@@ -21,10 +21,11 @@ import (
 func TestChatKeepsCosts(t *testing.T) {
 	path := testres.Stories(t)
 	home := t.TempDir()
-	fp, err := model.FingerprintFiles(path)
+	src, err := load.Detect(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	fp := src.Fingerprint
 	key := engine.CostsKey(fp, cpu.Kernels())
 	// setting returns the stored table and replaces it with set when not nil.
 	setting := func(set json.RawMessage) json.RawMessage {

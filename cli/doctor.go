@@ -10,6 +10,7 @@ import (
 	"runtime"
 
 	"anechat/app"
+	"anechat/internal/backends"
 	"anechat/storage"
 )
 
@@ -30,14 +31,14 @@ func runDoctor(ctx context.Context, env *Env, args []string) error {
 	r := doctorReport{w: env.Stdout}
 	r.platform()
 	r.backends(runtime.GOOS, runtime.GOARCH)
-	dir, err := storage.DataDir(*dataDir)
+	dir, err := storage.DataDir(*dataDir, cliLogger(env))
 	if err != nil {
 		r.problem("data dir", err)
 		return r.result()
 	}
 	r.line("data dir", "%s", dir)
 	r.database(ctx, storage.DBPath(dir))
-	r.models(storage.ModelsPath(dir))
+	r.models(ctx, storage.ModelsPath(dir))
 	return r.result()
 }
 
@@ -125,9 +126,11 @@ func (r *doctorReport) database(ctx context.Context, path string) {
 	r.line("contents", "%s (%s of KV snapshots)", counts, humanBytes(kvBytes))
 }
 
-// models lists what a scan of the models folder finds.
-func (r *doctorReport) models(dir string) {
-	found, problems, err := app.ScanDir(dir)
+// models lists what a scan of the models folder finds: each model validated
+// by loading it as a reply would (on the backend that would run it), so a
+// model listed here opens, and one that would not is a problem saying why.
+func (r *doctorReport) models(ctx context.Context, dir string) {
+	found, problems, err := app.ScanDir(ctx, backends.Registry(), dir)
 	if err != nil {
 		r.problem("models", err)
 		return
@@ -138,7 +141,8 @@ func (r *doctorReport) models(dir string) {
 		if arch == "" {
 			arch = "unknown architecture"
 		}
-		fmt.Fprintf(r.w, "  %s  (%s, %s, %s, fingerprint %s)\n", f.Path, f.Kind, arch, humanBytes(f.SizeBytes), f.Fingerprint)
+		fmt.Fprintf(r.w, "  %s  (%s %s, %s, %s, context %d, runs on %s, fingerprint %s)\n", f.Path, f.Format, f.Quant, arch,
+			humanBytes(f.SizeBytes), f.Config.ContextLen, f.Backend, f.Fingerprint)
 	}
 	for _, p := range problems {
 		r.problems++

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"anechat/engine/model/gguf"
+	"anechat/internal/testres"
 	"anechat/storage"
 )
 
@@ -61,18 +62,15 @@ func TestDoctorReportsDatabaseAndModels(t *testing.T) {
 	c, _ := d.CreateConversation(context.Background(), storage.ConversationInput{Title: "t"})
 	d.AppendMessage(context.Background(), storage.MessageInput{ConversationID: c.ID, Role: "user", Content: "hi"})
 	d.Close()
-	w := gguf.NewWriter()
-	w.Set("general.architecture", "llama")
-	w.AddF32("x", []int{2}, []float32{1, 2})
-	b, _ := w.Bytes()
 	os.MkdirAll(filepath.Join(dir, "models"), 0o755)
+	b, _ := os.ReadFile(testres.Stories(t))
 	os.WriteFile(filepath.Join(dir, "models", "tiny.gguf"), b, 0o644)
 
 	code, out, errOut := doctor(t, "--data-dir", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
-	for _, want := range []string{"schema version 1, integrity ok", "1 conversations, 1 messages, 0 prompts", "1 found", "tiny.gguf  (gguf, llama"} {
+	for _, want := range []string{"schema version 1, integrity ok", "1 conversations, 1 messages, 0 prompts", "1 found", "tiny.gguf  (gguf F32, llama, 1.1 MiB, context 2048, runs on cpu"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -82,6 +80,24 @@ func TestDoctorReportsDatabaseAndModels(t *testing.T) {
 	code, out, _ = doctor(t, "--data-dir", dir)
 	if code != 1 || !strings.Contains(out, "PROBLEM: "+filepath.Join(dir, "models", "bad.gguf")) {
 		t.Fatalf("exit %d with a broken model file:\n%s", code, out)
+	}
+	// So is one whose header parses but that the loader refuses (issue 11
+	// item 8): an unknown architecture, a zero context, zero heads.
+	os.Remove(filepath.Join(dir, "models", "bad.gguf"))
+	for name, set := range map[string]map[string]any{
+		"llamb.gguf":    {"general.architecture": "llamb"},
+		"context0.gguf": {"llama.context_length": uint32(0)},
+		"heads0.gguf":   {"llama.attention.head_count": uint32(0)},
+	} {
+		p := filepath.Join(dir, "models", name)
+		if err := gguf.EditFile(testres.Stories(t), p, set); err != nil {
+			t.Fatal(err)
+		}
+		code, out, _ = doctor(t, "--data-dir", dir)
+		if code != 1 || !strings.Contains(out, "PROBLEM: "+p) {
+			t.Errorf("exit %d with %s:\n%s", code, name, out)
+		}
+		os.Remove(p)
 	}
 }
 

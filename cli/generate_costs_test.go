@@ -10,7 +10,7 @@ import (
 
 	"anechat/engine"
 	"anechat/engine/cpu"
-	"anechat/engine/model"
+	"anechat/engine/load"
 	"anechat/internal/testres"
 )
 
@@ -30,10 +30,11 @@ func TestGenerateKeepsCosts(t *testing.T) {
 		}
 		return g
 	}
-	fp, err := model.FingerprintFiles(path)
+	src, err := load.Detect(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	fp := src.Fingerprint
 	key := engine.CostsKey(fp, cpu.Kernels())
 	// stored returns the raw setting and sets it to set when not empty.
 	stored := func(set string) string {

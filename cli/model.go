@@ -1,19 +1,24 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"anechat/engine"
 	"anechat/engine/chat"
+	"anechat/engine/load"
 	"anechat/engine/tokenizer"
+	"anechat/internal/backends"
 )
 
-// openModel loads the model at path with its tokenizer and chat template.
+// openModel loads the model at path on the build's backends, with its
+// tokenizer and chat template.
 func openModel(path string) (*loadedModel, error) {
-	b, tok, err := engine.Open(path)
+	lm, err := backends.Registry().Open(context.Background(), path, load.Options{})
 	if err != nil {
 		return nil, err
 	}
+	b, tok := lm.Backend, lm.Tokenizer
 	m := &loadedModel{backend: b}
 	tmpl, err := chat.ForModel(b.Config().Arch, tok)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 
 	"anechat/engine"
 	"anechat/engine/kv"
-	"anechat/kvindex"
+	"anechat/internal/kvindex"
 	"anechat/storage"
 )
 
@@ -20,7 +20,7 @@ func openResumer(ctx context.Context, dataDirFlag string, noCache bool, m *loade
 	if noCache {
 		return nil, func() {}
 	}
-	dir, err := storage.DataDir(dataDirFlag)
+	dir, err := storage.DataDir(dataDirFlag, log)
 	if err == nil {
 		var x *kvindex.Index
 		if x, err = kvindex.Open(ctx, dir, log); err == nil {

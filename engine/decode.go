@@ -91,6 +91,9 @@ func (PlainDecoder) Decode(ctx context.Context, t Target, req DecodeRequest, emi
 	res.Pending = pending
 	if req.Logits != nil {
 		id := pick(model.Result{Logits: [][]float32{req.Logits}})
+		if id < 0 {
+			return res, fmt.Errorf("engine: decode: the logits of the last prompt token: %w", model.ErrDamaged)
+		}
 		res.Pending = id
 		if slices.Contains(req.Stop, id) {
 			res.Stopped = "stop"
@@ -126,7 +129,7 @@ func (PlainDecoder) Decode(ctx context.Context, t Target, req DecodeRequest, emi
 		}
 		id := pick(r)
 		if id < 0 {
-			return res, fmt.Errorf("engine: decode: model row has no valid logits")
+			return res, fmt.Errorf("engine: decode: %w", model.ErrDamaged)
 		}
 		if err := t.Commit(1); err != nil {
 			return res, err

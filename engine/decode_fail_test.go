@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"anechat/engine/arch/llama"
 	"anechat/engine/cpu"
 	"anechat/engine/kv"
 	"anechat/engine/model"
@@ -315,7 +316,7 @@ func (b noEOS) Config() model.Config {
 // the logits of the last position, never in the cache), plain or
 // speculative with drafts running into the end, and the ids agree.
 func TestContextEndExact(t *testing.T) {
-	data, err := cpu.RandomLlama(cpu.LlamaOptions{Hidden: 32, FFN: 48, Layers: 1, Heads: 2, KVHeads: 1, Vocab: 64, Context: 40}, gguf.F32, 5)
+	data, err := cpu.RandomLlama(llama.Config{Hidden: 32, FFN: 48, Layers: 1, Heads: 2, KVHeads: 1, Vocab: 64, Context: 40}, gguf.F32, 5)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,8 +91,7 @@ func (r *Resumer) Restore(ctx context.Context, ids []int32, c *kv.Cache) int {
 	h, err := kv.Load(ctx, snap.Path, r.Meta, c)
 	if err != nil {
 		if ctx.Err() == nil {
-			r.log().Warn("kv resume: snapshot ignored; prefilling normally", "path", snap.Path, "reason", err)
-			r.forget(ctx, snap.Path)
+			r.drop(ctx, snap.Path, err)
 		}
 		return 0
 	}
@@ -103,14 +102,14 @@ func (r *Resumer) Restore(ctx context.Context, ids []int32, c *kv.Cache) int {
 	if n < kv.BlockSize {
 		// The index matched blocks the file does not hold: its record is
 		// wrong.
-		r.log().Warn("kv resume: snapshot tokens do not match its index; prefilling normally", "path", snap.Path, "shared", n)
-		r.forget(ctx, snap.Path)
 		c.Reset()
+		r.drop(ctx, snap.Path, fmt.Errorf("its tokens do not match its index record: they share %d positions with the prompt, the record at least %d", n, kv.BlockSize))
 		return 0
 	}
 	if err := c.Truncate(n); err != nil {
 		// A sliding layer keeps only its last Window rows: the snapshot
 		// serves prompts that leave it at most one position before its end.
+		// Nothing is wrong with it, and it stays.
 		r.log().Info("kv resume: stored prefix ends too far past the prompt's; prefilling normally", "path", snap.Path, "shared", n, "stored", len(h.Tokens), "reason", err)
 		c.Reset()
 		return 0
@@ -118,14 +117,20 @@ func (r *Resumer) Restore(ctx context.Context, ids []int32, c *kv.Cache) int {
 	return n
 }
 
-func (r *Resumer) forget(ctx context.Context, path string) {
+// drop forgets a snapshot that cannot be used and deletes its file, and says
+// so once, at Warn, with why (DESIGN.md invariant 4: fail closed, visibly).
+func (r *Resumer) drop(ctx context.Context, path string, reason error) {
+	var cleanup error
 	if err := r.Store.Forget(ctx, path); err != nil {
-		r.log().Warn("kv resume: could not forget a bad snapshot", "path", path, "err", err)
+		cleanup = fmt.Errorf("forgetting it failed: %w", err)
+	} else if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		cleanup = fmt.Errorf("forgotten, but deleting the file failed: %w", err)
+	}
+	if cleanup != nil {
+		r.log().Warn("kv resume: snapshot dropped; prefilling normally", "path", path, "reason", reason, "cleanup", cleanup)
 		return
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		r.log().Warn("kv resume: could not delete a bad snapshot", "path", path, "err", err)
-	}
+	r.log().Warn("kv resume: snapshot dropped; prefilling normally", "path", path, "reason", reason)
 }
 
 // Save writes the committed rows of c, which hold ids, as the snapshot of key,
@@ -136,19 +141,22 @@ func (r *Resumer) Save(ctx context.Context, key string, ids []int32, c *kv.Cache
 	if len(ids) != c.Len() {
 		return "", fmt.Errorf("kv save: %d ids for %d cached positions", len(ids), c.Len())
 	}
-	path, err := kv.Write(ctx, r.Store.Dir(), r.Meta, ids, c)
+	path, created, err := kv.Create(ctx, r.Store.Dir(), r.Meta, ids, c)
 	if err != nil {
+		r.discard(path, created)
 		return "", err
 	}
 	st, err := os.Stat(path)
 	if err != nil {
+		r.discard(path, created)
 		return "", fmt.Errorf("kv save: %w", err)
 	}
 	orphans, err := r.Store.Replace(ctx, key, r.Meta, ids, StoredSnapshot{Path: path, Tokens: len(ids), Bytes: st.Size()})
 	if err != nil {
-		// The file may be another record's (same contents, same name), so
-		// it stays; if no record points at it, start-up cleaning removes
-		// it.
+		// A file no record points at must not stay: on a full disk it
+		// would keep the disk full. One that was there already may be
+		// another record's (same contents, same name), so it stays.
+		r.discard(path, created)
 		return "", fmt.Errorf("kv save: recording %s: %w", path, err)
 	}
 	for _, o := range orphans {
@@ -160,6 +168,16 @@ func (r *Resumer) Save(ctx context.Context, key string, ids []int32, c *kv.Cache
 		}
 	}
 	return path, nil
+}
+
+// discard removes the file of a save that failed, if the save created it.
+func (r *Resumer) discard(path string, created bool) {
+	if path == "" || !created {
+		return
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		r.log().Warn("kv save: could not delete the snapshot file of a failed save", "path", path, "err", err)
+	}
 }
 
 // Prefill makes s hold the prompt ids and prefills what is not cached, in

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"os"
@@ -278,8 +279,11 @@ func TestResumeFailClosed(t *testing.T) {
 			if n := r.Restore(context.Background(), prompt, c); n != 0 || c.Len() != 0 {
 				t.Fatalf("restored %d positions from a bad snapshot", n)
 			}
-			if !strings.Contains(logBuf.String(), tc.reason) || !strings.Contains(logBuf.String(), "prefilling normally") {
-				t.Errorf("log %q does not say %q", logBuf.String(), tc.reason)
+			// One line, at Warn (the CLI shows no less), naming the file
+			// and why.
+			if log := logBuf.String(); strings.Count(log, "\n") != 1 || !strings.Contains(log, "level=WARN") ||
+				!strings.Contains(log, path) || !strings.Contains(log, tc.reason) || !strings.Contains(log, "prefilling normally") {
+				t.Errorf("log %q: want one Warn line naming %s and saying %q", log, path, tc.reason)
 			}
 			if len(store.forgotten) != 1 || store.forgotten[0] != path {
 				t.Errorf("forgotten %v, want %s", store.forgotten, path)
@@ -294,6 +298,92 @@ func TestResumeFailClosed(t *testing.T) {
 				t.Error("the fallback prefill differs from a fresh one")
 			}
 		})
+	}
+}
+
+// failingStore is a memStore whose Replace fails (a full disk under the
+// database) or whose Forget fails.
+type failingStore struct {
+	*memStore
+	replace, forget error
+}
+
+func (f *failingStore) Replace(ctx context.Context, key string, meta kv.Meta, ids []int32, s StoredSnapshot) ([]string, error) {
+	if f.replace != nil {
+		return nil, f.replace
+	}
+	return f.memStore.Replace(ctx, key, meta, ids, s)
+}
+
+func (f *failingStore) Forget(ctx context.Context, path string) error {
+	if f.forget != nil {
+		return f.forget
+	}
+	return f.memStore.Forget(ctx, path)
+}
+
+// TestSaveUnrecordedFileRemoved: when the snapshot file is written but its
+// record cannot be (a full disk under the database), Save fails and removes
+// the file it created, which would otherwise keep the disk full; a file that
+// was there already (the same snapshot, recorded before) stays with its
+// record.
+func TestSaveUnrecordedFileRemoved(t *testing.T) {
+	m := storiesModel(t)
+	meta := kv.Meta{Model: m.Config().Fingerprint, Tokenizer: "t"}
+	dir := t.TempDir()
+	store := &failingStore{memStore: newMemStore(dir)}
+	r := &Resumer{Store: store, Meta: meta}
+	prompt := testPrompt(150, 3)
+	c, _ := kv.New(m.Config().KV, 64)
+	run(t, m, c, prompt[:100], 0, 0)
+	kept, err := r.Save(context.Background(), "a", prompt[:100], c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.replace = errors.New("database or disk is full")
+	if _, err := r.Save(context.Background(), "b", prompt[:100], c); err == nil || !strings.Contains(err.Error(), "disk is full") {
+		t.Errorf("saving with a failing record: %v", err)
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("a recorded snapshot was removed when saving it again failed: %v", err)
+	}
+	run(t, m, c, prompt, 100, 0)
+	if _, err := r.Save(context.Background(), "a", prompt, c); err == nil {
+		t.Error("saving with a failing record succeeded")
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || filepath.Join(dir, ents[0].Name()) != kept {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("files after the failed saves: %v, want only %s", names, filepath.Base(kept))
+	}
+}
+
+// TestDropCleanupFailure: when a bad snapshot cannot be forgotten, Restore
+// still says so in its one Warn line.
+func TestDropCleanupFailure(t *testing.T) {
+	m := storiesModel(t)
+	meta := kv.Meta{Model: m.Config().Fingerprint, Tokenizer: "t"}
+	store := &failingStore{memStore: newMemStore(t.TempDir())}
+	prompt := testPrompt(130, 4)
+	c, _ := kv.New(m.Config().KV, 64)
+	run(t, m, c, prompt, 0, 0)
+	path, err := (&Resumer{Store: store, Meta: meta}).Save(context.Background(), "a", prompt, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, []byte("not a snapshot"), 0o644)
+	store.forget = errors.New("database is locked")
+	var logBuf bytes.Buffer
+	r := &Resumer{Store: store, Meta: meta, Log: slog.New(slog.NewTextHandler(&logBuf, nil))}
+	if n := r.Restore(context.Background(), prompt, c); n != 0 {
+		t.Errorf("restored %d from a damaged file", n)
+	}
+	if log := logBuf.String(); strings.Count(log, "\n") != 1 || !strings.Contains(log, "level=WARN") || !strings.Contains(log, path) ||
+		!strings.Contains(log, "forgetting it failed: database is locked") {
+		t.Errorf("log %q", log)
 	}
 }
 

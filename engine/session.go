@@ -192,6 +192,11 @@ func (s *Session) Prefill(ctx context.Context, ids []int32, progress func(done, 
 	if len(s.tokens)+len(ids) > s.cfg.ContextLen {
 		return fmt.Errorf("engine: prefill: %d tokens exceed the context length %d: %w", len(s.tokens)+len(ids), s.cfg.ContextLen, ErrContextFull)
 	}
+	// A weights file changed on disk since loading (a re-download over
+	// it): fail cleanly here rather than compute with it, or fault on it.
+	if err := model.CheckFiles(s.b); err != nil {
+		return fmt.Errorf("engine: prefill: %w", err)
+	}
 	s.tokens = append(s.tokens, ids...)
 	if len(ids) > 0 {
 		s.genPending = false
@@ -251,6 +256,9 @@ func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(
 	}
 	if len(s.tokens) == 0 {
 		return st, errors.New("engine: generate: empty sequence (prefill a prompt first)")
+	}
+	if err := model.CheckFiles(s.b); err != nil {
+		return st, fmt.Errorf("engine: generate: %w", err)
 	}
 	// Finish any prefill left undone (cancelled, or tokens added without a
 	// call). The last token of a previous generation is instead fed as the

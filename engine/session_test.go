@@ -3,16 +3,16 @@ package engine
 import (
 	"context"
 	"errors"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"anechat/engine/arch/llama"
 	"anechat/engine/cpu"
+	"anechat/engine/load"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
+	"anechat/internal/backends"
 	"anechat/internal/testres"
 )
 
@@ -24,12 +24,20 @@ var (
 
 func openStories(t testing.TB) model.Backend {
 	t.Helper()
-	b, err := OpenBackend(testres.Stories(t))
+	m := openStoriesModel(t)
+	return m.Backend
+}
+
+// openStoriesModel opens stories260K through the build's registry (what the
+// app and the CLI do), closed when the test ends.
+func openStoriesModel(t testing.TB) *load.Model {
+	t.Helper()
+	m, err := backends.Registry().Open(context.Background(), testres.Stories(t), load.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.(io.Closer).Close() })
-	return b
+	t.Cleanup(func() { m.Close() })
+	return m
 }
 
 func collect(t *testing.T, s *Session, opts GenerateOptions) ([]int32, Stats) {
@@ -172,7 +180,7 @@ func TestSessionSampling(t *testing.T) {
 }
 
 func TestSessionContextEnd(t *testing.T) {
-	data, err := cpu.RandomLlama(cpu.LlamaOptions{Hidden: 32, FFN: 48, Layers: 1, Heads: 2, KVHeads: 1, Vocab: 64, Context: 16}, gguf.F32, 3)
+	data, err := cpu.RandomLlama(llama.Config{Hidden: 32, FFN: 48, Layers: 1, Heads: 2, KVHeads: 1, Vocab: 64, Context: 16}, gguf.F32, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,44 +218,12 @@ func TestSessionContextEnd(t *testing.T) {
 	}
 }
 
-func TestOpenBackendErrors(t *testing.T) {
-	dir := t.TempDir()
-	for name, want := range map[string]string{"missing.gguf": "missing.gguf", "x.bin": "unknown model format", dir: "config.json"} {
-		p := name
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, name)
-			if name != "missing.gguf" {
-				os.WriteFile(p, []byte("x"), 0o644)
-			}
-		}
-		if _, err := OpenBackend(p); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, want %q", name, err, want)
-		}
-	}
-	w := gguf.NewWriter()
-	w.Set("general.architecture", "mamba")
-	p := filepath.Join(dir, "mamba.gguf")
-	w.WriteFile(p)
-	if _, err := OpenBackend(p); err == nil || !strings.Contains(err.Error(), `"mamba"`) {
-		t.Errorf("unknown arch: %v", err)
-	}
-	data, _ := os.ReadFile(testres.Stories(t))
-	trunc := filepath.Join(dir, "trunc.gguf")
-	os.WriteFile(trunc, data[:len(data)/2], 0o644)
-	if _, err := OpenBackend(trunc); err == nil || !strings.Contains(err.Error(), "trunc.gguf") || !strings.Contains(err.Error(), "tensor") {
-		t.Errorf("truncated: %v", err)
-	}
-}
-
 // TestOpenStoriesText: Open brings the GGUF tokenizer; the raw prompt of
 // "Once upon a time" is the reference ids and the streamed text is the
 // reference text.
 func TestOpenStoriesText(t *testing.T) {
-	b, tok, err := Open(testres.Stories(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.(io.Closer).Close()
+	m := openStoriesModel(t)
+	b, tok := m.Backend, m.Tokenizer
 	prompt := RawPrompt(tok, "Once upon a time")
 	if !slices.Equal(prompt, storiesPrompt) {
 		t.Fatalf("raw prompt %v, want %v", prompt, storiesPrompt)

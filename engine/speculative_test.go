@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"anechat/engine/arch/llama"
 	"anechat/engine/cpu"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
@@ -100,7 +101,7 @@ func TestSpecDecoderMatchesPlain(t *testing.T) {
 // TestSpecDecoderContextEnd: speculation never runs past the context; the
 // output at the end of the context equals plain decoding's.
 func TestSpecDecoderContextEnd(t *testing.T) {
-	data, err := cpu.RandomLlama(cpu.LlamaOptions{Hidden: 32, FFN: 48, Layers: 1, Heads: 2, KVHeads: 1, Vocab: 64, Context: 24}, gguf.F32, 3)
+	data, err := cpu.RandomLlama(llama.Config{Hidden: 32, FFN: 48, Layers: 1, Heads: 2, KVHeads: 1, Vocab: 64, Context: 24}, gguf.F32, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

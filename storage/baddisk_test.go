@@ -1,14 +1,21 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"anechat/internal/fsfault"
 )
 
 func TestResolveDataDir(t *testing.T) {
@@ -48,7 +55,7 @@ func TestResolveDataDir(t *testing.T) {
 func TestDataDirCreatesLayout(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "a", "b")
 	t.Setenv("ANECHAT_HOME", "/should/not/be/used")
-	dir, err := DataDir(root)
+	dir, err := DataDir(root, nil)
 	if err != nil || dir != root {
 		t.Fatalf("DataDir: %q, %v", dir, err)
 	}
@@ -62,7 +69,7 @@ func TestDataDirCreatesLayout(t *testing.T) {
 		t.Errorf("data dir holds %d entries (probe file left behind?)", len(entries))
 	}
 	t.Setenv("ANECHAT_HOME", filepath.Join(t.TempDir(), "envhome"))
-	if dir, err := DataDir(""); err != nil || dir != os.Getenv("ANECHAT_HOME") {
+	if dir, err := DataDir("", nil); err != nil || dir != os.Getenv("ANECHAT_HOME") {
 		t.Errorf("ANECHAT_HOME: %q, %v", dir, err)
 	}
 	d, err := Open(context.Background(), DBPath(dir))
@@ -77,7 +84,7 @@ func TestUnwritableDataDir(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(file, []byte("x"), 0o644)
 	bad := filepath.Join(file, "anechat")
-	_, err := DataDir(bad)
+	_, err := DataDir(bad, nil)
 	if !errors.Is(err, ErrNotWritable) || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "--data-dir") {
 		t.Errorf("data dir under a file: %v, want ErrNotWritable naming %s and --data-dir", err, bad)
 	}
@@ -88,7 +95,7 @@ func TestUnwritableDataDir(t *testing.T) {
 		ro := filepath.Join(t.TempDir(), "ro")
 		os.Mkdir(ro, 0o500)
 		defer os.Chmod(ro, 0o700)
-		if _, err := DataDir(ro); !errors.Is(err, ErrNotWritable) || !strings.Contains(err.Error(), ro) {
+		if _, err := DataDir(ro, nil); !errors.Is(err, ErrNotWritable) || !strings.Contains(err.Error(), ro) {
 			t.Errorf("read-only dir: %v, want ErrNotWritable", err)
 		}
 		if _, err := Open(context.Background(), filepath.Join(ro, DBFile)); !errors.Is(err, ErrNotWritable) {
@@ -148,7 +155,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 	}
 	defer exec.Command("umount", mnt).Run()
 	ctx := context.Background()
-	dir, err := DataDir(filepath.Join(mnt, "anechat"))
+	dir, err := DataDir(filepath.Join(mnt, "anechat"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +188,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 		}
 	}
 	f.Close()
-	if _, err := DataDir(filepath.Join(mnt, "anechat")); !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), mnt) {
+	if _, err := DataDir(filepath.Join(mnt, "anechat"), nil); !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), mnt) {
 		t.Errorf("DataDir on a full disk: %v, want ErrDiskFull", err)
 	}
 	// A new database cannot be created, let alone migrated, on the full disk.
@@ -210,5 +217,152 @@ func TestDiskFullTmpfs(t *testing.T) {
 	}
 	if _, err := d.AppendMessage(ctx, MessageInput{ConversationID: c.ID, Role: RoleUser, Content: "after"}); err != nil {
 		t.Errorf("write after freeing space: %v", err)
+	}
+}
+
+// leftovers puts in the kv/ of data dir dir what interrupted saves leave,
+// an hour old: a complete snapshot file no row points at (the row's write
+// failed) and a temporary file of a writer that is gone; and a young file no
+// row points at (perhaps another process's save in flight). It returns
+// their paths.
+func leftovers(t *testing.T, dir string, size int) (unindexed, temp, young string) {
+	t.Helper()
+	kvDir := KVPath(dir)
+	unindexed = filepath.Join(kvDir, "0123456789abcdef0123456789abcdef.kv")
+	temp = filepath.Join(kvDir, ".tmp-"+itoa(deadPid(t))+"-77.kv")
+	young = filepath.Join(kvDir, "fedcba9876543210fedcba9876543210.kv")
+	for _, p := range []string{unindexed, temp, young} {
+		if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(unindexed, old, old)
+	os.Chtimes(temp, old, old)
+	return unindexed, temp, young
+}
+
+// indexedSnapshot writes a snapshot file of size bytes in the kv/ of data
+// dir dir and indexes it.
+func indexedSnapshot(t *testing.T, dir string, size int) string {
+	t.Helper()
+	ctx := context.Background()
+	d, err := Open(ctx, DBPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	p := filepath.Join(KVPath(dir), "indexed.kv")
+	if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.InsertSnapshot(ctx, snap("indexed.kv", seq(64, 1), int64(size))); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// checkReclaimed checks that what interrupted saves left is gone, with a
+// Warn line each, and that the indexed snapshot and the young file stay.
+func checkReclaimed(t *testing.T, log string, indexed, unindexed, temp, young string) {
+	t.Helper()
+	for _, p := range []string{unindexed, temp} {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s not reclaimed: %v", p, err)
+		}
+		if !strings.Contains(log, "level=WARN msg=\"kv snapshot file deleted\" path="+p) {
+			t.Errorf("no Warn for %s in %q", p, log)
+		}
+	}
+	for _, p := range []string{indexed, young} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed: %v", p, err)
+		}
+	}
+}
+
+// TestDiskFullReclaimsLeftovers: on a really full disk (a tmpfs, as root),
+// the data dir check reclaims the files interrupted saves left in kv/ and
+// then succeeds, though SQLite cannot even open the database there (its
+// shared-memory file cannot be created): the rows are read without writing.
+// A young file stays (another process may be saving it) and so does the
+// indexed snapshot.
+func TestDiskFullReclaimsLeftovers(t *testing.T) {
+	mnt := fsfault.SmallFS(t, 1<<20)
+	dir, err := DataDir(filepath.Join(mnt, "anechat"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexed := indexedSnapshot(t, dir, 64<<10)
+	unindexed, temp, young := leftovers(t, dir, 64<<10)
+	filler := fsfault.Fill(t, mnt, "filler")
+	var logBuf bytes.Buffer
+	if _, err := DataDir(dir, slog.New(slog.NewTextHandler(&logBuf, nil))); err != nil {
+		t.Fatalf("a disk full of anechat's own leftovers: %v", err)
+	}
+	checkReclaimed(t, logBuf.String(), indexed, unindexed, temp, young)
+	if _, err := os.Stat(filler); err != nil {
+		t.Errorf("a file outside kv/ was removed: %v", err)
+	}
+	// With nothing of ours left to reclaim, a full disk is reported.
+	fsfault.Fill(t, mnt, "filler2")
+	if _, err := DataDir(dir, slog.New(slog.NewTextHandler(&logBuf, nil))); !errors.Is(err, ErrDiskFull) {
+		t.Errorf("a disk full of other files: %v, want ErrDiskFull", err)
+	}
+}
+
+// TestDataDirReclaimsBeforeGivingUp runs the data dir check with a probe
+// that reports a full disk while the data dir holds more than a capacity
+// (without root, no small file system can be mounted): the leftovers of
+// interrupted saves are reclaimed through the database and the check passes.
+func TestDataDirReclaimsBeforeGivingUp(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "anechat")
+	if err := prepareDataDir(dir, probeWrite, slog.Default()); err != nil {
+		t.Fatal(err)
+	}
+	indexed := indexedSnapshot(t, dir, 1000)
+	unindexed, temp, young := leftovers(t, dir, 1000)
+	probes := 0
+	full := func(dir string) error {
+		probes++
+		var used int64
+		filepath.WalkDir(KVPath(dir), func(p string, e fs.DirEntry, err error) error {
+			if info, ierr := e.Info(); err == nil && ierr == nil && !e.IsDir() {
+				used += info.Size()
+			}
+			return nil
+		})
+		if used > 2500 {
+			return dirError("write to data directory", dir, syscall.ENOSPC)
+		}
+		return nil
+	}
+	var logBuf bytes.Buffer
+	if err := prepareDataDir(dir, full, slog.New(slog.NewTextHandler(&logBuf, nil))); err != nil || probes != 2 {
+		t.Fatalf("%v after %d probes", err, probes)
+	}
+	checkReclaimed(t, logBuf.String(), indexed, unindexed, temp, young)
+}
+
+// TestReclaimWithoutDatabase: when the database cannot be read at all, the
+// reclaim removes only temporary files of writers that are gone: which
+// snapshot files are indexed is unknown.
+func TestReclaimWithoutDatabase(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "anechat")
+	if err := prepareDataDir(dir, probeWrite, slog.Default()); err != nil {
+		t.Fatal(err)
+	}
+	unindexed, temp, young := leftovers(t, dir, 10)
+	if err := os.WriteFile(DBPath(dir), []byte("not a database, and not empty"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := reclaimKV(context.Background(), dir)
+	if !slices.Equal(reconciled(rep.FilesDeleted), []string{filepath.Base(temp)}) {
+		t.Errorf("reclaimed %v, want only %s", rep.FilesDeleted, filepath.Base(temp))
+	}
+	for _, p := range []string{unindexed, young} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed: %v", p, err)
+		}
 	}
 }

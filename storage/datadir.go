@@ -1,10 +1,19 @@
 package storage
 
 import (
+	"context"
+	"database/sql"
 	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
+
+	"anechat/storage/db"
 )
 
 // Names inside the data directory.
@@ -20,12 +29,21 @@ const (
 // (default ~/.local/share/anechat) elsewhere. It creates the directory with
 // its kv/ and models/ subdirectories and fails with ErrNotWritable (or
 // ErrDiskFull) naming the directory if a file cannot be created in it.
-func DataDir(flagValue string) (string, error) {
+//
+// When the disk is full it first reclaims what anechat itself left in kv/
+// (reclaimKV: files of interrupted saves), logging each file to log (nil:
+// slog.Default()), and tries again: such leftovers must not keep the disk
+// full, and the start-up cleaning that would remove them comes after this
+// check.
+func DataDir(flagValue string, log *slog.Logger) (string, error) {
 	dir, err := resolveDataDir(flagValue, os.Getenv, runtime.GOOS, os.UserHomeDir)
 	if err != nil {
 		return "", err
 	}
-	if err := prepareDataDir(dir); err != nil {
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := prepareDataDir(dir, probeWrite, log); err != nil {
 		return "", err
 	}
 	return dir, nil
@@ -66,15 +84,28 @@ func resolveDataDir(flagValue string, getenv func(string) string, goos string, h
 	return filepath.Join(h, ".local", "share", "anechat"), nil
 }
 
-// prepareDataDir creates dir, kv/ and models/ and proves dir writable by
-// creating and removing a probe file (MkdirAll succeeds on an existing
-// read-only directory).
-func prepareDataDir(dir string) error {
+// prepareDataDir creates dir, kv/ and models/ and proves dir writable with
+// probe (MkdirAll succeeds on an existing read-only directory). On a full
+// disk it reclaims kv/ leftovers and probes again.
+func prepareDataDir(dir string, probe func(dir string) error, log *slog.Logger) error {
 	for _, d := range []string{dir, filepath.Join(dir, KVDir), filepath.Join(dir, ModelsDir)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return dirError("create data directory", d, err)
 		}
 	}
+	err := probe(dir)
+	if errors.Is(err, ErrDiskFull) {
+		rep := reclaimKV(context.Background(), dir)
+		rep.Log(log, KVPath(dir))
+		if len(rep.FilesDeleted) > 0 {
+			err = probe(dir)
+		}
+	}
+	return err
+}
+
+// probeWrite creates, writes and removes a probe file in dir.
+func probeWrite(dir string) error {
 	f, err := os.CreateTemp(dir, ".write-probe-*")
 	if err != nil {
 		return dirError("write to data directory", dir, err)
@@ -90,6 +121,77 @@ func prepareDataDir(dir string) error {
 		return dirError("write to data directory", dir, cerr)
 	}
 	return nil
+}
+
+// reclaimKV frees what anechat left in the kv/ of data dir dir, on a disk
+// that may be too full to open the database as usual (SQLite cannot create
+// its shared-memory file): it runs Reconcile when the database opens, else
+// reads the rows without writing anything (an immutable read of the main
+// file, only when no write-ahead log may hold newer rows) and removes the
+// old files no row points at, else removes only temporary files of writers
+// that are gone. Nothing another process may be writing is touched
+// (ReconcileMinAge's rules), so a young leftover stays.
+func reclaimKV(ctx context.Context, dir string) ReconcileReport {
+	kvDir := KVPath(dir)
+	none := ReconcileReport{RowsDeleted: []ReconcileEntry{}, FilesDeleted: []ReconcileEntry{}, Skipped: []ReconcileEntry{}}
+	if _, err := os.Stat(DBPath(dir)); err != nil {
+		return none // no database: nothing in kv/ is known to be ours
+	}
+	if d, err := Open(ctx, DBPath(dir)); err == nil {
+		defer d.Close()
+		rep, _ := d.Reconcile(ctx, kvDir)
+		return rep
+	}
+	rep := none
+	keep, err := readSnapshotPaths(ctx, DBPath(dir))
+	tempsOnly := err != nil
+	if tempsOnly {
+		keep = map[string]bool{}
+	}
+	cleanFiles(ctx, kvDir, keep, time.Now(), CleanAge, tempsOnly, &rep)
+	return rep
+}
+
+// readSnapshotPaths reads the file paths of the snapshot rows of the
+// database at path without writing to the disk. It refuses when a
+// non-empty write-ahead log exists: rows there are invisible to an
+// immutable read, and their files must not look unindexed.
+func readSnapshotPaths(ctx context.Context, path string) (map[string]bool, error) {
+	if st, err := os.Stat(path + "-wal"); err == nil && st.Size() > 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, errors.New("a write-ahead log may hold rows an immutable read does not see")
+	}
+	if err := checkHeader(path); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Set("immutable", "1")
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: q.Encode()}
+	pool, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	fsys, err := migrationsFS()
+	if err != nil {
+		return nil, err
+	}
+	migs, err := loadMigrations(fsys)
+	if err != nil {
+		return nil, err
+	}
+	if v, err := schemaVersion(ctx, pool, path, len(migs)); err != nil || v != len(migs) {
+		return nil, fmt.Errorf("schema version %d, want %d: %v", v, len(migs), err)
+	}
+	rows, err := db.New(pool).ListSnapshots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keep := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		keep[filepath.ToSlash(r.FilePath)] = true
+	}
+	return keep, nil
 }
 
 // dirError types a failure to create or write a directory; anything that is

@@ -2,10 +2,7 @@ package storage
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -309,90 +306,4 @@ func (d *DB) DeleteSnapshot(ctx context.Context, id int64) error {
 	op := fmt.Sprintf("delete KV snapshot %d", id)
 	n, err := d.q.DeleteSnapshot(ctx, id)
 	return d.fail(op, oneRow(op, n, err))
-}
-
-// ReconcileReport says what Reconcile removed (paths relative to kvDir).
-type ReconcileReport struct {
-	RowsDeleted  []string // rows whose file was missing or of the wrong size
-	FilesDeleted []string // files no row pointed at (e.g. left by a crashed write)
-}
-
-// Reconcile makes the index and kvDir agree, for use at start: it deletes
-// rows whose file is missing or whose size differs from the row's Bytes (an
-// incomplete file), and deletes files (at any depth) that no row points at,
-// such as temp files of an interrupted write. A missing kvDir is created.
-// When another process may be writing snapshots into kvDir right now, use
-// ReconcileMinAge so its files in flight are left alone.
-func (d *DB) Reconcile(ctx context.Context, kvDir string) (ReconcileReport, error) {
-	return d.ReconcileMinAge(ctx, kvDir, 0)
-}
-
-// ReconcileMinAge is Reconcile that deletes a file without a row only if it
-// was last modified at least minAge ago (a snapshot being written, or
-// renamed but not yet indexed, is young).
-func (d *DB) ReconcileMinAge(ctx context.Context, kvDir string, minAge time.Duration) (ReconcileReport, error) {
-	rep := ReconcileReport{RowsDeleted: []string{}, FilesDeleted: []string{}}
-	if err := os.MkdirAll(kvDir, 0o755); err != nil {
-		return rep, dirError("create KV directory", kvDir, err)
-	}
-	rows, err := d.ListSnapshots(ctx)
-	if err != nil {
-		return rep, err
-	}
-	keep := make(map[string]bool, len(rows))
-	for _, r := range rows {
-		full := filepath.Join(kvDir, filepath.FromSlash(r.FilePath))
-		st, err := os.Stat(full)
-		switch {
-		case err == nil && st.Mode().IsRegular() && st.Size() == r.Bytes:
-			keep[filepath.ToSlash(r.FilePath)] = true
-			continue
-		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return rep, wrapErr("check KV snapshot file", full, err)
-		}
-		if err := d.DeleteSnapshot(ctx, r.ID); err != nil && !errors.Is(err, ErrNotFound) {
-			return rep, err
-		}
-		rep.RowsDeleted = append(rep.RowsDeleted, r.FilePath)
-	}
-	err = filepath.WalkDir(kvDir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if e.IsDir() {
-			return nil
-		}
-		rel, err := filepath.Rel(kvDir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if keep[rel] {
-			return nil
-		}
-		if minAge > 0 {
-			info, err := e.Info()
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // removed meanwhile
-			}
-			if err != nil {
-				return err
-			}
-			if d.now().Sub(info.ModTime()) < minAge {
-				return nil
-			}
-		}
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		rep.FilesDeleted = append(rep.FilesDeleted, rel)
-		return nil
-	})
-	if err != nil {
-		return rep, wrapErr("clean KV directory", kvDir, err)
-	}
-	return rep, nil
 }

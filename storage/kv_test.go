@@ -6,12 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"anechat/internal/fsfault"
 )
 
 // chain makes chained block hashes the way engine/kv.BlockHashes does (each
@@ -271,9 +274,59 @@ func TestReplaceSnapshot(t *testing.T) {
 	}
 }
 
+// reconciled lists the paths of entries, sorted.
+func reconciled(es []ReconcileEntry) []string {
+	out := []string{}
+	for _, e := range es {
+		out = append(out, e.Path)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// reason returns the reason given for path in es.
+func reason(es []ReconcileEntry, path string) string {
+	for _, e := range es {
+		if e.Path == path {
+			return e.Reason
+		}
+	}
+	return ""
+}
+
+// deadPid returns the id of a process that has exited (and been reaped).
+func deadPid(t *testing.T) int {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// filesUnder lists the files (not directories) under dir, relative and sorted.
+func filesUnder(dir string) []string {
+	var left []string
+	filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			left = append(left, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	slices.Sort(left)
+	return left
+}
+
 func TestReconcile(t *testing.T) {
 	ctx := context.Background()
 	d := openTest(t)
+	// Every file written below is an hour old to Reconcile.
+	d.now = func() time.Time { return time.Now().Add(time.Hour) }
 	kvDir := filepath.Join(t.TempDir(), KVDir)
 	os.MkdirAll(filepath.Join(kvDir, "sub"), 0o755)
 	write := func(name string, size int) {
@@ -281,46 +334,58 @@ func TestReconcile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	dead, self := strconv.Itoa(deadPid(t)), strconv.Itoa(os.Getpid())
 	write("good.kv", 10)
 	write("sub/nested.kv", 7)
-	write("truncated.kv", 3) // its row says 10 bytes
-	write("orphan.kv", 5)    // no row
-	write(".tmp-123.kv", 5)  // a crashed write's temp file
+	write("truncated.kv", 3)                               // its row says 10 bytes
+	write("orphan.kv", 5)                                  // no row
+	write(".tmp-123.kv", 5)                                // an older version's temp file: no pid
+	write(".tmp-"+dead+"-1.kv", 5)                         // a crashed write's temp file
+	write(".tmp-"+self+"-2.kv", 5)                         // a write in progress (this process)
+	write(".DS_Store", 5)                                  // not ours
+	os.Symlink("loop.kv", filepath.Join(kvDir, "loop.kv")) // a row's file replaced by a symlink loop
 	d.InsertSnapshot(ctx, snap("good.kv", seq(64, 1), 10))
 	d.InsertSnapshot(ctx, snap("sub/nested.kv", seq(64, 2), 7))
 	d.InsertSnapshot(ctx, snap("truncated.kv", seq(64, 3), 10))
 	d.InsertSnapshot(ctx, snap("missing.kv", seq(64, 4), 10))
+	d.InsertSnapshot(ctx, snap("loop.kv", seq(64, 5), 10))
 
 	rep, err := d.Reconcile(ctx, kvDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices.Sort(rep.RowsDeleted)
-	slices.Sort(rep.FilesDeleted)
-	if !slices.Equal(rep.RowsDeleted, []string{"missing.kv", "truncated.kv"}) ||
-		!slices.Equal(rep.FilesDeleted, []string{".tmp-123.kv", "orphan.kv", "truncated.kv"}) {
-		t.Errorf("report: %+v", rep)
+	if got := reconciled(rep.RowsDeleted); !slices.Equal(got, []string{"loop.kv", "missing.kv", "truncated.kv"}) {
+		t.Errorf("rows deleted: %v", rep.RowsDeleted)
 	}
-	var left []string
-	filepath.WalkDir(kvDir, func(p string, e os.DirEntry, err error) error {
-		if err == nil && !e.IsDir() {
-			rel, _ := filepath.Rel(kvDir, p)
-			left = append(left, filepath.ToSlash(rel))
+	if got := reconciled(rep.FilesDeleted); !slices.Equal(got, []string{".tmp-123.kv", ".tmp-" + dead + "-1.kv", "loop.kv", "orphan.kv", "truncated.kv"}) {
+		t.Errorf("files deleted: %v", rep.FilesDeleted)
+	}
+	if len(rep.Skipped) != 0 {
+		t.Errorf("skipped: %v", rep.Skipped)
+	}
+	for path, want := range map[string]string{"truncated.kv": "file of 3 bytes, the index says 10", "missing.kv": "missing", "loop.kv": "symlink loop"} {
+		if r := reason(rep.RowsDeleted, path); !strings.Contains(r, want) {
+			t.Errorf("row %s deleted because %q, want %q", path, r, want)
 		}
-		return nil
-	})
-	slices.Sort(left)
+	}
+	if r := reason(rep.FilesDeleted, ".tmp-"+dead+"-1.kv"); !strings.Contains(r, "process "+dead+" is not running") {
+		t.Errorf("temp file deleted because %q", r)
+	}
+	if r := reason(rep.FilesDeleted, "orphan.kv"); !strings.Contains(r, "no index row") {
+		t.Errorf("orphan deleted because %q", r)
+	}
+	left := filesUnder(kvDir)
 	rows, _ := d.ListSnapshots(ctx)
 	var rowPaths []string
 	for _, r := range rows {
 		rowPaths = append(rowPaths, r.FilePath)
 	}
 	slices.Sort(rowPaths)
-	if !slices.Equal(left, []string{"good.kv", "sub/nested.kv"}) || !slices.Equal(rowPaths, left) {
+	if !slices.Equal(left, []string{".DS_Store", ".tmp-" + self + "-2.kv", "good.kv", "sub/nested.kv"}) || !slices.Equal(rowPaths, []string{"good.kv", "sub/nested.kv"}) {
 		t.Errorf("after reconcile: files %v, rows %v", left, rowPaths)
 	}
 	// A second run finds nothing to do.
-	if rep, err := d.Reconcile(ctx, kvDir); err != nil || len(rep.RowsDeleted)+len(rep.FilesDeleted) != 0 {
+	if rep, err := d.Reconcile(ctx, kvDir); err != nil || len(rep.RowsDeleted)+len(rep.FilesDeleted)+len(rep.Skipped) != 0 {
 		t.Errorf("second run: %+v %v", rep, err)
 	}
 	// A missing kv dir is created and drops every row.
@@ -330,6 +395,65 @@ func TestReconcile(t *testing.T) {
 	}
 	if st, err := os.Stat(fresh); err != nil || !st.IsDir() {
 		t.Errorf("kv dir not created: %v", err)
+	}
+}
+
+// TestReconcileFollowsSymlinks: a kv dir that is a symlink (moved to another
+// disk) is cleaned through the link, and neither the link nor a linked
+// subdirectory that rows point into is removed.
+func TestReconcileFollowsSymlinks(t *testing.T) {
+	ctx := context.Background()
+	d := openTest(t)
+	d.now = func() time.Time { return time.Now().Add(time.Hour) }
+	elsewhere, other := t.TempDir(), t.TempDir()
+	kvDir := filepath.Join(t.TempDir(), KVDir)
+	if err := os.Symlink(elsewhere, kvDir); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(other, filepath.Join(elsewhere, "linked"))
+	os.WriteFile(filepath.Join(elsewhere, "good.kv"), make([]byte, 10), 0o644)
+	os.WriteFile(filepath.Join(other, "deep.kv"), make([]byte, 4), 0o644)
+	os.WriteFile(filepath.Join(elsewhere, "orphan.kv"), make([]byte, 4), 0o644)
+	d.InsertSnapshot(ctx, snap("good.kv", seq(64, 1), 10))
+	d.InsertSnapshot(ctx, snap("linked/deep.kv", seq(64, 2), 4))
+	rep, err := d.Reconcile(ctx, kvDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.RowsDeleted) != 0 || !slices.Equal(reconciled(rep.FilesDeleted), []string{"orphan.kv"}) || len(rep.Skipped) != 0 {
+		t.Errorf("report %+v", rep)
+	}
+	if st, err := os.Lstat(kvDir); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the kv dir symlink: %v, %v", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(kvDir, "linked", "deep.kv")); err != nil {
+		t.Errorf("a snapshot in a linked subdirectory: %v", err)
+	}
+}
+
+// TestReconcileSkipsWhatItCannotRemove: on a read-only kv dir, files that
+// cannot be removed are reported as skipped, and the rest is reconciled.
+func TestReconcileSkipsWhatItCannotRemove(t *testing.T) {
+	ctx := context.Background()
+	d := openTest(t)
+	d.now = func() time.Time { return time.Now().Add(time.Hour) }
+	kvDir := filepath.Join(t.TempDir(), KVDir)
+	os.MkdirAll(kvDir, 0o755)
+	os.WriteFile(filepath.Join(kvDir, "good.kv"), make([]byte, 10), 0o644)
+	os.WriteFile(filepath.Join(kvDir, "orphan.kv"), make([]byte, 4), 0o644)
+	d.InsertSnapshot(ctx, snap("good.kv", seq(64, 1), 10))
+	d.InsertSnapshot(ctx, snap("missing.kv", seq(64, 2), 10))
+	fsfault.ReadOnly(t, kvDir)
+	rep, err := d.Reconcile(ctx, kvDir)
+	if err != nil {
+		t.Fatalf("a read-only kv dir: %v", err)
+	}
+	if !slices.Equal(reconciled(rep.RowsDeleted), []string{"missing.kv"}) || len(rep.FilesDeleted) != 0 ||
+		!slices.Equal(reconciled(rep.Skipped), []string{"orphan.kv"}) || !strings.Contains(reason(rep.Skipped, "orphan.kv"), "cannot remove") {
+		t.Errorf("report %+v", rep)
+	}
+	if rows, _ := d.ListSnapshots(ctx); len(rows) != 1 || rows[0].FilePath != "good.kv" {
+		t.Errorf("rows %+v", rows)
 	}
 }
 
@@ -384,24 +508,43 @@ func BenchmarkLongestPrefix(b *testing.B) {
 	}
 }
 
-func TestReconcileMinAgeSparesYoungFiles(t *testing.T) {
+// TestReconcileSparesYoungFiles: a file no row points at is removed only
+// once it is CleanAge old (another process may be writing it, or about to
+// index it); ReconcileMinAge(0) removes it at once.
+func TestReconcileSparesYoungFiles(t *testing.T) {
 	ctx := context.Background()
 	d := openTest(t)
 	kvDir := t.TempDir()
-	old := filepath.Join(kvDir, "old.tmp")
-	young := filepath.Join(kvDir, "young.tmp")
-	os.WriteFile(old, []byte("x"), 0o644)
-	os.WriteFile(young, []byte("x"), 0o644)
-	past := time.Now().Add(-time.Hour)
+	old := filepath.Join(kvDir, "old.kv")
+	young := filepath.Join(kvDir, "young.kv")
+	youngTemp := filepath.Join(kvDir, ".tmp-"+strconv.Itoa(deadPid(t))+"-1.kv")
+	future := filepath.Join(kvDir, "future.kv")
+	for _, p := range []string{old, young, youngTemp, future} {
+		os.WriteFile(p, []byte("x"), 0o644)
+	}
+	past := time.Now().Add(-CleanAge - time.Minute)
 	os.Chtimes(old, past, past)
-	rep, err := d.ReconcileMinAge(ctx, kvDir, 10*time.Minute)
-	if err != nil || !slices.Equal(rep.FilesDeleted, []string{"old.tmp"}) {
-		t.Errorf("report %+v, %v; want only old.tmp deleted", rep, err)
+	later := time.Now().Add(48 * time.Hour) // a wrong clock must not keep it forever
+	os.Chtimes(future, later, later)
+	rep, err := d.Reconcile(ctx, kvDir)
+	if err != nil || !slices.Equal(reconciled(rep.FilesDeleted), []string{"future.kv", "old.kv"}) {
+		t.Errorf("report %+v, %v; want only old.kv and future.kv deleted", rep, err)
 	}
-	if _, err := os.Stat(young); err != nil {
-		t.Errorf("young file deleted: %v", err)
+	for _, p := range []string{young, youngTemp} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("young file deleted: %v", err)
+		}
 	}
-	if rep, _ := d.Reconcile(ctx, kvDir); !slices.Equal(rep.FilesDeleted, []string{"young.tmp"}) {
-		t.Errorf("Reconcile (no minimum age): %+v", rep)
+	if rep, _ := d.ReconcileMinAge(ctx, kvDir, 0); len(rep.FilesDeleted) != 2 {
+		t.Errorf("ReconcileMinAge(0): %+v", rep)
+	}
+}
+
+func TestTempWriter(t *testing.T) {
+	for name, want := range map[string]int{".tmp-42-123.kv": 42, ".tmp-7-x": 7, ".tmp-123.kv": 0, ".tmp--1-x.kv": 0,
+		".tmp-0-x.kv": 0, ".tmp-042-x.kv": 0, ".tmp-99999999999999999999-x": 0, "x.kv": 0, ".tmp-a-b": 0} {
+		if pid, ok := TempWriter(name); pid != want || ok != (want != 0) {
+			t.Errorf("TempWriter(%q) = %d, %v; want %d", name, pid, ok, want)
+		}
 	}
 }

@@ -4,28 +4,30 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"anechat/engine"
 	"anechat/engine/chat"
+	"anechat/engine/cpu"
+	"anechat/engine/load"
 	"anechat/engine/spec"
 )
 
-// TestGemma4EndToEnd drives the fixture the way the app does: engine.Open
+// TestGemma4EndToEnd drives the fixture the way the app does: the loader
 // (safetensors directory + its tokenizer.json), the prompt from text (raw, or
 // the Gemma 4 chat template), then a Session's batched prefill and greedy
 // generation, plain and speculative. The prompt ids equal the `tokenizers`
 // library's and the 64 generated ids transformers' greedy ids.
 func TestGemma4EndToEnd(t *testing.T) {
 	dir := filepath.Join("testdata", "gemma4")
-	b, tok, err := engine.Open(filepath.Join(dir, "model"))
+	m, err := load.NewRegistry(cpu.Loader{}).Open(context.Background(), filepath.Join(dir, "model"), load.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.(io.Closer).Close()
+	defer m.Close()
+	b, tok := m.Backend, m.Tokenizer
 	if cfg := b.Config(); cfg.Arch != "gemma4" || tok.VocabSize() != cfg.VocabSize {
 		t.Fatalf("arch %q, tokenizer of %d for %d logits", cfg.Arch, tok.VocabSize(), cfg.VocabSize)
 	}

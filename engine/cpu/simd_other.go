@@ -39,3 +39,7 @@ func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool { retur
 func hasIntegerKernels(t gguf.Type) bool { return false }
 
 func axpySIMD(y []float32, a float32, x []float32) int { return 0 }
+
+// rowsTask is the row kernels' loop (q8rows_amd64.go); without them an
+// Input carries an empty one.
+type rowsTask struct{}

@@ -33,21 +33,36 @@ func floatBytes(f []float32) []byte {
 // Write stores the committed rows of c, whose positions hold tokens, as a
 // snapshot file in dir and returns its path (dir/<content hash>.kv). The
 // write is atomic (DESIGN.md invariant 6): a temporary file, fsync, rename,
-// fsync of dir; a crash leaves at most a temporary file (".tmp-*"), never a
-// partial snapshot under a snapshot name. Writing a snapshot that already
-// exists leaves the existing file.
+// fsync of dir; a crash leaves at most a temporary file, never a partial
+// snapshot under a snapshot name. Writing a snapshot that already exists
+// replaces the file with an identical one.
+//
+// Temporary files are named ".tmp-<pid>-<random>.kv", pid being this
+// process's id, so that start-up cleaning (storage.ReconcileMinAge) leaves
+// the files of writes still in progress in other processes alone.
 func Write(ctx context.Context, dir string, meta Meta, tokens []int32, c *Cache) (string, error) {
+	path, _, err := Create(ctx, dir, meta, tokens, c)
+	return path, err
+}
+
+// Create is Write that also reports whether it created the file: created
+// is false when a file of that name (the same snapshot, which an index
+// record may point at) was there already. A caller that fails to index a
+// snapshot removes the file only if it created it. On an error path is ""
+// except when the file was renamed into place and only the directory's
+// fsync failed.
+func Create(ctx context.Context, dir string, meta Meta, tokens []int32, c *Cache) (path string, created bool, err error) {
 	if len(tokens) != c.Len() {
-		return "", fmt.Errorf("kv: snapshot of %d tokens, the cache holds %d positions", len(tokens), c.Len())
+		return "", false, fmt.Errorf("kv: snapshot of %d tokens, the cache holds %d positions", len(tokens), c.Len())
 	}
 	for _, s := range []string{meta.Model, meta.Tokenizer, meta.Template} {
 		if len(s) > maxString {
-			return "", fmt.Errorf("kv: snapshot fingerprint of %d bytes, at most %d", len(s), maxString)
+			return "", false, fmt.Errorf("kv: snapshot fingerprint of %d bytes, at most %d", len(s), maxString)
 		}
 	}
 	for i, t := range tokens {
 		if t < 0 {
-			return "", fmt.Errorf("kv: snapshot token %d has negative id %d", i, t)
+			return "", false, fmt.Errorf("kv: snapshot token %d has negative id %d", i, t)
 		}
 	}
 	geo := c.Geometry()
@@ -62,7 +77,7 @@ func Write(ctx context.Context, dir string, meta Meta, tokens []int32, c *Cache)
 		}
 		k, v, err := c.Rows(i, s.First, s.First+s.Rows)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		var sum uint32
 		for _, p := range append(k, v...) {
@@ -72,11 +87,11 @@ func Write(ctx context.Context, dir string, meta Meta, tokens []int32, c *Cache)
 	}
 	final := filepath.Join(dir, h.Name())
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("kv: snapshot dir: %w", err)
+		return "", false, fmt.Errorf("kv: snapshot dir: %w", err)
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*.kv")
+	f, err := os.CreateTemp(dir, fmt.Sprintf(".tmp-%d-*.kv", os.Getpid()))
 	if err != nil {
-		return "", fmt.Errorf("kv: snapshot temp file in %s: %w", dir, err)
+		return "", false, fmt.Errorf("kv: snapshot temp file in %s: %w", dir, err)
 	}
 	tmp := f.Name()
 	done := false
@@ -88,7 +103,7 @@ func Write(ctx context.Context, dir string, meta Meta, tokens []int32, c *Cache)
 	}()
 	w := bufio.NewWriterSize(f, chunk)
 	if _, err := w.Write(h.encode()); err != nil {
-		return "", fmt.Errorf("kv: write %s: %w", tmp, err)
+		return "", false, fmt.Errorf("kv: write %s: %w", tmp, err)
 	}
 	off := int64(h.Size)
 	var zeros [SectionAlign]byte
@@ -97,36 +112,38 @@ func Write(ctx context.Context, dir string, meta Meta, tokens []int32, c *Cache)
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return "", err
+			return "", false, err
 		}
 		if _, err := w.Write(zeros[:s.Offset-off]); err != nil {
-			return "", fmt.Errorf("kv: write %s: %w", tmp, err)
+			return "", false, fmt.Errorf("kv: write %s: %w", tmp, err)
 		}
 		k, v, _ := c.Rows(i, s.First, s.First+s.Rows)
 		for _, p := range append(k, v...) {
 			if _, err := w.Write(rowBytes(p)); err != nil {
-				return "", fmt.Errorf("kv: write %s: %w", tmp, err)
+				return "", false, fmt.Errorf("kv: write %s: %w", tmp, err)
 			}
 		}
 		off = s.Offset + s.Size
 	}
 	if err := w.Flush(); err != nil {
-		return "", fmt.Errorf("kv: write %s: %w", tmp, err)
+		return "", false, fmt.Errorf("kv: write %s: %w", tmp, err)
 	}
 	if err := f.Sync(); err != nil {
-		return "", fmt.Errorf("kv: fsync %s: %w", tmp, err)
+		return "", false, fmt.Errorf("kv: fsync %s: %w", tmp, err)
 	}
 	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("kv: close %s: %w", tmp, err)
+		return "", false, fmt.Errorf("kv: close %s: %w", tmp, err)
 	}
+	_, err = os.Lstat(final)
+	created = errors.Is(err, os.ErrNotExist)
 	if err := os.Rename(tmp, final); err != nil {
-		return "", fmt.Errorf("kv: rename %s to %s: %w", tmp, final, err)
+		return "", false, fmt.Errorf("kv: rename %s to %s: %w", tmp, final, err)
 	}
 	done = true
 	if err := syncDir(dir); err != nil {
-		return "", err
+		return final, created, err
 	}
-	return final, nil
+	return final, created, nil
 }
 
 // rowBytes returns the file bytes of rows: the memory itself on

@@ -122,10 +122,15 @@ func TestSnapshotRoundTrip(t *testing.T) {
 				t.Errorf("sliding layer %d stores %d rows, window %d", i, s.Rows, w)
 			}
 		}
-		// Writing the same state again names the same file.
-		again, err := Write(context.Background(), dir, testMeta, ids, src)
-		if err != nil || again != path {
-			t.Errorf("rewrite: %s, %v; first %s", again, err, path)
+		// Writing the same state again names the same file, which Create
+		// reports it did not create.
+		again, created, err := Create(context.Background(), dir, testMeta, ids, src)
+		if err != nil || again != path || created {
+			t.Errorf("rewrite: %s, created %v, %v; first %s", again, created, err, path)
+		}
+		os.Remove(path)
+		if again, created, err := Create(context.Background(), dir, testMeta, ids, src); err != nil || again != path || !created {
+			t.Errorf("write after removing the file: %s, created %v, %v", again, created, err)
 		}
 	}
 	// No temporary files are left behind.

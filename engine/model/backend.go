@@ -5,8 +5,10 @@ package model
 
 import (
 	"context"
+	"errors"
 
 	"anechat/engine/kv"
+	"anechat/engine/model/mmap"
 )
 
 // Output says what a Forward call must return for each position.
@@ -30,11 +32,19 @@ type Result struct {
 	// call asked for Logits; nil otherwise.
 	Logits [][]float32
 	// Argmax holds the greedy token per position when the call asked for
-	// Argmax; nil otherwise. Ties go to the lowest id.
+	// Argmax; nil otherwise. Ties go to the lowest id and NaN never wins
+	// (as sample.Greedy); a row of NaN only gives -1, which the decode
+	// loops report as ErrDamaged.
 	Argmax []int32
 }
 
 // A Backend runs the model. The CPU and Core ML backends implement it.
+//
+// Concurrency: Forward calls on distinct caches may run at the same time
+// (two sessions on one loaded model), and each returns what it would alone;
+// calls on one cache must not overlap, since the cache is the caller's
+// state. Config and Widths may be called at any time. A backend that
+// cannot run calls in parallel serialises them itself.
 type Backend interface {
 	// Config describes the loaded model: architecture, vocabulary, context,
 	// KV geometry and fingerprint.
@@ -71,4 +81,33 @@ func KernelsOf(b Backend) string {
 		return k.Kernels()
 	}
 	return ""
+}
+
+// ErrModelChanged is wrapped by the errors of backends whose weights file
+// changed on disk after it was loaded (a re-download, an editor saving over
+// it): the error is a *mmap.ChangedError naming the file, and the model has
+// to be loaded again. Forward returns it for a call that found its mapped
+// weights truncated under it; CheckFiles before a generation, in the common
+// case where the file changed between two replies.
+var ErrModelChanged = mmap.ErrChanged
+
+// ErrDamaged is wrapped by the errors for a model call whose logits row has
+// no number in it (every logit is NaN): no token can be picked, and weights
+// that compute NaN are damaged.
+var ErrDamaged = errors.New("the model computed only NaN logits: the model file is damaged; download it again")
+
+// FileChecker is implemented by backends whose weights are mapped from
+// files. CheckFiles returns an error wrapping ErrModelChanged when a file is
+// no longer the one loaded; it costs a stat call per file.
+type FileChecker interface {
+	CheckFiles() error
+}
+
+// CheckFiles returns b's CheckFiles, or nil when b does not implement
+// FileChecker. The Session runs it before each prefill and generation.
+func CheckFiles(b Backend) error {
+	if c, ok := b.(FileChecker); ok {
+		return c.CheckFiles()
+	}
+	return nil
 }

@@ -71,7 +71,8 @@ func New(temperature float64, seed uint64, topK int, topP float64) *Sampler {
 // <= 0). The verify loop then asks the backend for argmax only.
 func (s *Sampler) IsGreedy() bool { return s.temperature <= 0 }
 
-// Sample picks one token from logits. It returns -1 for an empty row.
+// Sample picks one token from logits. It returns -1 for an empty row and
+// for a row of NaN only (as Greedy): no token can be picked from it.
 func (s *Sampler) Sample(logits []float32) int32 {
 	if s.IsGreedy() {
 		return Greedy(logits)
@@ -83,7 +84,7 @@ func (s *Sampler) Sample(logits []float32) int32 {
 // Probs returns the exact distribution Sample draws from for logits: a slice
 // of len(logits) probabilities summing to 1 (zero for tokens cut by top-k or
 // top-p). With temperature <= 0 it is one-hot on Greedy(logits). It returns
-// nil for an empty row.
+// nil for an empty row, and all zeros for a row of NaN only.
 func (s *Sampler) Probs(logits []float32) []float64 {
 	if len(logits) == 0 {
 		return nil
@@ -146,17 +147,30 @@ func (s *Sampler) probsInto(dst []float64, logits []float32) []float64 {
 		return dst
 	}
 	// Softmax of logits/T in float64, stable: subtract the maximum. NaN
-	// logits get probability 0; an all-NaN row falls back to uniform.
+	// logits get probability 0. A row of NaN only has no distribution at
+	// all (zero mass: Pick returns -1, as Greedy does for it); a row of
+	// -Inf (and NaN) prefers nothing, so its numbers share the mass.
 	maxv := math.Inf(-1)
+	numbers := 0
 	for _, v := range logits {
-		if f := float64(v); f > maxv {
+		f := float64(v)
+		if f == f {
+			numbers++
+		}
+		if f > maxv {
 			maxv = f
 		}
 	}
+	if numbers == 0 {
+		clear(dst)
+		return dst
+	}
 	if math.IsInf(maxv, -1) {
-		// Every logit is -Inf or NaN: nothing is preferred.
-		for i := range dst {
-			dst[i] = 1 / float64(n)
+		for i, v := range logits {
+			dst[i] = 0
+			if v == v {
+				dst[i] = 1 / float64(numbers)
+			}
 		}
 		return dst
 	}

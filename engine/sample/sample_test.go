@@ -126,6 +126,23 @@ func TestProbsBadInput(t *testing.T) {
 	if p[0] != 0.5 || p[1] != 0.5 {
 		t.Fatalf("all -Inf p = %v", p)
 	}
+	p = New(1, 0, 0, 1).Probs([]float32{ninf, nan, ninf, ninf})
+	if p[0] != 1.0/3 || p[1] != 0 || p[2] != 1.0/3 || p[3] != 1.0/3 {
+		t.Fatalf("-Inf and NaN p = %v; NaN must get nothing", p)
+	}
+	// A row of NaN only has no distribution: sampling gives -1 (as Greedy),
+	// which the decode loops report as a damaged model, where it used to
+	// draw a uniform token.
+	for _, s := range []*Sampler{New(0.8, 3, 0, 1), New(1, 3, 5, 0.5), New(0, 3, 0, 1)} {
+		if got := s.Sample([]float32{nan, nan, nan}); got != -1 {
+			t.Errorf("Sample(all NaN) = %d, want -1", got)
+		}
+		for i, v := range s.Probs([]float32{nan, nan}) {
+			if v != 0 {
+				t.Errorf("Probs(all NaN)[%d] = %v, want 0", i, v)
+			}
+		}
+	}
 	// Bad settings do not panic and fall back to sane behaviour.
 	if got := New(math.NaN(), 0, -3, math.NaN()).Sample([]float32{1, 3, 2}); got != 1 {
 		t.Fatalf("NaN temperature should be greedy, got %d", got)
@@ -311,10 +328,10 @@ func FuzzSample(f *testing.F) {
 			}
 			sum += v
 		}
-		allNaN := Greedy(logits) < 0
-		if allNaN && s.IsGreedy() {
-			if sum != 0 {
-				t.Fatalf("greedy all-NaN row has mass %v", sum)
+		if Greedy(logits) < 0 {
+			// All NaN: no distribution, no token, greedy or not.
+			if sum != 0 || s.Sample(logits) != -1 {
+				t.Fatalf("all-NaN row has mass %v, samples %d", sum, s.Sample(logits))
 			}
 			return
 		}

@@ -188,7 +188,7 @@ func (d *Decoder) Run(ctx context.Context, t Target, req Request, emit func(Toke
 		// History is fully committed; its last logits give the first token.
 		id := pick(req.Logits)
 		if id < 0 {
-			return st, fmt.Errorf("spec: the logits of the last history token are empty or all NaN")
+			return st, fmt.Errorf("spec: the logits of the last history token: %w", model.ErrDamaged)
 		}
 		st.Pending = id
 		if isStop(id) {
@@ -279,7 +279,7 @@ func (d *Decoder) Run(ctx context.Context, t Target, req Request, emit func(Toke
 				y = pick(res.Logits[i])
 			}
 			if y < 0 {
-				return st, fmt.Errorf("spec: model row %d has no valid logits", i)
+				return st, fmt.Errorf("spec: model row %d of a call of width %d: %w", i, len(tokens), model.ErrDamaged)
 			}
 			produced = append(produced, y)
 			if i+1 < len(tokens) && tokens[i+1] == y {

@@ -61,13 +61,12 @@ func VocabFromGGUF(f *gguf.File) (Vocab, error) {
 		{"tokenizer.ggml.eot_token_id", &v.EOT},
 		{"tokenizer.ggml.unknown_token_id", &v.UNK},
 	}
+	// An id the vocabulary does not have is damage, not "none" (the key
+	// absent, or llama.cpp's -1): ignoring it would drop BOS, or the id
+	// that ends a reply.
 	for _, k := range ids {
-		n, err := f.Uint32(k.key)
-		if optional(err) != nil {
+		if *k.dst, err = f.TokenID(k.key, len(v.Tokens)); err != nil {
 			return v, wrap(err)
-		}
-		if err == nil && int(n) < len(v.Tokens) {
-			*k.dst = int32(n)
 		}
 	}
 	flags := []struct {

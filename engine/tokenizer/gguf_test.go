@@ -199,6 +199,41 @@ func TestHFLlama3Regex(t *testing.T) {
 	checkExpectations(t, tok, readExpectations(t, "bytelevel_llama3.jsonl.gz"), 1200)
 }
 
+// spm2 is the metadata of a two-token llama vocabulary plus more.
+func spm2(more map[string]any) map[string]any {
+	m := map[string]any{"tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": []string{"a", "b"},
+		"tokenizer.ggml.scores": []float32{0, 0}}
+	for k, v := range more {
+		m[k] = v
+	}
+	return m
+}
+
+// TestGGUFNoTokenIDs: an absent id and llama.cpp's "no token" (-1, also
+// written as uint32 0xFFFFFFFF) mean none; valid ids are kept.
+func TestGGUFNoTokenIDs(t *testing.T) {
+	w := gguf.NewWriter()
+	for k, v := range spm2(map[string]any{"tokenizer.ggml.bos_token_id": uint32(1), "tokenizer.ggml.eos_token_id": uint32(0xFFFFFFFF),
+		"tokenizer.ggml.eot_token_id": int32(-1), "tokenizer.ggml.unknown_token_id": uint32(0)}) {
+		w.Set(k, v)
+	}
+	data, err := w.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse("none.gguf", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := VocabFromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.BOS != 1 || v.EOS != -1 || v.EOT != -1 || v.UNK != 0 {
+		t.Fatalf("BOS %d EOS %d EOT %d UNK %d; want 1 -1 -1 0", v.BOS, v.EOS, v.EOT, v.UNK)
+	}
+}
+
 // FromGGUF errors name the file and the key that is missing or wrong.
 func TestFromGGUFErrors(t *testing.T) {
 	dir := t.TempDir()
@@ -214,6 +249,13 @@ func TestFromGGUFErrors(t *testing.T) {
 			"tokenizer.ggml.scores": []float32{0}, "tokenizer.ggml.token_type": "x"}, "tokenizer.ggml.token_type"},
 		{"bert", map[string]any{"tokenizer.ggml.model": "bert", "tokenizer.ggml.tokens": []string{"a"}}, "bert"},
 		{"no merges", map[string]any{"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.tokens": []string{"a"}}, "tokenizer.ggml.merges"},
+		// Ids the vocabulary does not have are damage: they used to be
+		// dropped silently (no BOS, no EOS, no UNK).
+		{"bos out of range", spm2(map[string]any{"tokenizer.ggml.bos_token_id": uint32(2)}), `"tokenizer.ggml.bos_token_id" = 2 is not a token id of the 2-token vocabulary`},
+		{"eos out of range", spm2(map[string]any{"tokenizer.ggml.eos_token_id": uint32(70000)}), `"tokenizer.ggml.eos_token_id" = 70000`},
+		{"eot out of range", spm2(map[string]any{"tokenizer.ggml.eot_token_id": int32(-3)}), `"tokenizer.ggml.eot_token_id" = -3`},
+		{"unknown out of range", spm2(map[string]any{"tokenizer.ggml.unknown_token_id": uint64(9)}), `"tokenizer.ggml.unknown_token_id" = 9`},
+		{"id of a bad type", spm2(map[string]any{"tokenizer.ggml.bos_token_id": "1"}), `"tokenizer.ggml.bos_token_id"`},
 	}
 	for _, c := range cases {
 		w := gguf.NewWriter()

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"sync/atomic"
 
 	"anechat/engine/model/mmap"
 )
@@ -78,31 +79,38 @@ func (t TensorInfo) Elements() int {
 // tensor data stays in the mapping until Close.
 type File struct {
 	path      string
-	data      []byte // the whole file (mapped or read)
-	release   func() error
+	data      []byte        // the whole file (mapped or read)
+	mapping   *mmap.Mapping // nil when parsed from bytes
 	version   uint32
 	keys      []string
 	meta      map[string]any
 	tensors   []TensorInfo
 	byName    map[string]int
+	read      []atomic.Bool // per tensor: TensorData was called (Unread)
 	alignment int
 	dataStart int64
 }
 
 // Open memory-maps the GGUF file at path and parses its header. On systems
-// without mmap support the file is read into memory instead.
+// without mmap support the file is read into memory instead. A file
+// truncated while it is parsed gives an error wrapping mmap.ErrChanged.
 func Open(path string) (*File, error) {
-	data, release, err := mmap.Map(path)
+	m, err := mmap.Map(path)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: open %s: %w", path, err)
 	}
-	f, err := Parse(path, data)
+	f, err := parseMapped(m)
 	if err != nil {
-		release()
+		m.Close()
 		return nil, err
 	}
-	f.release = release
+	f.mapping = m
 	return f, nil
+}
+
+func parseMapped(m *mmap.Mapping) (f *File, err error) {
+	defer mmap.Guard(&err, m)()
+	return Parse(m.Path(), m.Data())
 }
 
 // Parse parses a GGUF file held in data; name is used in error messages and
@@ -118,16 +126,21 @@ func Parse(name string, data []byte) (*File, error) {
 // Close releases the mapping. Slices returned by TensorData must not be used
 // afterwards.
 func (f *File) Close() error {
-	if f.release == nil {
+	if f.mapping == nil {
 		return nil
 	}
-	r := f.release
-	f.release, f.data = nil, nil
-	if err := r(); err != nil {
+	m := f.mapping
+	f.mapping, f.data = nil, nil
+	if err := m.Close(); err != nil {
 		return fmt.Errorf("gguf: close %s: %w", f.path, err)
 	}
 	return nil
 }
+
+// Mapping is the memory mapping the tensor data lives in, for callers that
+// guard their reads of it against a file changed on disk (mmap.Guard) or
+// check it before use (Mapping.Check). It is nil for a File made by Parse.
+func (f *File) Mapping() *mmap.Mapping { return f.mapping }
 
 // Path is the file's path (or the name given to Parse).
 func (f *File) Path() string { return f.path }
@@ -182,8 +195,25 @@ func (f *File) TensorData(name string) ([]byte, error) {
 	if f.data == nil {
 		return nil, fmt.Errorf("gguf: %s: tensor %q: file is closed", f.path, name)
 	}
+	f.read[f.byName[name]].Store(true)
 	end := t.Offset + t.Size
 	return f.data[t.Offset:end:end], nil
+}
+
+// Unread lists, in file order, the tensors whose data no caller has asked
+// for (TensorData) since the file was opened. A loader that binds every
+// weight it uses calls it last and rejects the file when a tensor is left:
+// a tensor nobody binds is one the model would silently ignore (blocks past
+// block_count, biases or extra weights of another architecture), and it
+// would compute garbage.
+func (f *File) Unread() []TensorInfo {
+	var out []TensorInfo
+	for i, t := range f.tensors {
+		if !f.read[i].Load() {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // reader is a bounds-checked little-endian cursor over the header.
@@ -359,6 +389,7 @@ func (f *File) parse() error {
 		}
 		t.Offset = int64(start + rel[i])
 	}
+	f.read = make([]atomic.Bool, len(f.tensors))
 	return nil
 }
 

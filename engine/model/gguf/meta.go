@@ -206,3 +206,28 @@ func (f *File) Int32s(key string) ([]int32, error) {
 	}
 	return out, nil
 }
+
+// TokenID returns the token id stored at key (tokenizer.ggml.bos_token_id,
+// ...) for a vocabulary of n tokens, or -1 when the key is absent or holds
+// llama.cpp's "no token" (-1, which its writers also store as the uint32
+// 0xFFFFFFFF). Any other value outside 0..n-1 is an error naming the file
+// and the key: the vocabulary has no such token, so the metadata is damaged,
+// and treating the id as absent would quietly change what the model does
+// (no BOS, or no end to a reply).
+func (f *File) TokenID(key string, n int) (int32, error) {
+	v, ok := f.meta[key]
+	if !ok {
+		return -1, nil
+	}
+	id, ok := asInt64(v)
+	if !ok {
+		return -1, f.typeErr(key, v, "an integer token id")
+	}
+	if u, ok := v.(uint32); id == -1 || ok && u == math.MaxUint32 {
+		return -1, nil
+	}
+	if id < 0 || id >= int64(n) {
+		return -1, fmt.Errorf("gguf: %s: metadata %q = %d is not a token id of the %d-token vocabulary (the file is damaged)", f.path, key, id, n)
+	}
+	return int32(id), nil
+}

@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 )
 
 // A Writer builds a GGUF v3 file in memory: metadata in the order added, then
@@ -194,4 +196,50 @@ func writeValue(b io.Writer, v any, tagged bool) error {
 		return fmt.Errorf("unsupported value type %T", v)
 	}
 	return nil
+}
+
+// EditFile writes to dst a copy of the GGUF file src with the metadata keys
+// of set replaced (a nil value deletes the key; a key src lacks is added at
+// the end, in name order) and the tensors named in drop left out. Damaged-
+// model tests start from a real model and change one field.
+func EditFile(src, dst string, set map[string]any, drop ...string) error {
+	f, err := Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := NewWriter()
+	done := map[string]bool{}
+	for _, k := range f.Keys() {
+		v, _ := f.Value(k)
+		if nv, ok := set[k]; ok {
+			done[k] = true
+			if nv == nil {
+				continue
+			}
+			v = nv
+		}
+		w.Set(k, v)
+	}
+	var added []string
+	for k, v := range set {
+		if !done[k] && v != nil {
+			added = append(added, k)
+		}
+	}
+	sort.Strings(added)
+	for _, k := range added {
+		w.Set(k, set[k])
+	}
+	for _, t := range f.Tensors() {
+		if slices.Contains(drop, t.Name) {
+			continue
+		}
+		data, err := f.TensorData(t.Name)
+		if err != nil {
+			return err
+		}
+		w.AddTensor(t.Name, t.Type, t.Dims, data)
+	}
+	return w.WriteFile(dst)
 }

@@ -2,13 +2,21 @@
 
 package mmap
 
-import "os"
+import (
+	"fmt"
+	"io"
+	"os"
+)
 
-// Map reads the file at path into memory, where mmap is not available; its
-// release does nothing (the garbage collector frees the bytes).
-func Map(path string) (data []byte, release func() error, err error) {
-	data, err = os.ReadFile(path)
-	if err != nil {
+// mapFile reads the file into memory, where mmap is not available; the
+// release does nothing (the garbage collector frees the bytes). Such bytes
+// cannot fault; Mapping.Check still reports a changed file.
+func mapFile(fh *os.File, size int64) ([]byte, func() error, error) {
+	if size != int64(int(size)) {
+		return nil, nil, fmt.Errorf("file of %d bytes is too large to read", size)
+	}
+	data := make([]byte, size)
+	if _, err := io.ReadFull(fh, data); err != nil {
 		return nil, nil, err
 	}
 	return data, func() error { return nil }, nil

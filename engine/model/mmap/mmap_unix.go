@@ -9,30 +9,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Map maps the file at path read-only and returns its bytes and the function
-// that unmaps them. An empty file maps to an empty slice. The bytes must not
-// be written to, nor used after release.
-func Map(path string) (data []byte, release func() error, err error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("not a regular file")
-	}
-	size := st.Size()
+// mapFile maps size bytes of fh read-only.
+//
+// MAP_SHARED rather than MAP_PRIVATE: for a read-only mapping the two differ
+// in nothing that matters here. Neither takes a snapshot of the file: the
+// pages of either are the page cache's pages until written to (never, with
+// PROT_READ), so a rewrite of the file shows through both, and a truncation
+// makes reading past the new end raise SIGBUS with both. Protection comes
+// from Mapping.Check and Guard, not from the mapping flags; MAP_SHARED keeps
+// the pages shared with the page cache and every other reader.
+func mapFile(fh *os.File, size int64) ([]byte, func() error, error) {
 	if size == 0 {
 		return []byte{}, func() error { return nil }, nil
 	}
 	if size != int64(int(size)) {
 		return nil, nil, fmt.Errorf("file of %d bytes is too large to map", size)
 	}
-	data, err = unix.Mmap(int(fh.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	data, err := unix.Mmap(int(fh.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mmap: %w", err)
 	}

@@ -13,18 +13,25 @@ import (
 
 // Open memory-maps the .safetensors file at path and parses its header. On
 // systems without mmap the file is read into memory instead.
+// A file truncated while it is parsed gives an error wrapping
+// mmap.ErrChanged.
 func Open(path string) (*File, error) {
-	data, unmap, err := mmap.Map(path)
+	m, err := mmap.Map(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: open %s: %w", path, err)
 	}
-	f, err := Parse(path, data)
+	f, err := parseMapped(m)
 	if err != nil {
-		unmap()
+		m.Close()
 		return nil, err
 	}
-	f.unmap = unmap
+	f.mapping = m
 	return f, nil
+}
+
+func parseMapped(m *mmap.Mapping) (f *File, err error) {
+	defer mmap.Guard(&err, m)()
+	return Parse(m.Path(), m.Data())
 }
 
 // IndexName is the file that lists which shard holds each tensor of a
@@ -182,6 +189,35 @@ func (d *Dir) Float32s(name string) ([]float32, TensorInfo, error) {
 	}
 	v, err := Float32s(t, data)
 	return v, t, err
+}
+
+// Unread lists, in name order, the tensors of every weight file whose data
+// no caller has asked for (TensorData, Float32s) since the directory was
+// opened. A loader that binds every weight it uses calls it last and
+// rejects the checkpoint when a tensor of its model is left: one nobody
+// binds is one the model would silently ignore (layers past
+// num_hidden_layers, weights of another variant), and it would compute
+// garbage.
+func (d *Dir) Unread() []TensorInfo {
+	var out []TensorInfo
+	for _, f := range d.files {
+		out = append(out, f.Unread()...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Mappings lists the memory mappings of the weight files, for callers that
+// guard their reads of tensor data against a file changed on disk
+// (mmap.Guard) or check the files before use (Mapping.Check).
+func (d *Dir) Mappings() []*mmap.Mapping {
+	var out []*mmap.Mapping
+	for _, f := range d.files {
+		if f.mapping != nil {
+			out = append(out, f.mapping)
+		}
+	}
+	return out
 }
 
 // Close unmaps every weight file.

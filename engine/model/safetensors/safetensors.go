@@ -17,7 +17,10 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync/atomic"
 	"unsafe"
+
+	"anechat/engine/model/mmap"
 )
 
 // DType is a safetensors element type, spelled as in the header ("F32").
@@ -103,8 +106,9 @@ type File struct {
 	start    int64 // first byte of the data section
 	tensors  []TensorInfo
 	byName   map[string]int
+	read     []atomic.Bool // per tensor: TensorData was called (Unread)
 	metadata map[string]string
-	unmap    func() error
+	mapping  *mmap.Mapping // nil when parsed from bytes
 }
 
 // Parse parses a whole .safetensors file held in data; name is used in
@@ -227,7 +231,20 @@ func (f *File) parse() error {
 		}
 		last = t
 	}
+	f.read = make([]atomic.Bool, len(f.tensors))
 	return nil
+}
+
+// Unread lists, in name order, the tensors whose data no caller has asked
+// for (TensorData, Float32s) since the file was opened; see Dir.Unread.
+func (f *File) Unread() []TensorInfo {
+	var out []TensorInfo
+	for i, t := range f.tensors {
+		if !f.read[i].Load() {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Path is the file's path (or the name given to Parse).
@@ -255,16 +272,20 @@ func (f *File) TensorData(name string) ([]byte, error) {
 	if !ok {
 		return nil, f.errorf("no tensor %q", name)
 	}
+	if f.data == nil {
+		return nil, f.errorf("tensor %q: file is closed", name)
+	}
+	f.read[f.byName[name]].Store(true)
 	return f.data[t.Offset : t.Offset+t.Size : t.Offset+t.Size], nil
 }
 
 // Close unmaps the file. Data returned by TensorData is invalid afterwards.
 func (f *File) Close() error {
-	if f.unmap == nil {
+	if f.mapping == nil {
 		return nil
 	}
-	err := f.unmap()
-	f.unmap, f.data = nil, nil
+	err := f.mapping.Close()
+	f.mapping, f.data = nil, nil
 	return err
 }
 

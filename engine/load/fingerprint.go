@@ -1,4 +1,4 @@
-package model
+package load
 
 import (
 	"crypto/sha256"
@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // Sizes of what a fingerprint reads of each weight file: the whole head
@@ -25,23 +26,33 @@ const (
 // changes, so that snapshots bound to the old scheme no longer match.
 const FingerprintVersion = "fp1"
 
-// FingerprintFiles returns the identity of the weights in files (one GGUF
-// file, or the config and safetensors files of a model directory): a hash of
-// each file's base name, size, head, a sample of its data and its tail,
-// in name order. Any change to a header, the metadata or the file sizes
+// Fingerprint returns the identity of a model made of files under root (one
+// GGUF file and its directory; the config and safetensors files of a model
+// directory; every file of a Core ML bundle): a hash of each file's path
+// relative to root, its size, its head, a sample of its data and its tail,
+// in path order. Any change to a header, the metadata or the file sizes
 // changes it, and so does retraining (every sample changes); a file smaller
-// than the head is hashed whole. Snapshots and caches are bound to it
-// (Config.Fingerprint).
-func FingerprintFiles(files ...string) (string, error) {
+// than the head is hashed whole. It is the one identity of a model: KV
+// snapshots, the models table and the measured call costs are bound to it
+// (model.Config.Fingerprint is this value).
+func Fingerprint(root string, files ...string) (string, error) {
 	if len(files) == 0 {
-		return "", fmt.Errorf("model: fingerprint of no files")
+		return "", fmt.Errorf("fingerprint of no files")
 	}
-	files = append([]string(nil), files...)
-	sort.Slice(files, func(i, j int) bool { return filepath.Base(files[i]) < filepath.Base(files[j]) })
+	type named struct{ rel, path string }
+	list := make([]named, len(files))
+	for i, f := range files {
+		rel, err := filepath.Rel(root, f)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return "", fmt.Errorf("fingerprint: %s is not under %s", f, root)
+		}
+		list[i] = named{filepath.ToSlash(rel), f}
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].rel < list[j].rel })
 	h := sha256.New()
 	var total int64
-	for _, path := range files {
-		n, err := fingerprintFile(h, path)
+	for _, f := range list {
+		n, err := fingerprintFile(h, f.path, f.rel)
 		if err != nil {
 			return "", err
 		}
@@ -50,44 +61,19 @@ func FingerprintFiles(files ...string) (string, error) {
 	return fmt.Sprintf("%s:%d:%s", FingerprintVersion, total, hex.EncodeToString(h.Sum(nil)[:16])), nil
 }
 
-// FingerprintDir is FingerprintFiles over the regular files of dir whose
-// names end in one of exts (e.g. ".json", ".safetensors").
-func FingerprintDir(dir string, exts ...string) (string, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return "", fmt.Errorf("model: fingerprint of %s: %w", dir, err)
-	}
-	var files []string
-	for _, e := range ents {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		for _, x := range exts {
-			if filepath.Ext(e.Name()) == x {
-				files = append(files, filepath.Join(dir, e.Name()))
-				break
-			}
-		}
-	}
-	if len(files) == 0 {
-		return "", fmt.Errorf("model: fingerprint of %s: no %v files", dir, exts)
-	}
-	return FingerprintFiles(files...)
-}
-
-func fingerprintFile(h io.Writer, path string) (int64, error) {
+func fingerprintFile(h io.Writer, path, name string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, fmt.Errorf("model: fingerprint: %w", err)
+		return 0, fmt.Errorf("fingerprint: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return 0, fmt.Errorf("model: fingerprint: %w", err)
+		return 0, fmt.Errorf("fingerprint: %w", err)
 	}
 	size := st.Size()
 	var meta [8]byte
-	io.WriteString(h, filepath.Base(path))
+	io.WriteString(h, name)
 	h.Write([]byte{0})
 	binary.LittleEndian.PutUint64(meta[:], uint64(size))
 	h.Write(meta[:])
@@ -101,7 +87,7 @@ func fingerprintFile(h io.Writer, path string) (int64, error) {
 			return nil
 		}
 		if _, err := io.Copy(h, io.NewSectionReader(f, off, n)); err != nil {
-			return fmt.Errorf("model: fingerprint: reading %s at %d: %w", path, off, err)
+			return fmt.Errorf("fingerprint: reading %s at %d: %w", path, off, err)
 		}
 		return nil
 	}

@@ -40,10 +40,9 @@ func ConversationKey(id int64) string { return fmt.Sprintf("conversation:%d", id
 func PromptKey(id int64) string { return fmt.Sprintf("prompt:%d", id) }
 
 // Open opens the database of the data directory dataDir (storage.DataDir)
-// and makes it agree with the files in its kv/: rows of missing or incomplete
-// files and files without a row (e.g. left by a crashed write) are removed.
-// log receives what was cleaned and eviction trouble; nil means
-// slog.Default(). Close it when done.
+// and makes it agree with the files in its kv/ (New). log receives what was
+// dropped and why, and eviction trouble; nil means slog.Default(). Close it
+// when done.
 func Open(ctx context.Context, dataDir string, log *slog.Logger) (*Index, error) {
 	db, err := storage.Open(ctx, storage.DBPath(dataDir))
 	if err != nil {
@@ -53,7 +52,12 @@ func Open(ctx context.Context, dataDir string, log *slog.Logger) (*Index, error)
 }
 
 // New is Open over a database the caller already holds (the app's); Close
-// then closes db too.
+// then closes db too. It reconciles the index with kvDir
+// (storage.Reconcile): rows of missing or incomplete files are dropped, and
+// so are files without a row once they are old enough not to be another
+// process's save in flight. Each dropped snapshot, and each entry that could
+// not be checked or removed (left as it is: the cache stays on), is logged
+// once at Warn with its path and why.
 func New(ctx context.Context, db *storage.DB, kvDir string, log *slog.Logger) (*Index, error) {
 	if log == nil {
 		log = slog.Default()
@@ -64,9 +68,7 @@ func New(ctx context.Context, db *storage.DB, kvDir string, log *slog.Logger) (*
 		db.Close()
 		return nil, err
 	}
-	if len(rep.RowsDeleted)+len(rep.FilesDeleted) > 0 {
-		log.Info("kv snapshots reconciled", "rows_without_file", len(rep.RowsDeleted), "files_without_row", len(rep.FilesDeleted))
-	}
+	rep.Log(log, kvDir)
 	return x, nil
 }
 

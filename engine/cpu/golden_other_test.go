@@ -1,0 +1,8 @@
+//go:build !amd64
+
+package cpu
+
+// goldenKernelSets: without amd64 assembly the Go loops are the one set.
+func goldenKernelSets() []goldenKernelSet {
+	return []goldenKernelSet{{name: kernelSetName("go"), enable: func() func() { return func() {} }}}
+}

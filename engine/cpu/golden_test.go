@@ -1,0 +1,302 @@
+package cpu
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"anechat/engine/arch/gemma4"
+	"anechat/engine/kv"
+	"anechat/engine/model"
+	"anechat/engine/model/gguf"
+	"anechat/internal/testres"
+)
+
+// updateGolden rewrites testdata/golden.json from the code as it is:
+// go test ./engine/cpu -run TestGolden -update. Only do so on purpose, when
+// an output is meant to change, and say why in the commit.
+var updateGolden = flag.Bool("update", false, "rewrite testdata/golden.json from the current code")
+
+const goldenPath = "testdata/golden.json"
+
+// goldenCase is one model and prompt of the golden file: the greedy ids
+// after the prompt, and for seq = prompt+greedy the sha256 of the logits'
+// float32 bits at a few positions, per way of running seq (width 1, width 4,
+// one batched prefill, a prefill asking only for the last row).
+type goldenCase struct {
+	Name   string                       `json:"name"`
+	Prompt []int32                      `json:"prompt"`
+	Greedy []int32                      `json:"greedy"`
+	Logits map[string]map[string]string `json:"logits"` // mode -> position -> sha256
+}
+
+// goldenFile holds the cases per kernel set ("amd64-vnni", ...): kernels
+// of different sets round differently, each set the same on every run.
+type goldenFile struct {
+	Note string                  `json:"note"`
+	Sets map[string][]goldenCase `json:"sets"`
+}
+
+// goldenModel is one model the golden test runs: load returns it (or
+// skips, as testres does when a resource is absent); prompts are the
+// prompts run on it, greedy the tokens generated after each.
+type goldenModel struct {
+	name    string
+	load    func(t *testing.T) model.Backend
+	prompts [][]int32
+	greedy  int
+}
+
+func goldenModels() []goldenModel {
+	stories := func(t *testing.T) model.Backend { return loadStories(t) }
+	return []goldenModel{
+		{"stories260K", stories, [][]int32{testres.StoriesPrompt(), {1, 300, 2, 301, 302, 303}, {1}}, 48},
+		{"random-llama-q8_0", func(t *testing.T) model.Backend { return loadRandom(t, tinyOpts, gguf.Q8_0) }, [][]int32{{1, 5, 9, 77, 3}}, 40},
+		{"random-llama-q4_0", func(t *testing.T) model.Backend { return loadRandom(t, tinyOpts, gguf.Q4_0) }, [][]int32{{1, 5, 9, 77, 3}}, 40},
+		{"smollm2", func(t *testing.T) model.Backend {
+			m, err := OpenLlama(testres.SmolLM2GGUF(t), NewPool(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { m.Close() })
+			return m
+		}, [][]int32{{1, 504, 3458, 2914, 28, 253, 1345, 30}}, 32},
+		{"gemma4-fixture", func(t *testing.T) model.Backend { return loadGemma4Dir(t, "model") }, nil, 40},
+		{"gemma4-fixture-bf16", func(t *testing.T) model.Backend { return loadGemma4Dir(t, "model-bf16") }, nil, 40},
+		{"random-gemma4-q8_0", func(t *testing.T) model.Backend {
+			m, err := RandomGemma4(gemma4.E2B(5, 384), gguf.Q8_0, 3, NewPool(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}, [][]int32{{2, 17, 200, 31, 5, 99}}, 16},
+	}
+}
+
+// loadGemma4Dir loads testdata/gemma4/<sub>.
+func loadGemma4Dir(t *testing.T, sub string) model.Backend {
+	m, err := LoadGemma4(filepath.Join(gemma4Dir, sub), NewPool(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// gemma4FixturePrompts are the prompts of the fixture's reference cases.
+func gemma4FixturePrompts(t *testing.T) [][]int32 {
+	data, err := os.ReadFile(filepath.Join(gemma4Dir, "reference.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Cases []gemma4Case `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &ref); err != nil {
+		t.Fatal(err)
+	}
+	var ps [][]int32
+	for _, c := range ref.Cases {
+		ps = append(ps, c.Prompt)
+	}
+	return ps
+}
+
+// TestGolden: every output of the CPU backend (greedy ids, logits of
+// width-1, width-4 and batched calls) is bit-identical to what the code
+// recorded in testdata/golden.json, for every kernel set this CPU can run
+// (goldenKernelSets). A refactoring that changes one bit fails here.
+func TestGolden(t *testing.T) {
+	var want goldenFile
+	if data, err := os.ReadFile(goldenPath); err == nil {
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("%s: %v", goldenPath, err)
+		}
+	} else if !*updateGolden {
+		t.Fatalf("%v (run go test ./engine/cpu -run TestGolden -update to record it)", err)
+	}
+	got := goldenFile{Note: "written by go test ./engine/cpu -run TestGolden -update; see golden_test.go", Sets: map[string][]goldenCase{}}
+	for _, ks := range goldenKernelSets() {
+		t.Run(ks.name, func(t *testing.T) {
+			restore := ks.enable()
+			defer restore()
+			wantSet, recorded := want.Sets[ks.name]
+			if !recorded && !*updateGolden {
+				t.Skipf("%s records no outputs for kernel set %s (GOARCH %s): record them with -update on such a machine", goldenPath, ks.name, runtime.GOARCH)
+			}
+			for _, gm := range goldenModels() {
+				t.Run(gm.name, func(t *testing.T) {
+					m := gm.load(t)
+					prompts := gm.prompts
+					if prompts == nil {
+						prompts = gemma4FixturePrompts(t)
+					}
+					for i, p := range prompts {
+						c := runGolden(t, m, fmt.Sprintf("%s/%d", gm.name, i), p, gm.greedy)
+						got.Sets[ks.name] = append(got.Sets[ks.name], c)
+						if *updateGolden {
+							continue
+						}
+						j := slices.IndexFunc(wantSet, func(w goldenCase) bool { return w.Name == c.Name })
+						if j < 0 {
+							t.Errorf("%s: not in %s (rerun with -update if the case is new)", c.Name, goldenPath)
+							continue
+						}
+						compareGolden(t, wantSet[j], c)
+					}
+				})
+			}
+		})
+	}
+	if *updateGolden {
+		data, err := marshalGolden(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(goldenPath, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// marshalGolden writes f as JSON with one line per case, so that a diff of
+// the file names the cases that changed.
+func marshalGolden(f goldenFile) ([]byte, error) {
+	var b strings.Builder
+	note, _ := json.Marshal(f.Note)
+	fmt.Fprintf(&b, "{\n \"note\": %s,\n \"sets\": {", note)
+	for i, name := range slices.Sorted(maps.Keys(f.Sets)) {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, "\n  %q: [", name)
+		for j, c := range f.Sets[name] {
+			line, err := json.Marshal(c)
+			if err != nil {
+				return nil, err
+			}
+			if j > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, "\n   %s", line)
+		}
+		b.WriteString("\n  ]")
+	}
+	b.WriteString("\n }\n}\n")
+	return []byte(b.String()), nil
+}
+
+func compareGolden(t *testing.T, want, got goldenCase) {
+	t.Helper()
+	if !slices.Equal(want.Prompt, got.Prompt) {
+		t.Fatalf("%s: prompt %v, golden file has %v", got.Name, got.Prompt, want.Prompt)
+	}
+	if !slices.Equal(want.Greedy, got.Greedy) {
+		t.Errorf("%s: greedy ids\n got %v\nwant %v", got.Name, got.Greedy, want.Greedy)
+	}
+	for mode, wp := range want.Logits {
+		for pos, h := range wp {
+			if g := got.Logits[mode][pos]; g != h {
+				t.Errorf("%s: %s logits at position %s: sha256 %s, want %s", got.Name, mode, pos, short(g), short(h))
+			}
+		}
+	}
+	if len(want.Logits) != len(got.Logits) {
+		t.Errorf("%s: %d modes, golden file has %d", got.Name, len(got.Logits), len(want.Logits))
+	}
+}
+
+func short(h string) string { return h[:min(len(h), 16)] }
+
+// runGolden runs one case: greedy decoding (prompt prefilled in one call,
+// then width-1 steps) and the logits of seq = prompt+greedy decoded at
+// widths 1 and 4, prefilled in one call, and prefilled asking for the last
+// row only.
+func runGolden(t *testing.T, m model.Backend, name string, prompt []int32, n int) goldenCase {
+	t.Helper()
+	ctx := context.Background()
+	c := goldenCase{Name: name, Prompt: prompt, Logits: map[string]map[string]string{}}
+	cache, err := kv.New(m.Config().KV, max(len(prompt), 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := m.Forward(ctx, prompt, 0, cache, model.Argmax|model.Last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache.Commit(len(prompt))
+	next := r.Argmax[0]
+	for len(c.Greedy) < n {
+		c.Greedy = append(c.Greedy, next)
+		if r, err = m.Forward(ctx, []int32{next}, cache.Len(), cache, model.Argmax); err != nil {
+			t.Fatal(err)
+		}
+		cache.Commit(1)
+		next = r.Argmax[0]
+	}
+	seq := append(slices.Clone(prompt), c.Greedy...)
+	positions := []int{0, len(prompt) - 1, len(seq) / 2, len(seq) - 1}
+	record := func(mode string, rows [][]float32, at []int) {
+		c.Logits[mode] = map[string]string{}
+		for i, p := range at {
+			c.Logits[mode][fmt.Sprint(p)] = hashLogits(rows[i])
+		}
+	}
+	pick := func(rows [][]float32) [][]float32 {
+		var out [][]float32
+		for _, p := range positions {
+			out = append(out, rows[p])
+		}
+		return out
+	}
+	record("w1", pick(decode(t, m, seq, 1, 4)), positions)
+	record("w4", pick(decode(t, m, seq, 4, 4)), positions)
+	pc, err := kv.New(m.Config().KV, len(seq))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err = m.Forward(ctx, seq, 0, pc, model.Logits); err != nil {
+		t.Fatal(err)
+	}
+	record("prefill", pick(r.Logits), positions)
+	pc.Rollback()
+	if r, err = m.Forward(ctx, seq, 0, pc, model.Logits|model.Last); err != nil {
+		t.Fatal(err)
+	}
+	record("prefill-last", r.Logits, []int{len(seq) - 1})
+	return c
+}
+
+// hashLogits is the sha256 of a row's float32 bits, little-endian.
+func hashLogits(row []float32) string {
+	b := make([]byte, 4*len(row))
+	for i, v := range row {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// goldenKernelSet is a kernel set the golden test runs: enable switches
+// the package to it and returns what switches it back.
+type goldenKernelSet struct {
+	name   string
+	enable func() (restore func())
+}
+
+// kernelSetName names a set by architecture and feature flags.
+func kernelSetName(parts ...string) string {
+	return strings.Join(append([]string{runtime.GOARCH}, parts...), "-")
+}
