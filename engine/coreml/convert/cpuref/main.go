@@ -1,6 +1,7 @@
 // Command cpuref prints the CPU backend's reference numbers for the Core ML
 // converter's tests (engine/coreml/convert): it opens a model as the engine
-// does (engine.OpenBackend: a llama GGUF file or a gemma4 directory), runs
+// does (engine/load on the CPU backend: a llama GGUF file or a gemma4
+// directory), runs
 // the calls a JSON request on stdin describes against a KV cache, and
 // writes every call's logits and new K/V rows to a safetensors file.
 //
@@ -31,7 +32,9 @@ import (
 	"sort"
 
 	"anechat/engine"
+	"anechat/engine/cpu"
 	"anechat/engine/kv"
+	"anechat/engine/load"
 	"anechat/engine/model"
 )
 
@@ -126,13 +129,14 @@ func run(ctx context.Context, modelPath, outPath string, in io.Reader, out io.Wr
 	if err := json.NewDecoder(in).Decode(&req); err != nil {
 		return fmt.Errorf("cpuref: request: %w", err)
 	}
-	b, tok, err := engine.Open(modelPath)
+	// The CPU backend alone, whatever else this build registers: it is the
+	// reference.
+	m, err := load.NewRegistry(cpu.Loader{}).Open(ctx, modelPath, load.Options{})
 	if err != nil {
 		return err
 	}
-	if c, ok := b.(io.Closer); ok {
-		defer c.Close()
-	}
+	defer m.Close()
+	b, tok := m.Backend, m.Tokenizer
 	cfg := b.Config()
 	resp := response{Greedy: map[string][]int32{}, Vocab: cfg.VocabSize}
 	for i, l := range cfg.KV.Layers {
