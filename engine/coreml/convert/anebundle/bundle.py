@@ -312,6 +312,7 @@ def _build(ck: Checkpoint, out: str, opt: Options, geo: Geometry, chunks: List[C
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
+        "architecture": a.arch,  # what engine/load.Detect reads
         "converter": {"coremltools": coremltools.__version__, "numpy": np.__version__,
                       "weights": opt.weights, "sidecars": opt.sidecars, "python": sys.version.split()[0]},
         "source": source,
