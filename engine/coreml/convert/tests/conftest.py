@@ -21,10 +21,11 @@ from anebundle import bundle as bundle_mod  # noqa: E402
 from anebundle import refmodel  # noqa: E402
 from anebundle.host import Bundle  # noqa: E402
 
-# Small shapes keep the interpreter fast; one test builds the defaults.
+# Small shapes keep the interpreter fast (the longest test sequence is a
+# 30-token prompt plus 32 ids); one test builds the defaults.
 TEST_OPTS = {
-    "stories": dict(width=8, prefill=16, context=128),
-    "gemma4": dict(width=8, prefill=16, context=128, chunks="0-1,2-3,4-5"),
+    "stories": dict(width=8, prefill=16, context=64),
+    "gemma4": dict(width=8, prefill=16, context=64, chunks="0-1,2-3,4-5"),
 }
 
 
@@ -66,6 +67,7 @@ class Model:
     def __init__(self, name, src, bundle_dir, reference):
         self.name, self.src, self.dir, self.reference = name, src, bundle_dir, reference
         self.bundle = Bundle(bundle_dir)
+        self.plain = {}  # prompt ids -> 32 greedy ids without speculation
 
 
 def _build(name, workdir):

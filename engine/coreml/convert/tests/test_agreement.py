@@ -141,7 +141,7 @@ def test_greedy_ids_match_cpu_with_and_without_speculation(model, cpuref):
     drafted = accepted = equal = 0
     ties = []
     for i, (p, w) in enumerate(zip(prompts, want)):
-        plain = generate(b, p, 32)
+        plain = model.plain[tuple(p)] = generate(b, p, 32)
         st = {}
         spec = generate(b, p, 32, spec=7, stats=st)
         assert spec == plain, f"prompt {i}: speculation changed the ids"
@@ -180,9 +180,9 @@ def test_resume_from_snapshot_continues_identically(model, cpuref):
     uninterrupted run, with speculation on and off."""
     import io
     b = model.bundle
-    resp, _ = cpuref.run(model.reference, {"encode": PROMPTS[:3]})
+    resp, _ = cpuref.run(model.reference, {"encode": PROMPTS[:2]})
     for p in resp["encoded"]:
-        full = generate(b, p, 32)
+        full = model.plain.get(tuple(p)) or generate(b, p, 32)
         st = {}
         head = generate(b, p, 12, stats=st)
         assert head == full[:12]
