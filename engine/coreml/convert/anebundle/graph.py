@@ -24,7 +24,7 @@ import numpy as np
 from coremltools.converters.mil import Builder as mb
 from coremltools.converters.mil.mil import Function, Program, types
 
-from .checkpoint import Arch, Checkpoint
+from .checkpoint import Arch, Checkpoint, CheckpointError
 
 FP16 = "fp16"
 INT32 = "int32"
@@ -72,7 +72,8 @@ class Weights:
             w32 = self.ck.weight(role)
             w = w32.astype(np.float16)
             if not np.all(np.isfinite(w[np.isfinite(w32)])):
-                raise ValueError(f"{self.ck.path}: weight {role} overflows fp16 (max |w| {np.abs(w32).max():g})")
+                raise CheckpointError(f"{self.ck.path}: tensor {self.ck._names[role]!r} overflows fp16 "
+                                      f"(max |w| {np.abs(w32).max():g}; fp16 holds up to 65504)")
             self.cache[role] = w
         return w
 
