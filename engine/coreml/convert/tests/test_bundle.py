@@ -211,3 +211,38 @@ def test_fp16_sidecars(tmp_path):
     ids = [0, 5, 300, 511]
     assert np.array_equal(b.embed.rows_of(ids), (ck.weight("embed")[ids] * np.float32(8)).astype(np.float16))
     assert np.array_equal(b.ple.rows_of(ids), (ck.weight("ple_embed")[ids] * np.float32(4)).astype(np.float16))
+
+
+@pytest.mark.parametrize("case,needle", [
+    ("scaling", "llama.rope.scaling.type"),
+    ("missing", "blk.2.ffn_up.weight"),
+    ("shape", "blk.1.attn_k.weight"),
+])
+def test_bad_gguf_fails_before_writing(tmp_path, case, needle):
+    import gguf
+    r = gguf.GGUFReader(STORIES)
+    src = str(tmp_path / "bad.gguf")
+    w = gguf.GGUFWriter(src, "llama")
+    for key, f in r.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture":
+            continue
+        vt = f.types[0]
+        w.add_key_value(key, f.contents(), vt, f.types[-1] if vt == gguf.GGUFValueType.ARRAY else None)
+    if case == "scaling":
+        w.add_string("llama.rope.scaling.type", "linear")
+    for t in r.tensors:
+        if case == "missing" and t.name == needle:
+            continue
+        a = np.asarray(t.data, dtype=np.float32).reshape([int(x) for x in reversed(t.shape)])
+        if case == "shape" and t.name == needle:
+            a = a[:-1]
+        w.add_tensor(t.name, np.ascontiguousarray(a))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    out = tmp_path / "out"
+    with pytest.raises(CheckpointError) as e:
+        bundle_mod.convert(src, str(out), bundle_mod.Options(prefill=16, context=64))
+    assert needle in str(e.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.gguf"], "something was written"
