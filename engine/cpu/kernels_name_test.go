@@ -16,7 +16,7 @@ func TestKernelsName(t *testing.T) {
 		{true, true, "cpu/rows-vnni.2"},
 		{true, false, "cpu/rows-vnni.2"},
 		{false, true, "cpu/avx2.4"},
-		{false, false, "cpu/go.2"},
+		{false, false, "cpu/go.3"},
 	} {
 		if got := kernelsName(tc.vnni, tc.q8); got != tc.want {
 			t.Errorf("kernelsName(vnni %v, q8 %v) = %q, want %q", tc.vnni, tc.q8, got, tc.want)

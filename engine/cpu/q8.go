@@ -65,19 +65,22 @@ func quantizeQ8Into(q []int8, qstep int, d, s []float32, qs []int32, sstep int, 
 type Input struct {
 	X    []float32
 	Cols int
-	// dT, sT, qs8T and qs128T are quantizeQ8's block scales d, dequantised
-	// block sums s and integer block sums qs (times 8 and 128), transposed:
+	// dT, sT, qsT, qs8T, qs16T and qs128T are quantizeQ8's block scales d,
+	// dequantised block sums s and integer block sums qs (plain, and times
+	// 8, 16 and 128: the offsets of Q4_0, Q5_0 and Q8_0 weights), transposed:
 	// block b's values for tokens 0..n-1 at [b*tstride:], with 3 zero
 	// values of padding after each block's n. The row kernels
 	// (q8rows_amd64.s) read them per block, a token at a fixed offset.
-	dT, sT       []float32
-	qs8T, qs128T []int32
-	tstride      int
+	dT, sT                   []float32
+	qsT, qs8T, qs16T, qs128T []int32
+	tstride                  int
 	// qG is the 8-bit values with each kernel group's tokens interleaved
 	// per block: groups of 8 tokens, then one of 4, 2, 1 (rowGroupSize), as
 	// matMulRows calls the kernels; a group starting at token t holds token
 	// t+j's block b at qG[(t*nb+b*g+j)*32:].
 	qG []int8
+	// k is the Q8_K form for the K formats (q8K), computed on first use.
+	k *inputK
 }
 
 // NewInput wraps x (tokens of cols floats each).
@@ -94,9 +97,9 @@ func (in *Input) q8T() int {
 		in.tstride = ts
 		f := make([]float32, 2*nb*ts)
 		in.dT, in.sT = f[:nb*ts:nb*ts], f[nb*ts:]
-		q := make([]int32, 2*nb*ts)
-		in.qs8T, in.qs128T = q[:nb*ts:nb*ts], q[nb*ts:]
-		qsT := in.qs8T // the plain sums first, scaled below
+		q := make([]int32, 4*nb*ts)
+		in.qsT, in.qs8T, in.qs16T, in.qs128T = q[:nb*ts:nb*ts], q[nb*ts:2*nb*ts:2*nb*ts], q[2*nb*ts:3*nb*ts:3*nb*ts], q[3*nb*ts:]
+		qsT := in.qsT
 		in.qG = make([]int8, n*in.Cols)
 		for t := 0; t < n; {
 			g := rowGroupSize(n - t)
@@ -107,7 +110,7 @@ func (in *Input) q8T() int {
 			t += g
 		}
 		for i, v := range qsT {
-			in.qs8T[i], in.qs128T[i] = 8*v, 128*v
+			in.qs8T[i], in.qs16T[i], in.qs128T[i] = 8*v, 16*v, 128*v
 		}
 	}
 	return in.tstride

@@ -3,22 +3,11 @@ package cpu
 import (
 	"encoding/binary"
 	"math"
-	"math/big"
 	"math/rand/v2"
 	"testing"
 
 	"anechat/engine/model/gguf"
 )
-
-// fma32 is a*b+c rounded once to float32 (what VFMADD231PS computes),
-// through an exact big.Float: float64 would round twice.
-func fma32(a, b, c float32) float32 {
-	x := new(big.Float).SetPrec(200).SetFloat64(float64(a))
-	x.Mul(x, new(big.Float).SetPrec(200).SetFloat64(float64(b)))
-	x.Add(x, new(big.Float).SetPrec(200).SetFloat64(float64(c)))
-	f, _ := x.Float32()
-	return f
-}
 
 // dotQ8Ref is the canonical integer dot product that every row kernel of
 // q8rows_amd64.s reproduces bit for bit: exact int32 block products I_b
@@ -49,9 +38,9 @@ func dotQ8Ref(typ gguf.Type, row []byte, q []int8, d, s []float32, qs []int32) f
 				ib -= 8 * qs[b]
 			}
 		}
-		a = fma32(dw*d[b], float32(ib), a)
+		a = fma32Big(dw*d[b], float32(ib), a)
 		if typ == gguf.Q4_1 {
-			a = fma32(F16(binary.LittleEndian.Uint16(blk[2:])), s[b], a)
+			a = fma32Big(F16(binary.LittleEndian.Uint16(blk[2:])), s[b], a)
 		}
 	}
 	return a
@@ -196,6 +185,38 @@ func TestQuantizeQ8Into(t *testing.T) {
 				if gq[b*qstep+i] != q[b*32+i] {
 					t.Fatalf("SIMD %v block %d element %d: %d, want %d", simd, b, i, gq[b*qstep+i], q[b*32+i])
 				}
+			}
+		}
+	}
+}
+
+// TestRowKernelsPresent: the formats that have row kernels get them with
+// each kernel set (so TestCanonicalSums holds the assembly, not the Go
+// loops, to the canonical sums), and the others fall back to the Go loops.
+func TestRowKernelsPresent(t *testing.T) {
+	vnni, q8 := hasVNNI, hasQ8
+	defer func() { hasVNNI, hasQ8 = vnni, q8 }()
+	for _, c := range []struct {
+		name       string
+		vnni, q8   bool
+		have, none []gguf.Type
+	}{
+		{"vnni", true, true, []gguf.Type{gguf.Q4_0, gguf.Q4_1, gguf.Q8_0, gguf.Q5_0, gguf.Q5_1, gguf.Q4_K, gguf.Q6_K}, []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q5_K}},
+		{"avx2", false, true, []gguf.Type{gguf.Q4_0, gguf.Q4_1, gguf.Q8_0}, []gguf.Type{gguf.Q5_0, gguf.Q5_1, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K}},
+		{"go", false, false, nil, allIntegerTypes},
+	} {
+		if c.vnni && !vnni || c.q8 && !q8 {
+			continue
+		}
+		hasVNNI, hasQ8 = c.vnni, c.q8
+		for _, typ := range c.have {
+			if ks := rowKernels(typ); ks[1] == nil || ks[2] == nil || ks[4] == nil || ks[8] == nil {
+				t.Errorf("%s: %s has no row kernels", c.name, typ)
+			}
+		}
+		for _, typ := range c.none {
+			if rowKernels(typ)[1] != nil {
+				t.Errorf("%s: %s has row kernels", c.name, typ)
 			}
 		}
 	}

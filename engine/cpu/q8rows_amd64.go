@@ -92,6 +92,9 @@ func rowsQ80x8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Point
 // (index 1, 2, 4, 8; nil if none): the VNNI forms, or the AVX2 forms. Both
 // compute the canonical sum (dotQ8Ref).
 func rowKernels(t gguf.Type) (k [9]rowKernel) {
+	if k, ok := moreRowKernels(t); ok {
+		return k // Q5_0, Q5_1 and the K formats (kqrows_amd64.go)
+	}
 	if hasVNNI {
 		switch t {
 		case gguf.Q4_0:
@@ -125,19 +128,12 @@ func (m *Matrix) matMulRows(p *Pool, out []float32, in *Input, n int) bool {
 	if ks[1] == nil {
 		return false
 	}
-	cols, nb := m.Cols, m.Cols/32
-	ts := in.q8T()
-	var sx []int32
-	switch m.Type {
-	case gguf.Q4_1:
-		sx = unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(in.sT))), len(in.sT))
-	case gguf.Q4_0:
-		sx = in.qs8T
-	default:
-		sx = in.qs128T
-	}
-	qG, dT := in.qG, in.dT
-	dstride, ostride := 4*ts, 4*m.Rows
+	cols := m.Cols
+	// The activations in the form the type's kernels read (rowArgs):
+	// values grouped, scalars from dx and sx, tokens dsize and ssize
+	// bytes apart, blocks dstride bytes apart.
+	a := m.rowArgs(in)
+	nb, qG, dstride, ostride := a.nb, a.q, a.dstride, 4*m.Rows
 	full := m.Rows &^ 7
 	const chunk = 16
 	// Scratch for the padded rows' results: n tokens x 8 rows per worker.
@@ -153,7 +149,7 @@ func (m *Matrix) matMulRows(p *Pool, out []float32, in *Input, n int) bool {
 			}
 			for t := 0; t < n; {
 				g := rowGroupSize(n - t)
-				ks[g](w, m.rowBytes, nb, &qG[t*cols], &dT[t], unsafe.Pointer(&sx[t]), dstride, &o[t*os/4], os)
+				ks[g](w, m.rowBytes, nb, &qG[t*cols], (*float32)(unsafe.Add(a.dx, t*a.dsize)), unsafe.Add(a.sx, t*a.ssize), dstride, &o[t*os/4], os)
 				t += g
 			}
 			if r >= full {
