@@ -40,6 +40,10 @@ if [[ ! -f "$model" ]]; then
 	exit 1
 fi
 export ANECHAT_E2E_MODEL="$model"
+# The stored replies e2e/hostile.spec.ts reads (hostile Markdown with drafted
+# spans, which the test model cannot write), put into the fresh data dir
+# through the storage package before the backend opens it.
+go run ./internal/e2eseed -corpus frontend/testdata/hostile-markdown.json
 run=("$bin")
 if [[ "$(uname -s)" == Linux && -z "${ANECHAT_E2E_DISPLAY:-}" ]]; then
 	run=(xvfb-run -a -s "-screen 0 1280x800x24" "$bin")

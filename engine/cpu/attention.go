@@ -52,8 +52,14 @@ func AttendGroup(c *kv.Cache, layer, pos int, q []float32, group, kvHead, headDi
 // the same, and its V rows are added by the same FMAs in the same ascending
 // order. scores needs nt·nh·(pos0+nt) floats.
 func AttendBlock(c *kv.Cache, layer, pos0, nt int, q []float32, qstride, nh, kvHead, headDim int, scale float32, scores, out []float32) {
+	attendBlock(c, layer, pos0, nt, q, qstride, nh, kvHead, headDim, scale, scores, out, make([]int, nt))
+}
+
+// attendBlock is AttendBlock with los, nt ints of scratch for
+// attendBlockRows.
+func attendBlock(c *kv.Cache, layer, pos0, nt int, q []float32, qstride, nh, kvHead, headDim int, scale float32, scores, out []float32, los []int) {
 	if !hasRunKernels(headDim) {
-		attendBlockRows(c, layer, pos0, nt, q, qstride, nh, kvHead, headDim, scale, scores, out)
+		attendBlockRows(c, layer, pos0, nt, q, qstride, nh, kvHead, headDim, scale, scores, out, los)
 		return
 	}
 	off := kvHead * headDim
@@ -92,10 +98,10 @@ func AttendBlock(c *kv.Cache, layer, pos0, nt int, q []float32, qstride, nh, kvH
 // attendBlockRows is AttendBlock where the run kernels do not apply (head
 // dims that are not a multiple of 32, CPUs without AVX2): row by row, each
 // K and V row used for every (token, head) that sees it while it is loaded.
-func attendBlockRows(c *kv.Cache, layer, pos0, nt int, q []float32, qstride, nh, kvHead, headDim int, scale float32, scores, out []float32) {
+func attendBlockRows(c *kv.Cache, layer, pos0, nt int, q []float32, qstride, nh, kvHead, headDim int, scale float32, scores, out []float32, los []int) {
 	off := kvHead * headDim
 	width := pos0 + nt
-	los := make([]int, nt)
+	los = los[:nt]
 	plo, phi := c.Visible(layer, pos0)
 	for t := range nt {
 		lo, hi := c.Visible(layer, pos0+t)
@@ -135,15 +141,27 @@ func attendBlockRows(c *kv.Cache, layer, pos0, nt int, q []float32, qstride, nh,
 	}
 }
 
-// attendAll runs the attention of one layer for n tokens at positions
-// start.. on the pool: heads query heads in groups of group per KV head
-// (q and out: token t's head h at t*heads*headDim + h*headDim). Work items
-// are blocks of tokens and heads of one KV head (AttendBlock), as large as
-// still gives every worker two items, so K and V rows are shared as widely
-// as the parallelism allows. The split changes no result. scratch holds the
-// workers' scores between calls (a Forward passes one for all its layers);
-// it grows as needed.
-func attendAll(p *Pool, c *kv.Cache, layer, start, n int, q []float32, heads, group, headDim int, scale float32, out []float32, scratch *[]float32) {
+// attnTask runs the attention of one layer for n tokens at positions
+// start.. on the pool (attend): heads query heads in groups of group per
+// KV head (q and out: token t's head h at t*heads*headDim + h*headDim).
+// Work items are blocks of tokens and heads of one KV head (AttendBlock),
+// as large as still gives every worker two items, so K and V rows are
+// shared as widely as the parallelism allows. The split changes no result.
+// A Forward keeps one in its scratch, with the workers' scores, for all its
+// layers.
+type attnTask struct {
+	c                        *kv.Cache
+	layer, start, n          int
+	q, out                   []float32
+	heads, group, headDim    int
+	scale                    float32
+	tb, hb, tblocks, hblocks int
+	scores                   []float32 // per worker: tb·hb·(start+n)
+	los                      []int     // per worker: tb (attendBlockRows)
+}
+
+// attend runs the layer's attention; a's scratch grows as needed.
+func (a *attnTask) attend(p *Pool, c *kv.Cache, layer, start, n int, q []float32, heads, group, headDim int, scale float32, out []float32) {
 	kvHeads := heads / group
 	tb, hb := n, group
 	items := func() int { return kvHeads * (group / hb) * ((n + tb - 1) / tb) }
@@ -160,22 +178,29 @@ split:
 			break split
 		}
 	}
-	tblocks, hblocks := (n+tb-1)/tb, group/hb
 	width := start + n
-	if need := p.Workers() * tb * hb * width; len(*scratch) < need {
-		*scratch = make([]float32, need)
+	if need := p.Workers() * tb * hb * width; len(a.scores) < need {
+		a.scores = make([]float32, need)
 	}
-	scores := *scratch
-	qstride := heads * headDim
-	p.For(kvHeads*hblocks*tblocks, 1, tb*hb*width*headDim*2, func(w, lo, hi int) {
-		sc := scores[w*tb*hb*width : (w+1)*tb*hb*width]
-		for i := lo; i < hi; i++ {
-			kvh, rest := i/(hblocks*tblocks), i%(hblocks*tblocks)
-			h0 := kvh*group + (rest/tblocks)*hb
-			t0 := (rest % tblocks) * tb
-			nt := min(tb, n-t0)
-			o := t0*qstride + h0*headDim
-			AttendBlock(c, layer, start+t0, nt, q[o:], qstride, hb, kvh, headDim, scale, sc, out[o:])
-		}
-	})
+	a.los = grow(a.los, p.Workers()*tb)
+	a.c, a.layer, a.start, a.n, a.q, a.out = c, layer, start, n, q, out
+	a.heads, a.group, a.headDim, a.scale = heads, group, headDim, scale
+	a.tb, a.hb, a.tblocks, a.hblocks = tb, hb, (n+tb-1)/tb, group/hb
+	p.Run(kvHeads*a.hblocks*a.tblocks, 1, tb*hb*width*headDim*2, a)
+	a.c, a.q, a.out = nil, nil, nil
+}
+
+// Run implements Task.
+func (a *attnTask) Run(w, lo, hi int) {
+	width, qstride := a.start+a.n, a.heads*a.headDim
+	sc := a.scores[w*a.tb*a.hb*width : (w+1)*a.tb*a.hb*width]
+	los := a.los[w*a.tb : (w+1)*a.tb]
+	for i := lo; i < hi; i++ {
+		kvh, rest := i/(a.hblocks*a.tblocks), i%(a.hblocks*a.tblocks)
+		h0 := kvh*a.group + (rest/a.tblocks)*a.hb
+		t0 := (rest % a.tblocks) * a.tb
+		nt := min(a.tb, a.n-t0)
+		o := t0*qstride + h0*a.headDim
+		attendBlock(a.c, a.layer, a.start+t0, nt, a.q[o:], qstride, a.hb, kvh, a.headDim, a.scale, sc, a.out[o:], los)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"anechat/engine/arch/llama"
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
@@ -45,7 +46,7 @@ func smolPath() string {
 
 // bigOpts is a llama geometry whose Q4_1 weights (1.0 GB) are over three
 // times this machine's 300 MB L3, so decode streams them from DRAM.
-var bigOpts = LlamaOptions{Hidden: 2048, FFN: 8192, Layers: 24, Heads: 16, KVHeads: 4, Vocab: 32000, Context: 512}
+var bigOpts = llama.Config{Hidden: 2048, FFN: 8192, Layers: 24, Heads: 16, KVHeads: 4, Vocab: 32000, Context: 512}
 
 // benchForward times Forward calls of each width at a context of 64
 // committed positions; each call is rolled back, so every iteration sees

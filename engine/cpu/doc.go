@@ -1,6 +1,17 @@
 // Package cpu is the pure-Go backend: numeric kernels (kernels.go, matrix.go,
-// attention.go) and the architectures built on them (llama.go; gemma4 lives in
-// gemma4*.go).
+// attention.go) and the code that executes the architectures described in
+// engine/arch (llama.go, gemma4.go): it binds the weights those packages
+// name, applies their RoPE tables (engine/arch/rope) and runs each layer's
+// blocks, one short method per block.
+//
+// # Memory and goroutines
+//
+// A backend owns a Pool of workers started once (NewPool; the backend's
+// Close ends the pool it made) and keeps the scratch of each Forward
+// (llamaScratch, gemma4Scratch: one buffer per meaning) for the next call,
+// one scratch per concurrent call, so a decode step allocates only its
+// Result. Forward calls on distinct caches may run concurrently
+// (model.Backend).
 //
 // # Row independence
 //
@@ -14,20 +25,20 @@
 //
 // # Kernels for other architectures
 //
-// The exported kernels are the building blocks the gemma4 architecture reuses:
+// The exported kernels are the building blocks an executed architecture uses
+// (the gated activations and the layer attention run as Tasks kept in a
+// Forward's scratch: gateTask, attnTask):
 //
 //	Matrix, NewMatrix, FromF32            weights in F32/F16/BF16/Q8_0/Q4_0/Q4_1 (Supported), aliasing the mapping
-//	(*Matrix).MatMul                      out = x·Wᵀ for K tokens, each weight row read once for all K
+//	(*Matrix).MatMul, MatMulInput, Input  out = x·Wᵀ for K tokens, each weight row read once for all K
 //	(*Matrix).Row                         dequantised row (embedding lookup)
-//	RMSNorm                               y = x/rms(x)·w (w may be nil: weightless norm)
-//	RoPE, RoPENeox                        rotary embedding: adjacent pairs / split halves (partial, proportional)
+//	RMSNorm, RMSNormRows                  y = x/rms(x)·w (w may be nil: weightless norm), per row
 //	Dot, Dot3, Axpy, Add, Softmax         vector helpers (Dot3 = three Dots of one row, bit-identical)
 //	SiLU, GELUTanh, Argmax                activations, greedy pick (ties to the lowest id)
-//	SiLUMul, GELUMul                      act(gate)·up on the pool (SIMD where there is one, the same bits)
 //	Attend, AttendGroup                   query heads over kv.Cache rows, honouring Visible (sliding windows)
 //	AttendBlock                           Attend for a block of tokens and heads, K/V rows walked once per run
 //	Result                                flat logits -> model.Result for the Output flags (Logits, Argmax, Last)
-//	Pool                                  the worker pool every parallel kernel runs on
+//	Pool, Task                            the persistent worker pool every parallel kernel runs on
 //	F16, BF16, ToF16, ToBF16, Quantize    conversions; Quantize encodes test weights
 //	RandomLlama                           a random-weight llama GGUF of any geometry (tests, benchmarks)
 //

@@ -205,36 +205,48 @@ func dotInt(w []int32, x []int8) int32 {
 // in Go (dot32Ref, dotKRef), on the same quantised Input as the row
 // kernels: the path where there are no row kernels for t.
 func (m *Matrix) matMulRef(p *Pool, out []float32, in *Input, n int) {
-	k := kFormat(m.Type)
+	t := &in.ref
+	*t = refTask{m: m, in: in, out: out, n: n, k: kFormat(m.Type)}
 	bsize := 32
-	if k {
+	if t.k {
 		bsize = qkK
-	}
-	nb := m.Cols / bsize
-	offs := make([]int, 2*n)
-	for t := range n {
-		offs[2*t], offs[2*t+1] = groupOffset(t, n, nb, bsize)
-	}
-	var ik *inputK
-	var ts int
-	if k {
-		ik = in.q8K()
-		ts = ik.ts
+		t.ts = in.q8K().ts
 	} else {
-		ts = in.q8T()
+		t.ts = in.q8T()
 	}
-	p.For(m.Rows, 16, m.Cols*n, func(worker, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			row := m.Data[r*m.rowBytes : (r+1)*m.rowBytes]
-			for t := range n {
-				var v float32
-				if k {
-					v = dotKRef(m.Type, row, nb, ik.q[offs[2*t]:], offs[2*t+1], ik.recs[t:], ts)
-				} else {
-					v = dot32Ref(m.Type, row, nb, in.qG[offs[2*t]:], offs[2*t+1], in.dT[t:], in.sT[t:], in.qsT[t:], ts)
-				}
-				out[t*m.Rows+r] = v
+	t.nb = m.Cols / bsize
+	t.offs = grow(t.offs, 2*n)
+	for tk := range n {
+		t.offs[2*tk], t.offs[2*tk+1] = groupOffset(tk, n, t.nb, bsize)
+	}
+	p.Run(m.Rows, 16, m.Cols*n, t)
+}
+
+// refTask is matMulRef's loop over weight rows.
+type refTask struct {
+	m      *Matrix
+	in     *Input
+	out    []float32
+	n      int
+	k      bool  // a K format (Q8_K activations)
+	nb, ts int   // blocks per row, the transposed scalars' token stride
+	offs   []int // token t's first block and block step in the grouped values
+}
+
+// Run implements Task.
+func (t *refTask) Run(worker, lo, hi int) {
+	m, in := t.m, t.in
+	for r := lo; r < hi; r++ {
+		row := m.Data[r*m.rowBytes : (r+1)*m.rowBytes]
+		for tk := range t.n {
+			off, step := t.offs[2*tk], t.offs[2*tk+1]
+			var v float32
+			if t.k {
+				v = dotKRef(m.Type, row, t.nb, in.k.q[off:], step, in.k.recs[tk:], t.ts)
+			} else {
+				v = dot32Ref(m.Type, row, t.nb, in.qG[off:], step, in.dT[tk:], in.sT[tk:], in.qsT[tk:], t.ts)
 			}
+			t.out[tk*m.Rows+r] = v
 		}
-	})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"anechat/engine/arch/gemma4"
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
@@ -20,7 +21,7 @@ func BenchmarkGemma4E2B(b *testing.B) {
 	buf := newReadBuffer()
 	for _, typ := range []gguf.Type{gguf.BF16, gguf.Q8_0} {
 		b.Run(typ.String(), func(b *testing.B) {
-			m, err := RandomGemma4(Gemma4E2B(10, 65536), typ, 1, nil)
+			m, err := RandomGemma4(gemma4.E2B(10, 65536), typ, 1, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -5,44 +5,16 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"anechat/engine/model"
+	"anechat/engine/arch/gemma4"
 	"anechat/engine/model/gguf"
 )
 
-// Gemma4E2B returns the text geometry of Gemma 4 E2B (docs/gemma4-on-ane.md)
-// cut to the given number of layers and vocabulary, for benchmarks with
-// random weights: full attention on every 5th layer, the last shared layers
-// (20 of 35, scaled down in proportion) reusing the last owning layer of
-// their kind, head dims 256/512, one KV head, MLP 6144 (12288 when shared),
-// PLE 256, window 512, softcap 30. layers must be at least 5.
-func Gemma4E2B(layers, vocab int) Gemma4Options {
-	o := Gemma4Options{Vocab: vocab, Hidden: 1536, Heads: 8, Eps: 1e-6, Window: 512, Softcap: 30,
-		PLEDim: 256, PLEVocab: vocab, Context: 32768, Tied: true, BOS: 2, EOS: []int32{1, 106}}
-	shared := layers * 20 / 35
-	first := layers - shared
-	last := map[bool]int{}
-	for i := range layers {
-		l := Gemma4Layer{Sliding: i%5 != 4, KVHeads: 1, Source: i, FFN: 6144}
-		if l.Sliding {
-			l.HeadDim, l.RopeTheta, l.RopePairs = 256, 1e4, 128
-		} else {
-			l.HeadDim, l.RopeTheta, l.RopePairs = 512, 1e6, 64 // proportional, factor 0.25
-		}
-		if i < first {
-			last[l.Sliding] = i
-		} else if src, ok := last[l.Sliding]; ok {
-			l.Source, l.FFN = src, 2*6144
-		}
-		o.Layers = append(o.Layers, l)
-	}
-	return o
-}
-
 // RandomGemma4 builds a gemma4 model of geometry o with random weights
 // stored as typ (any type the CPU kernels compute with), norms near 1. It
-// exists for benchmarks and tests at geometries no fixture has; it is
-// deterministic in seed.
-func RandomGemma4(o Gemma4Options, typ gguf.Type, seed uint64, pool *Pool) (*Gemma4, error) {
+// exists for benchmarks and tests at geometries no fixture has (such as
+// gemma4.E2B); it is deterministic in seed. pool may be nil: the model then
+// makes one, which its Close ends.
+func RandomGemma4(o gemma4.Config, typ gguf.Type, seed uint64, pool *Pool) (*Gemma4, error) {
 	if !Supported(typ) {
 		return nil, fmt.Errorf("cpu: random gemma4: type %s is not supported", typ)
 	}
@@ -70,10 +42,7 @@ func RandomGemma4(o Gemma4Options, typ gguf.Type, seed uint64, pool *Pool) (*Gem
 		return v
 	}
 	H, L, P := o.Hidden, len(o.Layers), o.PLEDim
-	m := &Gemma4{opt: o, pool: pool}
-	if m.pool == nil {
-		m.pool = NewPool(0)
-	}
+	m := &Gemma4{opt: o}
 	m.embed = mat("embed_tokens.weight", o.Vocab, H)
 	m.out = m.embed
 	if !o.Tied {
@@ -106,12 +75,10 @@ func RandomGemma4(o Gemma4Options, typ gguf.Type, seed uint64, pool *Pool) (*Gem
 	if err != nil {
 		return nil, err
 	}
-	geo, err := o.Geometry()
-	if err != nil {
+	if err := m.plan(pool); err != nil {
 		return nil, fmt.Errorf("cpu: random gemma4: %w", err)
 	}
-	m.cfg = model.Config{Arch: "gemma4", VocabSize: o.Vocab, Hidden: H, ContextLen: o.Context, KV: geo,
-		BOS: o.BOS, EOS: append([]int32(nil), o.EOS...), Fingerprint: fmt.Sprintf("random-gemma4:%s:%d", typ, seed)}
+	m.cfg.Fingerprint = fmt.Sprintf("random-gemma4:%s:%d", typ, seed)
 	return m, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"anechat/engine/arch/gemma4"
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
@@ -102,11 +103,11 @@ func decode(t testing.TB, m model.Backend, seq []int32, w, maxBatch int) [][]flo
 
 func TestGemma4Config(t *testing.T) {
 	m, _ := loadGemma4Fixture(t)
-	o := m.Options()
+	o := m.Arch()
 	if o.Vocab != 512 || o.Hidden != 64 || o.Heads != 4 || o.Window != 8 || o.Softcap != 30 || o.PLEDim != 16 || !o.Tied {
 		t.Errorf("options = %+v", o)
 	}
-	want := []Gemma4Layer{
+	want := []gemma4.Layer{
 		{Sliding: true, HeadDim: 16, KVHeads: 2, Source: 0, FFN: 96, RopeTheta: 1e4, RopePairs: 8},
 		{Sliding: true, HeadDim: 16, KVHeads: 2, Source: 1, FFN: 96, RopeTheta: 1e4, RopePairs: 8},
 		{Sliding: false, HeadDim: 32, KVHeads: 2, Source: 2, FFN: 96, RopeTheta: 1e6, RopePairs: 4},
@@ -363,80 +364,11 @@ func TestGemma4LoadErrors(t *testing.T) {
 	}
 }
 
-// FuzzParseGemma4Config: any config.json bytes either fail or give a
-// geometry the KV cache accepts, with every KV-shared layer reading an
-// earlier owning layer of its own kind.
-func FuzzParseGemma4Config(f *testing.F) {
-	data, err := os.ReadFile(filepath.Join(gemma4Dir, "model", "config.json"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(data)
-	f.Add([]byte(`{"model_type":"gemma4","text_config":{"model_type":"gemma4_text"}}`))
-	f.Add([]byte(`{}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		o, err := ParseGemma4Config("config.json", data)
-		if err != nil {
-			if !strings.Contains(err.Error(), "config.json") {
-				t.Fatalf("error %q does not name the file", err)
-			}
-			return
-		}
-		geo := kv.Geometry{Context: o.Context}
-		for i, l := range o.Layers {
-			if l.Source > i || o.Layers[l.Source].Sliding != l.Sliding || o.Layers[l.Source].Source != l.Source {
-				t.Fatalf("layer %d reads layer %d", i, l.Source)
-			}
-			if l.RopePairs < 0 || l.RopePairs > l.HeadDim/2 || o.Heads%l.KVHeads != 0 {
-				t.Fatalf("layer %d: %+v", i, l)
-			}
-			spec := kv.LayerSpec{KVHeads: l.KVHeads, HeadDim: l.HeadDim, Source: l.Source}
-			if l.Sliding {
-				spec.Window = o.Window
-			}
-			geo.Layers = append(geo.Layers, spec)
-		}
-		if err := geo.Validate(); err != nil {
-			t.Fatal(err)
-		}
-	})
-}
-
-// TestGemma4E2BGeometry checks Gemma4E2B(35, …) against the published facts
-// (docs/gemma4-on-ane.md): full attention on layers 4, 9, …, 34; layers 15-34
-// KV-shared, reading layer 13 (sliding) or 14 (full); MLP 12288 on them.
-func TestGemma4E2BGeometry(t *testing.T) {
-	o := Gemma4E2B(35, 262144)
-	if len(o.Layers) != 35 {
-		t.Fatalf("%d layers", len(o.Layers))
-	}
-	for i, l := range o.Layers {
-		full := i%5 == 4
-		src, ffn := i, 6144
-		if i >= 15 {
-			src, ffn = 13, 12288
-			if full {
-				src = 14
-			}
-		}
-		hd, pairs := 256, 128
-		if full {
-			hd, pairs = 512, 64
-		}
-		if l.Sliding == full || l.Source != src || l.FFN != ffn || l.HeadDim != hd || l.RopePairs != pairs || l.KVHeads != 1 {
-			t.Errorf("layer %d = %+v", i, l)
-		}
-	}
-	if _, err := o.Geometry(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestRandomGemma4Quantised: row independence (widths 1-8, past the window)
 // also holds with quantised weights, on a random model of the E2B layer
 // pattern at toy size.
 func TestRandomGemma4Quantised(t *testing.T) {
-	o := Gemma4E2B(10, 96)
+	o := gemma4.E2B(10, 96)
 	o.Hidden, o.Heads, o.PLEDim, o.Window, o.Context = 64, 2, 32, 6, 64
 	for i := range o.Layers {
 		l := &o.Layers[i]
@@ -605,7 +537,7 @@ func TestGemma4WindowMask(t *testing.T) {
 			cache.Commit(4)
 		}
 		if poison {
-			W := m.Options().Window
+			W := m.Arch().Window
 			oldest := p - (W + width) + 1 // the ring holds the last W+width positions
 			n := 0
 			for layer, l := range m.Config().KV.Layers {
@@ -686,32 +618,4 @@ func TestGemma4BF16(t *testing.T) {
 		}
 	}
 	t.Logf("%d positions, worst relative error %.2e", len(got), worst)
-}
-
-// TestGemma4RopesPerLayerShape: every layer rotates with the table of its
-// own head dim, rotated pairs and base, also when a per_layer_config gives
-// two layers of one kind different head dims (a table per kind would rotate
-// the second layer's heads with the first's, across head boundaries).
-func TestGemma4RopesPerLayerShape(t *testing.T) {
-	layers := []Gemma4Layer{
-		{Sliding: true, HeadDim: 16, RopeTheta: 1e4, RopePairs: 8},
-		{Sliding: false, HeadDim: 32, RopeTheta: 1e6, RopePairs: 4},
-		{Sliding: true, HeadDim: 8, RopeTheta: 1e4, RopePairs: 4},
-		{Sliding: true, HeadDim: 16, RopeTheta: 1e4, RopePairs: 8},
-		{Sliding: false, HeadDim: 32, RopeTheta: 1e6, RopePairs: 4},
-	}
-	const start, n = 5, 3
-	ropes, ropeOf := gemma4Ropes(layers, start, n)
-	shapes := len(ropes) / n
-	if shapes != 3 || ropeOf[0] != ropeOf[3] || ropeOf[1] != ropeOf[4] || ropeOf[0] == ropeOf[2] {
-		t.Fatalf("%d shapes, layer -> shape %v; want 3, layers 0 and 3 and layers 1 and 4 sharing", shapes, ropeOf)
-	}
-	for li, lo := range layers {
-		for tk := range n {
-			got, want := ropes[tk*shapes+ropeOf[li]], newGemma4Rope(lo, start+tk)
-			if !slices.Equal(got.cos, want.cos) || !slices.Equal(got.sin, want.sin) {
-				t.Fatalf("layer %d token %d: table of %d pairs, want its own of %d", li, tk, len(got.cos), len(want.cos))
-			}
-		}
-	}
 }

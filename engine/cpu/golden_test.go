@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"anechat/engine/arch/gemma4"
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
@@ -75,7 +76,7 @@ func goldenModels() []goldenModel {
 		{"gemma4-fixture", func(t *testing.T) model.Backend { return loadGemma4Dir(t, "model") }, nil, 40},
 		{"gemma4-fixture-bf16", func(t *testing.T) model.Backend { return loadGemma4Dir(t, "model-bf16") }, nil, 40},
 		{"random-gemma4-q8_0", func(t *testing.T) model.Backend {
-			m, err := RandomGemma4(Gemma4E2B(5, 384), gguf.Q8_0, 3, NewPool(0))
+			m, err := RandomGemma4(gemma4.E2B(5, 384), gguf.Q8_0, 3, NewPool(0))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -89,6 +89,14 @@ func Add(y, x []float32) {
 	}
 }
 
+// RMSNormRows is RMSNorm of each row of width cols of x into out (which
+// may alias x).
+func RMSNormRows(out, x, w []float32, cols int, eps float32) {
+	for t := range len(x) / cols {
+		RMSNorm(out[t*cols:(t+1)*cols], x[t*cols:(t+1)*cols], w, eps)
+	}
+}
+
 // RMSNorm writes x/sqrt(mean(x²)+eps)·w to out. w may be nil (a weightless
 // norm, as Gemma's V norm). out may alias x.
 func RMSNorm(out, x, w []float32, eps float32) {
@@ -106,49 +114,6 @@ func RMSNorm(out, x, w []float32, eps float32) {
 	w = w[:len(x)]
 	for i, v := range x {
 		out[i] = v * scale * w[i]
-	}
-}
-
-// RoPE rotates the adjacent pairs (x[2i], x[2i+1]) of the first dims elements
-// of one head by pos·base^(-2i/dims) (the llama/GGUF "normal" layout).
-func RoPE(x []float32, pos, dims int, base float64) {
-	for i := 0; i+1 < dims; i += 2 {
-		c, s := ropeCosSin(pos, math.Pow(base, -float64(i)/float64(dims)))
-		rotatePair(x, i, c, s)
-	}
-}
-
-// ropeCosSin is the rotation of a pair with inverse frequency invFreq at pos.
-func ropeCosSin(pos int, invFreq float64) (c, s float64) {
-	s, c = math.Sincos(float64(pos) * invFreq)
-	return c, s
-}
-
-func rotatePair(x []float32, i int, c, s float64) {
-	a, b := float64(x[i]), float64(x[i+1])
-	x[i] = float32(a*c - b*s)
-	x[i+1] = float32(a*s + b*c)
-}
-
-// rotatePairs is RoPE with precomputed cos/sin per pair (bit-identical).
-func rotatePairs(x []float32, cos, sin []float64) {
-	for j := range cos {
-		rotatePair(x, 2*j, cos[j], sin[j])
-	}
-}
-
-// RoPENeox rotates the pairs (x[i], x[i+dims/2]) of the first dims elements
-// of one head, frequency index i over dims/2 (the Hugging Face / NeoX
-// layout). freqDims is the denominator of the exponent (dims for plain
-// partial RoPE; the head dim for "proportional" RoPE).
-func RoPENeox(x []float32, pos, dims, freqDims int, base float64) {
-	half := dims / 2
-	for i := 0; i < half; i++ {
-		theta := float64(pos) * math.Pow(base, -float64(2*i)/float64(freqDims))
-		s, c := math.Sincos(theta)
-		a, b := float64(x[i]), float64(x[i+half])
-		x[i] = float32(a*c - b*s)
-		x[i+half] = float32(a*s + b*c)
 	}
 }
 
@@ -200,26 +165,26 @@ func softmaxGo(x []float32) {
 	}
 }
 
-// SiLUMul sets g[i] = SiLU(g[i])·u[i] (a gated MLP's activation) on the
-// pool, with the SIMD SiLU where there is one (siluMulAVX2: bit-identical
-// to SiLU).
-func SiLUMul(p *Pool, g, u []float32) { gateMul(p, g, u, siluMulRange) }
-
-// GELUMul is SiLUMul with GELUTanh (geluMulAVX2: bit-identical to it).
-func GELUMul(p *Pool, g, u []float32) { gateMul(p, g, u, geluMulRange) }
-
-// gateMul runs a gated activation's loop (siluMulRange, geluMulRange) over
-// pieces of g and u on the pool's workers. Each element depends on its own
-// inputs only, and the pieces start at multiples of 1024 (whole groups of
-// four for the SIMD kernels), so how the work is split changes no bit.
-func gateMul(p *Pool, g, u []float32, loop func(g, u []float32)) {
-	u = u[:len(g)]
-	p.For(len(g), 1024, 10, func(_, lo, hi int) {
-		loop(g[lo:hi], u[lo:hi])
-	})
+// gateTask runs a gated activation g[i] = act(g[i])·u[i] on the pool's
+// workers, with the SIMD loops where there are some (siluMulRange for
+// SiLU, geluMulRange for GELU-tanh: bit-identical to SiLU and GELUTanh); a
+// Forward keeps one in its scratch. Each element depends on its own inputs only, and the pieces
+// start at multiples of 1024 (whole groups of four for the SIMD kernels),
+// so how the work is split changes no bit.
+type gateTask struct {
+	g, u []float32
+	loop func(g, u []float32)
 }
 
-// siluMulRange is SiLUMul's loop over one piece: the SIMD kernel as far as
+func (t *gateTask) mul(p *Pool, g, u []float32, loop func(g, u []float32)) {
+	t.g, t.u, t.loop = g, u[:len(g)], loop
+	p.Run(len(g), 1024, 10, t)
+}
+
+// Run implements Task.
+func (t *gateTask) Run(_, lo, hi int) { t.loop(t.g[lo:hi], t.u[lo:hi]) }
+
+// siluMulRange is the gated SiLU's loop over one piece: the SIMD kernel as far as
 // it goes, SiLU for the groups it leaves (special cases) and the tail.
 func siluMulRange(g, u []float32) {
 	for i := 0; i < len(g); {
@@ -230,7 +195,7 @@ func siluMulRange(g, u []float32) {
 	}
 }
 
-// geluMulRange is GELUMul's loop over one piece. A last partial group of
+// geluMulRange is the gated GELU-tanh's loop over one piece. A last partial group of
 // four goes through the SIMD kernel too, padded, so that every element is
 // computed the same way wherever it falls: the SIMD GELU equals GELUTanh
 // as Go compiles it by default (GOAMD64 v1, v2), but GOAMD64=v3 lets the
@@ -276,5 +241,3 @@ func F16(h uint16) float32 { return safetensors.HalfToFloat(h) }
 
 // BF16 converts bfloat16 bits to float32.
 func BF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
-
-func sqrt64(x float64) float64 { return math.Sqrt(x) }

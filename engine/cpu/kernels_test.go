@@ -235,23 +235,6 @@ func TestKernels(t *testing.T) {
 			t.Fatalf("softmax %v", sm)
 		}
 	}
-	// RoPE at position 1 with dims 4, base 100: pair 0 rotates by 1 rad, pair 1 by 0.1 rad.
-	v := []float32{1, 0, 0, 1}
-	RoPE(v, 1, 4, 100)
-	want := []float64{math.Cos(1), math.Sin(1), -math.Sin(0.1), math.Cos(0.1)}
-	for i := range v {
-		if math.Abs(float64(v[i])-want[i]) > 1e-6 {
-			t.Fatalf("rope %v, want %v", v, want)
-		}
-	}
-	v = []float32{1, 0, 0, 1}
-	RoPENeox(v, 1, 4, 4, 100) // pairs (0,2) by 1 rad, (1,3) by 0.1 rad
-	want = []float64{math.Cos(1), -math.Sin(0.1), math.Sin(1), math.Cos(0.1)}
-	for i := range v {
-		if math.Abs(float64(v[i])-want[i]) > 1e-6 {
-			t.Fatalf("rope neox %v, want %v", v, want)
-		}
-	}
 	if Argmax([]float32{1, 3, 3, 2}) != 1 {
 		t.Error("argmax tie must go to the lowest id")
 	}
@@ -433,8 +416,8 @@ func TestMatMulZeroTokens(t *testing.T) {
 // TestAttendBlock: attention over blocks of tokens and heads equals Attend
 // on every (token, head) alone, bit for bit, on a sliding-window layer whose
 // ring wraps inside the window and on a full layer, at head dims 16 (the Go
-// loops) and 64 (the run kernels), for every block shape attendAll may
-// choose, and for attendAll itself with several worker counts.
+// loops) and 64 (the run kernels), for every block shape attnTask may
+// choose, and for attnTask itself with several worker counts.
 func TestAttendBlock(t *testing.T) {
 	for _, hd := range []int{16, 64} {
 		t.Run(fmt.Sprintf("hd=%d", hd), func(t *testing.T) { testAttendBlock(t, hd) })
@@ -495,9 +478,8 @@ func testAttendBlock(t *testing.T, hd int) {
 		for _, workers := range []int{1, 2, 3, 8} {
 			got := make([]float32, n*heads*hd)
 			o := first * heads * hd
-			var scratch []float32
-			attendAll(NewPool(workers), c, l, first, n-first, q[o:], heads, group, hd, 0.3, got[o:], &scratch)
-			check(fmt.Sprintf("attendAll on %d workers", workers), got)
+			new(attnTask).attend(NewPool(workers), c, l, first, n-first, q[o:], heads, group, hd, 0.3, got[o:])
+			check(fmt.Sprintf("attnTask on %d workers", workers), got)
 		}
 	}
 }

@@ -3,44 +3,63 @@ package cpu
 import (
 	"context"
 	"fmt"
-	"math"
+	"runtime/debug"
 
+	"anechat/engine/arch"
+	"anechat/engine/arch/llama"
+	"anechat/engine/arch/rope"
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
 	"anechat/engine/model/mmap"
 )
 
-// LlamaOptions are the hyper-parameters of a llama-architecture model.
-type LlamaOptions struct {
-	Hidden, FFN, Layers int
-	Heads, KVHeads      int
-	HeadDim, RopeDim    int
-	RopeBase            float64
-	Eps                 float32
-	Vocab, Context      int
-}
-
+// llamaLayer holds the weights of one decoder layer.
 type llamaLayer struct {
 	attnNorm, ffnNorm []float32
 	wq, wk, wv, wo    *Matrix
 	gate, up, down    *Matrix
 }
 
-// Llama is the llama architecture (stories260K, SmolLM2) on the CPU. It is a
-// model.Backend. Forward keeps no state outside the cache it is given, so
-// concurrent calls on distinct caches are safe.
+// Llama executes the llama architecture (engine/arch/llama: stories260K,
+// SmolLM2) on the CPU. It is a model.Backend: concurrent Forward calls on
+// distinct caches are safe (each takes its own scratch).
 type Llama struct {
-	opt     LlamaOptions
+	opt     llama.Config
 	cfg     model.Config
 	pool    *Pool
+	ownPool bool // the pool was made by LoadLlama: Close closes it
 	embd    *Matrix
 	out     *Matrix
 	outNorm []float32
 	layers  []llamaLayer
+	rope    rope.Spec
 	file    *gguf.File      // owned when opened by OpenLlama
 	maps    []*mmap.Mapping // what the tensors alias (nil entries: bytes in the heap)
-	invFreq []float64       // RoPE base^(-2i/RopeDim) per pair
+	scratch scratchPool[llamaScratch]
+}
+
+// llamaScratch is the memory of one Forward, kept between calls: each
+// buffer has one meaning (n tokens' rows of it).
+type llamaScratch struct {
+	x        []float32 // the residual stream
+	norm     []float32 // RMSNorm of x, the input of a block's projections
+	branch   []float32 // a block's output, before it is added to x
+	q, k, v  []float32 // the attention projections (q, k rotated)
+	att      []float32 // the attention output, per query head
+	gate, up []float32 // the MLP's projections; gate then holds act(gate)·up
+	logits   []float32 // the logits when they are not returned
+	rope     rope.Table
+	in       Input
+	attn     attnTask
+	act      gateTask
+}
+
+func (s *llamaScratch) reset(o llama.Config, n int) {
+	H, qd, kvd := o.Hidden, o.Heads*o.HeadDim, o.KVHeads*o.HeadDim
+	s.x, s.norm, s.branch = grow(s.x, n*H), grow(s.norm, n*H), grow(s.branch, n*H)
+	s.q, s.k, s.v, s.att = grow(s.q, n*qd), grow(s.k, n*kvd), grow(s.v, n*kvd), grow(s.att, n*qd)
+	s.gate, s.up = grow(s.gate, n*o.FFN), grow(s.up, n*o.FFN)
 }
 
 // tensorSource is where weights come from (a GGUF file).
@@ -50,8 +69,9 @@ type tensorSource interface {
 	TensorData(name string) ([]byte, error)
 }
 
-// loadMatrix binds tensor name as a rows×cols matrix (GGUF dims [cols, rows]).
-func loadMatrix(src tensorSource, name string, rows, cols int) (*Matrix, error) {
+// loadMatrix binds tensor t as a t.Rows×t.Cols matrix (GGUF dims [cols, rows]).
+func loadMatrix(src tensorSource, t arch.Tensor) (*Matrix, error) {
+	name, rows, cols := t.Name, t.Rows, t.Cols
 	ti, ok := src.Tensor(name)
 	if !ok {
 		return nil, fmt.Errorf("cpu: %s: missing tensor %q", src.Path(), name)
@@ -73,8 +93,9 @@ func loadMatrix(src tensorSource, name string, rows, cols int) (*Matrix, error) 
 	return m, nil
 }
 
-// loadVector reads a 1-D tensor of n elements as float32.
-func loadVector(src tensorSource, name string, n int) ([]float32, error) {
+// loadVector reads the 1-D tensor t of t.Cols elements as float32.
+func loadVector(src tensorSource, t arch.Tensor) ([]float32, error) {
+	name, n := t.Name, t.Cols
 	ti, ok := src.Tensor(name)
 	if !ok {
 		return nil, fmt.Errorf("cpu: %s: missing tensor %q", src.Path(), name)
@@ -93,140 +114,52 @@ func loadVector(src tensorSource, name string, n int) ([]float32, error) {
 	return m.Row(make([]float32, n), 0), nil
 }
 
-// LoadLlama binds the llama weights of f. The weights stay in f's mapping:
-// f must stay open while the model is used. pool may be nil (one per CPU).
+// LoadLlama binds the llama weights of f (engine/arch/llama names them).
+// The weights stay in f's mapping: f must stay open while the model is
+// used. pool may be nil: the model then makes one (one worker per CPU),
+// which its Close ends.
 func LoadLlama(f *gguf.File, pool *Pool) (_ *Llama, err error) {
 	defer mmap.Guard(&err, f.Mapping())()
-	arch, err := f.String("general.architecture")
+	o, err := llama.Parse(f)
 	if err != nil {
 		return nil, fmt.Errorf("cpu: %w", err)
 	}
-	if arch != "llama" {
-		return nil, fmt.Errorf("cpu: %s: architecture %q is not llama", f.Path(), arch)
+	m := &Llama{opt: o, pool: pool, rope: o.Rope(), maps: []*mmap.Mapping{f.Mapping()}}
+	if err := m.rope.Validate(); err != nil {
+		return nil, fmt.Errorf("cpu: %s: %w", f.Path(), err)
 	}
-	var o LlamaOptions
-	for _, p := range []struct {
-		key string
-		dst *int
-	}{
-		{"llama.embedding_length", &o.Hidden}, {"llama.feed_forward_length", &o.FFN},
-		{"llama.block_count", &o.Layers}, {"llama.attention.head_count", &o.Heads},
-		{"llama.context_length", &o.Context},
-	} {
-		if *p.dst, err = f.Int(p.key); err != nil {
-			return nil, fmt.Errorf("cpu: %w", err)
-		}
-		if *p.dst <= 0 || *p.dst > 1<<24 {
-			return nil, fmt.Errorf("cpu: %s: %s = %d is out of range", f.Path(), p.key, *p.dst)
-		}
-	}
-	o.KVHeads = o.Heads
-	if _, ok := f.Value("llama.attention.head_count_kv"); ok {
-		if o.KVHeads, err = f.Int("llama.attention.head_count_kv"); err != nil {
-			return nil, fmt.Errorf("cpu: %w", err)
-		}
-	}
-	if o.KVHeads <= 0 || o.Heads%o.KVHeads != 0 || o.Hidden%o.Heads != 0 {
-		return nil, fmt.Errorf("cpu: %s: %d heads, %d kv heads, hidden %d are inconsistent", f.Path(), o.Heads, o.KVHeads, o.Hidden)
-	}
-	o.HeadDim = o.Hidden / o.Heads
-	o.RopeDim = o.HeadDim
-	if _, ok := f.Value("llama.rope.dimension_count"); ok {
-		if o.RopeDim, err = f.Int("llama.rope.dimension_count"); err != nil {
-			return nil, fmt.Errorf("cpu: %w", err)
-		}
-		if o.RopeDim <= 0 || o.RopeDim > o.HeadDim || o.RopeDim%2 != 0 {
-			return nil, fmt.Errorf("cpu: %s: rope dimension %d must be even and at most the head dim %d", f.Path(), o.RopeDim, o.HeadDim)
-		}
-	}
-	o.RopeBase = 10000
-	if _, ok := f.Value("llama.rope.freq_base"); ok {
-		b, err := f.Float32("llama.rope.freq_base")
-		if err != nil {
-			return nil, fmt.Errorf("cpu: %w", err)
-		}
-		o.RopeBase = float64(b)
-	}
-	if _, ok := f.Value("llama.rope.scaling.type"); ok {
-		return nil, fmt.Errorf("cpu: %s: llama.rope.scaling.type is not supported", f.Path())
-	}
-	if _, ok := f.Tensor("rope_freqs.weight"); ok {
-		return nil, fmt.Errorf("cpu: %s: tensor \"rope_freqs.weight\" (rope frequency factors) is not supported", f.Path())
-	}
-	o.Eps = 1e-5
-	if _, ok := f.Value("llama.attention.layer_norm_rms_epsilon"); ok {
-		if o.Eps, err = f.Float32("llama.attention.layer_norm_rms_epsilon"); err != nil {
-			return nil, fmt.Errorf("cpu: %w", err)
-		}
-	}
-	ti, ok := f.Tensor("token_embd.weight")
-	if !ok || len(ti.Dims) != 2 {
-		return nil, fmt.Errorf("cpu: %s: missing or malformed tensor \"token_embd.weight\"", f.Path())
-	}
-	o.Vocab = ti.Dims[1]
-	m := &Llama{opt: o, pool: pool, maps: []*mmap.Mapping{f.Mapping()}}
-	if m.pool == nil {
-		m.pool = NewPool(0)
-	}
-	if m.embd, err = loadMatrix(f, "token_embd.weight", o.Vocab, o.Hidden); err != nil {
+	embd, out, norm := o.Globals()
+	if m.embd, err = loadMatrix(f, embd); err != nil {
 		return nil, err
 	}
-	if _, ok := f.Tensor("output.weight"); ok {
-		if m.out, err = loadMatrix(f, "output.weight", o.Vocab, o.Hidden); err != nil {
+	m.out = m.embd // tied embeddings (SmolLM2)
+	if !o.Tied {
+		if m.out, err = loadMatrix(f, out); err != nil {
 			return nil, err
 		}
-	} else {
-		m.out = m.embd // tied embeddings (SmolLM2)
 	}
-	if m.outNorm, err = loadVector(f, "output_norm.weight", o.Hidden); err != nil {
+	if m.outNorm, err = loadVector(f, norm); err != nil {
 		return nil, err
 	}
-	qd, kvd := o.Heads*o.HeadDim, o.KVHeads*o.HeadDim
 	m.layers = make([]llamaLayer, o.Layers)
 	for i := range m.layers {
-		l := &m.layers[i]
-		p := fmt.Sprintf("blk.%d.", i)
-		if l.attnNorm, err = loadVector(f, p+"attn_norm.weight", o.Hidden); err != nil {
+		l, w := &m.layers[i], o.Layer(i)
+		if l.attnNorm, err = loadVector(f, w.AttnNorm); err != nil {
 			return nil, err
 		}
-		if l.ffnNorm, err = loadVector(f, p+"ffn_norm.weight", o.Hidden); err != nil {
+		if l.ffnNorm, err = loadVector(f, w.FFNNorm); err != nil {
 			return nil, err
 		}
-		for _, w := range []struct {
-			dst        **Matrix
-			name       string
-			rows, cols int
+		for _, b := range []struct {
+			dst **Matrix
+			t   arch.Tensor
 		}{
-			{&l.wq, "attn_q.weight", qd, o.Hidden}, {&l.wk, "attn_k.weight", kvd, o.Hidden},
-			{&l.wv, "attn_v.weight", kvd, o.Hidden}, {&l.wo, "attn_output.weight", o.Hidden, qd},
-			{&l.gate, "ffn_gate.weight", o.FFN, o.Hidden}, {&l.up, "ffn_up.weight", o.FFN, o.Hidden},
-			{&l.down, "ffn_down.weight", o.Hidden, o.FFN},
+			{&l.wq, w.Q}, {&l.wk, w.K}, {&l.wv, w.V}, {&l.wo, w.O},
+			{&l.gate, w.Gate}, {&l.up, w.Up}, {&l.down, w.Down},
 		} {
-			if *w.dst, err = loadMatrix(f, p+w.name, w.rows, w.cols); err != nil {
+			if *b.dst, err = loadMatrix(f, b.t); err != nil {
 				return nil, err
 			}
-		}
-	}
-	m.invFreq = make([]float64, o.RopeDim/2)
-	for i := range m.invFreq {
-		m.invFreq[i] = math.Pow(o.RopeBase, -float64(2*i)/float64(o.RopeDim))
-	}
-	geo := kv.Geometry{Context: o.Context, Layers: make([]kv.LayerSpec, o.Layers)}
-	for i := range geo.Layers {
-		geo.Layers[i] = kv.LayerSpec{KVHeads: o.KVHeads, HeadDim: o.HeadDim, Source: i}
-	}
-	m.cfg = model.Config{Arch: "llama", VocabSize: o.Vocab, Hidden: o.Hidden, ContextLen: o.Context, KV: geo,
-		BOS: -1}
-	if m.cfg.BOS, err = f.TokenID("tokenizer.ggml.bos_token_id", o.Vocab); err != nil {
-		return nil, fmt.Errorf("cpu: %w", err)
-	}
-	for _, key := range []string{"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"} {
-		id, err := f.TokenID(key, o.Vocab)
-		if err != nil {
-			return nil, fmt.Errorf("cpu: %w", err)
-		}
-		if id >= 0 && !m.cfg.IsEOS(id) {
-			m.cfg.EOS = append(m.cfg.EOS, id)
 		}
 	}
 	var unread []string
@@ -236,11 +169,16 @@ func LoadLlama(f *gguf.File, pool *Pool) (_ *Llama, err error) {
 	if err := unboundTensors("cpu", f.Path(), unread, "blk.", "llama.block_count", o.Layers); err != nil {
 		return nil, err
 	}
+	m.cfg = model.Config{Arch: "llama", VocabSize: o.Vocab, Hidden: o.Hidden, ContextLen: o.Context, KV: o.Geometry(),
+		BOS: o.BOS, EOS: o.EOS}
+	if m.pool == nil {
+		m.pool, m.ownPool = NewPool(0), true
+	}
 	return m, nil
 }
 
-// Options returns the model's hyper-parameters.
-func (m *Llama) Options() LlamaOptions { return m.opt }
+// Arch returns the model's architecture description.
+func (m *Llama) Arch() llama.Config { return m.opt }
 
 // CheckFiles implements model.FileChecker: an error wrapping
 // model.ErrModelChanged when the weights file changed on disk since it was
@@ -253,114 +191,114 @@ func (m *Llama) Config() model.Config { return m.cfg }
 // Widths implements model.Backend: the CPU runs any width.
 func (m *Llama) Widths() []int { return nil }
 
-// Forward implements model.Backend. When the weights file was truncated on
+// Forward implements model.Backend: embedding, then each layer's attention
+// and MLP blocks, then the logits. When the weights file was truncated on
 // disk under the mapping, the call fails with an error wrapping
 // model.ErrModelChanged (and rolls its rows back) instead of crashing.
 func (m *Llama) Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want model.Output) (_ model.Result, err error) {
-	defer rollbackOnFault(&err, cache)
-	defer mmap.Guard(&err, m.maps...)()
-	o := m.opt
+	defer func(old bool) { err = endGuard(recover(), old, err, m.maps, cache) }(debug.SetPanicOnFault(true))
+	if err := m.check(tokens, cache); err != nil {
+		return model.Result{}, err
+	}
 	n := len(tokens)
-	if n == 0 {
-		return model.Result{}, fmt.Errorf("cpu: llama: forward of no tokens")
-	}
-	for _, id := range tokens {
-		if id < 0 || int(id) >= o.Vocab {
-			return model.Result{}, fmt.Errorf("cpu: llama: token id %d outside the vocabulary 0..%d", id, o.Vocab-1)
-		}
-	}
-	if g := cache.Geometry(); len(g.Layers) != o.Layers {
-		return model.Result{}, fmt.Errorf("cpu: llama: cache has %d layers, model %d", len(g.Layers), o.Layers)
-	}
 	if err := cache.Reserve(start, n); err != nil {
 		return model.Result{}, err
 	}
-	H, qd, kvd, hd := o.Hidden, o.Heads*o.HeadDim, o.KVHeads*o.HeadDim, o.HeadDim
-	x := make([]float32, n*H)
-	xb := make([]float32, n*H)
-	q := make([]float32, n*qd)
-	k := make([]float32, n*kvd)
-	v := make([]float32, n*kvd)
-	att := make([]float32, n*qd)
-	g := make([]float32, n*o.FFN)
-	u := make([]float32, n*o.FFN)
+	s := m.scratch.get()
+	defer m.scratch.put(s)
+	s.reset(m.opt, n)
 	for t, id := range tokens {
-		m.embd.Row(x[t*H:(t+1)*H], int(id))
+		m.embd.Row(s.x[t*m.opt.Hidden:], int(id))
 	}
-	// RoPE angles per token, shared by every head and layer: the same
-	// float64 expressions as RoPE, so the same bits.
-	pairs := o.RopeDim / 2
-	rope := make([]float64, 2*n*pairs)
-	for t := range n {
-		for i := range pairs {
-			rope[t*pairs+i], rope[(n+t)*pairs+i] = ropeCosSin(start+t, m.invFreq[i])
-		}
-	}
-	group := o.Heads / o.KVHeads
-	scale := float32(1 / sqrt64(float64(hd)))
-	var scores []float32 // attention scratch, shared by the layers (attendAll)
+	s.rope.Fill(m.rope, start, n)
 	for li := range m.layers {
 		if err := ctx.Err(); err != nil {
 			cache.Rollback()
 			return model.Result{}, err
 		}
-		l := &m.layers[li]
-		for t := range n {
-			RMSNorm(xb[t*H:(t+1)*H], x[t*H:(t+1)*H], l.attnNorm, o.Eps)
-		}
-		in := NewInput(xb, H)
-		l.wq.MatMulInput(m.pool, q, in)
-		l.wk.MatMulInput(m.pool, k, in)
-		l.wv.MatMulInput(m.pool, v, in)
-		for t := range n {
-			pos := start + t
-			rc, rs := rope[t*pairs:(t+1)*pairs], rope[(n+t)*pairs:(n+t+1)*pairs]
-			for h := range o.Heads {
-				rotatePairs(q[t*qd+h*hd:t*qd+(h+1)*hd], rc, rs)
-			}
-			for h := range o.KVHeads {
-				rotatePairs(k[t*kvd+h*hd:t*kvd+(h+1)*hd], rc, rs)
-			}
-			copy(cache.K(li, pos), k[t*kvd:(t+1)*kvd])
-			copy(cache.V(li, pos), v[t*kvd:(t+1)*kvd])
-		}
-		attendAll(m.pool, cache, li, start, n, q, o.Heads, group, hd, scale, att, &scores)
-		l.wo.MatMul(m.pool, xb, att)
-		Add(x, xb)
-		for t := range n {
-			RMSNorm(xb[t*H:(t+1)*H], x[t*H:(t+1)*H], l.ffnNorm, o.Eps)
-		}
-		in = NewInput(xb, H)
-		l.gate.MatMulInput(m.pool, g, in)
-		l.up.MatMulInput(m.pool, u, in)
-		SiLUMul(m.pool, g, u)
-		l.down.MatMul(m.pool, xb, g)
-		Add(x, xb)
+		m.attention(s, cache, li, start, n)
+		m.mlp(s, li)
 	}
-	logits, n, err := outputLogits(ctx, m.pool, cache, x, n, H, m.outNorm, o.Eps, m.out, o.Vocab, want)
+	logits, n, err := outputLogits(ctx, m.pool, cache, s.x, n, m.opt.Hidden, m.outNorm, m.opt.Eps, m.out, m.opt.Vocab, want, &s.logits, &s.in)
 	if err != nil {
 		return model.Result{}, err
 	}
-	return Result(logits, n, o.Vocab, want), nil
+	return Result(logits, n, m.opt.Vocab, want), nil
+}
+
+// check rejects tokens outside the vocabulary and a cache of another model.
+func (m *Llama) check(tokens []int32, cache *kv.Cache) error {
+	if len(tokens) == 0 {
+		return fmt.Errorf("cpu: llama: forward of no tokens")
+	}
+	for _, id := range tokens {
+		if id < 0 || int(id) >= m.opt.Vocab {
+			return fmt.Errorf("cpu: llama: token id %d outside the vocabulary 0..%d", id, m.opt.Vocab-1)
+		}
+	}
+	if g := cache.Geometry(); len(g.Layers) != m.opt.Layers {
+		return fmt.Errorf("cpu: llama: cache has %d layers, model %d", len(g.Layers), m.opt.Layers)
+	}
+	return nil
+}
+
+// attention is the attention block of layer li: x += Wo·attend(q, K, V),
+// the n tokens' rotated K and V rows written to the cache at start...
+func (m *Llama) attention(s *llamaScratch, cache *kv.Cache, li, start, n int) {
+	o, l := m.opt, &m.layers[li]
+	hd, qd, kvd := o.HeadDim, o.Heads*o.HeadDim, o.KVHeads*o.HeadDim
+	RMSNormRows(s.norm, s.x, l.attnNorm, o.Hidden, o.Eps)
+	s.in.Reset(s.norm, o.Hidden)
+	l.wq.MatMulInput(m.pool, s.q, &s.in)
+	l.wk.MatMulInput(m.pool, s.k, &s.in)
+	l.wv.MatMulInput(m.pool, s.v, &s.in)
+	for t := range n {
+		for h := range o.Heads {
+			s.rope.Apply(s.q[t*qd+h*hd:], t)
+		}
+		for h := range o.KVHeads {
+			s.rope.Apply(s.k[t*kvd+h*hd:], t)
+		}
+		copy(cache.K(li, start+t), s.k[t*kvd:(t+1)*kvd])
+		copy(cache.V(li, start+t), s.v[t*kvd:(t+1)*kvd])
+	}
+	s.attn.attend(m.pool, cache, li, start, n, s.q, o.Heads, o.Heads/o.KVHeads, hd, o.AttentionScale(), s.att)
+	s.in.Reset(s.att, qd)
+	l.wo.MatMulInput(m.pool, s.branch, &s.in)
+	Add(s.x, s.branch)
+}
+
+// mlp is the feed-forward block of layer li: x += Wdown·(SiLU(Wgate·n)·Wup·n).
+func (m *Llama) mlp(s *llamaScratch, li int) {
+	o, l := m.opt, &m.layers[li]
+	RMSNormRows(s.norm, s.x, l.ffnNorm, o.Hidden, o.Eps)
+	s.in.Reset(s.norm, o.Hidden)
+	l.gate.MatMulInput(m.pool, s.gate, &s.in)
+	l.up.MatMulInput(m.pool, s.up, &s.in)
+	s.act.mul(m.pool, s.gate, s.up, siluMulRange)
+	s.in.Reset(s.gate, o.FFN)
+	l.down.MatMulInput(m.pool, s.branch, &s.in)
+	Add(s.x, s.branch)
 }
 
 // outputLogits is the end of a Forward: the final RMSNorm of the n hidden
 // rows x (H floats each, normed in place) and the output projection, of the
 // last row only when want has model.Last; it returns the flat logits and
-// their row count. A cancelled ctx rolls the cache's pending rows back.
-func outputLogits(ctx context.Context, p *Pool, cache *kv.Cache, x []float32, n, H int, norm []float32, eps float32, out *Matrix, vocab int, want model.Output) ([]float32, int, error) {
-	for t := range n {
-		RMSNorm(x[t*H:(t+1)*H], x[t*H:(t+1)*H], norm, eps)
-	}
+// their row count. The logits go to *buf (grown) unless want has model.Logits, when they are
+// returned and so freshly allocated; in is the scratch Input of the
+// projection. A cancelled ctx rolls the cache's pending rows back.
+func outputLogits(ctx context.Context, p *Pool, cache *kv.Cache, x []float32, n, H int, norm []float32, eps float32, out *Matrix, vocab int, want model.Output, buf *[]float32, in *Input) ([]float32, int, error) {
+	RMSNormRows(x, x, norm, H, eps)
 	if err := ctx.Err(); err != nil {
 		cache.Rollback()
 		return nil, 0, err
 	}
 	if want&model.Last != 0 {
-		x, n = x[(n-1)*H:], 1
+		x, n = x[(n-1)*H:n*H], 1
 	}
-	logits := make([]float32, n*vocab)
-	out.MatMul(p, logits, x)
+	logits := logitsBuf(buf, n, vocab, want&model.Logits != 0)
+	in.Reset(x, H)
+	out.MatMulInput(p, logits, in)
 	return logits, n, nil
 }
 
@@ -407,9 +345,13 @@ func (m *Llama) File() *gguf.File { return m.file }
 // it (load.Fingerprint), so every backend reports the same one.
 func (m *Llama) SetFingerprint(fp string) { m.cfg.Fingerprint = fp }
 
-// Close unmaps the file opened by OpenLlama; the model must not be used
-// afterwards.
+// Close ends the worker pool LoadLlama made and unmaps the file opened by
+// OpenLlama; the model must not be used afterwards.
 func (m *Llama) Close() error {
+	if m.ownPool {
+		m.pool.Close()
+		m.ownPool = false
+	}
 	if m.file == nil {
 		return nil
 	}

@@ -41,20 +41,25 @@ func (l Loader) Open(ctx context.Context, src load.Source, opts load.Options) (m
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// The model owns the pool: its Close ends the workers.
 	pool := NewPool(opts.Threads)
 	switch src.Format {
 	case load.GGUF:
 		m, err := OpenLlama(src.Path, pool)
 		if err != nil {
+			pool.Close()
 			return nil, err
 		}
+		m.ownPool = true
 		m.SetFingerprint(src.Fingerprint)
 		return m, nil
 	default:
 		m, err := LoadGemma4(src.Path, pool)
 		if err != nil {
+			pool.Close()
 			return nil, err
 		}
+		m.ownPool = true
 		m.SetFingerprint(src.Fingerprint)
 		return m, nil
 	}

@@ -127,31 +127,44 @@ func (m *Matrix) MatMulInput(p *Pool, out []float32, in *Input) {
 		return
 	}
 	const chunk = 16
-	var scratch []float32
+	t := &in.mm
+	*t = matTask{m: m, out: out, x: x, n: n}
 	if m.f32 == nil {
-		scratch = make([]float32, p.Workers()*m.Cols)
+		t.scratch = in.scratch(p.Workers() * m.Cols)
 	}
-	p.For(m.Rows, chunk, m.Cols*n, func(worker, lo, hi int) {
-		var buf []float32
-		if scratch != nil {
-			buf = scratch[worker*m.Cols : (worker+1)*m.Cols]
+	p.Run(m.Rows, chunk, m.Cols*n, t)
+}
+
+// matTask is MatMulInput's loop over weight rows for the float path.
+type matTask struct {
+	m       *Matrix
+	out, x  []float32
+	n       int
+	scratch []float32 // one dequantised row per worker (nil for F32)
+}
+
+// Run implements Task.
+func (t *matTask) Run(worker, lo, hi int) {
+	m, out, x, n := t.m, t.out, t.x, t.n
+	var buf []float32
+	if t.scratch != nil {
+		buf = t.scratch[worker*m.Cols : (worker+1)*m.Cols]
+	}
+	for r := lo; r < hi; r++ {
+		t := m.dotTokens(r, out, x, n, buf)
+		if t == n {
+			continue
 		}
-		for r := lo; r < hi; r++ {
-			t := m.dotTokens(r, out, x, n, buf)
-			if t == n {
-				continue
-			}
-			w := m.rowF32(buf, r)
-			for ; t+3 <= n; t += 3 {
-				c := m.Cols
-				d := Dot3(w, x[t*c:(t+1)*c], x[(t+1)*c:(t+2)*c], x[(t+2)*c:(t+3)*c])
-				out[t*m.Rows+r], out[(t+1)*m.Rows+r], out[(t+2)*m.Rows+r] = d[0], d[1], d[2]
-			}
-			for ; t < n; t++ {
-				out[t*m.Rows+r] = Dot(w, x[t*m.Cols:(t+1)*m.Cols])
-			}
+		w := m.rowF32(buf, r)
+		for ; t+3 <= n; t += 3 {
+			c := m.Cols
+			d := Dot3(w, x[t*c:(t+1)*c], x[(t+1)*c:(t+2)*c], x[(t+2)*c:(t+3)*c])
+			out[t*m.Rows+r], out[(t+1)*m.Rows+r], out[(t+2)*m.Rows+r] = d[0], d[1], d[2]
 		}
-	})
+		for ; t < n; t++ {
+			out[t*m.Rows+r] = Dot(w, x[t*m.Cols:(t+1)*m.Cols])
+		}
+	}
 }
 
 // dotTokens computes row r's outputs for the tokens it can with the fused

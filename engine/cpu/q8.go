@@ -61,7 +61,9 @@ func quantizeQ8Into(q []int8, qstep int, d, s []float32, qs []int32, sstep int, 
 
 // Input is the activations of one call: rows of Cols floats, one per token.
 // Several matrices that read the same input (q, k and v; gate and up) share
-// one Input, so its 8-bit form for the integer kernels is computed once.
+// one Input, so its 8-bit form for the integer kernels is computed once. An
+// Input kept in a Forward's scratch is Reset for each use and keeps its
+// buffers, so the matrix products of a decode step allocate nothing.
 type Input struct {
 	X    []float32
 	Cols int
@@ -79,28 +81,56 @@ type Input struct {
 	// matMulRows calls the kernels; a group starting at token t holds token
 	// t+j's block b at qG[(t*nb+b*g+j)*32:].
 	qG []int8
-	// k is the Q8_K form for the K formats (q8K), computed on first use.
-	k *inputK
+	// quantised is true once the fields above hold X's 8-bit form;
+	// fbuf and ibuf back dT, sT and qsT, qs8T, qs16T, qs128T.
+	quantised bool
+	fbuf      []float32
+	ibuf      []int32
+	// work is the per-worker scratch of the products that read this input
+	// (dequantised rows, padded rows' results), one product at a time.
+	work []float32
+	// mm and rows are the loop bodies of those products (Pool.Run).
+	mm   matTask
+	rows rowsTask
+	ref  refTask
+	// k is the Q8_K form for the K formats (q8K), valid when kQuantised.
+	k          inputK
+	kQuantised bool
 }
 
 // NewInput wraps x (tokens of cols floats each).
 func NewInput(x []float32, cols int) *Input { return &Input{X: x, Cols: cols} }
+
+// Reset makes in the input x (tokens of cols floats), keeping its buffers.
+func (in *Input) Reset(x []float32, cols int) {
+	in.X, in.Cols, in.quantised, in.kQuantised = x, cols, false, false
+}
+
+// scratch returns n floats of in's per-worker scratch.
+func (in *Input) scratch(n int) []float32 {
+	if cap(in.work) < n {
+		in.work = make([]float32, n)
+	}
+	return in.work[:n]
+}
 
 // q8T computes the row kernels' form of the input on first use: the
 // 8-bit values grouped (qG) and the scalars transposed, quantised straight
 // into that layout (the token-major q8 form is not needed for them); it
 // returns the block stride of the transposed copies in values.
 func (in *Input) q8T() int {
-	if in.dT == nil {
+	if !in.quantised {
 		n, nb := len(in.X)/in.Cols, in.Cols/32
 		ts := n + 3
 		in.tstride = ts
-		f := make([]float32, 2*nb*ts)
+		in.fbuf, in.ibuf = grow(in.fbuf, 2*nb*ts), grow(in.ibuf, 4*nb*ts)
+		f, q := in.fbuf, in.ibuf
+		clear(f) // the padding after each block's n stays zero
+		clear(q)
 		in.dT, in.sT = f[:nb*ts:nb*ts], f[nb*ts:]
-		q := make([]int32, 4*nb*ts)
 		in.qsT, in.qs8T, in.qs16T, in.qs128T = q[:nb*ts:nb*ts], q[nb*ts:2*nb*ts:2*nb*ts], q[2*nb*ts:3*nb*ts:3*nb*ts], q[3*nb*ts:]
 		qsT := in.qsT
-		in.qG = make([]int8, n*in.Cols)
+		in.qG = grow(in.qG, n*in.Cols)
 		for t := 0; t < n; {
 			g := rowGroupSize(n - t)
 			for j := range g {
@@ -112,8 +142,18 @@ func (in *Input) q8T() int {
 		for i, v := range qsT {
 			in.qs8T[i], in.qs16T[i], in.qs128T[i] = 8*v, 16*v, 128*v
 		}
+		in.quantised = true
 	}
 	return in.tstride
+}
+
+// grow returns buf[:n], reallocated when its capacity is short (contents
+// then lost).
+func grow[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	return buf[:n]
 }
 
 // rowGroupSize is the number of tokens the next row-kernel call takes when

@@ -1,5 +1,7 @@
 package cpu
 
+import "anechat/engine/model/gguf"
+
 //go:noescape
 func quantizeQ8AVX2(x *float32, nb int, q *int8, qstride int, d, s *float32, qs *int32, sstride int)
 
@@ -24,3 +26,7 @@ var hasQ8 = hasF16C
 func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool {
 	return in.Cols == m.Cols && m.matMulRows(p, out, in, n)
 }
+
+// hasIntegerKernels reports whether t's weights have row kernels here (the
+// other integer formats run the Go loops of dotref.go, with the same sums).
+func hasIntegerKernels(t gguf.Type) bool { return rowKernels(t)[1] != nil }

@@ -97,13 +97,16 @@ type inputK struct {
 	ts   int
 }
 
-// q8K computes the Q8_K form of the input on first use.
+// q8K computes the Q8_K form of the input on first use (after NewInput or
+// Reset), in buffers it keeps for the next use.
 func (in *Input) q8K() *inputK {
-	if in.k == nil {
+	if !in.kQuantised {
 		n, nb := len(in.X)/in.Cols, in.Cols/qkK
-		k := &inputK{ts: n + 3}
-		k.q = make([]int8, n*in.Cols)
-		k.recs = make([]kRec, nb*k.ts)
+		k := &in.k
+		k.ts = n + 3
+		k.q = grow(k.q, n*in.Cols)
+		k.recs = grow(k.recs, nb*k.ts)
+		clear(k.recs) // the padding after each block's n stays zero
 		for t := 0; t < n; {
 			g := rowGroupSize(n - t)
 			for j := range g {
@@ -111,9 +114,9 @@ func (in *Input) q8K() *inputK {
 			}
 			t += g
 		}
-		in.k = k
+		in.kQuantised = true
 	}
-	return in.k
+	return &in.k
 }
 
 // groupOffset returns where token t's first block sits in a grouped

@@ -129,35 +129,48 @@ func (m *Matrix) matMulRows(p *Pool, out []float32, in *Input, n int) bool {
 		return false
 	}
 	cols := m.Cols
-	// The activations in the form the type's kernels read (rowArgs):
-	// values grouped, scalars from dx and sx, tokens dsize and ssize
-	// bytes apart, blocks dstride bytes apart.
-	a := m.rowArgs(in)
-	nb, qG, dstride, ostride := a.nb, a.q, a.dstride, 4*m.Rows
 	full := m.Rows &^ 7
 	const chunk = 16
-	// Scratch for the padded rows' results: n tokens x 8 rows per worker.
-	var scratch []float32
+	t := &in.rows
+	// The activations in the form the type's kernels read (rowArgs).
+	*t = rowsTask{m: m, out: out, n: n, ks: ks, a: m.rowArgs(in), full: full}
 	if full != m.Rows {
-		scratch = make([]float32, 8*n*p.Workers())
+		// Scratch for the padded rows' results: n tokens x 8 rows per worker.
+		t.scratch = in.scratch(8 * n * p.Workers())
 	}
-	p.For(m.Rows, chunk, cols*n/2, func(worker, lo, hi int) {
-		for r := lo; r < hi; r += 8 {
-			w, o, os := &m.Data[r*m.rowBytes], out[r:], ostride
-			if r >= full {
-				w, o, os = &m.tail[0], scratch[worker*8*n:], 32
-			}
-			for t := 0; t < n; {
-				g := rowGroupSize(n - t)
-				ks[g](w, m.rowBytes, nb, &qG[t*cols], (*float32)(unsafe.Add(a.dx, t*a.dsize)), unsafe.Add(a.sx, t*a.ssize), dstride, &o[t*os/4], os)
-				t += g
-			}
-			if r >= full {
-				for tk := range n {
-					copy(out[tk*m.Rows+r:tk*m.Rows+m.Rows], scratch[(worker*n+tk)*8:])
-				}
+	p.Run(m.Rows, chunk, cols*n/2, t)
+	return true
+}
+
+// rowsTask is matMulRows' loop over groups of 8 weight rows.
+type rowsTask struct {
+	m       *Matrix
+	out     []float32
+	n       int
+	ks      [9]rowKernel
+	a       rowArgs
+	full    int       // rows below are whole groups of 8 in m.Data
+	scratch []float32 // the padded rows' results, 8·n per worker
+}
+
+// Run implements Task.
+func (t *rowsTask) Run(worker, lo, hi int) {
+	m, out, n := t.m, t.out, t.n
+	cols, a, ostride := m.Cols, &t.a, 4*m.Rows
+	for r := lo; r < hi; r += 8 {
+		w, o, os := &m.Data[r*m.rowBytes], out[r:], ostride
+		if r >= t.full {
+			w, o, os = &m.tail[0], t.scratch[worker*8*n:], 32
+		}
+		for tk := 0; tk < n; {
+			g := rowGroupSize(n - tk)
+			t.ks[g](w, m.rowBytes, a.nb, &a.q[tk*cols], (*float32)(unsafe.Add(a.dx, tk*a.dsize)), unsafe.Add(a.sx, tk*a.ssize), a.dstride, &o[tk*os/4], os)
+			tk += g
+		}
+		if r >= t.full {
+			for tk := range n {
+				copy(out[tk*m.Rows+r:tk*m.Rows+m.Rows], t.scratch[(worker*n+tk)*8:])
 			}
 		}
-	})
-	return true
+	}
 }

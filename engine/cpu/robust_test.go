@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"anechat/engine/arch/llama"
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
@@ -61,18 +62,18 @@ func TestArgmaxAgreesWithGreedy(t *testing.T) {
 func oneWorkerFirst(p *Pool, fn func(lo int)) {
 	started := make(chan struct{})
 	var once sync.Once
-	p.For(4, 1, 1<<20, func(worker, lo, hi int) {
+	p.Run(4, 1, 1<<20, taskFunc(func(worker, lo, hi int) {
 		if worker == 0 {
 			<-started
 			return
 		}
 		once.Do(func() { close(started) })
 		fn(lo)
-	})
+	}))
 }
 
 // TestPoolCarriesWorkerPanics: a panic on a worker goroutine reaches the
-// caller of For, with the worker's stack, instead of killing the process
+// caller of Run, with the worker's stack, instead of killing the process
 // (an unrecovered panic on any goroutine does).
 func TestPoolCarriesWorkerPanics(t *testing.T) {
 	defer func() {
@@ -84,7 +85,7 @@ func TestPoolCarriesWorkerPanics(t *testing.T) {
 		}
 	}()
 	oneWorkerFirst(NewPool(4), func(int) { panic("boom") })
-	t.Fatal("For returned after a worker panicked")
+	t.Fatal("Run returned after a worker panicked")
 }
 
 // TestPoolCarriesWorkerFaults: a worker goroutine reads a mapping whose file
@@ -120,7 +121,7 @@ func TestPoolCarriesWorkerFaults(t *testing.T) {
 // embeddings: lookups still work, every matrix product faults.
 func truncatedLlama(t *testing.T, typ gguf.Type) (*Llama, string) {
 	t.Helper()
-	o := LlamaOptions{Hidden: 256, FFN: 512, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 1024, Context: 64}
+	o := llama.Config{Hidden: 256, FFN: 512, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 1024, Context: 64}
 	data, err := RandomLlama(o, typ, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -411,7 +412,7 @@ func TestGemma4DamagedConfig(t *testing.T) {
 // a model whose token ids are in its vocabulary and which binds every
 // tensor of the file; nothing panics.
 func FuzzLoadLlama(f *testing.F) {
-	good, err := RandomLlama(LlamaOptions{Hidden: 8, FFN: 8, Layers: 2, Heads: 2, KVHeads: 1, Vocab: 8, Context: 16}, gguf.F32, 1)
+	good, err := RandomLlama(llama.Config{Hidden: 8, FFN: 8, Layers: 2, Heads: 2, KVHeads: 1, Vocab: 8, Context: 16}, gguf.F32, 1)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -158,10 +158,10 @@ func TestSiLUMulSIMD(t *testing.T) {
 		}
 	}
 	got := append([]float32(nil), g...)
-	SiLUMul(NewPool(2), got, u)
+	new(gateTask).mul(NewPool(2), got, u, siluMulRange) // as the llama MLP runs it
 	for i := range got {
 		if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
-			t.Fatalf("SiLUMul: element %d (x = %v): %v, SiLU gives %v", i, g[i], got[i], want[i])
+			t.Fatalf("gated SiLU on the pool: element %d (x = %v): %v, SiLU gives %v", i, g[i], got[i], want[i])
 		}
 	}
 	plain := randVals(r, 4000, 8)
@@ -243,10 +243,10 @@ func TestGELUMulSIMD(t *testing.T) {
 		}
 	}
 	got := append([]float32(nil), g...)
-	GELUMul(NewPool(2), got, u)
+	new(gateTask).mul(NewPool(2), got, u, geluMulRange) // as the gemma4 MLP runs it
 	for i := range got {
 		if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
-			t.Fatalf("GELUMul: element %d (x = %v): %v, GELUTanh gives %v", i, g[i], got[i], want[i])
+			t.Fatalf("gated GELU on the pool: element %d (x = %v): %v, GELUTanh gives %v", i, g[i], got[i], want[i])
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"anechat/engine/arch/llama"
 	"anechat/engine/model/gguf"
 )
 
@@ -14,7 +15,7 @@ import (
 // typ is quantised, in which case the embedding uses typ as well). It exists
 // for tests and benchmarks (row independence, memory-bound speed) where no
 // real model of the right shape is at hand. Deterministic in seed.
-func RandomLlama(o LlamaOptions, typ gguf.Type, seed uint64) ([]byte, error) {
+func RandomLlama(o llama.Config, typ gguf.Type, seed uint64) ([]byte, error) {
 	if o.Hidden%o.Heads != 0 || o.Heads%o.KVHeads != 0 {
 		return nil, fmt.Errorf("cpu: random llama: inconsistent heads")
 	}

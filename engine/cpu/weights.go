@@ -1,20 +1,19 @@
 package cpu
 
 import (
-	"errors"
 	"fmt"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
 	"anechat/engine/kv"
-	"anechat/engine/model"
 	"anechat/engine/model/mmap"
 )
 
 // A model's tensors alias the memory mappings of its files. When a file is
 // truncated on disk while it is mapped, reading it faults: Forward and the
 // loaders defer mmap.Guard, so the fault becomes an error wrapping
-// model.ErrModelChanged for that call, and Pool.For carries faults of its
+// model.ErrModelChanged for that call, and Pool.Run carries faults of its
 // worker goroutines to the guarded caller.
 
 // checkFiles is the models' CheckFiles: a *mmap.ChangedError for the first
@@ -31,13 +30,26 @@ func checkFiles(maps []*mmap.Mapping) error {
 	return nil
 }
 
-// rollbackOnFault, deferred before mmap.Guard in a Forward, drops the rows
-// the call reserved in cache when the guard turned a fault into *errp, as
-// Forward does for its other errors.
-func rollbackOnFault(errp *error, cache *kv.Cache) {
-	if errors.Is(*errp, model.ErrModelChanged) {
-		cache.Rollback()
+// endGuard ends a Forward's fault guard, mmap.Guard without its
+// allocations (a decode step makes none: TestForwardAllocs). A Forward
+// defers
+//
+//	defer func(old bool) { err = endGuard(recover(), old, err, m.maps, cache) }(debug.SetPanicOnFault(true))
+//
+// endGuard restores the goroutine's fault mode (old) and turns a fault
+// panic r on one of maps into an error wrapping model.ErrModelChanged,
+// dropping the rows the call reserved in cache as Forward does for its
+// other errors; any other panic goes on unchanged (it is a bug).
+func endGuard(r any, old bool, err error, maps []*mmap.Mapping, cache *kv.Cache) error {
+	debug.SetPanicOnFault(old)
+	if r == nil {
+		return err
 	}
+	if ferr := mmap.Fault(r, maps...); ferr != nil {
+		cache.Rollback()
+		return ferr
+	}
+	panic(r)
 }
 
 // unboundTensors rejects a model file with tensors the loader did not bind

@@ -39,6 +39,12 @@ type Result struct {
 }
 
 // A Backend runs the model. The CPU and Core ML backends implement it.
+//
+// Concurrency: Forward calls on distinct caches may run at the same time
+// (two sessions on one loaded model), and each returns what it would alone;
+// calls on one cache must not overlap, since the cache is the caller's
+// state. Config and Widths may be called at any time. A backend that
+// cannot run calls in parallel serialises them itself.
 type Backend interface {
 	// Config describes the loaded model: architecture, vocabulary, context,
 	// KV geometry and fingerprint.

@@ -1,10 +1,37 @@
 import { render } from "preact";
 import { act } from "preact/test-utils";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { App } from "./App";
 import type { Bridge } from "./bridge";
 import { wailsBridge, NoBackendError } from "./bridge";
+import type { Frames } from "./logic";
+import { renderMarkdown } from "./markdown";
 import type { Thread } from "./types";
+
+// renderMarkdown, counted: the streaming test checks how often it runs.
+vi.mock("./markdown", async (importOriginal) => {
+  const m = await importOriginal<typeof import("./markdown")>();
+  return { ...m, renderMarkdown: vi.fn(m.renderMarkdown) };
+});
+
+// Animation frames the test runs by hand: tick() runs the callbacks waiting.
+function manualFrames() {
+  const waiting = new Map<number, () => void>();
+  let next = 1;
+  const frames: Frames = {
+    request: (cb) => {
+      waiting.set(next, cb);
+      return next++;
+    },
+    cancel: (id) => void waiting.delete(id),
+  };
+  const tick = () => {
+    const cbs = [...waiting.values()];
+    waiting.clear();
+    cbs.forEach((cb) => cb());
+  };
+  return { frames, tick, waiting: () => waiting.size };
+}
 
 // A fake backend: answers calls from a table and lets the test fire events.
 function fakeBridge(answers: Record<string, (...a: unknown[]) => unknown>) {
@@ -43,10 +70,13 @@ const flush = () => act(async () => { for (let i = 0; i < 5; i++) await Promise.
 let root: HTMLElement;
 afterEach(() => { render(null, root); root.remove(); });
 
+let frames = manualFrames();
+
 async function mount(bridge: Bridge) {
   root = document.createElement("div");
   document.body.append(root);
-  await act(() => render(<App bridge={bridge} />, root));
+  frames = manualFrames();
+  await act(() => render(<App bridge={bridge} frames={frames.frames} />, root));
 }
 
 describe("App", () => {
@@ -88,6 +118,7 @@ describe("App", () => {
       f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 1, text: "lo *you*" });
       f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 0, text: "Hel" });
     });
+    await act(() => frames.tick());
     const streaming = root.querySelector("[data-testid=streaming]")!;
     expect(streaming.textContent?.trim()).toBe("Hello you");
     expect(root.querySelector("[data-testid=progress]")).toBeNull(); // text arrived: no progress bar
@@ -131,6 +162,7 @@ describe("App", () => {
         f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 0, text: "Hel", drafted: false });
         f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 1, text: "lo", drafted: true });
       });
+      await act(() => frames.tick());
       const streamed = [...root.querySelectorAll("[data-testid=streaming] mark.drafted")].map((m) => m.textContent);
       expect(streamed).toEqual(highlightDrafted ? ["lo"] : []);
       render(null, root);
@@ -138,6 +170,58 @@ describe("App", () => {
     }
     root = document.createElement("div"); // for afterEach
   });
+
+  it("renders a streamed reply's Markdown once per animation frame, however many tokens it brought", async () => {
+    const f = fakeBridge({
+      "System.Info": () => info,
+      "Chat.ListConversations": () => [conv],
+      "Chat.Thread": () => thread,
+    });
+    await mount(f.bridge);
+    await flush();
+    await act(() => root.querySelector<HTMLButtonElement>(".conv")!.click());
+    await flush();
+    const renders = vi.mocked(renderMarkdown);
+    const piece = (i: number) => (i % 10 === 9 ? `w${i}\n\n` : `w${i} `);
+    // Each token is its own task, as the Wails events are: no batching by act.
+    const fire = async (from: number, to: number) => {
+      for (let i = from; i < to; i++) await act(() => f.fire("chat:token", { conversationId: 1, parentId: 2, seq: i, text: piece(i), drafted: i % 4 === 0 }));
+    };
+    const text = (n: number) => Array.from({ length: n }, (_, i) => piece(i)).join("");
+    const N = 400;
+
+    renders.mockClear();
+    await fire(0, N);
+    // Nothing is rendered before the frame...
+    expect(renders).not.toHaveBeenCalled();
+    expect(root.querySelector("[data-testid=streaming]")).toBeNull();
+    // ...and the frame renders the reply once, whole.
+    await act(() => frames.tick());
+    expect(renders.mock.calls.map((c) => c[0])).toEqual([text(N)]);
+    const streaming = () => root.querySelector("[data-testid=streaming]")!;
+    expect(streaming().querySelectorAll("p")).toHaveLength(N / 10);
+    expect(streaming().querySelectorAll("mark.drafted")).toHaveLength(N / 4);
+
+    // The next frame's tokens: one more render.
+    renders.mockClear();
+    await fire(N, N + 50);
+    await act(() => frames.tick());
+    expect(renders).toHaveBeenCalledTimes(1);
+    expect(renders.mock.calls[0]?.[0]).toBe(text(N + 50));
+    // A frame without tokens renders nothing.
+    await act(() => frames.tick());
+    expect(renders).toHaveBeenCalledTimes(1);
+
+    // The end comes after the tokens still waiting for a frame: they are shown with the error.
+    await act(() => {
+      f.fire("chat:token", { conversationId: 1, parentId: 2, seq: N + 50, text: "tail", drafted: false });
+      f.fire("chat:error", { conversationId: 1, parentId: 2, error: "boom" });
+    });
+    expect(frames.waiting()).toBe(0);
+    expect(renders.mock.calls.at(-1)?.[0]).toBe(`${text(N + 50)}tail`);
+    expect(streaming().querySelector("p:last-of-type")?.textContent).toBe("tail");
+    expect(root.querySelector("[data-testid=stream-error]")?.textContent).toBe("boom");
+  }, 60_000);
 
   it("shows the storage error with its path", async () => {
     const f = fakeBridge({

@@ -3,15 +3,23 @@ import { api, type Api } from "./api";
 import type { Bridge } from "./bridge";
 import { ChatPage } from "./ChatPage";
 import { LibraryPage } from "./LibraryPage";
-import { streamCleared, streamDone, streamError, streamProgress, streamStarted, streamToken, type Streams } from "./logic";
+import {
+  animationFrames, frameBatcher, streamCleared, streamDone, streamError, streamProgress, streamStarted, streamTokens,
+  type Frames, type Streams,
+} from "./logic";
 import { ModelsPage } from "./ModelsPage";
 import { SettingsPage } from "./SettingsPage";
-import type { Conversation, SearchHit, SystemInfo } from "./types";
+import type { Conversation, SearchHit, SystemInfo, TokenEvent } from "./types";
 
 type Page = "chat" | "library" | "models" | "settings";
 
-/** The whole window: sidebar (conversations, pages), the page, a status bar. */
-export function App({ bridge }: { bridge: Bridge }) {
+/**
+ * The whole window: sidebar (conversations, pages), the page, a status bar.
+ * Streamed tokens are applied once per animation frame (frames; tests pass
+ * their own), so a fast reply re-renders its Markdown once per frame, not
+ * once per token.
+ */
+export function App({ bridge, frames = animationFrames }: { bridge: Bridge; frames?: Frames }) {
   const a: Api = useMemo(() => api(bridge), [bridge]);
   const [info, setInfo] = useState<SystemInfo | null>(null);
   const [fatal, setFatal] = useState<string | null>(null);
@@ -58,22 +66,31 @@ export function App({ bridge }: { bridge: Bridge }) {
   useEffect(() => {
     a.system.info().then(setInfo, (e: Error) => setFatal(e.message));
     void reloadConversations();
+    const tokens = frameBatcher<TokenEvent>(frames, (es) => setStreams((s) => streamTokens(s, es)));
     try {
       const offs = [
-        a.events.onToken((e) => setStreams((s) => streamToken(s, e))),
+        a.events.onToken((e) => tokens.add(e)),
+        // The end of a stream comes after its tokens: those still waiting for a frame go first.
         a.events.onDone((e) => {
+          tokens.flushNow();
           setStreams((s) => streamDone(s, e));
           setFinished((n) => n + 1);
         }),
-        a.events.onError((e) => setStreams((s) => streamError(s, e))),
+        a.events.onError((e) => {
+          tokens.flushNow();
+          setStreams((s) => streamError(s, e));
+        }),
         a.events.onProgress((e) => setStreams((s) => streamProgress(s, e))),
       ];
-      return () => offs.forEach((off) => off());
+      return () => {
+        tokens.stop();
+        offs.forEach((off) => off());
+      };
     } catch (e) {
       setFatal((e as Error).message);
       return undefined;
     }
-  }, [a, reloadConversations]);
+  }, [a, reloadConversations, frames]);
 
   const newChat = async (promptId = 0, body = "") => {
     try {

@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { Api } from "./api";
 import { branchRows, pieceSpans, progressLine, statsLine, type Row, type Stream } from "./logic";
 import { Markdown } from "./Markdown";
@@ -74,6 +74,11 @@ export function ChatPage(p: Props) {
       setError((e as Error).message);
     }
   };
+
+  // The streamed reply's drafted spans change when its pieces do (once per frame).
+  const streamPieces = p.stream?.pieces;
+  const streamDrafted = p.stream?.drafted;
+  const streamSpans = useMemo(() => pieceSpans(streamPieces ?? [], streamDrafted ?? []), [streamPieces, streamDrafted]);
 
   if (!thread) return <div class="chat">{error ? <div class="banner error">{error}</div> : "Loading…"}</div>;
   const rows = branchRows(thread);
@@ -186,7 +191,7 @@ export function ChatPage(p: Props) {
           <div class="msg assistant streaming" data-testid="streaming">
             <Markdown
               text={p.stream.text || (p.stream.running ? "…" : "")}
-              spans={highlight && p.stream.text ? pieceSpans(p.stream.pieces, p.stream.drafted) : undefined}
+              spans={highlight && p.stream.text ? streamSpans : undefined}
             />
             {p.stream.running && !p.stream.text && progressLine(p.stream.progress) && (
               <div class="muted" data-testid="progress">

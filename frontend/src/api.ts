@@ -1,6 +1,6 @@
 import type { Bridge } from "./bridge";
 import type {
-  Conversation, DoneEvent, ErrorEvent, ModelList, Model, Preferences, ProgressEvent, Prompt, PromptInput,
+  Conversation, DoneEvent, ErrorEvent, ModelList, Model, NewConversation, Preferences, ProgressEvent, Prompt, PromptInput,
   ScanResult, SearchHit, SystemInfo, TagCount, Thread, TokenEvent, Turn,
 } from "./types";
 
@@ -13,8 +13,8 @@ export function api(b: Bridge) {
   return {
     chat: {
       list: () => chat<Conversation[]>("ListConversations"),
-      create: (c: { title?: string; modelId?: number; promptId?: number }) =>
-        chat<Conversation>("CreateConversation", { title: "", modelId: 0, promptId: 0, ...c }),
+      create: (c: Partial<NewConversation>) =>
+        chat<Conversation>("CreateConversation", { title: "", modelId: 0, promptId: 0, ...c } satisfies NewConversation),
       rename: (id: number, title: string) => chat<Conversation>("RenameConversation", id, title),
       setSystemPrompt: (id: number, s: string) => chat<Conversation>("SetSystemPrompt", id, s),
       remove: (id: number) => chat<void>("DeleteConversation", id),

@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import {
   branchRows, bytesToGiB, gibToBytes, humanBytes, parseTags, parseWidth, pieceSpans, progressLine, statsLine, tau,
   streamProgress,
-  streamCleared, streamDone, streamError, streamStarted, streamToken,
+  streamCleared, streamDone, streamError, streamStarted, streamToken, streamTokens, frameBatcher, type Frames, type Streams,
 } from "./logic";
-import type { Message, Thread } from "./types";
+import type { Message, Thread, TokenEvent } from "./types";
 
 const msg = (id: number, parentId: number, role: Message["role"], content = `m${id}`): Message => ({
   id, parentId, role, content, conversationId: 1, createdAt: "2026-01-01T00:00:00Z",
@@ -77,6 +77,72 @@ describe("streams", () => {
     let s = streamToken({}, { conversationId: 1, parentId: 10, seq: 0, text: "old", drafted: false });
     s = streamToken(s, { conversationId: 1, parentId: 11, seq: 0, text: "new", drafted: false });
     expect(s[1]).toMatchObject({ parentId: 11, text: "new" });
+  });
+});
+
+describe("token batches", () => {
+  const tok = (conversationId: number, parentId: number, seq: number, text: string, drafted = false): TokenEvent => ({ conversationId, parentId, seq, text, drafted });
+
+  it("give the same streams as their tokens one by one, and leave the state they start from alone", () => {
+    // In order, out of order (holes filled later), a duplicate, two conversations, a new reply, a stream that ended.
+    let start = streamStarted({}, 1, 10);
+    start = streamToken(start, tok(1, 10, 0, "He"));
+    start = streamDone(streamStarted(start, 3, 30), { conversationId: 3, parentId: 30, message: null, stats: {} as never });
+    const batch = [tok(1, 10, 1, "l"), tok(1, 10, 4, "!"), tok(2, 20, 0, "x", true), tok(1, 10, 2, "l", true), tok(1, 10, 3, "o"),
+      tok(1, 10, 3, "o"), tok(2, 21, 0, "new"), tok(3, 30, 0, "late"), tok(2, 21, 1, " reply", true)];
+    const before = JSON.stringify(start);
+    let one: Streams = start;
+    for (const e of batch) one = streamToken(one, e);
+    const all = streamTokens(start, batch);
+    expect(all).toEqual(one);
+    expect(all[1]).toEqual({ parentId: 10, pieces: ["He", "l", "l", "o", "!"], drafted: [false, false, true, false, false], text: "Hello!", error: null, running: true });
+    expect(all[2]).toMatchObject({ parentId: 21, text: "new reply", drafted: [false, true] });
+    expect(all[3]).toBe(start[3]);
+    expect(JSON.stringify(start)).toBe(before);
+    expect(streamTokens(start, [])).toBe(start);
+  });
+});
+
+describe("frameBatcher", () => {
+  function frames() {
+    const waiting = new Map<number, () => void>();
+    let next = 1;
+    const f: Frames = { request: (cb) => (waiting.set(next, cb), next++), cancel: (id) => void waiting.delete(id) };
+    return { f, waiting, tick: () => { const cbs = [...waiting.values()]; waiting.clear(); cbs.forEach((cb) => cb()); } };
+  }
+
+  it("hands over what arrived, in order, once per frame", () => {
+    const fr = frames();
+    const got: number[][] = [];
+    const b = frameBatcher<number>(fr.f, (xs) => got.push(xs));
+    for (let i = 0; i < 100; i++) b.add(i);
+    expect(fr.waiting.size).toBe(1); // one frame asked for, not a hundred
+    expect(got).toEqual([]);
+    fr.tick();
+    expect(got).toEqual([Array.from({ length: 100 }, (_, i) => i)]);
+    fr.tick(); // nothing new: no call
+    expect(got).toHaveLength(1);
+    b.add(100);
+    b.add(101);
+    fr.tick();
+    expect(got[1]).toEqual([100, 101]);
+  });
+
+  it("flushes at once when asked, and drops everything when stopped", () => {
+    const fr = frames();
+    const got: string[][] = [];
+    const b = frameBatcher<string>(fr.f, (xs) => got.push(xs));
+    b.add("a");
+    b.flushNow();
+    expect(got).toEqual([["a"]]);
+    expect(fr.waiting.size).toBe(0); // its frame was cancelled
+    b.flushNow(); // nothing waiting: no call
+    expect(got).toHaveLength(1);
+    b.add("b");
+    b.stop();
+    fr.tick();
+    expect(got).toHaveLength(1);
+    expect(fr.waiting.size).toBe(0);
   });
 });
 

@@ -64,14 +64,79 @@ export function streamStarted(s: Streams, conversationId: number, parentId: numb
  * duplicates of stored text: ignored.
  */
 export function streamToken(s: Streams, e: TokenEvent): Streams {
-  const cur = s[e.conversationId];
-  if (cur && cur.parentId === e.parentId && !cur.running) return s;
-  const base = cur && cur.parentId === e.parentId ? cur : { parentId: e.parentId, pieces: [], drafted: [], text: "", error: null, running: true };
-  const pieces = base.pieces.slice();
-  const drafted = base.drafted.slice();
-  pieces[e.seq] = e.text;
-  drafted[e.seq] = e.drafted === true;
-  return { ...s, [e.conversationId]: { ...base, pieces, drafted, text: pieces.join(""), running: true } };
+  return streamTokens(s, [e]);
+}
+
+/**
+ * streamToken for a batch of tokens (those of one animation frame): each
+ * stream they touch is copied once, and its text grows by the pieces that
+ * come after every piece so far, so a long reply is not re-joined per token
+ * (only a piece that fills a hole re-joins it).
+ */
+export function streamTokens(s: Streams, es: readonly TokenEvent[]): Streams {
+  let out: Record<number, Stream> | null = null;
+  // The streams copied for this batch, which it may change in place.
+  const own = new Set<Stream>();
+  for (const e of es) {
+    const cur = (out ?? s)[e.conversationId];
+    if (cur && cur.parentId === e.parentId && !cur.running) continue;
+    let st = cur && cur.parentId === e.parentId ? cur : null;
+    if (!st || !own.has(st)) {
+      const base = st ?? { parentId: e.parentId, pieces: [], drafted: [], text: "", error: null, running: true };
+      st = { ...base, pieces: base.pieces.slice(), drafted: base.drafted.slice(), running: true };
+      own.add(st);
+      out ??= { ...s };
+      out[e.conversationId] = st;
+    }
+    const last = e.seq >= st.pieces.length;
+    st.pieces[e.seq] = e.text;
+    st.drafted[e.seq] = e.drafted === true;
+    st.text = last ? st.text + e.text : st.pieces.join("");
+  }
+  return out ?? s;
+}
+
+/** Runs callbacks before the next repaint (window.requestAnimationFrame). */
+export interface Frames {
+  request(cb: () => void): number;
+  cancel(id: number): void;
+}
+
+/** The browser's animation frames. */
+export const animationFrames: Frames = {
+  request: (cb) => requestAnimationFrame(() => cb()),
+  cancel: (id) => cancelAnimationFrame(id),
+};
+
+/**
+ * Collects items and hands them to flush at most once per animation frame,
+ * all those that arrived since the last flush, in order. flushNow hands them
+ * over at once (before an event that must come after them); stop drops them.
+ */
+export function frameBatcher<T>(frames: Frames, flush: (items: T[]) => void) {
+  let items: T[] = [];
+  let id: number | null = null;
+  const run = () => {
+    id = null;
+    const batch = items;
+    items = [];
+    if (batch.length > 0) flush(batch);
+  };
+  return {
+    add(item: T) {
+      items.push(item);
+      id ??= frames.request(run);
+    },
+    flushNow() {
+      if (id !== null) frames.cancel(id);
+      run();
+    },
+    stop() {
+      if (id !== null) frames.cancel(id);
+      id = null;
+      items = [];
+    },
+  };
 }
 
 /**

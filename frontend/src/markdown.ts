@@ -2,22 +2,58 @@ import DOMPurify from "dompurify";
 import { Marked } from "marked";
 
 // Model output and prompt text are untrusted: they are rendered as Markdown and
-// the resulting HTML always goes through DOMPurify before it reaches the DOM.
+// the resulting HTML always goes through DOMPurify, and the sanitizer's output
+// is what reaches the DOM, untouched: nothing edits the HTML after it.
 const marked = new Marked({ gfm: true, breaks: true, async: false });
 
 const purifyOptions = {
   USE_PROFILES: { html: true },
   FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select", "iframe"],
-  FORBID_ATTR: ["style"],
+  // srcset is a list of URLs the URL rule below does not read: dropped whole.
+  FORBID_ATTR: ["style", "srcset"],
 };
+
+// The attributes that hold a URL the browser fetches or navigates to.
+const URL_ATTRS = new Set(["href", "src", "cite", "poster", "action", "formaction", "background", "xlink:href", "usemap"]);
+const URL_SCHEMES = new Set(["http:", "https:", "mailto:"]);
+
+/**
+ * Whether a URL attribute's value may stay: a fragment ("#..."), or an
+ * absolute http, https or mailto URL as the browser's URL parser reads it
+ * (which ignores leading and trailing controls and spaces, and tabs and
+ * newlines anywhere). Anything else, relative paths included, is dropped.
+ */
+export function allowedUrl(value: string): boolean {
+  if (/^[\u0000-\u0020]*#/.test(value)) return true;
+  try {
+    return URL_SCHEMES.has(new URL(value).protocol);
+  } catch {
+    return false;
+  }
+}
+
+// A private DOMPurify instance, so that its hook applies to this page's
+// Markdown only. DOMPurify's ALLOWED_URI_REGEXP cannot say this: it also
+// judges attributes such as <ol start> and <td align>, and it lets data: URIs
+// through on <img> whatever it says.
+// Its configuration is set once: DOMPurify re-reads one passed with each call.
+const purifier = DOMPurify(window);
+purifier.setConfig(purifyOptions);
+purifier.addHook("uponSanitizeAttribute", (_node, ev) => {
+  if (URL_ATTRS.has(ev.attrName) && !allowedUrl(ev.attrValue)) ev.keepAttr = false;
+});
+
+function sanitize(html: string): string {
+  return purifier.sanitize(html);
+}
 
 /** A stretch [start, end) of the source text, in UTF-16 code units. */
 export type Span = readonly [number, number];
 
 // Drafted stretches are marked in the Markdown source with two Unicode
 // noncharacters (reserved for internal use, never meaningful text), which
-// survive parsing as plain text; after sanitizing, the text between them is
-// wrapped in <mark class="drafted">.
+// survive parsing as plain text; the text between them is then wrapped in
+// <mark class="drafted"> and the markers removed, all before sanitizing.
 const OPEN = "\uFDD0";
 const CLOSE = "\uFDD1";
 const MARKERS = /[\uFDD0\uFDD1]/g;
@@ -81,13 +117,49 @@ export function markSpans(src: string, spans: readonly Span[]): string {
   return out;
 }
 
+// A reference definition's start: the line's container prefix (quotes, list
+// markers, indentation), then "[label]:".
+const REF_DEF = new RegExp(String.raw`^([ \t>*+-]*(?:\d{1,9}[.)][ \t]*)*)\[((?:[^[\]\\\n]|\\.)+)\]:`, "gm");
+
+// A link label as Markdown compares them: case and runs of whitespace do not count.
+function normalLabel(l: string): string {
+  return l.trim().replace(/\s+/g, " ").toLowerCase();
+}
+
 // noMarkZones lists the stretches (zs, ze) of src a marker must not sit
 // strictly inside: link destinations "](url)", which are not text (marked
-// would percent-encode a marker into the URL), raw HTML tags, and bare URLs with the
-// whitespace around them, which GFM autolinks only when nothing is attached.
+// would percent-encode a marker into the URL), reference definitions
+// "[label]: url" and the labels that use them, entities ("&amp;"), raw HTML
+// tags, and bare URLs and e-mail addresses with the whitespace around them,
+// which GFM autolinks only when nothing is attached. None of this is needed
+// for safety (the sanitizer runs last); it keeps the highlighted document's
+// structure the same as the plain one's.
 function noMarkZones(src: string): [number, number][] {
   const zones: [number, number][] = [];
   for (const m of src.matchAll(/\]\([^()\s]*\)?/g)) zones.push([m.index, m.index + m[0].length]);
+  // A reference definition, from its line's start (a marker before the "["
+  // would make it text) to the end of its destination and title, which may
+  // each sit on a line of their own.
+  const labels = new Set<string>();
+  for (const m of src.matchAll(REF_DEF)) {
+    const open = m.index + (m[1] ?? "").length;
+    labels.add(normalLabel(m[2] ?? ""));
+    let end = lineEnd(src, open);
+    if (src.slice(m.index + m[0].length, end).trim() === "") end = lineEnd(src, end + 1);
+    if (/^[ \t]*["'(]/.test(src.slice(end + 1))) end = lineEnd(src, end + 1);
+    // Nothing may follow the title or destination on its line, not even a marker.
+    zones.push([open - 1, end + 1]);
+  }
+  // The label of a full or collapsed reference "[text][label]", "[text][]",
+  // and a shortcut "[label]" whose label is defined: a marker would make
+  // it a different label.
+  for (const m of src.matchAll(/\]\[[^[\]\n]*\]/g)) zones.push([m.index, m.index + m[0].length]);
+  if (labels.size > 0) {
+    for (const m of src.matchAll(/\[((?:[^[\]\\]|\\.)+)\]/g)) {
+      if (labels.has(normalLabel(m[1] ?? ""))) zones.push([m.index, m.index + m[0].length]);
+    }
+  }
+  for (const m of src.matchAll(/&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});/g)) zones.push([m.index, m.index + m[0].length]);
   // Raw HTML tags (and comments) in the text: a marker would break them.
   // At a line's (or list item's) start a tag opens an HTML block: nothing
   // may precede it.
@@ -95,12 +167,18 @@ function noMarkZones(src: string): [number, number][] {
     const lineStart = LIST_PREFIX_ONLY.test(src.slice(src.lastIndexOf("\n", m.index - 1) + 1, m.index));
     zones.push([lineStart ? m.index - 1 : m.index, m.index + m[0].length]);
   }
-  for (const m of src.matchAll(/(?:https?:\/\/|www\.)[^\s<]*/g)) {
+  for (const m of src.matchAll(/(?:(?:https?|ftp):\/\/|www\.)[^\s<]*|[A-Za-z0-9._+-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+/g)) {
     const zs = m.index > 0 && /\s/.test(src.charAt(m.index - 1)) ? m.index - 1 : m.index;
     const end = m.index + m[0].length;
     zones.push([zs, end < src.length && /\s/.test(src.charAt(end)) ? end + 1 : end]);
   }
   return zones;
+}
+
+// The index of the newline that ends the line holding i (or src's length).
+function lineEnd(src: string, i: number): number {
+  const n = src.indexOf("\n", i);
+  return n < 0 ? src.length : n;
 }
 
 /**
@@ -110,38 +188,68 @@ function noMarkZones(src: string): [number, number][] {
  */
 export function renderMarkdown(src: string, spans: readonly Span[] = []): string {
   // Text that holds the markers itself (never seen in practice) is not highlighted.
-  if (spans.length === 0 || HAS_MARKER.test(src)) return DOMPurify.sanitize(marked.parse(src, { async: false }), purifyOptions);
-  const frag = DOMPurify.sanitize(marked.parse(markSpans(src, spans), { async: false }), {
-    ...purifyOptions,
-    RETURN_DOM_FRAGMENT: true,
-  });
-  wrapMarked(frag);
-  const div = document.createElement("div");
-  div.appendChild(frag);
-  return div.innerHTML;
+  if (spans.length === 0 || HAS_MARKER.test(src)) return sanitize(marked.parse(src, { async: false }));
+  return sanitize(highlight(marked.parse(markSpans(src, spans), { async: false })));
 }
+
+// The document highlight parses into: one of its own, which has no window,
+// so nothing in it runs or loads (made once: making one is slow).
+let inert: Document | undefined;
+
+// highlight turns the markers in html, which is still untrusted, into
+// <mark class="drafted"> and removes them; the caller sanitizes the result.
+// It returns HTML text, not the tree: removing markers can change what the
+// text parses to (a "</sty\uFDD0le>" inside a <style> becomes an end tag),
+// and the sanitizer must judge what the browser will parse, not this tree.
+function highlight(html: string): string {
+  inert ??= document.implementation.createHTMLDocument("");
+  const box = inert.createElement("div");
+  box.innerHTML = html;
+  wrapMarked(box);
+  // A marker can only be left in a tag's or attribute's name.
+  return box.innerHTML.replace(MARKERS, "");
+}
+
+// Elements whose text is not shown as text (or not kept): their markers
+// switch the state and go, but nothing is wrapped in them.
+const RAW_TEXT = new Set(["SCRIPT", "STYLE", "TEXTAREA", "TITLE", "XMP", "NOSCRIPT", "NOEMBED", "NOFRAMES", "IFRAME", "PLAINTEXT"]);
 
 // wrapMarked walks the nodes in document order, strips the markers and wraps
 // each run of text between an OPEN and a CLOSE in <mark class="drafted">. A
-// marker that ended up in an attribute (a link's URL) still switches the state.
+// marker that ended up in an attribute (a link's URL) or a comment still
+// switches the state.
 function wrapMarked(root: Node) {
   let on = false;
-  const visit = (n: Node) => {
+  // The markers in s switch the state; s without them.
+  const read = (s: string) => {
+    for (const ch of s) if (ch === OPEN) on = true; else if (ch === CLOSE) on = false;
+    return s.replace(MARKERS, "");
+  };
+  const visit = (n: Node, wrap: boolean) => {
     if (n.nodeType === Node.ELEMENT_NODE) {
       const el = n as Element;
       for (const a of Array.from(el.attributes)) {
         // A URL holds them percent-encoded.
         const v = a.value.replace(/%EF%B7%90/gi, OPEN).replace(/%EF%B7%91/gi, CLOSE);
-        if (!HAS_MARKER.test(v)) continue;
-        for (const ch of v) if (ch === OPEN) on = true; else if (ch === CLOSE) on = false;
-        el.setAttribute(a.name, v.replace(MARKERS, ""));
+        if (HAS_MARKER.test(v)) el.setAttribute(a.name, read(v));
       }
-      for (const c of Array.from(n.childNodes)) visit(c);
+      const inner = wrap && !RAW_TEXT.has(el.tagName);
+      const kids = el instanceof HTMLTemplateElement ? el.content.childNodes : el.childNodes;
+      for (const c of Array.from(kids)) visit(c, inner);
+      return;
+    }
+    if (n.nodeType === Node.COMMENT_NODE) {
+      const text = n.nodeValue ?? "";
+      if (HAS_MARKER.test(text)) n.nodeValue = read(text);
       return;
     }
     if (n.nodeType !== Node.TEXT_NODE) return;
     const text = n.nodeValue ?? "";
     if (!on && !HAS_MARKER.test(text)) return;
+    if (!wrap) {
+      n.nodeValue = read(text);
+      return;
+    }
     const doc = n.ownerDocument ?? document;
     const parts: Node[] = [];
     let run = "";
@@ -165,5 +273,5 @@ function wrapMarked(root: Node) {
     flush();
     (n as ChildNode).replaceWith(...parts);
   };
-  for (const c of Array.from(root.childNodes)) visit(c);
+  for (const c of Array.from(root.childNodes)) visit(c, true);
 }

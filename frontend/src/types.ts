@@ -1,5 +1,6 @@
 // Types of the values the Go services (package app, storage) send and take.
 // They mirror the Go structs' JSON tags; time.Time arrives as an RFC 3339 string.
+// app/frontend_types_test.go fails when they and api.ts drift from the Go code.
 
 export interface Conversation {
   id: number;
@@ -11,6 +12,13 @@ export interface Conversation {
   activeLeafId: number;
   createdAt: string;
   updatedAt: string;
+}
+
+/** What Chat.CreateConversation takes; 0 and "" mean the defaults. */
+export interface NewConversation {
+  title: string;
+  modelId: number;
+  promptId: number;
 }
 
 export type Role = "system" | "user" | "assistant";

@@ -1,4 +1,4 @@
-package cpu
+package gemma4
 
 import (
 	"encoding/json"
@@ -9,8 +9,8 @@ import (
 	"strconv"
 )
 
-// Gemma4Layer is the geometry of one gemma4 decoder layer.
-type Gemma4Layer struct {
+// Layer is the plan of one gemma4 decoder layer.
+type Layer struct {
 	// Sliding is true for a sliding-window layer, false for full attention.
 	Sliding bool
 	// HeadDim and KVHeads shape its attention (Gemma 4 uses a wider head on
@@ -29,9 +29,9 @@ type Gemma4Layer struct {
 	RopePairs int
 }
 
-// Gemma4Options are the hyper-parameters of a gemma4 text model, read from a
+// Config holds the hyper-parameters of a gemma4 text model, read from a
 // Hugging Face config.json (Gemma4TextConfig).
-type Gemma4Options struct {
+type Config struct {
 	// Vocab is the number of logits; Hidden the residual width; Heads the
 	// query heads of every layer.
 	Vocab, Hidden, Heads int
@@ -49,14 +49,14 @@ type Gemma4Options struct {
 	// Tied is true when the output projection is the embedding table.
 	Tied bool
 	// Layers describes each decoder layer.
-	Layers []Gemma4Layer
+	Layers []Layer
 	// BOS is the beginning-of-sequence id (-1: none); EOS the ids that end
 	// generation.
 	BOS int32
 	EOS []int32
 }
 
-// gemma4JSON is the part of config.json the CPU backend reads.
+// gemma4JSON is the part of config.json this package reads.
 type gemma4JSON struct {
 	ModelType     string                    `json:"model_type"`
 	TextConfig    *gemma4JSON               `json:"text_config"`
@@ -98,19 +98,19 @@ type ropeJSON struct {
 	Factor  *float64 `json:"factor"`
 }
 
-// ParseGemma4Config reads the hyper-parameters of a gemma4 text model from
-// the bytes of config.json (a gemma4_text config, or a gemma4 one whose
-// text_config is used). path names the file in errors. Features the CPU
-// backend does not implement (MoE, k=v attention, bidirectional attention,
+// ParseConfig reads the hyper-parameters of a gemma4 text model from the
+// bytes of config.json (a gemma4_text config, or a gemma4 one whose
+// text_config is used). path names the file in errors. Features this
+// package does not describe (MoE, k=v attention, bidirectional attention,
 // other activations, RoPE scaling) are errors, never silently ignored.
-func ParseGemma4Config(path string, data []byte) (Gemma4Options, error) {
+func ParseConfig(path string, data []byte) (Config, error) {
 	var c gemma4JSON
 	if err := json.Unmarshal(data, &c); err != nil {
-		return Gemma4Options{}, fmt.Errorf("cpu: gemma4: %s: %w", path, err)
+		return Config{}, fmt.Errorf("gemma4: %s: %w", path, err)
 	}
 	if c.TextConfig != nil {
 		if c.ModelType != "gemma4" {
-			return Gemma4Options{}, fmt.Errorf("cpu: gemma4: %s: model_type %q with a text_config is not gemma4", path, c.ModelType)
+			return Config{}, fmt.Errorf("gemma4: %s: model_type %q with a text_config is not gemma4", path, c.ModelType)
 		}
 		eos, bos := c.EOS, c.BOS
 		c = *c.TextConfig
@@ -121,10 +121,10 @@ func ParseGemma4Config(path string, data []byte) (Gemma4Options, error) {
 			c.BOS = bos
 		}
 	} else if c.ModelType != "gemma4_text" {
-		return Gemma4Options{}, fmt.Errorf("cpu: gemma4: %s: model_type %q is not gemma4_text", path, c.ModelType)
+		return Config{}, fmt.Errorf("gemma4: %s: model_type %q is not gemma4_text", path, c.ModelType)
 	}
-	bad := func(format string, args ...any) (Gemma4Options, error) {
-		return Gemma4Options{}, fmt.Errorf("cpu: gemma4: %s: %s", path, fmt.Sprintf(format, args...))
+	bad := func(format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("gemma4: %s: %s", path, fmt.Sprintf(format, args...))
 	}
 	for _, p := range []struct {
 		name string
@@ -160,7 +160,7 @@ func ParseGemma4Config(path string, data []byte) (Gemma4Options, error) {
 	case c.Heads%c.KVHeads != 0:
 		return bad("%d attention heads are not a multiple of %d KV heads", c.Heads, c.KVHeads)
 	}
-	o := Gemma4Options{Vocab: c.Vocab, Hidden: c.Hidden, Heads: c.Heads, Eps: float32(c.Eps), Window: c.Window,
+	o := Config{Vocab: c.Vocab, Hidden: c.Hidden, Heads: c.Heads, Eps: float32(c.Eps), Window: c.Window,
 		Context: c.Context, Tied: true, BOS: -1}
 	if c.Tied != nil {
 		o.Tied = *c.Tied
@@ -210,7 +210,7 @@ func ParseGemma4Config(path string, data []byte) (Gemma4Options, error) {
 	// the library's default is 512) for the full-attention layers.
 	first := c.Layers - c.KVShared
 	lastOfKind := map[bool]int{}
-	o.Layers = make([]Gemma4Layer, c.Layers)
+	o.Layers = make([]Layer, c.Layers)
 	for i, typ := range c.LayerTypes {
 		l := &o.Layers[i]
 		switch typ {
@@ -310,26 +310,26 @@ func parseIDs(raw json.RawMessage) ([]int32, error) {
 	return many, nil
 }
 
-// generationEOS returns the eos ids of dir/generation_config.json, which
+// GenerationEOS returns the eos ids of dir/generation_config.json, which
 // real checkpoints use to add end-of-turn ids; none if the file is absent.
-func generationEOS(dir string) ([]int32, error) {
+func GenerationEOS(dir string) ([]int32, error) {
 	p := filepath.Join(dir, "generation_config.json")
 	data, err := os.ReadFile(p)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cpu: gemma4: %w", err)
+		return nil, fmt.Errorf("gemma4: %w", err)
 	}
 	var g struct {
 		EOS json.RawMessage `json:"eos_token_id"`
 	}
 	if err := json.Unmarshal(data, &g); err != nil {
-		return nil, fmt.Errorf("cpu: gemma4: %s: %w", p, err)
+		return nil, fmt.Errorf("gemma4: %s: %w", p, err)
 	}
 	ids, err := parseIDs(g.EOS)
 	if err != nil {
-		return nil, fmt.Errorf("cpu: gemma4: %s: eos_token_id: %w", p, err)
+		return nil, fmt.Errorf("gemma4: %s: eos_token_id: %w", p, err)
 	}
 	return ids, nil
 }
