@@ -38,6 +38,30 @@ func rowsQ51x4(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointe
 //go:noescape
 func rowsQ51x8(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
+//go:noescape
+func rowsQ50x1A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ50x2A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ50x4A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ50x8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ51x1A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ51x2A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ51x4A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ51x8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
 // moreRowKernels returns the row kernels of this file's formats on this
 // CPU (ok false for the other formats, which q8rows_amd64.go handles); a
 // format without kernels here gets none (the Go loops run).
@@ -57,6 +81,15 @@ func moreRowKernels(t gguf.Type) (k [9]rowKernel, ok bool) {
 			k[1], k[2], k[4], k[8] = rowsQ4Kx1, rowsQ4Kx2, rowsQ4Kx4, rowsQ4Kx8
 		case gguf.Q6_K:
 			k[1], k[2], k[4], k[8] = rowsQ6Kx1, rowsQ6Kx2, rowsQ6Kx4, rowsQ6Kx8
+		}
+	}
+	if !hasVNNI && hasQ8 {
+		// The AVX2 forms (q5rowsavx2_amd64.s, kqrowsavx2_amd64.s).
+		switch t {
+		case gguf.Q5_0:
+			k[1], k[2], k[4], k[8] = rowsQ50x1A, rowsQ50x2A, rowsQ50x4A, rowsQ50x8A
+		case gguf.Q5_1:
+			k[1], k[2], k[4], k[8] = rowsQ51x1A, rowsQ51x2A, rowsQ51x4A, rowsQ51x8A
 		}
 	}
 	return k, true
