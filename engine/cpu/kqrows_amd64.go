@@ -62,6 +62,30 @@ func rowsQ51x4A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Point
 //go:noescape
 func rowsQ51x8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
+//go:noescape
+func rowsQ4Kx1A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ4Kx2A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ4Kx4A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ4Kx8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ6Kx1A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ6Kx2A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ6Kx4A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ6Kx8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
 // moreRowKernels returns the row kernels of this file's formats on this
 // CPU (ok false for the other formats, which q8rows_amd64.go handles); a
 // format without kernels here gets none (the Go loops run).
@@ -90,6 +114,10 @@ func moreRowKernels(t gguf.Type) (k [9]rowKernel, ok bool) {
 			k[1], k[2], k[4], k[8] = rowsQ50x1A, rowsQ50x2A, rowsQ50x4A, rowsQ50x8A
 		case gguf.Q5_1:
 			k[1], k[2], k[4], k[8] = rowsQ51x1A, rowsQ51x2A, rowsQ51x4A, rowsQ51x8A
+		case gguf.Q4_K:
+			k[1], k[2], k[4], k[8] = rowsQ4Kx1A, rowsQ4Kx2A, rowsQ4Kx4A, rowsQ4Kx8A
+		case gguf.Q6_K:
+			k[1], k[2], k[4], k[8] = rowsQ6Kx1A, rowsQ6Kx2A, rowsQ6Kx4A, rowsQ6Kx8A
 		}
 	}
 	return k, true

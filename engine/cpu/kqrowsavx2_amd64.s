@@ -1,0 +1,1552 @@
+#include "textflag.h"
+#include "vec_amd64.h"
+#include "q8rows_amd64.h"
+
+// AVX2 forms of the K-format row kernels of kqrows_amd64.s (Q4_K, Q6_K):
+// the same rows in the lanes, the same canonical sums (dotref.go). Without
+// VPDPBUSD a chunk is VPMADDUBSW (unsigned weights times signed
+// activations, pairs summed to int16) and the sub-block's scale multiplies
+// in VPMADDWD, with the scale in both words of each lane: one VPMADDWD
+// gives sc·P exactly in int32. Q4_K's nibbles (pairs up to 2*15*127) add
+// 8 chunks in int16 before it, Q6_K's 6-bit values (2*63*127 = 16002) only
+// 2. The mins (Q4_K) and the scale pairs of Q6_K's offset term multiply the
+// token's int16 sums with VPMADDWD too. With 16 registers the scales, the
+// tokens' A and the I of tokens 4..7 live on the stack.
+//
+// Arguments as in kqrows_amd64.s. Registers: R8..R15 the rows, BX the
+// block offset, SI qx, DX the records, DI the prefetch pointer, CX blocks
+// left; Y0..Y3 temporaries, Y4..Y7 the I of tokens 0..3, Y8..Y15 chunks.
+
+VEC4(ka0f<>, $0x0f0f0f0f0f0f0f0f)
+
+VEC4(ka30<>, $0x3030303030303030)
+
+VEC4(ka3f<>, $0x3f3f3f3f3f3f3f3f)
+
+DATA kad0<>+0(SB)/8, $0x8004800480008000
+DATA kad0<>+8(SB)/8, $0x800c800c80088008
+DATA kad0<>+16(SB)/8, $0x8004800480008000
+DATA kad0<>+24(SB)/8, $0x800c800c80088008
+GLOBL kad0<>(SB), RODATA|NOPTR, $32
+
+DATA kad1<>+0(SB)/8, $0x8005800580018001
+DATA kad1<>+8(SB)/8, $0x800d800d80098009
+DATA kad1<>+16(SB)/8, $0x8005800580018001
+DATA kad1<>+24(SB)/8, $0x800d800d80098009
+GLOBL kad1<>(SB), RODATA|NOPTR, $32
+
+DATA kad2<>+0(SB)/8, $0x8006800680028002
+DATA kad2<>+8(SB)/8, $0x800e800e800a800a
+DATA kad2<>+16(SB)/8, $0x8006800680028002
+DATA kad2<>+24(SB)/8, $0x800e800e800a800a
+GLOBL kad2<>(SB), RODATA|NOPTR, $32
+
+DATA kad3<>+0(SB)/8, $0x8007800780038003
+DATA kad3<>+8(SB)/8, $0x800f800f800b800b
+DATA kad3<>+16(SB)/8, $0x8007800780038003
+DATA kad3<>+24(SB)/8, $0x800f800f800b800b
+GLOBL kad3<>(SB), RODATA|NOPTR, $32
+
+DATA kap0<>+0(SB)/8, $0x8005800480018000
+DATA kap0<>+8(SB)/8, $0x800d800c80098008
+DATA kap0<>+16(SB)/8, $0x8005800480018000
+DATA kap0<>+24(SB)/8, $0x800d800c80098008
+GLOBL kap0<>(SB), RODATA|NOPTR, $32
+
+DATA kap1<>+0(SB)/8, $0x8007800680038002
+DATA kap1<>+8(SB)/8, $0x800f800e800b800a
+DATA kap1<>+16(SB)/8, $0x8007800680038002
+DATA kap1<>+24(SB)/8, $0x800f800e800b800a
+GLOBL kap1<>(SB), RODATA|NOPTR, $32
+
+DATA kas0<>+0(SB)/8, $0x0480048000800080
+DATA kas0<>+8(SB)/8, $0x0c800c8008800880
+DATA kas0<>+16(SB)/8, $0x0480048000800080
+DATA kas0<>+24(SB)/8, $0x0c800c8008800880
+GLOBL kas0<>(SB), RODATA|NOPTR, $32
+
+DATA kas1<>+0(SB)/8, $0x0580058001800180
+DATA kas1<>+8(SB)/8, $0x0d800d8009800980
+DATA kas1<>+16(SB)/8, $0x0580058001800180
+DATA kas1<>+24(SB)/8, $0x0d800d8009800980
+GLOBL kas1<>(SB), RODATA|NOPTR, $32
+
+DATA kas2<>+0(SB)/8, $0x0680068002800280
+DATA kas2<>+8(SB)/8, $0x0e800e800a800a80
+DATA kas2<>+16(SB)/8, $0x0680068002800280
+DATA kas2<>+24(SB)/8, $0x0e800e800a800a80
+GLOBL kas2<>(SB), RODATA|NOPTR, $32
+
+DATA kas3<>+0(SB)/8, $0x0780078003800380
+DATA kas3<>+8(SB)/8, $0x0f800f800b800b80
+DATA kas3<>+16(SB)/8, $0x0780078003800380
+DATA kas3<>+24(SB)/8, $0x0f800f800b800b80
+GLOBL kas3<>(SB), RODATA|NOPTR, $32
+
+DATA kah0<>+0(SB)/8, $0x0580048001800080
+DATA kah0<>+8(SB)/8, $0x0d800c8009800880
+DATA kah0<>+16(SB)/8, $0x0580048001800080
+DATA kah0<>+24(SB)/8, $0x0d800c8009800880
+GLOBL kah0<>(SB), RODATA|NOPTR, $32
+
+DATA kah1<>+0(SB)/8, $0x0780068003800280
+DATA kah1<>+8(SB)/8, $0x0f800e800b800a80
+DATA kah1<>+16(SB)/8, $0x0780068003800280
+DATA kah1<>+24(SB)/8, $0x0f800e800b800a80
+GLOBL kah1<>(SB), RODATA|NOPTR, $32
+
+#define TRANSPOSEA TRANSPOSE4(Y8, Y9, Y10, Y11)
+
+#define PFKA(i) PREFETCHT0 (i*64)(DI)(BX*8)
+
+#define PF18A \
+	PFKA(0) \
+	PFKA(1) \
+	PFKA(2) \
+	PFKA(3) \
+	PFKA(4) \
+	PFKA(5) \
+	PFKA(6) \
+	PFKA(7) \
+	PFKA(8) \
+	PFKA(9) \
+	PFKA(10) \
+	PFKA(11) \
+	PFKA(12) \
+	PFKA(13) \
+	PFKA(14) \
+	PFKA(15) \
+	PFKA(16) \
+	PFKA(17)
+
+#define PF27A \
+	PF18A \
+	PFKA(18) \
+	PFKA(19) \
+	PFKA(20) \
+	PFKA(21) \
+	PFKA(22) \
+	PFKA(23) \
+	PFKA(24) \
+	PFKA(25) \
+	PFKA(26)
+
+#define NEXTKA(bs, g) \
+	ADDQ $bs, BX \
+	ADDQ $(g*256), SI \
+	ADDQ dstride+48(FP), DX \
+	DECQ CX
+
+// ADDI(t, ioff): Y2 into token t's I (Y4+t, or ioff+32(t-4)(SP) for t >= 4).
+
+// ---- Q4_K. Frame: the scale pairs (sc_j, sc_j) at 32j, the min pairs
+// (m0,m1)..(m6,m7) at 256.., d_w at 384, dmin_w at 416, a sub-block's
+// stashed chunks at 448..703, the tokens' A at 704..959, the I of tokens
+// 4..7 at 960..1087.
+
+#define H4KA \
+	LOAD4(0) \
+	TRANSPOSEA \
+	VCVTPH2PS X0, Y8 \
+	VEXTRACTI128 $1, Y0, X9 \
+	VCVTPH2PS X9, Y9 \
+	VSHUFPS $0x88, Y9, Y8, Y10 \
+	VSHUFPS $0xdd, Y9, Y8, Y11 \
+	VPERMPD $0xd8, Y10, Y10 \
+	VPERMPD $0xd8, Y11, Y11 \
+	VMOVUPS Y10, 384(SP) \
+	VMOVUPS Y11, 416(SP) \
+	VPAND ka3f<>(SB), Y1, Y8 \
+	VPAND ka3f<>(SB), Y2, Y9 \
+	VPSRLW $2, Y1, Y11 \
+	VPAND ka30<>(SB), Y11, Y11 \
+	VPAND ka0f<>(SB), Y3, Y10 \
+	VPOR Y11, Y10, Y10 \
+	VPSRLW $2, Y2, Y11 \
+	VPAND ka30<>(SB), Y11, Y11 \
+	VPSRLW $4, Y3, Y3 \
+	VPAND ka0f<>(SB), Y3, Y3 \
+	VPOR Y11, Y3, Y3 \
+	VPSHUFB kad0<>(SB), Y8, Y11 \
+	VMOVDQU Y11, 0(SP) \
+	VPSHUFB kad1<>(SB), Y8, Y11 \
+	VMOVDQU Y11, 32(SP) \
+	VPSHUFB kad2<>(SB), Y8, Y11 \
+	VMOVDQU Y11, 64(SP) \
+	VPSHUFB kad3<>(SB), Y8, Y11 \
+	VMOVDQU Y11, 96(SP) \
+	VPSHUFB kad0<>(SB), Y10, Y11 \
+	VMOVDQU Y11, 128(SP) \
+	VPSHUFB kad1<>(SB), Y10, Y11 \
+	VMOVDQU Y11, 160(SP) \
+	VPSHUFB kad2<>(SB), Y10, Y11 \
+	VMOVDQU Y11, 192(SP) \
+	VPSHUFB kad3<>(SB), Y10, Y11 \
+	VMOVDQU Y11, 224(SP) \
+	VPSHUFB kap0<>(SB), Y9, Y11 \
+	VMOVDQU Y11, 256(SP) \
+	VPSHUFB kap1<>(SB), Y9, Y11 \
+	VMOVDQU Y11, 288(SP) \
+	VPSHUFB kap0<>(SB), Y3, Y11 \
+	VMOVDQU Y11, 320(SP) \
+	VPSHUFB kap1<>(SB), Y3, Y11 \
+	VMOVDQU Y11, 352(SP)
+
+// W4KA(lo, hi): the chunks of sub-block 2c in Y8..Y15, those of 2c+1 at
+// 448(SP).. (lo = 16+32c, hi = lo+16 as in W4K).
+#define W4KA(lo, hi) \
+	LOAD4(lo) \
+	TRANSPOSEA \
+	VPAND ka0f<>(SB), Y0, Y8 \
+	VPAND ka0f<>(SB), Y1, Y9 \
+	VPAND ka0f<>(SB), Y2, Y10 \
+	VPAND ka0f<>(SB), Y3, Y11 \
+	HIGH4A(Y0, 448) \
+	HIGH4A(Y1, 480) \
+	HIGH4A(Y2, 512) \
+	HIGH4A(Y3, 544) \
+	LOAD4(hi) \
+	TRANSPOSE4(Y12, Y13, Y14, Y15) \
+	VPAND ka0f<>(SB), Y0, Y12 \
+	VPAND ka0f<>(SB), Y1, Y13 \
+	VPAND ka0f<>(SB), Y2, Y14 \
+	VPAND ka0f<>(SB), Y3, Y15 \
+	HIGH4A(Y0, 576) \
+	HIGH4A(Y1, 608) \
+	HIGH4A(Y2, 640) \
+	HIGH4A(Y3, 672)
+
+// HIGH4A(v, off): v's high nibbles to off(SP) (v is clobbered).
+#define HIGH4A(v, off) \
+	VPSRLW $4, v, v \
+	VPAND ka0f<>(SB), v, v \
+	VMOVDQU v, off(SP)
+
+// UNSTASH4A: the stashed chunks back into Y8..Y15.
+#define UNSTASH4A \
+	VMOVDQU 448(SP), Y8 \
+	VMOVDQU 480(SP), Y9 \
+	VMOVDQU 512(SP), Y10 \
+	VMOVDQU 544(SP), Y11 \
+	VMOVDQU 576(SP), Y12 \
+	VMOVDQU 608(SP), Y13 \
+	VMOVDQU 640(SP), Y14 \
+	VMOVDQU 672(SP), Y15
+
+// D32A(a, sc): Y2 = sc(SP)'s scale times the exact Σ of chunks Y8..Y15
+// times the activation bytes at a(SI).. (8 chunks in int16, one VPMADDWD).
+#define D32A(a, sc) \
+	VPBROADCASTD (a+0)(SI), Y0 \
+	VPMADDUBSW Y0, Y8, Y2 \
+	VPBROADCASTD (a+4)(SI), Y0 \
+	VPMADDUBSW Y0, Y9, Y1 \
+	VPADDW Y1, Y2, Y2 \
+	VPBROADCASTD (a+8)(SI), Y0 \
+	VPMADDUBSW Y0, Y10, Y1 \
+	VPADDW Y1, Y2, Y2 \
+	VPBROADCASTD (a+12)(SI), Y0 \
+	VPMADDUBSW Y0, Y11, Y1 \
+	VPADDW Y1, Y2, Y2 \
+	VPBROADCASTD (a+16)(SI), Y0 \
+	VPMADDUBSW Y0, Y12, Y1 \
+	VPADDW Y1, Y2, Y2 \
+	VPBROADCASTD (a+20)(SI), Y0 \
+	VPMADDUBSW Y0, Y13, Y1 \
+	VPADDW Y1, Y2, Y2 \
+	VPBROADCASTD (a+24)(SI), Y0 \
+	VPMADDUBSW Y0, Y14, Y1 \
+	VPADDW Y1, Y2, Y2 \
+	VPBROADCASTD (a+28)(SI), Y0 \
+	VPMADDUBSW Y0, Y15, Y1 \
+	VPADDW Y1, Y2, Y2 \
+	VPMADDWD sc(SP), Y2, Y2
+
+// IR(I): Y2 into the register I; IM(off): into the stacked I at off(SP).
+#define IR(I) VPADDD Y2, I, I
+
+#define IM(off) \
+	VPADDD off(SP), Y2, Y2 \
+	VMOVDQU Y2, off(SP)
+
+// E4KA(t, I): token t's end of block (I a register): M from the min pairs
+// and the token's S32 pairs, then A (at 704+32t(SP)) += (d_w·d_x)·float(I),
+// A -= (dmin_w·d_x)·float(M), each rounded once.
+#define E4KA(t, I) \
+	VPBROADCASTD (t*64+16)(DX), Y0 \
+	VPMADDWD 256(SP), Y0, Y1 \
+	VPBROADCASTD (t*64+20)(DX), Y0 \
+	VPMADDWD 288(SP), Y0, Y2 \
+	VPADDD Y2, Y1, Y1 \
+	VPBROADCASTD (t*64+24)(DX), Y0 \
+	VPMADDWD 320(SP), Y0, Y2 \
+	VPADDD Y2, Y1, Y1 \
+	VPBROADCASTD (t*64+28)(DX), Y0 \
+	VPMADDWD 352(SP), Y0, Y2 \
+	VPADDD Y2, Y1, Y1 \
+	VMOVUPS (704+32*t)(SP), Y8 \
+	VCVTDQ2PS I, Y2 \
+	VBROADCASTSS (t*64)(DX), Y0 \
+	VMULPS 384(SP), Y0, Y3 \
+	VFMADD231PS Y2, Y3, Y8 \
+	VCVTDQ2PS Y1, Y2 \
+	VMULPS 416(SP), Y0, Y3 \
+	VFNMADD231PS Y2, Y3, Y8 \
+	VMOVUPS Y8, (704+32*t)(SP)
+
+// ---- Q6_K. Frame: the scale pairs (sc_k, sc_k) at 32k, the scale pairs
+// (sc_2m, sc_2m+1) at 512+32m, d_w at 768, the transposed qh chunks at
+// 800..927, the tokens' A at 928..1183, the I of tokens 4..7 at 1184..1311.
+
+#define H6KA \
+	VPINSRW $0, 208(R8)(BX*1), X0, X0 \
+	VPINSRW $0, 208(R12)(BX*1), X1, X1 \
+	VPINSRW $1, 208(R9)(BX*1), X0, X0 \
+	VPINSRW $1, 208(R13)(BX*1), X1, X1 \
+	VPINSRW $2, 208(R10)(BX*1), X0, X0 \
+	VPINSRW $2, 208(R14)(BX*1), X1, X1 \
+	VPINSRW $3, 208(R11)(BX*1), X0, X0 \
+	VPINSRW $3, 208(R15)(BX*1), X1, X1 \
+	VPUNPCKLQDQ X1, X0, X0 \
+	VCVTPH2PS X0, Y0 \
+	VMOVUPS Y0, 768(SP) \
+	LOAD4(192) \
+	TRANSPOSEA \
+	SC6A(Y0, 0) \
+	SC6A(Y1, 128) \
+	SC6A(Y2, 256) \
+	SC6A(Y3, 384) \
+	PAIR6A(Y0, kah0, 512) \
+	PAIR6A(Y0, kah1, 544) \
+	PAIR6A(Y1, kah0, 576) \
+	PAIR6A(Y1, kah1, 608) \
+	PAIR6A(Y2, kah0, 640) \
+	PAIR6A(Y2, kah1, 672) \
+	PAIR6A(Y3, kah0, 704) \
+	PAIR6A(Y3, kah1, 736)
+
+// SC6A(v, off): each lane's 4 scale bytes as (sc, sc) int16 pairs, one
+// vector per scale, to off(SP)..
+#define SC6A(v, off) \
+	VPSHUFB kas0<>(SB), v, Y8 \
+	VPSRAW $8, Y8, Y8 \
+	VMOVDQU Y8, (off+0)(SP) \
+	VPSHUFB kas1<>(SB), v, Y8 \
+	VPSRAW $8, Y8, Y8 \
+	VMOVDQU Y8, (off+32)(SP) \
+	VPSHUFB kas2<>(SB), v, Y8 \
+	VPSRAW $8, Y8, Y8 \
+	VMOVDQU Y8, (off+64)(SP) \
+	VPSHUFB kas3<>(SB), v, Y8 \
+	VPSRAW $8, Y8, Y8 \
+	VMOVDQU Y8, (off+96)(SP)
+
+#define PAIR6A(v, tab, off) \
+	VPSHUFB tab<>(SB), v, Y8 \
+	VPSRAW $8, Y8, Y8 \
+	VMOVDQU Y8, off(SP)
+
+// W6LOA(c, sh): chunk c (Y8+c) of the group s = par: (ql & 15) |
+// ((qh << sh) & 0x30), ql in Yc, qh at 800+32c(SP), t a temporary.
+#define W6LOA(qlr, qhoff, sh, w, t) \
+	VMOVDQU qhoff(SP), w \
+	VPSLLW $sh, w, w \
+	VPAND ka30<>(SB), w, w \
+	VPAND ka0f<>(SB), qlr, t \
+	VPOR t, w, w
+
+// W6HI0A, W6HI1A: chunk c (into w) of the group s = 2 or 3 from ql's high
+// nibbles (qlr is clobbered).
+#define W6HI0A(qlr, qhoff, w) \
+	VMOVDQU qhoff(SP), w \
+	VPAND ka30<>(SB), w, w \
+	VPSRLW $4, qlr, qlr \
+	VPAND ka0f<>(SB), qlr, qlr \
+	VPOR qlr, w, w
+
+#define W6HI1A(qlr, qhoff, w) \
+	VMOVDQU qhoff(SP), w \
+	VPSRLW $2, w, w \
+	VPAND ka30<>(SB), w, w \
+	VPSRLW $4, qlr, qlr \
+	VPAND ka0f<>(SB), qlr, qlr \
+	VPOR qlr, w, w
+
+// QH6A(off): the qh bytes at off transposed to 800..927(SP).
+#define QH6A(off) \
+	LOAD4(off) \
+	TRANSPOSEA \
+	VMOVDQU Y0, 800(SP) \
+	VMOVDQU Y1, 832(SP) \
+	VMOVDQU Y2, 864(SP) \
+	VMOVDQU Y3, 896(SP)
+
+#define W6AA(qloff, qhoff) \
+	QH6A(qhoff) \
+	LOAD4(qloff) \
+	TRANSPOSEA \
+	W6LOA(Y0, 800, 4, Y8, Y12) \
+	W6HI0A(Y0, 800, Y12) \
+	W6LOA(Y1, 832, 4, Y9, Y13) \
+	W6HI0A(Y1, 832, Y13) \
+	W6LOA(Y2, 864, 4, Y10, Y14) \
+	W6HI0A(Y2, 864, Y14) \
+	W6LOA(Y3, 896, 4, Y11, Y15) \
+	W6HI0A(Y3, 896, Y15)
+
+#define W6BA(qloff, qhoff) \
+	QH6A(qhoff) \
+	LOAD4(qloff) \
+	TRANSPOSEA \
+	W6LOA(Y0, 800, 2, Y8, Y12) \
+	W6HI1A(Y0, 800, Y12) \
+	W6LOA(Y1, 832, 2, Y9, Y13) \
+	W6HI1A(Y1, 832, Y13) \
+	W6LOA(Y2, 864, 2, Y10, Y14) \
+	W6HI1A(Y2, 864, Y14) \
+	W6LOA(Y3, 896, 2, Y11, Y15) \
+	W6HI1A(Y3, 896, Y15)
+
+// D16A(a, w0..w3, sc): Y2 = the scale at sc(SP) times the exact Σ of 4
+// chunks times the activation bytes at a(SI).. (2 chunks per VPMADDWD).
+#define D16A(a, w0, w1, w2, w3, sc) \
+	VPBROADCASTD (a+0)(SI), Y0 \
+	VPMADDUBSW Y0, w0, Y2 \
+	VPBROADCASTD (a+4)(SI), Y0 \
+	VPMADDUBSW Y0, w1, Y1 \
+	VPADDW Y1, Y2, Y2 \
+	VPMADDWD sc(SP), Y2, Y2 \
+	VPBROADCASTD (a+8)(SI), Y0 \
+	VPMADDUBSW Y0, w2, Y3 \
+	VPBROADCASTD (a+12)(SI), Y0 \
+	VPMADDUBSW Y0, w3, Y1 \
+	VPADDW Y1, Y3, Y3 \
+	VPMADDWD sc(SP), Y3, Y3 \
+	VPADDD Y3, Y2, Y2
+
+// E6KA(t, I): token t's end of block: I -= 32·Σ sc_k·S16_k, then A (at
+// 928+32t(SP)) += (d_w·d_x)·float(I), rounded once.
+#define E6KA(t, I) \
+	VPBROADCASTD (t*64+32)(DX), Y0 \
+	VPMADDWD 512(SP), Y0, Y1 \
+	OFF6A(t, 36, 544) \
+	OFF6A(t, 40, 576) \
+	OFF6A(t, 44, 608) \
+	OFF6A(t, 48, 640) \
+	OFF6A(t, 52, 672) \
+	OFF6A(t, 56, 704) \
+	OFF6A(t, 60, 736) \
+	VPSLLD $5, Y1, Y1 \
+	VPSUBD Y1, I, I \
+	VMOVUPS (928+32*t)(SP), Y8 \
+	VCVTDQ2PS I, Y2 \
+	VBROADCASTSS (t*64)(DX), Y0 \
+	VMULPS 768(SP), Y0, Y3 \
+	VFMADD231PS Y2, Y3, Y8 \
+	VMOVUPS Y8, (928+32*t)(SP)
+
+#define OFF6A(t, so, po) \
+	VPBROADCASTD (t*64+so)(DX), Y0 \
+	VPMADDWD po(SP), Y0, Y2 \
+	VPADDD Y2, Y1, Y1
+
+// func rowsQ4Kx1A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ4Kx1A(SB), 0, $1088-72
+	ROWS
+	VPXOR Y0, Y0, Y0
+	VMOVUPS Y0, 704(SP)
+	TESTQ CX, CX
+	JZ rowsq4kx1adone
+rowsq4kx1aloop:
+	PF18A
+	H4KA
+	VPXOR Y4, Y4, Y4
+	W4KA(16, 32)
+	D32A(0, 0)
+	IR(Y4)
+	UNSTASH4A
+	D32A(32, 32)
+	IR(Y4)
+	W4KA(48, 64)
+	D32A(64, 64)
+	IR(Y4)
+	UNSTASH4A
+	D32A(96, 96)
+	IR(Y4)
+	W4KA(80, 96)
+	D32A(128, 128)
+	IR(Y4)
+	UNSTASH4A
+	D32A(160, 160)
+	IR(Y4)
+	W4KA(112, 128)
+	D32A(192, 192)
+	IR(Y4)
+	UNSTASH4A
+	D32A(224, 224)
+	IR(Y4)
+	E4KA(0, Y4)
+	NEXTKA(144, 1)
+	JNZ rowsq4kx1aloop
+rowsq4kx1adone:
+	MOVQ out+56(FP), DI
+	MOVQ ostride+64(FP), AX
+	VMOVUPS 704(SP), Y0
+	VMOVUPS Y0, (DI)
+	VZEROUPPER
+	RET
+
+// func rowsQ4Kx2A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ4Kx2A(SB), 0, $1088-72
+	ROWS
+	VPXOR Y0, Y0, Y0
+	VMOVUPS Y0, 704(SP)
+	VMOVUPS Y0, 736(SP)
+	TESTQ CX, CX
+	JZ rowsq4kx2adone
+rowsq4kx2aloop:
+	PF18A
+	H4KA
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	W4KA(16, 32)
+	D32A(0, 0)
+	IR(Y4)
+	D32A(256, 0)
+	IR(Y5)
+	UNSTASH4A
+	D32A(32, 32)
+	IR(Y4)
+	D32A(288, 32)
+	IR(Y5)
+	W4KA(48, 64)
+	D32A(64, 64)
+	IR(Y4)
+	D32A(320, 64)
+	IR(Y5)
+	UNSTASH4A
+	D32A(96, 96)
+	IR(Y4)
+	D32A(352, 96)
+	IR(Y5)
+	W4KA(80, 96)
+	D32A(128, 128)
+	IR(Y4)
+	D32A(384, 128)
+	IR(Y5)
+	UNSTASH4A
+	D32A(160, 160)
+	IR(Y4)
+	D32A(416, 160)
+	IR(Y5)
+	W4KA(112, 128)
+	D32A(192, 192)
+	IR(Y4)
+	D32A(448, 192)
+	IR(Y5)
+	UNSTASH4A
+	D32A(224, 224)
+	IR(Y4)
+	D32A(480, 224)
+	IR(Y5)
+	E4KA(0, Y4)
+	E4KA(1, Y5)
+	NEXTKA(144, 2)
+	JNZ rowsq4kx2aloop
+rowsq4kx2adone:
+	MOVQ out+56(FP), DI
+	MOVQ ostride+64(FP), AX
+	VMOVUPS 704(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 736(SP), Y0
+	VMOVUPS Y0, (DI)
+	VZEROUPPER
+	RET
+
+// func rowsQ4Kx4A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ4Kx4A(SB), 0, $1088-72
+	ROWS
+	VPXOR Y0, Y0, Y0
+	VMOVUPS Y0, 704(SP)
+	VMOVUPS Y0, 736(SP)
+	VMOVUPS Y0, 768(SP)
+	VMOVUPS Y0, 800(SP)
+	TESTQ CX, CX
+	JZ rowsq4kx4adone
+rowsq4kx4aloop:
+	PF18A
+	H4KA
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	W4KA(16, 32)
+	D32A(0, 0)
+	IR(Y4)
+	D32A(256, 0)
+	IR(Y5)
+	D32A(512, 0)
+	IR(Y6)
+	D32A(768, 0)
+	IR(Y7)
+	UNSTASH4A
+	D32A(32, 32)
+	IR(Y4)
+	D32A(288, 32)
+	IR(Y5)
+	D32A(544, 32)
+	IR(Y6)
+	D32A(800, 32)
+	IR(Y7)
+	W4KA(48, 64)
+	D32A(64, 64)
+	IR(Y4)
+	D32A(320, 64)
+	IR(Y5)
+	D32A(576, 64)
+	IR(Y6)
+	D32A(832, 64)
+	IR(Y7)
+	UNSTASH4A
+	D32A(96, 96)
+	IR(Y4)
+	D32A(352, 96)
+	IR(Y5)
+	D32A(608, 96)
+	IR(Y6)
+	D32A(864, 96)
+	IR(Y7)
+	W4KA(80, 96)
+	D32A(128, 128)
+	IR(Y4)
+	D32A(384, 128)
+	IR(Y5)
+	D32A(640, 128)
+	IR(Y6)
+	D32A(896, 128)
+	IR(Y7)
+	UNSTASH4A
+	D32A(160, 160)
+	IR(Y4)
+	D32A(416, 160)
+	IR(Y5)
+	D32A(672, 160)
+	IR(Y6)
+	D32A(928, 160)
+	IR(Y7)
+	W4KA(112, 128)
+	D32A(192, 192)
+	IR(Y4)
+	D32A(448, 192)
+	IR(Y5)
+	D32A(704, 192)
+	IR(Y6)
+	D32A(960, 192)
+	IR(Y7)
+	UNSTASH4A
+	D32A(224, 224)
+	IR(Y4)
+	D32A(480, 224)
+	IR(Y5)
+	D32A(736, 224)
+	IR(Y6)
+	D32A(992, 224)
+	IR(Y7)
+	E4KA(0, Y4)
+	E4KA(1, Y5)
+	E4KA(2, Y6)
+	E4KA(3, Y7)
+	NEXTKA(144, 4)
+	JNZ rowsq4kx4aloop
+rowsq4kx4adone:
+	MOVQ out+56(FP), DI
+	MOVQ ostride+64(FP), AX
+	VMOVUPS 704(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 736(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 768(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 800(SP), Y0
+	VMOVUPS Y0, (DI)
+	VZEROUPPER
+	RET
+
+// func rowsQ4Kx8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ4Kx8A(SB), 0, $1088-72
+	ROWS
+	VPXOR Y0, Y0, Y0
+	VMOVUPS Y0, 704(SP)
+	VMOVUPS Y0, 736(SP)
+	VMOVUPS Y0, 768(SP)
+	VMOVUPS Y0, 800(SP)
+	VMOVUPS Y0, 832(SP)
+	VMOVUPS Y0, 864(SP)
+	VMOVUPS Y0, 896(SP)
+	VMOVUPS Y0, 928(SP)
+	TESTQ CX, CX
+	JZ rowsq4kx8adone
+rowsq4kx8aloop:
+	PF18A
+	H4KA
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y0, Y0, Y0
+	VMOVDQU Y0, 960(SP)
+	VMOVDQU Y0, 992(SP)
+	VMOVDQU Y0, 1024(SP)
+	VMOVDQU Y0, 1056(SP)
+	W4KA(16, 32)
+	D32A(0, 0)
+	IR(Y4)
+	D32A(256, 0)
+	IR(Y5)
+	D32A(512, 0)
+	IR(Y6)
+	D32A(768, 0)
+	IR(Y7)
+	D32A(1024, 0)
+	IM(960)
+	D32A(1280, 0)
+	IM(992)
+	D32A(1536, 0)
+	IM(1024)
+	D32A(1792, 0)
+	IM(1056)
+	UNSTASH4A
+	D32A(32, 32)
+	IR(Y4)
+	D32A(288, 32)
+	IR(Y5)
+	D32A(544, 32)
+	IR(Y6)
+	D32A(800, 32)
+	IR(Y7)
+	D32A(1056, 32)
+	IM(960)
+	D32A(1312, 32)
+	IM(992)
+	D32A(1568, 32)
+	IM(1024)
+	D32A(1824, 32)
+	IM(1056)
+	W4KA(48, 64)
+	D32A(64, 64)
+	IR(Y4)
+	D32A(320, 64)
+	IR(Y5)
+	D32A(576, 64)
+	IR(Y6)
+	D32A(832, 64)
+	IR(Y7)
+	D32A(1088, 64)
+	IM(960)
+	D32A(1344, 64)
+	IM(992)
+	D32A(1600, 64)
+	IM(1024)
+	D32A(1856, 64)
+	IM(1056)
+	UNSTASH4A
+	D32A(96, 96)
+	IR(Y4)
+	D32A(352, 96)
+	IR(Y5)
+	D32A(608, 96)
+	IR(Y6)
+	D32A(864, 96)
+	IR(Y7)
+	D32A(1120, 96)
+	IM(960)
+	D32A(1376, 96)
+	IM(992)
+	D32A(1632, 96)
+	IM(1024)
+	D32A(1888, 96)
+	IM(1056)
+	W4KA(80, 96)
+	D32A(128, 128)
+	IR(Y4)
+	D32A(384, 128)
+	IR(Y5)
+	D32A(640, 128)
+	IR(Y6)
+	D32A(896, 128)
+	IR(Y7)
+	D32A(1152, 128)
+	IM(960)
+	D32A(1408, 128)
+	IM(992)
+	D32A(1664, 128)
+	IM(1024)
+	D32A(1920, 128)
+	IM(1056)
+	UNSTASH4A
+	D32A(160, 160)
+	IR(Y4)
+	D32A(416, 160)
+	IR(Y5)
+	D32A(672, 160)
+	IR(Y6)
+	D32A(928, 160)
+	IR(Y7)
+	D32A(1184, 160)
+	IM(960)
+	D32A(1440, 160)
+	IM(992)
+	D32A(1696, 160)
+	IM(1024)
+	D32A(1952, 160)
+	IM(1056)
+	W4KA(112, 128)
+	D32A(192, 192)
+	IR(Y4)
+	D32A(448, 192)
+	IR(Y5)
+	D32A(704, 192)
+	IR(Y6)
+	D32A(960, 192)
+	IR(Y7)
+	D32A(1216, 192)
+	IM(960)
+	D32A(1472, 192)
+	IM(992)
+	D32A(1728, 192)
+	IM(1024)
+	D32A(1984, 192)
+	IM(1056)
+	UNSTASH4A
+	D32A(224, 224)
+	IR(Y4)
+	D32A(480, 224)
+	IR(Y5)
+	D32A(736, 224)
+	IR(Y6)
+	D32A(992, 224)
+	IR(Y7)
+	D32A(1248, 224)
+	IM(960)
+	D32A(1504, 224)
+	IM(992)
+	D32A(1760, 224)
+	IM(1024)
+	D32A(2016, 224)
+	IM(1056)
+	E4KA(0, Y4)
+	E4KA(1, Y5)
+	E4KA(2, Y6)
+	E4KA(3, Y7)
+	VMOVDQU 960(SP), Y9
+	E4KA(4, Y9)
+	VMOVDQU 992(SP), Y9
+	E4KA(5, Y9)
+	VMOVDQU 1024(SP), Y9
+	E4KA(6, Y9)
+	VMOVDQU 1056(SP), Y9
+	E4KA(7, Y9)
+	NEXTKA(144, 8)
+	JNZ rowsq4kx8aloop
+rowsq4kx8adone:
+	MOVQ out+56(FP), DI
+	MOVQ ostride+64(FP), AX
+	VMOVUPS 704(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 736(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 768(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 800(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 832(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 864(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 896(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 928(SP), Y0
+	VMOVUPS Y0, (DI)
+	VZEROUPPER
+	RET
+
+// func rowsQ6Kx1A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ6Kx1A(SB), 0, $1312-72
+	ROWS
+	VPXOR Y0, Y0, Y0
+	VMOVUPS Y0, 928(SP)
+	TESTQ CX, CX
+	JZ rowsq6kx1adone
+rowsq6kx1aloop:
+	PF27A
+	H6KA
+	VPXOR Y4, Y4, Y4
+	W6AA(0, 128)
+	D16A(0, Y8, Y9, Y10, Y11, 0)
+	IR(Y4)
+	D16A(64, Y12, Y13, Y14, Y15, 128)
+	IR(Y4)
+	W6AA(16, 144)
+	D16A(16, Y8, Y9, Y10, Y11, 32)
+	IR(Y4)
+	D16A(80, Y12, Y13, Y14, Y15, 160)
+	IR(Y4)
+	W6BA(32, 128)
+	D16A(32, Y8, Y9, Y10, Y11, 64)
+	IR(Y4)
+	D16A(96, Y12, Y13, Y14, Y15, 192)
+	IR(Y4)
+	W6BA(48, 144)
+	D16A(48, Y8, Y9, Y10, Y11, 96)
+	IR(Y4)
+	D16A(112, Y12, Y13, Y14, Y15, 224)
+	IR(Y4)
+	W6AA(64, 160)
+	D16A(128, Y8, Y9, Y10, Y11, 256)
+	IR(Y4)
+	D16A(192, Y12, Y13, Y14, Y15, 384)
+	IR(Y4)
+	W6AA(80, 176)
+	D16A(144, Y8, Y9, Y10, Y11, 288)
+	IR(Y4)
+	D16A(208, Y12, Y13, Y14, Y15, 416)
+	IR(Y4)
+	W6BA(96, 160)
+	D16A(160, Y8, Y9, Y10, Y11, 320)
+	IR(Y4)
+	D16A(224, Y12, Y13, Y14, Y15, 448)
+	IR(Y4)
+	W6BA(112, 176)
+	D16A(176, Y8, Y9, Y10, Y11, 352)
+	IR(Y4)
+	D16A(240, Y12, Y13, Y14, Y15, 480)
+	IR(Y4)
+	E6KA(0, Y4)
+	NEXTKA(210, 1)
+	JNZ rowsq6kx1aloop
+rowsq6kx1adone:
+	MOVQ out+56(FP), DI
+	MOVQ ostride+64(FP), AX
+	VMOVUPS 928(SP), Y0
+	VMOVUPS Y0, (DI)
+	VZEROUPPER
+	RET
+
+// func rowsQ6Kx2A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ6Kx2A(SB), 0, $1312-72
+	ROWS
+	VPXOR Y0, Y0, Y0
+	VMOVUPS Y0, 928(SP)
+	VMOVUPS Y0, 960(SP)
+	TESTQ CX, CX
+	JZ rowsq6kx2adone
+rowsq6kx2aloop:
+	PF27A
+	H6KA
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	W6AA(0, 128)
+	D16A(0, Y8, Y9, Y10, Y11, 0)
+	IR(Y4)
+	D16A(64, Y12, Y13, Y14, Y15, 128)
+	IR(Y4)
+	D16A(256, Y8, Y9, Y10, Y11, 0)
+	IR(Y5)
+	D16A(320, Y12, Y13, Y14, Y15, 128)
+	IR(Y5)
+	W6AA(16, 144)
+	D16A(16, Y8, Y9, Y10, Y11, 32)
+	IR(Y4)
+	D16A(80, Y12, Y13, Y14, Y15, 160)
+	IR(Y4)
+	D16A(272, Y8, Y9, Y10, Y11, 32)
+	IR(Y5)
+	D16A(336, Y12, Y13, Y14, Y15, 160)
+	IR(Y5)
+	W6BA(32, 128)
+	D16A(32, Y8, Y9, Y10, Y11, 64)
+	IR(Y4)
+	D16A(96, Y12, Y13, Y14, Y15, 192)
+	IR(Y4)
+	D16A(288, Y8, Y9, Y10, Y11, 64)
+	IR(Y5)
+	D16A(352, Y12, Y13, Y14, Y15, 192)
+	IR(Y5)
+	W6BA(48, 144)
+	D16A(48, Y8, Y9, Y10, Y11, 96)
+	IR(Y4)
+	D16A(112, Y12, Y13, Y14, Y15, 224)
+	IR(Y4)
+	D16A(304, Y8, Y9, Y10, Y11, 96)
+	IR(Y5)
+	D16A(368, Y12, Y13, Y14, Y15, 224)
+	IR(Y5)
+	W6AA(64, 160)
+	D16A(128, Y8, Y9, Y10, Y11, 256)
+	IR(Y4)
+	D16A(192, Y12, Y13, Y14, Y15, 384)
+	IR(Y4)
+	D16A(384, Y8, Y9, Y10, Y11, 256)
+	IR(Y5)
+	D16A(448, Y12, Y13, Y14, Y15, 384)
+	IR(Y5)
+	W6AA(80, 176)
+	D16A(144, Y8, Y9, Y10, Y11, 288)
+	IR(Y4)
+	D16A(208, Y12, Y13, Y14, Y15, 416)
+	IR(Y4)
+	D16A(400, Y8, Y9, Y10, Y11, 288)
+	IR(Y5)
+	D16A(464, Y12, Y13, Y14, Y15, 416)
+	IR(Y5)
+	W6BA(96, 160)
+	D16A(160, Y8, Y9, Y10, Y11, 320)
+	IR(Y4)
+	D16A(224, Y12, Y13, Y14, Y15, 448)
+	IR(Y4)
+	D16A(416, Y8, Y9, Y10, Y11, 320)
+	IR(Y5)
+	D16A(480, Y12, Y13, Y14, Y15, 448)
+	IR(Y5)
+	W6BA(112, 176)
+	D16A(176, Y8, Y9, Y10, Y11, 352)
+	IR(Y4)
+	D16A(240, Y12, Y13, Y14, Y15, 480)
+	IR(Y4)
+	D16A(432, Y8, Y9, Y10, Y11, 352)
+	IR(Y5)
+	D16A(496, Y12, Y13, Y14, Y15, 480)
+	IR(Y5)
+	E6KA(0, Y4)
+	E6KA(1, Y5)
+	NEXTKA(210, 2)
+	JNZ rowsq6kx2aloop
+rowsq6kx2adone:
+	MOVQ out+56(FP), DI
+	MOVQ ostride+64(FP), AX
+	VMOVUPS 928(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 960(SP), Y0
+	VMOVUPS Y0, (DI)
+	VZEROUPPER
+	RET
+
+// func rowsQ6Kx4A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ6Kx4A(SB), 0, $1312-72
+	ROWS
+	VPXOR Y0, Y0, Y0
+	VMOVUPS Y0, 928(SP)
+	VMOVUPS Y0, 960(SP)
+	VMOVUPS Y0, 992(SP)
+	VMOVUPS Y0, 1024(SP)
+	TESTQ CX, CX
+	JZ rowsq6kx4adone
+rowsq6kx4aloop:
+	PF27A
+	H6KA
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	W6AA(0, 128)
+	D16A(0, Y8, Y9, Y10, Y11, 0)
+	IR(Y4)
+	D16A(64, Y12, Y13, Y14, Y15, 128)
+	IR(Y4)
+	D16A(256, Y8, Y9, Y10, Y11, 0)
+	IR(Y5)
+	D16A(320, Y12, Y13, Y14, Y15, 128)
+	IR(Y5)
+	D16A(512, Y8, Y9, Y10, Y11, 0)
+	IR(Y6)
+	D16A(576, Y12, Y13, Y14, Y15, 128)
+	IR(Y6)
+	D16A(768, Y8, Y9, Y10, Y11, 0)
+	IR(Y7)
+	D16A(832, Y12, Y13, Y14, Y15, 128)
+	IR(Y7)
+	W6AA(16, 144)
+	D16A(16, Y8, Y9, Y10, Y11, 32)
+	IR(Y4)
+	D16A(80, Y12, Y13, Y14, Y15, 160)
+	IR(Y4)
+	D16A(272, Y8, Y9, Y10, Y11, 32)
+	IR(Y5)
+	D16A(336, Y12, Y13, Y14, Y15, 160)
+	IR(Y5)
+	D16A(528, Y8, Y9, Y10, Y11, 32)
+	IR(Y6)
+	D16A(592, Y12, Y13, Y14, Y15, 160)
+	IR(Y6)
+	D16A(784, Y8, Y9, Y10, Y11, 32)
+	IR(Y7)
+	D16A(848, Y12, Y13, Y14, Y15, 160)
+	IR(Y7)
+	W6BA(32, 128)
+	D16A(32, Y8, Y9, Y10, Y11, 64)
+	IR(Y4)
+	D16A(96, Y12, Y13, Y14, Y15, 192)
+	IR(Y4)
+	D16A(288, Y8, Y9, Y10, Y11, 64)
+	IR(Y5)
+	D16A(352, Y12, Y13, Y14, Y15, 192)
+	IR(Y5)
+	D16A(544, Y8, Y9, Y10, Y11, 64)
+	IR(Y6)
+	D16A(608, Y12, Y13, Y14, Y15, 192)
+	IR(Y6)
+	D16A(800, Y8, Y9, Y10, Y11, 64)
+	IR(Y7)
+	D16A(864, Y12, Y13, Y14, Y15, 192)
+	IR(Y7)
+	W6BA(48, 144)
+	D16A(48, Y8, Y9, Y10, Y11, 96)
+	IR(Y4)
+	D16A(112, Y12, Y13, Y14, Y15, 224)
+	IR(Y4)
+	D16A(304, Y8, Y9, Y10, Y11, 96)
+	IR(Y5)
+	D16A(368, Y12, Y13, Y14, Y15, 224)
+	IR(Y5)
+	D16A(560, Y8, Y9, Y10, Y11, 96)
+	IR(Y6)
+	D16A(624, Y12, Y13, Y14, Y15, 224)
+	IR(Y6)
+	D16A(816, Y8, Y9, Y10, Y11, 96)
+	IR(Y7)
+	D16A(880, Y12, Y13, Y14, Y15, 224)
+	IR(Y7)
+	W6AA(64, 160)
+	D16A(128, Y8, Y9, Y10, Y11, 256)
+	IR(Y4)
+	D16A(192, Y12, Y13, Y14, Y15, 384)
+	IR(Y4)
+	D16A(384, Y8, Y9, Y10, Y11, 256)
+	IR(Y5)
+	D16A(448, Y12, Y13, Y14, Y15, 384)
+	IR(Y5)
+	D16A(640, Y8, Y9, Y10, Y11, 256)
+	IR(Y6)
+	D16A(704, Y12, Y13, Y14, Y15, 384)
+	IR(Y6)
+	D16A(896, Y8, Y9, Y10, Y11, 256)
+	IR(Y7)
+	D16A(960, Y12, Y13, Y14, Y15, 384)
+	IR(Y7)
+	W6AA(80, 176)
+	D16A(144, Y8, Y9, Y10, Y11, 288)
+	IR(Y4)
+	D16A(208, Y12, Y13, Y14, Y15, 416)
+	IR(Y4)
+	D16A(400, Y8, Y9, Y10, Y11, 288)
+	IR(Y5)
+	D16A(464, Y12, Y13, Y14, Y15, 416)
+	IR(Y5)
+	D16A(656, Y8, Y9, Y10, Y11, 288)
+	IR(Y6)
+	D16A(720, Y12, Y13, Y14, Y15, 416)
+	IR(Y6)
+	D16A(912, Y8, Y9, Y10, Y11, 288)
+	IR(Y7)
+	D16A(976, Y12, Y13, Y14, Y15, 416)
+	IR(Y7)
+	W6BA(96, 160)
+	D16A(160, Y8, Y9, Y10, Y11, 320)
+	IR(Y4)
+	D16A(224, Y12, Y13, Y14, Y15, 448)
+	IR(Y4)
+	D16A(416, Y8, Y9, Y10, Y11, 320)
+	IR(Y5)
+	D16A(480, Y12, Y13, Y14, Y15, 448)
+	IR(Y5)
+	D16A(672, Y8, Y9, Y10, Y11, 320)
+	IR(Y6)
+	D16A(736, Y12, Y13, Y14, Y15, 448)
+	IR(Y6)
+	D16A(928, Y8, Y9, Y10, Y11, 320)
+	IR(Y7)
+	D16A(992, Y12, Y13, Y14, Y15, 448)
+	IR(Y7)
+	W6BA(112, 176)
+	D16A(176, Y8, Y9, Y10, Y11, 352)
+	IR(Y4)
+	D16A(240, Y12, Y13, Y14, Y15, 480)
+	IR(Y4)
+	D16A(432, Y8, Y9, Y10, Y11, 352)
+	IR(Y5)
+	D16A(496, Y12, Y13, Y14, Y15, 480)
+	IR(Y5)
+	D16A(688, Y8, Y9, Y10, Y11, 352)
+	IR(Y6)
+	D16A(752, Y12, Y13, Y14, Y15, 480)
+	IR(Y6)
+	D16A(944, Y8, Y9, Y10, Y11, 352)
+	IR(Y7)
+	D16A(1008, Y12, Y13, Y14, Y15, 480)
+	IR(Y7)
+	E6KA(0, Y4)
+	E6KA(1, Y5)
+	E6KA(2, Y6)
+	E6KA(3, Y7)
+	NEXTKA(210, 4)
+	JNZ rowsq6kx4aloop
+rowsq6kx4adone:
+	MOVQ out+56(FP), DI
+	MOVQ ostride+64(FP), AX
+	VMOVUPS 928(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 960(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 992(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 1024(SP), Y0
+	VMOVUPS Y0, (DI)
+	VZEROUPPER
+	RET
+
+// func rowsQ6Kx8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ6Kx8A(SB), 0, $1312-72
+	ROWS
+	VPXOR Y0, Y0, Y0
+	VMOVUPS Y0, 928(SP)
+	VMOVUPS Y0, 960(SP)
+	VMOVUPS Y0, 992(SP)
+	VMOVUPS Y0, 1024(SP)
+	VMOVUPS Y0, 1056(SP)
+	VMOVUPS Y0, 1088(SP)
+	VMOVUPS Y0, 1120(SP)
+	VMOVUPS Y0, 1152(SP)
+	TESTQ CX, CX
+	JZ rowsq6kx8adone
+rowsq6kx8aloop:
+	PF27A
+	H6KA
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y0, Y0, Y0
+	VMOVDQU Y0, 1184(SP)
+	VMOVDQU Y0, 1216(SP)
+	VMOVDQU Y0, 1248(SP)
+	VMOVDQU Y0, 1280(SP)
+	W6AA(0, 128)
+	D16A(0, Y8, Y9, Y10, Y11, 0)
+	IR(Y4)
+	D16A(64, Y12, Y13, Y14, Y15, 128)
+	IR(Y4)
+	D16A(256, Y8, Y9, Y10, Y11, 0)
+	IR(Y5)
+	D16A(320, Y12, Y13, Y14, Y15, 128)
+	IR(Y5)
+	D16A(512, Y8, Y9, Y10, Y11, 0)
+	IR(Y6)
+	D16A(576, Y12, Y13, Y14, Y15, 128)
+	IR(Y6)
+	D16A(768, Y8, Y9, Y10, Y11, 0)
+	IR(Y7)
+	D16A(832, Y12, Y13, Y14, Y15, 128)
+	IR(Y7)
+	D16A(1024, Y8, Y9, Y10, Y11, 0)
+	IM(1184)
+	D16A(1088, Y12, Y13, Y14, Y15, 128)
+	IM(1184)
+	D16A(1280, Y8, Y9, Y10, Y11, 0)
+	IM(1216)
+	D16A(1344, Y12, Y13, Y14, Y15, 128)
+	IM(1216)
+	D16A(1536, Y8, Y9, Y10, Y11, 0)
+	IM(1248)
+	D16A(1600, Y12, Y13, Y14, Y15, 128)
+	IM(1248)
+	D16A(1792, Y8, Y9, Y10, Y11, 0)
+	IM(1280)
+	D16A(1856, Y12, Y13, Y14, Y15, 128)
+	IM(1280)
+	W6AA(16, 144)
+	D16A(16, Y8, Y9, Y10, Y11, 32)
+	IR(Y4)
+	D16A(80, Y12, Y13, Y14, Y15, 160)
+	IR(Y4)
+	D16A(272, Y8, Y9, Y10, Y11, 32)
+	IR(Y5)
+	D16A(336, Y12, Y13, Y14, Y15, 160)
+	IR(Y5)
+	D16A(528, Y8, Y9, Y10, Y11, 32)
+	IR(Y6)
+	D16A(592, Y12, Y13, Y14, Y15, 160)
+	IR(Y6)
+	D16A(784, Y8, Y9, Y10, Y11, 32)
+	IR(Y7)
+	D16A(848, Y12, Y13, Y14, Y15, 160)
+	IR(Y7)
+	D16A(1040, Y8, Y9, Y10, Y11, 32)
+	IM(1184)
+	D16A(1104, Y12, Y13, Y14, Y15, 160)
+	IM(1184)
+	D16A(1296, Y8, Y9, Y10, Y11, 32)
+	IM(1216)
+	D16A(1360, Y12, Y13, Y14, Y15, 160)
+	IM(1216)
+	D16A(1552, Y8, Y9, Y10, Y11, 32)
+	IM(1248)
+	D16A(1616, Y12, Y13, Y14, Y15, 160)
+	IM(1248)
+	D16A(1808, Y8, Y9, Y10, Y11, 32)
+	IM(1280)
+	D16A(1872, Y12, Y13, Y14, Y15, 160)
+	IM(1280)
+	W6BA(32, 128)
+	D16A(32, Y8, Y9, Y10, Y11, 64)
+	IR(Y4)
+	D16A(96, Y12, Y13, Y14, Y15, 192)
+	IR(Y4)
+	D16A(288, Y8, Y9, Y10, Y11, 64)
+	IR(Y5)
+	D16A(352, Y12, Y13, Y14, Y15, 192)
+	IR(Y5)
+	D16A(544, Y8, Y9, Y10, Y11, 64)
+	IR(Y6)
+	D16A(608, Y12, Y13, Y14, Y15, 192)
+	IR(Y6)
+	D16A(800, Y8, Y9, Y10, Y11, 64)
+	IR(Y7)
+	D16A(864, Y12, Y13, Y14, Y15, 192)
+	IR(Y7)
+	D16A(1056, Y8, Y9, Y10, Y11, 64)
+	IM(1184)
+	D16A(1120, Y12, Y13, Y14, Y15, 192)
+	IM(1184)
+	D16A(1312, Y8, Y9, Y10, Y11, 64)
+	IM(1216)
+	D16A(1376, Y12, Y13, Y14, Y15, 192)
+	IM(1216)
+	D16A(1568, Y8, Y9, Y10, Y11, 64)
+	IM(1248)
+	D16A(1632, Y12, Y13, Y14, Y15, 192)
+	IM(1248)
+	D16A(1824, Y8, Y9, Y10, Y11, 64)
+	IM(1280)
+	D16A(1888, Y12, Y13, Y14, Y15, 192)
+	IM(1280)
+	W6BA(48, 144)
+	D16A(48, Y8, Y9, Y10, Y11, 96)
+	IR(Y4)
+	D16A(112, Y12, Y13, Y14, Y15, 224)
+	IR(Y4)
+	D16A(304, Y8, Y9, Y10, Y11, 96)
+	IR(Y5)
+	D16A(368, Y12, Y13, Y14, Y15, 224)
+	IR(Y5)
+	D16A(560, Y8, Y9, Y10, Y11, 96)
+	IR(Y6)
+	D16A(624, Y12, Y13, Y14, Y15, 224)
+	IR(Y6)
+	D16A(816, Y8, Y9, Y10, Y11, 96)
+	IR(Y7)
+	D16A(880, Y12, Y13, Y14, Y15, 224)
+	IR(Y7)
+	D16A(1072, Y8, Y9, Y10, Y11, 96)
+	IM(1184)
+	D16A(1136, Y12, Y13, Y14, Y15, 224)
+	IM(1184)
+	D16A(1328, Y8, Y9, Y10, Y11, 96)
+	IM(1216)
+	D16A(1392, Y12, Y13, Y14, Y15, 224)
+	IM(1216)
+	D16A(1584, Y8, Y9, Y10, Y11, 96)
+	IM(1248)
+	D16A(1648, Y12, Y13, Y14, Y15, 224)
+	IM(1248)
+	D16A(1840, Y8, Y9, Y10, Y11, 96)
+	IM(1280)
+	D16A(1904, Y12, Y13, Y14, Y15, 224)
+	IM(1280)
+	W6AA(64, 160)
+	D16A(128, Y8, Y9, Y10, Y11, 256)
+	IR(Y4)
+	D16A(192, Y12, Y13, Y14, Y15, 384)
+	IR(Y4)
+	D16A(384, Y8, Y9, Y10, Y11, 256)
+	IR(Y5)
+	D16A(448, Y12, Y13, Y14, Y15, 384)
+	IR(Y5)
+	D16A(640, Y8, Y9, Y10, Y11, 256)
+	IR(Y6)
+	D16A(704, Y12, Y13, Y14, Y15, 384)
+	IR(Y6)
+	D16A(896, Y8, Y9, Y10, Y11, 256)
+	IR(Y7)
+	D16A(960, Y12, Y13, Y14, Y15, 384)
+	IR(Y7)
+	D16A(1152, Y8, Y9, Y10, Y11, 256)
+	IM(1184)
+	D16A(1216, Y12, Y13, Y14, Y15, 384)
+	IM(1184)
+	D16A(1408, Y8, Y9, Y10, Y11, 256)
+	IM(1216)
+	D16A(1472, Y12, Y13, Y14, Y15, 384)
+	IM(1216)
+	D16A(1664, Y8, Y9, Y10, Y11, 256)
+	IM(1248)
+	D16A(1728, Y12, Y13, Y14, Y15, 384)
+	IM(1248)
+	D16A(1920, Y8, Y9, Y10, Y11, 256)
+	IM(1280)
+	D16A(1984, Y12, Y13, Y14, Y15, 384)
+	IM(1280)
+	W6AA(80, 176)
+	D16A(144, Y8, Y9, Y10, Y11, 288)
+	IR(Y4)
+	D16A(208, Y12, Y13, Y14, Y15, 416)
+	IR(Y4)
+	D16A(400, Y8, Y9, Y10, Y11, 288)
+	IR(Y5)
+	D16A(464, Y12, Y13, Y14, Y15, 416)
+	IR(Y5)
+	D16A(656, Y8, Y9, Y10, Y11, 288)
+	IR(Y6)
+	D16A(720, Y12, Y13, Y14, Y15, 416)
+	IR(Y6)
+	D16A(912, Y8, Y9, Y10, Y11, 288)
+	IR(Y7)
+	D16A(976, Y12, Y13, Y14, Y15, 416)
+	IR(Y7)
+	D16A(1168, Y8, Y9, Y10, Y11, 288)
+	IM(1184)
+	D16A(1232, Y12, Y13, Y14, Y15, 416)
+	IM(1184)
+	D16A(1424, Y8, Y9, Y10, Y11, 288)
+	IM(1216)
+	D16A(1488, Y12, Y13, Y14, Y15, 416)
+	IM(1216)
+	D16A(1680, Y8, Y9, Y10, Y11, 288)
+	IM(1248)
+	D16A(1744, Y12, Y13, Y14, Y15, 416)
+	IM(1248)
+	D16A(1936, Y8, Y9, Y10, Y11, 288)
+	IM(1280)
+	D16A(2000, Y12, Y13, Y14, Y15, 416)
+	IM(1280)
+	W6BA(96, 160)
+	D16A(160, Y8, Y9, Y10, Y11, 320)
+	IR(Y4)
+	D16A(224, Y12, Y13, Y14, Y15, 448)
+	IR(Y4)
+	D16A(416, Y8, Y9, Y10, Y11, 320)
+	IR(Y5)
+	D16A(480, Y12, Y13, Y14, Y15, 448)
+	IR(Y5)
+	D16A(672, Y8, Y9, Y10, Y11, 320)
+	IR(Y6)
+	D16A(736, Y12, Y13, Y14, Y15, 448)
+	IR(Y6)
+	D16A(928, Y8, Y9, Y10, Y11, 320)
+	IR(Y7)
+	D16A(992, Y12, Y13, Y14, Y15, 448)
+	IR(Y7)
+	D16A(1184, Y8, Y9, Y10, Y11, 320)
+	IM(1184)
+	D16A(1248, Y12, Y13, Y14, Y15, 448)
+	IM(1184)
+	D16A(1440, Y8, Y9, Y10, Y11, 320)
+	IM(1216)
+	D16A(1504, Y12, Y13, Y14, Y15, 448)
+	IM(1216)
+	D16A(1696, Y8, Y9, Y10, Y11, 320)
+	IM(1248)
+	D16A(1760, Y12, Y13, Y14, Y15, 448)
+	IM(1248)
+	D16A(1952, Y8, Y9, Y10, Y11, 320)
+	IM(1280)
+	D16A(2016, Y12, Y13, Y14, Y15, 448)
+	IM(1280)
+	W6BA(112, 176)
+	D16A(176, Y8, Y9, Y10, Y11, 352)
+	IR(Y4)
+	D16A(240, Y12, Y13, Y14, Y15, 480)
+	IR(Y4)
+	D16A(432, Y8, Y9, Y10, Y11, 352)
+	IR(Y5)
+	D16A(496, Y12, Y13, Y14, Y15, 480)
+	IR(Y5)
+	D16A(688, Y8, Y9, Y10, Y11, 352)
+	IR(Y6)
+	D16A(752, Y12, Y13, Y14, Y15, 480)
+	IR(Y6)
+	D16A(944, Y8, Y9, Y10, Y11, 352)
+	IR(Y7)
+	D16A(1008, Y12, Y13, Y14, Y15, 480)
+	IR(Y7)
+	D16A(1200, Y8, Y9, Y10, Y11, 352)
+	IM(1184)
+	D16A(1264, Y12, Y13, Y14, Y15, 480)
+	IM(1184)
+	D16A(1456, Y8, Y9, Y10, Y11, 352)
+	IM(1216)
+	D16A(1520, Y12, Y13, Y14, Y15, 480)
+	IM(1216)
+	D16A(1712, Y8, Y9, Y10, Y11, 352)
+	IM(1248)
+	D16A(1776, Y12, Y13, Y14, Y15, 480)
+	IM(1248)
+	D16A(1968, Y8, Y9, Y10, Y11, 352)
+	IM(1280)
+	D16A(2032, Y12, Y13, Y14, Y15, 480)
+	IM(1280)
+	E6KA(0, Y4)
+	E6KA(1, Y5)
+	E6KA(2, Y6)
+	E6KA(3, Y7)
+	VMOVDQU 1184(SP), Y9
+	E6KA(4, Y9)
+	VMOVDQU 1216(SP), Y9
+	E6KA(5, Y9)
+	VMOVDQU 1248(SP), Y9
+	E6KA(6, Y9)
+	VMOVDQU 1280(SP), Y9
+	E6KA(7, Y9)
+	NEXTKA(210, 8)
+	JNZ rowsq6kx8aloop
+rowsq6kx8adone:
+	MOVQ out+56(FP), DI
+	MOVQ ostride+64(FP), AX
+	VMOVUPS 928(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 960(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 992(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 1024(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 1056(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 1088(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 1120(SP), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ AX, DI
+	VMOVUPS 1152(SP), Y0
+	VMOVUPS Y0, (DI)
+	VZEROUPPER
+	RET
