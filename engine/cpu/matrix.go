@@ -108,12 +108,13 @@ func (m *Matrix) MatMul(p *Pool, out, x []float32) {
 }
 
 // MatMulInput is MatMul on an Input that other matrices may share (see
-// Input). On amd64, Q4_0, Q4_1 and Q8_0 weights multiply 8-bit quantised
-// activations with integer dot products (matMulQ8: the row kernels of
-// q8rows_amd64.s with AVX-512 VNNI, else q8rowsavx2_amd64.s with AVX2); F32, F16
-// and BF16 rows are read in place by the fused kernels of dot4_amd64.s for
-// groups of 4, 2 and 1 tokens where they exist (dotTokens); what is left
-// dequantises each row to float32 once for the remaining tokens.
+// Input). The integer formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K)
+// multiply quantised activations with the canonical sums of dotref.go: the
+// row kernels where this CPU has them for the format (matMulQ8), else the
+// Go loops (matMulRef), the same bits either way; F32, F16 and BF16 rows
+// are read in place by the fused kernels of dot4_amd64.s for groups of 4,
+// 2 and 1 tokens where they exist (dotTokens); what is left dequantises
+// each row to float32 once for the remaining tokens.
 func (m *Matrix) MatMulInput(p *Pool, out []float32, in *Input) {
 	x := in.X
 	n := len(x) / m.Cols
