@@ -86,6 +86,30 @@ func rowsQ6Kx4A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Point
 //go:noescape
 func rowsQ6Kx8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
+//go:noescape
+func rowsQ5Kx1(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ5Kx2(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ5Kx4(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ5Kx8(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ5Kx1A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ5Kx2A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ5Kx4A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ5Kx8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
 // moreRowKernels returns the row kernels of this file's formats on this
 // CPU (ok false for the other formats, which q8rows_amd64.go handles); a
 // format without kernels here gets none (the Go loops run).
@@ -103,6 +127,8 @@ func moreRowKernels(t gguf.Type) (k [9]rowKernel, ok bool) {
 			k[1], k[2], k[4], k[8] = rowsQ51x1, rowsQ51x2, rowsQ51x4, rowsQ51x8
 		case gguf.Q4_K:
 			k[1], k[2], k[4], k[8] = rowsQ4Kx1, rowsQ4Kx2, rowsQ4Kx4, rowsQ4Kx8
+		case gguf.Q5_K:
+			k[1], k[2], k[4], k[8] = rowsQ5Kx1, rowsQ5Kx2, rowsQ5Kx4, rowsQ5Kx8
 		case gguf.Q6_K:
 			k[1], k[2], k[4], k[8] = rowsQ6Kx1, rowsQ6Kx2, rowsQ6Kx4, rowsQ6Kx8
 		}
@@ -116,6 +142,8 @@ func moreRowKernels(t gguf.Type) (k [9]rowKernel, ok bool) {
 			k[1], k[2], k[4], k[8] = rowsQ51x1A, rowsQ51x2A, rowsQ51x4A, rowsQ51x8A
 		case gguf.Q4_K:
 			k[1], k[2], k[4], k[8] = rowsQ4Kx1A, rowsQ4Kx2A, rowsQ4Kx4A, rowsQ4Kx8A
+		case gguf.Q5_K:
+			k[1], k[2], k[4], k[8] = rowsQ5Kx1A, rowsQ5Kx2A, rowsQ5Kx4A, rowsQ5Kx8A
 		case gguf.Q6_K:
 			k[1], k[2], k[4], k[8] = rowsQ6Kx1A, rowsQ6Kx2A, rowsQ6Kx4A, rowsQ6Kx8A
 		}

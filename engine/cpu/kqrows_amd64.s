@@ -379,6 +379,36 @@ GLOBL kqh1<>(SB), RODATA|NOPTR, $32
 	VMOVUPS 384(SP), Y12 \
 	VMOVUPS 416(SP), Y13
 
+// ---- Q5_K: as Q4_K (the same header, scales and mins at 0..15), qh[32]
+// at 16 (the fifth bit of element l of sub-block j is bit j of qh[l]), the
+// nibbles at 48. Frame: Q4_K's, plus the transposed qh chunks at 704..959.
+
+VEC4(kq10<>, $0x1010101010101010)
+
+// QH5K: the qh bytes transposed (chunk k: bytes 4k..4k+3 of each row) to
+// 704+32k(SP).
+#define QH5K \
+	LOADT(16, Y8, Y9, Y10, Y11) \
+	LOADT(32, Y12, Y13, Y14, Y15) \
+	VMOVDQU Y8, 704(SP) \
+	VMOVDQU Y9, 736(SP) \
+	VMOVDQU Y10, 768(SP) \
+	VMOVDQU Y11, 800(SP) \
+	VMOVDQU Y12, 832(SP) \
+	VMOVDQU Y13, 864(SP) \
+	VMOVDQU Y14, 896(SP) \
+	VMOVDQU Y15, 928(SP)
+
+// B5L(sh, k, w), B5R: bit 4-sh (B5L: shifted left by sh) or 4+sh (B5R:
+// right) of qh chunk k into bit 4 of chunk w: w |= (qh << sh) & 0x10.
+#define B5L(sh, k, w) \
+	VPSLLW $sh, (704+32*k)(SP), Y0 \
+	VPTERNLOGD $0xf8, kq10<>(SB), Y0, w
+
+#define B5R(sh, k, w) \
+	VPSRLW $sh, (704+32*k)(SP), Y0 \
+	VPTERNLOGD $0xf8, kq10<>(SB), Y0, w
+
 // ---- Q6_K: ql (low 4 bits) at 0, qh (high 2 bits) at 128, 16 int8
 // scales at 192, d f16 at 208. Frame: sc_k (int32 per lane) at 32k, the
 // scales as int16 pairs (sc_2m, sc_2m+1) at 512+32m, d_w at 768, the
@@ -713,6 +743,438 @@ rowsq4kx8loop:
 	NEXTK(144, 8)
 	JNZ rowsq4kx8loop
 rowsq4kx8done:
+	OUTK8(448)
+	VZEROUPPER
+	RET
+
+// func rowsQ5Kx1(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ5Kx1(SB), 0, $960-72
+	KARGS
+	VPXORD Y28, Y28, Y28
+	VPXORD Y29, Y29, Y29
+	VPXORD Y30, Y30, Y30
+	VPXORD Y31, Y31, Y31
+	TESTQ CX, CX
+	JZ rowsq5kx1done
+rowsq5kx1loop:
+	PF27
+	H4K
+	ZEROI4
+	QH5K
+	W4K(48, 64)
+	B5L(4, 0, Y8)
+	B5L(3, 0, Y16)
+	B5L(4, 1, Y9)
+	B5L(3, 1, Y17)
+	B5L(4, 2, Y10)
+	B5L(3, 2, Y18)
+	B5L(4, 3, Y11)
+	B5L(3, 3, Y19)
+	B5L(4, 4, Y12)
+	B5L(3, 4, Y20)
+	B5L(4, 5, Y13)
+	B5L(3, 5, Y21)
+	B5L(4, 6, Y14)
+	B5L(3, 6, Y22)
+	B5L(4, 7, Y15)
+	B5L(3, 7, Y23)
+	T4K(0, 0, Y24)
+	W4K(80, 96)
+	B5L(2, 0, Y8)
+	B5L(1, 0, Y16)
+	B5L(2, 1, Y9)
+	B5L(1, 1, Y17)
+	B5L(2, 2, Y10)
+	B5L(1, 2, Y18)
+	B5L(2, 3, Y11)
+	B5L(1, 3, Y19)
+	B5L(2, 4, Y12)
+	B5L(1, 4, Y20)
+	B5L(2, 5, Y13)
+	B5L(1, 5, Y21)
+	B5L(2, 6, Y14)
+	B5L(1, 6, Y22)
+	B5L(2, 7, Y15)
+	B5L(1, 7, Y23)
+	T4K(0, 1, Y24)
+	W4K(112, 128)
+	B5L(0, 0, Y8)
+	B5R(1, 0, Y16)
+	B5L(0, 1, Y9)
+	B5R(1, 1, Y17)
+	B5L(0, 2, Y10)
+	B5R(1, 2, Y18)
+	B5L(0, 3, Y11)
+	B5R(1, 3, Y19)
+	B5L(0, 4, Y12)
+	B5R(1, 4, Y20)
+	B5L(0, 5, Y13)
+	B5R(1, 5, Y21)
+	B5L(0, 6, Y14)
+	B5R(1, 6, Y22)
+	B5L(0, 7, Y15)
+	B5R(1, 7, Y23)
+	T4K(0, 2, Y24)
+	W4K(144, 160)
+	B5R(2, 0, Y8)
+	B5R(3, 0, Y16)
+	B5R(2, 1, Y9)
+	B5R(3, 1, Y17)
+	B5R(2, 2, Y10)
+	B5R(3, 2, Y18)
+	B5R(2, 3, Y11)
+	B5R(3, 3, Y19)
+	B5R(2, 4, Y12)
+	B5R(3, 4, Y20)
+	B5R(2, 5, Y13)
+	B5R(3, 5, Y21)
+	B5R(2, 6, Y14)
+	B5R(3, 6, Y22)
+	B5R(2, 7, Y15)
+	B5R(3, 7, Y23)
+	T4K(0, 3, Y24)
+	ELOAD4K
+	E4K(0, Y24, Y28)
+	NEXTK(176, 1)
+	JNZ rowsq5kx1loop
+rowsq5kx1done:
+	OUTK1
+	VZEROUPPER
+	RET
+
+// func rowsQ5Kx2(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ5Kx2(SB), 0, $960-72
+	KARGS
+	VPXORD Y28, Y28, Y28
+	VPXORD Y29, Y29, Y29
+	VPXORD Y30, Y30, Y30
+	VPXORD Y31, Y31, Y31
+	TESTQ CX, CX
+	JZ rowsq5kx2done
+rowsq5kx2loop:
+	PF27
+	H4K
+	ZEROI4
+	QH5K
+	W4K(48, 64)
+	B5L(4, 0, Y8)
+	B5L(3, 0, Y16)
+	B5L(4, 1, Y9)
+	B5L(3, 1, Y17)
+	B5L(4, 2, Y10)
+	B5L(3, 2, Y18)
+	B5L(4, 3, Y11)
+	B5L(3, 3, Y19)
+	B5L(4, 4, Y12)
+	B5L(3, 4, Y20)
+	B5L(4, 5, Y13)
+	B5L(3, 5, Y21)
+	B5L(4, 6, Y14)
+	B5L(3, 6, Y22)
+	B5L(4, 7, Y15)
+	B5L(3, 7, Y23)
+	T4K(0, 0, Y24)
+	T4K(1, 0, Y25)
+	W4K(80, 96)
+	B5L(2, 0, Y8)
+	B5L(1, 0, Y16)
+	B5L(2, 1, Y9)
+	B5L(1, 1, Y17)
+	B5L(2, 2, Y10)
+	B5L(1, 2, Y18)
+	B5L(2, 3, Y11)
+	B5L(1, 3, Y19)
+	B5L(2, 4, Y12)
+	B5L(1, 4, Y20)
+	B5L(2, 5, Y13)
+	B5L(1, 5, Y21)
+	B5L(2, 6, Y14)
+	B5L(1, 6, Y22)
+	B5L(2, 7, Y15)
+	B5L(1, 7, Y23)
+	T4K(0, 1, Y24)
+	T4K(1, 1, Y25)
+	W4K(112, 128)
+	B5L(0, 0, Y8)
+	B5R(1, 0, Y16)
+	B5L(0, 1, Y9)
+	B5R(1, 1, Y17)
+	B5L(0, 2, Y10)
+	B5R(1, 2, Y18)
+	B5L(0, 3, Y11)
+	B5R(1, 3, Y19)
+	B5L(0, 4, Y12)
+	B5R(1, 4, Y20)
+	B5L(0, 5, Y13)
+	B5R(1, 5, Y21)
+	B5L(0, 6, Y14)
+	B5R(1, 6, Y22)
+	B5L(0, 7, Y15)
+	B5R(1, 7, Y23)
+	T4K(0, 2, Y24)
+	T4K(1, 2, Y25)
+	W4K(144, 160)
+	B5R(2, 0, Y8)
+	B5R(3, 0, Y16)
+	B5R(2, 1, Y9)
+	B5R(3, 1, Y17)
+	B5R(2, 2, Y10)
+	B5R(3, 2, Y18)
+	B5R(2, 3, Y11)
+	B5R(3, 3, Y19)
+	B5R(2, 4, Y12)
+	B5R(3, 4, Y20)
+	B5R(2, 5, Y13)
+	B5R(3, 5, Y21)
+	B5R(2, 6, Y14)
+	B5R(3, 6, Y22)
+	B5R(2, 7, Y15)
+	B5R(3, 7, Y23)
+	T4K(0, 3, Y24)
+	T4K(1, 3, Y25)
+	ELOAD4K
+	E4K(0, Y24, Y28)
+	E4K(1, Y25, Y29)
+	NEXTK(176, 2)
+	JNZ rowsq5kx2loop
+rowsq5kx2done:
+	OUTK2
+	VZEROUPPER
+	RET
+
+// func rowsQ5Kx4(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ5Kx4(SB), 0, $960-72
+	KARGS
+	VPXORD Y28, Y28, Y28
+	VPXORD Y29, Y29, Y29
+	VPXORD Y30, Y30, Y30
+	VPXORD Y31, Y31, Y31
+	TESTQ CX, CX
+	JZ rowsq5kx4done
+rowsq5kx4loop:
+	PF27
+	H4K
+	ZEROI4
+	QH5K
+	W4K(48, 64)
+	B5L(4, 0, Y8)
+	B5L(3, 0, Y16)
+	B5L(4, 1, Y9)
+	B5L(3, 1, Y17)
+	B5L(4, 2, Y10)
+	B5L(3, 2, Y18)
+	B5L(4, 3, Y11)
+	B5L(3, 3, Y19)
+	B5L(4, 4, Y12)
+	B5L(3, 4, Y20)
+	B5L(4, 5, Y13)
+	B5L(3, 5, Y21)
+	B5L(4, 6, Y14)
+	B5L(3, 6, Y22)
+	B5L(4, 7, Y15)
+	B5L(3, 7, Y23)
+	T4K(0, 0, Y24)
+	T4K(1, 0, Y25)
+	T4K(2, 0, Y26)
+	T4K(3, 0, Y27)
+	W4K(80, 96)
+	B5L(2, 0, Y8)
+	B5L(1, 0, Y16)
+	B5L(2, 1, Y9)
+	B5L(1, 1, Y17)
+	B5L(2, 2, Y10)
+	B5L(1, 2, Y18)
+	B5L(2, 3, Y11)
+	B5L(1, 3, Y19)
+	B5L(2, 4, Y12)
+	B5L(1, 4, Y20)
+	B5L(2, 5, Y13)
+	B5L(1, 5, Y21)
+	B5L(2, 6, Y14)
+	B5L(1, 6, Y22)
+	B5L(2, 7, Y15)
+	B5L(1, 7, Y23)
+	T4K(0, 1, Y24)
+	T4K(1, 1, Y25)
+	T4K(2, 1, Y26)
+	T4K(3, 1, Y27)
+	W4K(112, 128)
+	B5L(0, 0, Y8)
+	B5R(1, 0, Y16)
+	B5L(0, 1, Y9)
+	B5R(1, 1, Y17)
+	B5L(0, 2, Y10)
+	B5R(1, 2, Y18)
+	B5L(0, 3, Y11)
+	B5R(1, 3, Y19)
+	B5L(0, 4, Y12)
+	B5R(1, 4, Y20)
+	B5L(0, 5, Y13)
+	B5R(1, 5, Y21)
+	B5L(0, 6, Y14)
+	B5R(1, 6, Y22)
+	B5L(0, 7, Y15)
+	B5R(1, 7, Y23)
+	T4K(0, 2, Y24)
+	T4K(1, 2, Y25)
+	T4K(2, 2, Y26)
+	T4K(3, 2, Y27)
+	W4K(144, 160)
+	B5R(2, 0, Y8)
+	B5R(3, 0, Y16)
+	B5R(2, 1, Y9)
+	B5R(3, 1, Y17)
+	B5R(2, 2, Y10)
+	B5R(3, 2, Y18)
+	B5R(2, 3, Y11)
+	B5R(3, 3, Y19)
+	B5R(2, 4, Y12)
+	B5R(3, 4, Y20)
+	B5R(2, 5, Y13)
+	B5R(3, 5, Y21)
+	B5R(2, 6, Y14)
+	B5R(3, 6, Y22)
+	B5R(2, 7, Y15)
+	B5R(3, 7, Y23)
+	T4K(0, 3, Y24)
+	T4K(1, 3, Y25)
+	T4K(2, 3, Y26)
+	T4K(3, 3, Y27)
+	ELOAD4K
+	E4K(0, Y24, Y28)
+	E4K(1, Y25, Y29)
+	E4K(2, Y26, Y30)
+	E4K(3, Y27, Y31)
+	NEXTK(176, 4)
+	JNZ rowsq5kx4loop
+rowsq5kx4done:
+	OUTK4
+	VZEROUPPER
+	RET
+
+// func rowsQ5Kx8(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ5Kx8(SB), 0, $960-72
+	KARGS
+	ZEROA8(448)
+	TESTQ CX, CX
+	JZ rowsq5kx8done
+rowsq5kx8loop:
+	PF27
+	H4K
+	ZERO8
+	QH5K
+	W4K(48, 64)
+	B5L(4, 0, Y8)
+	B5L(3, 0, Y16)
+	B5L(4, 1, Y9)
+	B5L(3, 1, Y17)
+	B5L(4, 2, Y10)
+	B5L(3, 2, Y18)
+	B5L(4, 3, Y11)
+	B5L(3, 3, Y19)
+	B5L(4, 4, Y12)
+	B5L(3, 4, Y20)
+	B5L(4, 5, Y13)
+	B5L(3, 5, Y21)
+	B5L(4, 6, Y14)
+	B5L(3, 6, Y22)
+	B5L(4, 7, Y15)
+	B5L(3, 7, Y23)
+	T4K(0, 0, Y24)
+	T4K(1, 0, Y25)
+	T4K(2, 0, Y26)
+	T4K(3, 0, Y27)
+	T4K(4, 0, Y28)
+	T4K(5, 0, Y29)
+	T4K(6, 0, Y30)
+	T4K(7, 0, Y31)
+	W4K(80, 96)
+	B5L(2, 0, Y8)
+	B5L(1, 0, Y16)
+	B5L(2, 1, Y9)
+	B5L(1, 1, Y17)
+	B5L(2, 2, Y10)
+	B5L(1, 2, Y18)
+	B5L(2, 3, Y11)
+	B5L(1, 3, Y19)
+	B5L(2, 4, Y12)
+	B5L(1, 4, Y20)
+	B5L(2, 5, Y13)
+	B5L(1, 5, Y21)
+	B5L(2, 6, Y14)
+	B5L(1, 6, Y22)
+	B5L(2, 7, Y15)
+	B5L(1, 7, Y23)
+	T4K(0, 1, Y24)
+	T4K(1, 1, Y25)
+	T4K(2, 1, Y26)
+	T4K(3, 1, Y27)
+	T4K(4, 1, Y28)
+	T4K(5, 1, Y29)
+	T4K(6, 1, Y30)
+	T4K(7, 1, Y31)
+	W4K(112, 128)
+	B5L(0, 0, Y8)
+	B5R(1, 0, Y16)
+	B5L(0, 1, Y9)
+	B5R(1, 1, Y17)
+	B5L(0, 2, Y10)
+	B5R(1, 2, Y18)
+	B5L(0, 3, Y11)
+	B5R(1, 3, Y19)
+	B5L(0, 4, Y12)
+	B5R(1, 4, Y20)
+	B5L(0, 5, Y13)
+	B5R(1, 5, Y21)
+	B5L(0, 6, Y14)
+	B5R(1, 6, Y22)
+	B5L(0, 7, Y15)
+	B5R(1, 7, Y23)
+	T4K(0, 2, Y24)
+	T4K(1, 2, Y25)
+	T4K(2, 2, Y26)
+	T4K(3, 2, Y27)
+	T4K(4, 2, Y28)
+	T4K(5, 2, Y29)
+	T4K(6, 2, Y30)
+	T4K(7, 2, Y31)
+	W4K(144, 160)
+	B5R(2, 0, Y8)
+	B5R(3, 0, Y16)
+	B5R(2, 1, Y9)
+	B5R(3, 1, Y17)
+	B5R(2, 2, Y10)
+	B5R(3, 2, Y18)
+	B5R(2, 3, Y11)
+	B5R(3, 3, Y19)
+	B5R(2, 4, Y12)
+	B5R(3, 4, Y20)
+	B5R(2, 5, Y13)
+	B5R(3, 5, Y21)
+	B5R(2, 6, Y14)
+	B5R(3, 6, Y22)
+	B5R(2, 7, Y15)
+	B5R(3, 7, Y23)
+	T4K(0, 3, Y24)
+	T4K(1, 3, Y25)
+	T4K(2, 3, Y26)
+	T4K(3, 3, Y27)
+	T4K(4, 3, Y28)
+	T4K(5, 3, Y29)
+	T4K(6, 3, Y30)
+	T4K(7, 3, Y31)
+	ELOAD4K
+	E4K8(0, Y24)
+	E4K8(1, Y25)
+	E4K8(2, Y26)
+	E4K8(3, Y27)
+	E4K8(4, Y28)
+	E4K8(5, Y29)
+	E4K8(6, Y30)
+	E4K8(7, Y31)
+	NEXTK(176, 8)
+	JNZ rowsq5kx8loop
+rowsq5kx8done:
 	OUTK8(448)
 	VZEROUPPER
 	RET

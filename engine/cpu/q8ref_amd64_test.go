@@ -201,8 +201,8 @@ func TestRowKernelsPresent(t *testing.T) {
 		vnni, q8   bool
 		have, none []gguf.Type
 	}{
-		{"vnni", true, true, []gguf.Type{gguf.Q4_0, gguf.Q4_1, gguf.Q8_0, gguf.Q5_0, gguf.Q5_1, gguf.Q4_K, gguf.Q6_K}, []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q5_K}},
-		{"avx2", false, true, []gguf.Type{gguf.Q4_0, gguf.Q4_1, gguf.Q8_0, gguf.Q5_0, gguf.Q5_1, gguf.Q4_K, gguf.Q6_K}, []gguf.Type{gguf.Q2_K, gguf.Q3_K, gguf.Q5_K}},
+		{"vnni", true, true, []gguf.Type{gguf.Q4_0, gguf.Q4_1, gguf.Q8_0, gguf.Q5_0, gguf.Q5_1, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K}, []gguf.Type{gguf.Q2_K, gguf.Q3_K}},
+		{"avx2", false, true, []gguf.Type{gguf.Q4_0, gguf.Q4_1, gguf.Q8_0, gguf.Q5_0, gguf.Q5_1, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K}, []gguf.Type{gguf.Q2_K, gguf.Q3_K}},
 		{"go", false, false, nil, allIntegerTypes},
 	} {
 		if c.vnni && !vnni || c.q8 && !q8 {
