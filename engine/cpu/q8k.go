@@ -75,6 +75,9 @@ const kRecBytes = int(unsafe.Sizeof(kRec{}))
 // written with strides: block b's values at q[b*qstep:], its scale and
 // sums at recs[b*rstep] (steps in elements).
 func quantizeQ8KInto(q []int8, qstep int, recs []kRec, rstep int, x []float32) {
+	if quantizeQ8KIntoSIMD(q, qstep, recs, rstep, x) {
+		return // quantizeQ8KAVX2: the same bits
+	}
 	var bd [1]float32
 	var bs [kSums]int16
 	for b := range len(x) / qkK {
