@@ -91,13 +91,28 @@ func (t *Tokenizer) Piece(id int32) string {
 // looks like a special token, becomes ordinary tokens. Non-special added
 // tokens (Gemma's "\n\n", "<unused0>", ...) are still used, as Hugging Face
 // does with encode_special_tokens=True. No BOS.
-func (t *Tokenizer) Encode(text string) []int32 { return t.encode(text, false) }
+func (t *Tokenizer) Encode(text string) []int32 { return t.encode(text, nil) }
 
 // EncodeSpecial tokenizes text recognising special and added tokens written
 // inline (Hugging Face's default). No BOS.
-func (t *Tokenizer) EncodeSpecial(text string) []int32 { return t.encode(text, true) }
+func (t *Tokenizer) EncodeSpecial(text string) []int32 {
+	return t.encode(text, func(int, int) bool { return true })
+}
 
-func (t *Tokenizer) encode(text string, special bool) []int32 {
+// EncodeTrusted is EncodeSpecial for text that mixes trusted and untrusted
+// bytes (a chat prompt: the template's own text and the messages): a special
+// token written inline at text[lo:hi] becomes that token only when
+// trusted(lo, hi) reports its bytes as trusted; elsewhere it is plain text, as
+// in Encode. The rest of the text is tokenized as one string, so on text
+// without untrusted special tokens the ids equal EncodeSpecial's.
+func (t *Tokenizer) EncodeTrusted(text string, trusted func(lo, hi int) bool) []int32 {
+	if trusted == nil {
+		return t.Encode(text)
+	}
+	return t.encode(text, trusted)
+}
+
+func (t *Tokenizer) encode(text string, special func(lo, hi int) bool) []int32 {
 	out := make([]int32, 0, len(text)/3+1)
 	// GGUF llama puts a space prefix before the first text and after each
 	// added token (llama.cpp); HF's Metaspace "first" scheme only before
