@@ -42,19 +42,32 @@ import (
 
 // fma32 returns a·b+c rounded once to float32, as a hardware float32 FMA
 // (VFMADD231PS, arm64 FMADD) computes it, in portable Go: the product is
-// exact in float64, the float64 sum is rounded to odd (a sum that is not
-// exact has its last bit forced to 1, which TwoSum's error term tells),
-// and rounding that to float32 is then the correct single rounding (53 ≥
-// 24+2 bits). Infinite and NaN operands give what the float64 sum gives.
+// exact in float64, and rounding the float64 sum s to float32 is the
+// correct single rounding unless s sits exactly on a float32 tie (a
+// float32 midpoint is a float64, so the exact sum and s can only round
+// differently when s is one), or outside float32's normal range; those
+// rare cases go to fma32Slow.
 func fma32(a, b, c float32) float32 {
 	p := float64(a) * float64(b)
-	cc := float64(c)
-	s := p + cc
+	s := p + float64(c)
+	bits := math.Float64bits(s)
+	if e := bits >> 52 & 0x7ff; e > 1023-126 && e < 1023+127 && bits&(1<<29-1) != 1<<28 {
+		return float32(s)
+	}
+	return fma32Slow(p, float64(c), s)
+}
+
+// fma32Slow is fma32 for a float32 tie or a result outside the normal
+// range: the sum s = p+c is rounded to odd (if it is not exact, which
+// TwoSum's error term tells, its last bit is forced to 1), and rounding
+// that to float32 is the correct single rounding (53 ≥ 24+2 bits).
+// Infinite and NaN operands give what the float64 sum gives.
+func fma32Slow(p, c, s float64) float32 {
 	if s-s != 0 { // ±Inf or NaN
 		return float32(s)
 	}
 	bb := s - p
-	e := (p - (s - bb)) + (cc - bb) // s + e = p + c exactly
+	e := (p - (s - bb)) + (c - bb) // s + e = p + c exactly
 	if bits := math.Float64bits(s); e != 0 && bits&1 == 0 {
 		if (e > 0) == (s > 0) {
 			bits++
