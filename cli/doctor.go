@@ -28,11 +28,6 @@ func runDoctor(ctx context.Context, env *Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(env.Stderr, "anechat doctor: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return errUsage
-	}
 	r := doctorReport{w: env.Stdout}
 	r.platform()
 	r.backends(runtime.GOOS, runtime.GOARCH)
@@ -105,24 +100,12 @@ func (r *doctorReport) platform() {
 func (r *doctorReport) backends(goos, goarch string) {
 	r.line("backends", "")
 	fmt.Fprintf(r.w, "  %-8s %s\n", "cpu", "available (pure Go; runs on every platform)")
-	fmt.Fprintf(r.w, "  %-8s %s\n", "coreml", coreMLStatus(goos, goarch))
+	fmt.Fprintf(r.w, "  %-8s %s\n", "coreml", backends.CoreMLStatus(goos, goarch))
 	what := "the CPU backend runs every model"
 	if goos == "darwin" && goarch == "arm64" && backends.Statuses()[0].Available {
 		what = "Core ML bundles run on the Core ML backend, every other model on the CPU backend"
 	}
 	fmt.Fprintf(r.w, "  %s\n", what)
-}
-
-// coreMLStatus explains the Core ML backend's availability for a build.
-func coreMLStatus(goos, goarch string) string {
-	if goos != "darwin" || goarch != "arm64" {
-		return fmt.Sprintf("not built for this platform (%s/%s): the Neural Engine is not available; Core ML needs a darwin/arm64 build on an Apple silicon Mac", goos, goarch)
-	}
-	st := backends.Statuses()[0]
-	if !st.Available {
-		return "not available: " + st.Detail
-	}
-	return "available: " + st.Detail
 }
 
 // database opens the database (migrating it, as the app would) and reports

@@ -6,7 +6,9 @@ package backends
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"runtime"
 
 	"anechat/engine/coreml"
 	"anechat/engine/coreml/refrun"
@@ -66,4 +68,19 @@ type Status struct {
 // Statuses reports every backend of the build, most preferred first.
 func Statuses() []Status {
 	return []Status{coreMLStatus(), {Name: "cpu", Available: true, Detail: "pure Go; runs on every platform"}}
+}
+
+// CoreMLStatus says whether a build for goos/goarch runs Core ML bundles
+// (Gemma 4 on the Apple Neural Engine) and, when not, why and what would.
+func CoreMLStatus(goos, goarch string) string {
+	if goos != "darwin" || goarch != "arm64" {
+		return fmt.Sprintf("not built for this platform (%s/%s): Core ML and the Apple Neural Engine need a darwin/arm64 build on an Apple silicon Mac", goos, goarch)
+	}
+	if runtime.GOOS == goos && runtime.GOARCH == goarch {
+		// This build: whether Core ML opens on this Mac.
+		if st := coreMLStatus(); !st.Available {
+			return "not available: " + st.Detail
+		}
+	}
+	return "available: Core ML bundles of the anechat converter run on the Neural Engine (compute units neural-engine by default); every other model on the CPU backend"
 }

@@ -28,40 +28,36 @@ type ModelProgress struct {
 	Total   int   `json:"total"`
 }
 
-// BackendState is one backend of this build.
-type BackendState struct {
-	Name      string `json:"name"`
-	Available bool   `json:"available"`
-	// Detail says what runs, or why it cannot here.
-	Detail string `json:"detail"`
-}
-
-// BackendInfo is what Settings show about the backends.
-type BackendInfo struct {
-	Backends []BackendState `json:"backends"`
-	// Running names the backend of the loaded model ("coreml", "cpu"), ""
-	// when none is loaded; Runner what executes it ("Core ML
-	// (neural-engine)"); Model its path; Why says in a sentence why this
-	// backend runs it.
-	Running string `json:"running"`
-	Runner  string `json:"runner"`
-	Model   string `json:"model"`
-	Why     string `json:"why"`
-	// ComputeUnits is the Core ML compute-units setting and
+// CoreMLSettings is what Settings show of the Core ML backend beside
+// System.Backend: the compute-units setting, the values it takes, and what
+// runs the loaded model.
+type CoreMLSettings struct {
+	// ComputeUnits is the setting (neural-engine, gpu, cpu or all) and
 	// ComputeUnitChoices the values it takes.
 	ComputeUnits       string   `json:"computeUnits"`
 	ComputeUnitChoices []string `json:"computeUnitChoices"`
+	// Running names the backend of the loaded model ("coreml", "cpu"), ""
+	// when none is loaded; Runner what executes it ("Core ML
+	// (neural-engine)", "reference (CPU kernels, float32)"); Model its
+	// path.
+	Running string `json:"running"`
+	Runner  string `json:"runner"`
+	Model   string `json:"model"`
+	// Available says whether this build runs Core ML here, and Detail what
+	// runs or why not.
+	Available bool   `json:"available"`
+	Detail    string `json:"detail"`
 }
 
 // keyComputeUnits is the settings key of the compute-units setting.
 const keyComputeUnits = "coreml.compute_units"
 
-// Backend is the service behind Settings' backend section and model
-// loading: which backend runs and why, the Core ML compute-units setting,
-// and loading a model ahead of the first reply with progress events
-// (EventModelProgress) and cancellation. Bound methods: Info,
-// SetComputeUnits, Load, CancelLoad.
-type Backend struct {
+// CoreML is the service behind the Core ML part of Settings and model
+// loading: the compute-units setting, what runs the loaded model, and
+// loading a model ahead of the first reply (compiling a bundle takes long
+// the first time) with progress events (EventModelProgress) and
+// cancellation. Bound methods: Settings, SetComputeUnits, Load, CancelLoad.
+type CoreML struct {
 	c   *core
 	gen *EngineGenerator // nil without the engine
 
@@ -69,16 +65,16 @@ type Backend struct {
 	cancel context.CancelFunc // the running Load's
 }
 
-// NewBackendService returns the Backend service of a (gen may be nil). The
+// NewCoreMLService returns the CoreML service of a (gen may be nil). The
 // app wires it beside the other services: a field of App, listed in
 // Services, and Apply called after Startup so that the stored
 // compute-units setting is used by the first load.
-func NewBackendService(a *App, gen *EngineGenerator) *Backend {
-	return &Backend{c: a.core, gen: gen}
+func NewCoreMLService(a *App, gen *EngineGenerator) *CoreML {
+	return &CoreML{c: a.core, gen: gen}
 }
 
 // computeUnits reads the setting ("" = the default, neural-engine).
-func (b *Backend) computeUnits() (string, error) {
+func (b *CoreML) computeUnits() (string, error) {
 	d, err := b.c.db()
 	if err != nil {
 		return "", err
@@ -98,7 +94,7 @@ func (b *Backend) computeUnits() (string, error) {
 }
 
 // Apply gives the engine the registry of the stored compute-units setting.
-func (b *Backend) Apply() error {
+func (b *CoreML) Apply() error {
 	units, err := b.computeUnits()
 	if err != nil {
 		return err
@@ -109,37 +105,25 @@ func (b *Backend) Apply() error {
 	return nil
 }
 
-// Info says which backends this build has, which one runs the loaded
-// model and why, and the compute-units setting.
-func (b *Backend) Info() (BackendInfo, error) {
+// Settings returns the compute-units setting and what runs the loaded
+// model.
+func (b *CoreML) Settings() (CoreMLSettings, error) {
 	units, err := b.computeUnits()
 	if err != nil {
-		return BackendInfo{}, err
+		return CoreMLSettings{}, err
 	}
 	cu, _ := mlcore.ParseComputeUnits(units)
-	info := BackendInfo{ComputeUnits: cu.String()}
+	info := CoreMLSettings{ComputeUnits: cu.String()}
 	for _, c := range []mlcore.ComputeUnits{mlcore.ComputeNeuralEngine, mlcore.ComputeGPU, mlcore.ComputeCPU, mlcore.ComputeAll} {
 		info.ComputeUnitChoices = append(info.ComputeUnitChoices, c.String())
 	}
-	st := backends.Statuses()
-	for _, s := range st {
-		info.Backends = append(info.Backends, BackendState{Name: s.Name, Available: s.Available, Detail: s.Detail})
+	for _, s := range backends.Statuses() {
+		if s.Name == "coreml" {
+			info.Available, info.Detail = s.Available, s.Detail
+		}
 	}
-	coreOK := len(st) > 0 && st[0].Name == "coreml" && st[0].Available
 	if b.gen != nil {
 		info.Running, info.Runner, info.Model = b.gen.Running()
-	}
-	switch {
-	case info.Running == "coreml":
-		info.Why = "the loaded model is a Core ML bundle and this Mac runs Core ML: " + info.Runner
-	case info.Running != "" && coreOK:
-		info.Why = "the loaded model is not a Core ML bundle: the CPU backend runs every other model"
-	case info.Running != "":
-		info.Why = "the CPU backend runs every model here: " + st[0].Detail
-	case coreOK:
-		info.Why = "no model is loaded: a Core ML bundle would run on Core ML, any other model on the CPU backend"
-	default:
-		info.Why = "no model is loaded; the CPU backend runs every model here: " + st[0].Detail
 	}
 	return info, nil
 }
@@ -147,23 +131,23 @@ func (b *Backend) Info() (BackendInfo, error) {
 // SetComputeUnits stores the compute-units setting (neural-engine, gpu,
 // cpu or all) and makes the next load use it (a loaded bundle is loaded
 // again at the next reply).
-func (b *Backend) SetComputeUnits(units string) (BackendInfo, error) {
+func (b *CoreML) SetComputeUnits(units string) (CoreMLSettings, error) {
 	cu, err := mlcore.ParseComputeUnits(units)
 	if err != nil {
-		return BackendInfo{}, fmt.Errorf("settings: compute units: %w", err)
+		return CoreMLSettings{}, fmt.Errorf("settings: compute units: %w", err)
 	}
 	d, err := b.c.db()
 	if err != nil {
-		return BackendInfo{}, err
+		return CoreMLSettings{}, err
 	}
 	raw, _ := json.Marshal(cu.String())
 	if err := d.SetSettingRaw(b.c.context(), keyComputeUnits, raw); err != nil {
-		return BackendInfo{}, err
+		return CoreMLSettings{}, err
 	}
 	if err := b.Apply(); err != nil {
-		return BackendInfo{}, err
+		return CoreMLSettings{}, err
 	}
-	return b.Info()
+	return b.Settings()
 }
 
 // ErrLoadRunning is returned by Load while another Load runs.
@@ -174,7 +158,7 @@ var ErrLoadRunning = errors.New("app: a model is already loading (cancel it firs
 // chunks: a Core ML compile already started runs to its end). It returns
 // when the model is loaded, or the error (context.Canceled when
 // cancelled).
-func (b *Backend) Load(id int64) error {
+func (b *CoreML) Load(id int64) error {
 	if b.gen == nil {
 		return ErrNoEngine
 	}
@@ -206,7 +190,7 @@ func (b *Backend) Load(id int64) error {
 }
 
 // CancelLoad stops the running Load; false when none runs.
-func (b *Backend) CancelLoad() bool {
+func (b *CoreML) CancelLoad() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cancel == nil {

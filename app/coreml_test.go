@@ -43,7 +43,7 @@ func (e *progressEmitter) Emit(name string, data any) {
 // startBackend opens an app whose models open through the reference
 // registry (the Core ML backend with the reference runner), the Backend
 // service on an engine generator using it, and registers the test bundle.
-func startBackend(t *testing.T) (*Backend, *EngineGenerator, *progressEmitter, int64) {
+func startBackend(t *testing.T) (*CoreML, *EngineGenerator, *progressEmitter, int64) {
 	t.Helper()
 	src := coremlTestData(t, "gemma4-exact")
 	reg := backends.Reference(src)
@@ -60,24 +60,24 @@ func startBackend(t *testing.T) (*Backend, *EngineGenerator, *progressEmitter, i
 	if m.Kind != KindCoreML {
 		t.Fatalf("bundle registered as %s", m.Kind)
 	}
-	return NewBackendService(a, gen), gen, em, m.ID
+	return NewCoreMLService(a, gen), gen, em, m.ID
 }
 
-// TestBackendLoadAndInfo: Load loads a bundle with progress events up to
-// the end, after which Info says it runs on the Core ML backend and by
-// what; before, it says no model is loaded and (off Apple silicon) that
-// the CPU backend runs every model here and why.
-func TestBackendLoadAndInfo(t *testing.T) {
+// TestCoreMLLoadAndSettings: Load loads a bundle with progress events up
+// to the end, after which Settings say it runs on the Core ML backend and
+// by what; before, no model is loaded, and off Apple silicon Core ML is
+// not available, saying why.
+func TestCoreMLLoadAndSettings(t *testing.T) {
 	svc, _, em, id := startBackend(t)
-	info, err := svc.Info()
+	info, err := svc.Settings()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Running != "" || info.ComputeUnits != "neural-engine" || len(info.ComputeUnitChoices) != 4 || info.Backends[0].Name != "coreml" {
-		t.Errorf("info before loading: %+v", info)
+	if info.Running != "" || info.ComputeUnits != "neural-engine" || len(info.ComputeUnitChoices) != 4 {
+		t.Errorf("settings before loading: %+v", info)
 	}
-	if runtime.GOOS != "darwin" && (info.Backends[0].Available || !strings.Contains(info.Why, "CPU backend runs every model here")) {
-		t.Errorf("info off a Mac: %+v", info)
+	if runtime.GOOS != "darwin" && (info.Available || !strings.Contains(info.Detail, "Neural Engine is not available")) {
+		t.Errorf("settings off a Mac: %+v", info)
 	}
 	if err := svc.Load(id); err != nil {
 		t.Fatal(err)
@@ -89,21 +89,21 @@ func TestBackendLoadAndInfo(t *testing.T) {
 	if n < 2 || last.Done != last.Total || last.ModelID != id {
 		t.Errorf("%d progress events, last %+v", n, last)
 	}
-	info, err = svc.Info()
+	info, err = svc.Settings()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Running != "coreml" || info.Runner != "reference (CPU kernels, float32)" || !strings.Contains(info.Why, "Core ML bundle") {
-		t.Errorf("info after loading: %+v", info)
+	if info.Running != "coreml" || info.Runner != "reference (CPU kernels, float32)" {
+		t.Errorf("settings after loading: %+v", info)
 	}
 	if svc.CancelLoad() {
 		t.Error("CancelLoad with no load running returned true")
 	}
 }
 
-// TestBackendLoadCancel: cancelling a load stops it with context.Canceled
+// TestCoreMLLoadCancel: cancelling a load stops it with context.Canceled
 // and leaves no model loaded.
-func TestBackendLoadCancel(t *testing.T) {
+func TestCoreMLLoadCancel(t *testing.T) {
 	svc, gen, em, id := startBackend(t)
 	em.cancel = svc.CancelLoad
 	if err := svc.Load(id); !errors.Is(err, context.Canceled) {
@@ -114,9 +114,9 @@ func TestBackendLoadCancel(t *testing.T) {
 	}
 }
 
-// TestBackendComputeUnits: the setting is validated, stored and read back;
+// TestCoreMLComputeUnits: the setting is validated, stored and read back;
 // changing it unloads a loaded bundle so the next load uses it.
-func TestBackendComputeUnits(t *testing.T) {
+func TestCoreMLComputeUnits(t *testing.T) {
 	svc, gen, _, id := startBackend(t)
 	if _, err := svc.SetComputeUnits("tpu"); err == nil {
 		t.Error("compute units tpu accepted")
