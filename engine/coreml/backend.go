@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +41,10 @@ type Backend struct {
 
 	mu      sync.Mutex
 	fns     map[string]*function // by kind
+	// kv holds each owning layer's cache tensors, shared by the two
+	// functions (their shapes do not depend on the call width), so rows
+	// copied for one are there for the other.
+	kv      map[int]*kvPair
 	scratch []float32
 	ropes   map[string]*ropeRows
 	stats   callStats
@@ -66,7 +71,7 @@ type function struct {
 // every function's buffers; Close releases them, the runner and the
 // bundle. fingerprint is the model's identity (engine/load's).
 func NewBackend(b *Bundle, r Runner, fingerprint string) (*Backend, error) {
-	be := &Backend{b: b, run: r, cfg: b.Config(), fns: map[string]*function{}, ropes: map[string]*ropeRows{}}
+	be := &Backend{b: b, run: r, cfg: b.Config(), fns: map[string]*function{}, ropes: map[string]*ropeRows{}, kv: map[int]*kvPair{}}
 	be.cfg.Fingerprint = fingerprint
 	g := b.Manifest.Geometry
 	for w := 1; w <= g.GenerateWidth; w++ {
@@ -97,7 +102,7 @@ func NewBackend(b *Bundle, r Runner, fingerprint string) (*Backend, error) {
 // allocate makes the buffers of function kind on every chunk.
 func (be *Backend) allocate(kind string) (*function, error) {
 	m := be.b.Manifest
-	f := &function{kind: kind, host: map[string]*tensor{}, kv: map[int]*kvPair{}}
+	f := &function{kind: kind, host: map[string]*tensor{}}
 	alloc := func(t TensorInfo) (*tensor, error) {
 		dt, err := dtypeOf(be.run, t.DType)
 		if err != nil {
@@ -131,9 +136,20 @@ func (be *Backend) allocate(kind string) (*function, error) {
 			}
 			x, ok := f.host[t.Name]
 			if !ok {
-				var err error
-				if x, err = alloc(t); err != nil {
-					return nil, err
+				if s, isKV := cacheInput(t.Name); isKV && be.kv[s] != nil {
+					// The other function's tensors: the same shape.
+					x = be.kv[s].k
+					if strings.HasPrefix(t.Name, "v_") {
+						x = be.kv[s].v
+					}
+					if !slices.Equal(x.buf.Shape(), t.Shape) {
+						return nil, fmt.Errorf("%w: %s is %v in one function, %v in the other", ErrBundle, t.Name, x.buf.Shape(), t.Shape)
+					}
+				} else {
+					var err error
+					if x, err = alloc(t); err != nil {
+						return nil, err
+					}
 				}
 				f.host[t.Name] = x
 			}
@@ -146,9 +162,22 @@ func (be *Backend) allocate(kind string) (*function, error) {
 		if k == nil || v == nil {
 			return nil, fmt.Errorf("%w: no chunk takes the cache of layer %d", ErrBundle, s)
 		}
-		f.kv[s] = &kvPair{k: k, v: v}
+		if be.kv[s] == nil {
+			be.kv[s] = &kvPair{k: k, v: v}
+		}
 	}
 	return f, nil
+}
+
+// cacheInput reports the layer of a k_cache_N or v_cache_N input.
+func cacheInput(name string) (int, bool) {
+	for _, p := range []string{"k_cache_", "v_cache_"} {
+		if rest, ok := strings.CutPrefix(name, p); ok {
+			n, err := strconv.Atoi(rest)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 // carrier returns the output of an earlier chunk that chunk j's input name
@@ -273,7 +302,7 @@ func (be *Backend) call(ctx context.Context, f *function, c call, cache *kv.Cach
 		}
 		buildPlace(pl, c, m.slots(kind))
 	}
-	for s, p := range f.kv {
+	for s, p := range be.kv {
 		l := a.Layers[s]
 		window := 0
 		if l.Kind == "sliding" {
