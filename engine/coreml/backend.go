@@ -39,8 +39,8 @@ type Backend struct {
 	cfg    model.Config
 	widths []int
 
-	mu      sync.Mutex
-	fns     map[string]*function // by kind
+	mu  sync.Mutex
+	fns map[string]*function // by kind
 	// kv holds each owning layer's cache tensors, shared by the two
 	// functions (their shapes do not depend on the call width), so rows
 	// copied for one are there for the other.
