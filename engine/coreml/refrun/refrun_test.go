@@ -23,8 +23,15 @@ import (
 // logits of every row must be the CPU backend's bit for bit: every mask,
 // placement, RoPE row, cache slot, sidecar row, chunk handoff and commit
 // of the host side is checked by it.
+// The same on the one-chunk bundle with fp16 sidecars.
 func TestGemma4LogitsMatchCPU(t *testing.T) {
-	p := gemmaPair(t)
+	src := testData(t, "gemma4-exact")
+	for _, bundle := range []string{"gemma4-exact.bundle", "gemma4-fp16.bundle"} {
+		t.Run(bundle, func(t *testing.T) { testGemma4Logits(t, openPair(t, bundle, src, src)) })
+	}
+}
+
+func testGemma4Logits(t *testing.T, p pair) {
 	ctx := context.Background()
 	ctxLen := p.ml.Config().ContextLen
 	cm, cc := newCache(t, p.ml, 64), newCache(t, p.cpu, 64)
