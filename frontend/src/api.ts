@@ -1,7 +1,22 @@
 import type { Bridge } from "./bridge";
 import type {
-  Conversation, DoneEvent, ErrorEvent, ModelList, Model, NewConversation, Preferences, ProgressEvent, Prompt, PromptInput,
-  ScanResult, SearchHit, SystemInfo, TagCount, Thread, TokenEvent, Turn,
+  Conversation,
+  DoneEvent,
+  ErrorEvent,
+  ModelList,
+  Model,
+  NewConversation,
+  Preferences,
+  ProgressEvent,
+  Prompt,
+  PromptInput,
+  ScanResult,
+  SearchHit,
+  SystemInfo,
+  TagCount,
+  Thread,
+  TokenEvent,
+  Turn,
 } from "./types";
 
 /** Typed access to the Go services; every call is one bound Go method. */
@@ -14,9 +29,15 @@ export function api(b: Bridge) {
     chat: {
       list: () => chat<Conversation[]>("ListConversations"),
       create: (c: Partial<NewConversation>) =>
-        chat<Conversation>("CreateConversation", { title: "", modelId: 0, promptId: 0, ...c } satisfies NewConversation),
+        chat<Conversation>("CreateConversation", {
+          title: "",
+          modelId: 0,
+          promptId: 0,
+          ...c,
+        } satisfies NewConversation),
       rename: (id: number, title: string) => chat<Conversation>("RenameConversation", id, title),
       setSystemPrompt: (id: number, s: string) => chat<Conversation>("SetSystemPrompt", id, s),
+      setModel: (id: number, modelId: number) => chat<Conversation>("SetModel", id, modelId),
       remove: (id: number) => chat<void>("DeleteConversation", id),
       thread: (id: number) => chat<Thread>("Thread", id),
       selectBranch: (messageId: number) => chat<Thread>("SelectBranch", messageId),

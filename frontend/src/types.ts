@@ -145,7 +145,16 @@ export interface Model {
   name: string;
   fingerprint: string;
   sizeBytes: number;
-  meta?: { arch?: string };
+  /** What the file says of itself (app.modelMeta). */
+  meta?: {
+    arch?: string;
+    quant?: string;
+    contextLen?: number;
+    vocabSize?: number;
+    backend?: string;
+    /** The name the model gives itself (GGUF general.name). */
+    declaredName?: string;
+  };
   addedAt: string;
   lastUsedAt: string;
 }
