@@ -179,7 +179,8 @@ test("a prompt too short to prepare is told as a fact; Prepare's help is in the 
   await expect(notice).toHaveAttribute("data-kind", "info");
   await expect(notice).toHaveAttribute("role", "status");
   await expect(page.locator(".page button[title]")).toHaveCount(0);
-  await expect(item).toContainText("keeps its KV cache");
+  await expect(page.locator("#prepare-help")).toContainText("keeps its KV cache");
+  await expect(item.getByTestId("prompt-prepare")).toHaveAttribute("aria-describedby", "prepare-help");
 });
 
 test("the Settings header's rule spans the page", async ({ page }) => {

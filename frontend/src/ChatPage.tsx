@@ -224,6 +224,11 @@ function MessageView({
       ) : (
         <div class="plain">{m.content}</div>
       )}
+      {m.role === "assistant" && (
+        <div class="muted msg-stats" data-testid="msg-stats">
+          {statsLine(m.stats)}
+        </div>
+      )}
       <div class="msg-foot">
         {r.siblings.length > 1 && (
           <span class="versions" data-testid="versions">
@@ -244,11 +249,6 @@ function MessageView({
             >
               ›
             </button>
-          </span>
-        )}
-        {m.role === "assistant" && (
-          <span class="muted" data-testid="msg-stats">
-            {statsLine(m.stats)}
           </span>
         )}
         <span class="spacer" />

@@ -190,6 +190,10 @@ export function LibraryPage() {
           }}
         />
       )}
+      <p class="muted small" id="prepare-help">
+        Prepare reads a prompt through the model once and keeps its KV cache, so that chats from it start at once
+        (&ldquo;ready to resume&rdquo;).
+      </p>
       <ul class="prompt-list" data-testid="prompt-list">
         {view.prompts.length === 0 && <li class="muted">No prompts{view.query || view.tag ? " match" : " yet"}.</li>}
         {view.prompts.map((p) => (
@@ -212,7 +216,7 @@ export function LibraryPage() {
                   type="button"
                   data-testid="prompt-prepare"
                   disabled={view.preparing !== 0}
-                  aria-describedby={`prepare-help-${p.id}`}
+                  aria-describedby="prepare-help"
                   onClick={() => void store.preparePrompt(p.id)}
                 >
                   {view.preparing === p.id ? "Preparing…" : "Prepare"}
@@ -245,11 +249,7 @@ export function LibraryPage() {
                 Delete
               </button>
             </div>
-            <div class="muted small" id={`prepare-help-${p.id}`}>
-              {p.pinnedSnapshotId !== 0
-                ? "Its KV cache is stored and pinned: a chat from it skips reading the prompt."
-                : "Prepare reads the prompt through the model once and keeps its KV cache, so chats from it start at once."}
-            </div>
+
             {p.systemPrompt && <div class="muted">System: {p.systemPrompt}</div>}
             {p.body && <Markdown text={p.body} />}
           </li>
