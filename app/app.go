@@ -135,14 +135,15 @@ func (a *App) open(ctx context.Context, emit Emitter) bool {
 		c.log.Error("database unusable", "err", err)
 		return false
 	}
-	if u, ok := c.opts.Generator.(SnapshotUser); ok {
+	if u, ok := c.opts.Generator.(StorageUser); ok {
 		x, err := kvindex.New(ctx, s, storage.KVPath(dir), c.log)
 		if err != nil { // kvindex.New closed the database
 			c.openErr = fmt.Errorf("app: KV snapshot index: %w", err)
 			c.log.Error("kv snapshot index unusable", "err", err)
 			return false
 		}
-		u.UseSnapshots(x)
+		// The settings table keeps the measured call costs per model.
+		u.UseStorage(x, s)
 	}
 	c.store = s
 	c.log.Info("storage open", "path", s.Path(), "schema", s.SchemaVersion())
@@ -160,8 +161,8 @@ func (a *App) Shutdown() {
 		cancel()
 	}
 	a.Chat.wait()
-	if u, ok := c.opts.Generator.(SnapshotUser); ok {
-		u.UseSnapshots(nil) // its index lives on the database closed below
+	if u, ok := c.opts.Generator.(StorageUser); ok {
+		u.UseStorage(nil, nil) // both live on the database closed below
 	}
 	if s != nil {
 		if err := s.Close(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"anechat/engine/spec"
 	"anechat/storage"
 )
 
@@ -17,8 +18,8 @@ type Width int
 // WidthAuto lets the engine pick the width.
 const WidthAuto Width = 0
 
-// MaxWidth is the widest speculation setting.
-const MaxWidth = 8
+// MaxWidth is the widest speculation setting: the verify loop's widest call.
+const MaxWidth = spec.MaxWidth
 
 // MarshalJSON writes auto as "auto" and a fixed width as its number.
 func (w Width) MarshalJSON() ([]byte, error) {

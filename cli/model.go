@@ -20,7 +20,7 @@ func openModel(path string) (*loadedModel, error) {
 	}
 	b, tok := lm.Backend, lm.Tokenizer
 	m := &loadedModel{backend: b}
-	tmpl, err := chat.ForModel(b.Config().Arch, tok)
+	tmpl, err := chat.ForModel(b.Config().Arch, tok, lm.Chat)
 	if err != nil {
 		m.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
