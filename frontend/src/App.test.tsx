@@ -527,10 +527,15 @@ describe("keyboard and appearance", () => {
 describe("first run", () => {
   it("names the default model and starts a chat from an example prompt", async () => {
     const created = { ...conv, id: 8, title: "New chat" };
+    let listed: (typeof created)[] = [];
     const f = fakeBridge({
       ...basics,
-      "Chat.ListConversations": () => [],
-      "Chat.CreateConversation": () => created,
+      // The stored title stays "New chat": the rename is the window's.
+      "Chat.ListConversations": () => listed,
+      "Chat.CreateConversation": () => {
+        listed = [created];
+        return created;
+      },
       "Chat.Thread": () => ({ ...thread, conversation: created, messages: [], path: [] }),
       "Chat.Send": (_id, text) => ({ conversationId: 8, user: { ...thread.messages[0]!, content: text } }),
       "Chat.RenameConversation": (id, title) => ({ ...created, id, title }),
@@ -544,6 +549,8 @@ describe("first run", () => {
     // The first message titles the conversation at once.
     expect(f.args["Chat.RenameConversation"]).toEqual([[8, examples[1]!.textContent]]);
     expect(testid("chat-title")?.textContent).toBe(examples[1]!.textContent);
+    // The sidebar too, though the list it asked for after sending predates the title.
+    expect(q(".conv.active")?.textContent).toBe(`● ${examples[1]!.textContent}`); // ●: replying
     expect(testid("notice")).toBeNull();
   });
 });

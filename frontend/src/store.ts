@@ -131,6 +131,7 @@ export class Store {
   private searchSeq = 0;
   private librarySeq = 0;
   private threadSeq = 0;
+  private listSeq = 0;
 
   constructor(
     readonly api: Api,
@@ -256,9 +257,11 @@ export class Store {
 
   // Conversations.
 
+  /** Lists the conversations; a list asked for before a later change (a rename) is dropped. */
   async reloadConversations() {
+    const n = ++this.listSeq;
     const cs = await this.attempt("app", () => this.api.chat.list(), true);
-    if (cs) this.set({ conversations: cs });
+    if (cs && n === this.listSeq) this.set({ conversations: cs });
   }
 
   /** Opens conversation id on the chat page. */
@@ -359,6 +362,7 @@ export class Store {
     if (id === null) return false;
     const c = await this.attempt("chat", () => f(id));
     if (!c) return false;
+    this.listSeq++; // a list fetched before this change is stale
     this.set((s) => ({
       conversations: s.conversations.map((x) => (x.id === c.id ? c : x)),
       thread: s.thread?.conversation.id === c.id ? { ...s.thread, conversation: c } : s.thread,
