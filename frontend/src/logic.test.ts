@@ -49,6 +49,8 @@ const thread = (messages: Message[], path: number[]): Thread => ({
     modelId: 0,
     promptId: 0,
     systemPrompt: "",
+    titleSource: "",
+    pinned: false,
     activeLeafId: path[path.length - 1] ?? 0,
     createdAt: "",
     updatedAt: "",
@@ -56,6 +58,8 @@ const thread = (messages: Message[], path: number[]): Thread => ({
   messages,
   path,
   generating: 0,
+  model: null,
+  settings: { temperature: 0, maxTokens: 64, speculationWidth: 4 },
 });
 
 describe("branchRows", () => {
@@ -348,6 +352,10 @@ describe("dedupeHits", () => {
     conversationTitle: "c",
     snippet: text,
     segments: [{ text, match: true }],
+    onActiveBranch: true,
+    alternative: 1,
+    alternatives: 1,
+    duplicates: 0,
   });
   it("keeps the first of the hits with one conversation, role and text", () => {
     const hits = [hit(2, 1, "fox"), hit(5, 1, "fox"), hit(6, 1, "fox", "user"), hit(7, 2, "fox"), hit(8, 1, "foxes")];

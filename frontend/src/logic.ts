@@ -376,7 +376,7 @@ export function modelLabel(m: Pick<Model, "name" | "path">): string {
 
 /** What the Models page says of a model: architecture, quantisation, context length, backend. */
 export function modelFacts(m: Model): { arch: string; quant: string; context: string; backend: string } {
-  const meta = m.meta ?? {};
+  const meta: Partial<NonNullable<Model["meta"]>> = m.meta ?? {};
   return {
     arch: meta.arch ?? "",
     quant: meta.quant ?? "",

@@ -567,7 +567,9 @@ export class Store {
   /** Computes and pins prompt id's KV cache so that chats from it resume. */
   async preparePrompt(id: number) {
     this.set((s) => ({ library: { ...s.library, preparing: id } }));
-    await this.attempt("library", () => this.api.library.prepare(id));
+    const r = await this.attempt("library", () => this.api.library.prepare(id));
+    // Too short to need preparing is a fact, not a failure.
+    if (r?.status === "too-short") this.set({ notice: { kind: "info", text: r.message, scope: "library" } });
     this.set((s) => ({ library: { ...s.library, preparing: 0 } }));
     await this.reloadLibrary();
   }
