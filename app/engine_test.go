@@ -229,8 +229,7 @@ func smolCosts(t *testing.T, path string) fixedCosts {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fixedCosts{engine.CostsKey(src.Fingerprint, cpu.Kernels()):
-		`{"widths":[1,2,3,4,5,6,7,8],"seconds":{"1":0.0109,"2":0.0112,"3":0.0130,"4":0.0148,"5":0.0170,"6":0.0192,"7":0.0213,"8":0.0235}}`}
+	return fixedCosts{engine.CostsKey(src.Fingerprint, cpu.Kernels()): `{"widths":[1,2,3,4,5,6,7,8],"seconds":{"1":0.0109,"2":0.0112,"3":0.0130,"4":0.0148,"5":0.0170,"6":0.0192,"7":0.0213,"8":0.0235}}`}
 }
 
 // costedGenerator is a generator that uses costs instead of measuring.
