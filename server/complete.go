@@ -112,7 +112,7 @@ func (s *Server) reply(ctx context.Context, rm *runner.Model, j job, out *output
 	}
 	if n := rm.Backend().Config().ContextLen; len(ids) >= n {
 		return engine.Stats{}, len(ids), apiErr(http.StatusRequestEntityTooLarge, promptField(j), "context_length_exceeded",
-			"the prompt is %d tokens; the model's context holds %d, and the reply needs at least one more: shorten it", len(ids), n)
+			"%s: the prompt is %d tokens; the model's context holds %d, and the reply needs at least one more: shorten it", promptField(j), len(ids), n)
 	}
 	seed := j.p.seed
 	if !j.p.seeded {

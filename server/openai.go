@@ -96,7 +96,9 @@ func decode(r *http.Request, v any) *apiError {
 		case errors.As(err, &fe):
 			return badField(fe.field, "%s", fe.msg)
 		case errors.As(err, &te) && te.Field != "":
-			return badField(te.Field, "want %s, got a JSON %s", jsonKind(te.Type.Kind().String()), te.Value)
+			// The shared fields sit in an embedded struct, whose Go name
+			// the path starts with.
+			return badField(strings.TrimPrefix(te.Field, "sampling."), "want %s, got a JSON %s", jsonKind(te.Type.Kind().String()), te.Value)
 		case errors.As(err, &te):
 			return apiErr(http.StatusBadRequest, "", "invalid_json", "the request body must be a JSON object, not a %s", te.Value)
 		}

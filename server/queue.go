@@ -89,6 +89,13 @@ func (q *fifo) releaser() func() {
 	}
 }
 
+// waitingN is how many requests wait.
+func (q *fifo) waitingN() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiting)
+}
+
 // retryAfter is the whole seconds a refused client should wait: about the
 // time the queue ahead of it takes, at least 1 and at most 60.
 func (q *fifo) retryAfter() int {

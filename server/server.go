@@ -236,7 +236,11 @@ type modelObject struct {
 }
 
 func toObject(m Model) modelObject {
-	return modelObject{ID: m.ID, Object: "model", Created: m.Created.Unix(), OwnedBy: "anechat"}
+	o := modelObject{ID: m.ID, Object: "model", OwnedBy: "anechat"}
+	if !m.Created.IsZero() {
+		o.Created = m.Created.Unix()
+	}
+	return o
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
