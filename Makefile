@@ -28,7 +28,7 @@ DEV_TAGS := dev$(if $(PLATFORM_TAGS),$(comma)$(PLATFORM_TAGS))
 FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/vite.config.ts frontend/tsconfig.json -type f 2>/dev/null)
 GO_SRC := $(shell find . -name '*.go' -not -path './.tools/*' -not -path '*/node_modules/*' 2>/dev/null) go.mod go.sum
 
-.PHONY: run models dev build deps sysdeps test vet go-test test-deps frontend-test e2e smoke clean
+.PHONY: run models dev build deps sysdeps test vet go-test api-clients test-deps frontend-test e2e smoke clean
 
 ## run: install what is missing, build the app and open it. On Linux it first
 ## fetches SmolLM2-135M-Instruct into the data dir's models folder when absent
@@ -72,7 +72,7 @@ $(WAILS):
 	GOBIN=$(TOOLS) go install github.com/wailsapp/wails/v2/cmd/wails@$(WAILS_VERSION)
 
 ## test: every test: deps scripts, vet (also for darwin), Go, Vitest, e2e in Chromium, smoke run under Xvfb.
-test: deps test-deps vet go-test frontend-test e2e smoke
+test: deps test-deps vet go-test api-clients frontend-test e2e smoke
 	@echo "make test: all passed"
 
 # Other engineers' setup steps (test data from npm, ...), in name order.
@@ -91,6 +91,11 @@ vet:
 
 go-test:
 	go test -count=1 ./...
+
+# The HTTP API against real clients: the official openai Python package (the
+# venv deps-openai.sh installs) and curl, on a started `anechat serve`.
+api-clients:
+	ANECHAT_REAL_CLIENTS=1 go test -count=1 -run '^TestRealClients$$' ./cli/
 
 frontend-test: frontend/node_modules/.package-lock.json
 	cd frontend && npm run typecheck && npm test
