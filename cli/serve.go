@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -25,7 +24,7 @@ const serveReady = "anechat serve: %s on %s/v1\ntoken: %s\n"
 
 func runServe(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "serve", "[--model PATH|NAME] [--data-dir DIR] [--host 127.0.0.1] [--port 11435] [--cors ORIGIN] [--queue N] [--width K] [--max-tokens N] [--temperature T] [--no-cache]")
-	model := fs.String("model", "", "model file (.gguf) or directory, or the name of a model registered in the data directory (default: the only one registered)")
+	model := fs.String("model", "", "model file (.gguf) or directory, or the name of a model registered in the data directory (default: the data directory's default model, as for generate)")
 	dataDir := fs.String("data-dir", "", "data directory: the API token, KV snapshots, measured call costs, registered models (default $ANECHAT_HOME or the OS default)")
 	host := fs.String("host", "127.0.0.1", "address to listen on; anything but a loopback address exposes the API to the network (the token still guards it)")
 	port := fs.Int("port", server.DefaultPort, "TCP port (0 = any free one)")
@@ -61,7 +60,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	served, err := servedModel(ctx, dir, *model)
+	served, err := servedModel(ctx, dir, *model, log)
 	if err != nil {
 		return err
 	}
@@ -113,8 +112,9 @@ func baseURL(a net.Addr) string {
 
 // servedModel resolves --model: a model file or directory (named as the data
 // directory registered it, else after its file), or the name of a
-// registered model; with no --model, the only registered model.
-func servedModel(ctx context.Context, dataDir, arg string) (server.Model, error) {
+// registered model; with no --model, the data directory's default model
+// (defaultModelPath, as generate and chat pick it).
+func servedModel(ctx context.Context, dataDir, arg string, log *slog.Logger) (server.Model, error) {
 	var regs []storage.Model
 	if d, err := storage.Open(ctx, storage.DBPath(dataDir)); err == nil {
 		regs, _ = d.ListModels(ctx)
@@ -138,10 +138,11 @@ func servedModel(ctx context.Context, dataDir, arg string) (server.Model, error)
 		}
 		return server.Model{}, fmt.Errorf("--model %s: no such file or directory, and no model of that name is registered in %s%s", arg, dataDir, registered(regs))
 	}
-	if len(regs) == 1 {
-		return server.Model{ID: regs[0].Name, Path: regs[0].Path, Created: regs[0].AddedAt}, nil
+	p, err := defaultModelPath(ctx, dataDir, log)
+	if err != nil {
+		return server.Model{}, err
 	}
-	return server.Model{}, errors.New("serve needs --model PATH|NAME" + registered(regs))
+	return servedModel(ctx, dataDir, p, log)
 }
 
 // registered lists the registered models' names for an error message.

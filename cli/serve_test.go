@@ -152,8 +152,8 @@ func TestServeMatchesGenerate(t *testing.T) {
 }
 
 // The token is kept in the data directory: a restart prints the same one.
-// A registered model is served by its name, and one registered model is the
-// default.
+// A registered model is served by its name, and without --model the data
+// directory's default model is served.
 func TestServeTokenAndModelName(t *testing.T) {
 	dir := t.TempDir()
 	path := testres.Stories(t)
@@ -161,7 +161,11 @@ func TestServeTokenAndModelName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.RegisterModel(context.Background(), storage.ModelInput{Path: path, Kind: "gguf", Name: "tiny stories"}); err != nil {
+	m, err := db.RegisterModel(context.Background(), storage.ModelInput{Path: path, Kind: "gguf", Name: "tiny stories"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetSetting(context.Background(), storage.SettingDefaultModelID, m.ID); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -191,7 +195,7 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--cors", "localhost"}, 2, "--cors \"localhost\""},
 		{[]string{"--temperature", "3"}, 2, "--temperature 3"},
 		{[]string{"--data-dir", t.TempDir(), "--model", "nothing-by-that-name"}, 1, "nothing-by-that-name: no such file or directory, and no model of that name is registered"},
-		{[]string{"--data-dir", t.TempDir()}, 1, "serve needs --model PATH|NAME (no model is registered there)"},
+		{[]string{"--data-dir", t.TempDir()}, 1, "no --model given and the data directory"},
 	} {
 		var out, errb bytes.Buffer
 		code := Run(context.Background(), append([]string{"serve"}, tc.args...), nil, &out, &errb)

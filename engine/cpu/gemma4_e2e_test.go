@@ -47,7 +47,7 @@ func TestGemma4EndToEnd(t *testing.T) {
 	if err := json.Unmarshal(data, &ref); err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := chat.ForModel(b.Config().Arch, tok)
+	tmpl, err := chat.ForModel(b.Config().Arch, tok, m.Chat)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"anechat/engine/chat"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
 	"anechat/engine/tokenizer"
@@ -94,6 +95,9 @@ type Model struct {
 	// Tokenizer is the model's own tokenizer (the GGUF file's
 	// tokenizer.ggml.* metadata, or tokenizer.json beside config.json).
 	Tokenizer *tokenizer.Tokenizer
+	// Chat is the model's own chat template, for chat.ForModel (empty
+	// when the model ships none).
+	Chat chat.Spec
 }
 
 // Close releases the backend's resources (mappings, workers).
@@ -139,6 +143,10 @@ func (r *Registry) OpenSource(ctx context.Context, src Source, opts Options) (*M
 	if n, v := m.Tokenizer.VocabSize(), b.Config().VocabSize; n > v {
 		m.Close()
 		return nil, fmt.Errorf("load: %s: the tokenizer has %d tokens, the model only %d logits (the tokenizer belongs to another model)", src.Path, n, v)
+	}
+	if m.Chat, err = loadChatSpec(src, m.Tokenizer); err != nil {
+		m.Close()
+		return nil, err
 	}
 	return m, nil
 }
@@ -192,5 +200,9 @@ func (r *Registry) Inspect(ctx context.Context, path string) (Info, error) {
 		return Info{Source: src}, err
 	}
 	defer m.Close()
+	// A chat template that does not parse fails every reply: report it now.
+	if _, err := chat.ForModel(m.Backend.Config().Arch, m.Tokenizer, m.Chat); err != nil {
+		return Info{Source: src}, fmt.Errorf("load: %s: %w", src.Path, err)
+	}
 	return Info{Source: src, Backend: m.BackendName, Config: m.Backend.Config(), TokenizerFingerprint: m.Tokenizer.Fingerprint()}, nil
 }

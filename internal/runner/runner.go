@@ -124,7 +124,7 @@ func (r *Runner) load(ctx context.Context, path string) (*Model, error) {
 		return nil, fmt.Errorf("load model %s: %w", path, err)
 	}
 	b, tok := lm.Backend, lm.Tokenizer
-	tmpl, err := chat.ForModel(b.Config().Arch, tok)
+	tmpl, err := chat.ForModel(b.Config().Arch, tok, lm.Chat)
 	if err != nil {
 		lm.Close()
 		return nil, fmt.Errorf("load model %s: chat template: %w", path, err)
