@@ -25,32 +25,27 @@ type job struct {
 	p      params
 }
 
-func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	var req chatRequest
-	if e := decode(r, &req); e != nil {
-		writeError(w, e)
-		return
-	}
-	msgs, p, e := req.check(s.cfg.Defaults(r.Context()))
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	s.run(w, r, job{chat: true, msgs: msgs, p: p})
+// request is a completion request's body: it checks itself into a job.
+type request interface {
+	job(d Defaults) (job, *apiError)
 }
 
-func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
-	var req completionRequest
-	if e := decode(r, &req); e != nil {
-		writeError(w, e)
-		return
+// completion is the handler of a completion endpoint whose body is a new
+// request.
+func (s *Server) completion(body func() request) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req := body()
+		if e := decode(r, req); e != nil {
+			writeError(w, e)
+			return
+		}
+		j, e := req.job(s.cfg.Defaults(r.Context()))
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		s.run(w, r, j)
 	}
-	prompt, p, e := req.check(s.cfg.Defaults(r.Context()))
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	s.run(w, r, job{prompt: prompt, p: p})
 }
 
 // run queues j for the model and generates its reply.

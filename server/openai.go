@@ -347,6 +347,12 @@ type chatRequest struct {
 	} `json:"messages"`
 }
 
+// job validates the request and returns it as a chat job.
+func (r *chatRequest) job(d Defaults) (job, *apiError) {
+	msgs, p, e := r.check(d)
+	return job{chat: true, msgs: msgs, p: p}, e
+}
+
 // check validates the request and returns its messages and settings.
 func (r *chatRequest) check(d Defaults) ([]chat.Message, params, *apiError) {
 	p, e := r.sampling.check(d)
@@ -380,6 +386,12 @@ func (r *chatRequest) check(d Defaults) ([]chat.Message, params, *apiError) {
 type completionRequest struct {
 	sampling
 	Prompt json.RawMessage `json:"prompt"`
+}
+
+// job validates the request and returns it as a text completion job.
+func (r *completionRequest) job(d Defaults) (job, *apiError) {
+	prompt, p, e := r.check(d)
+	return job{prompt: prompt, p: p}, e
 }
 
 // check validates the request and returns its prompt text and settings.

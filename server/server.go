@@ -155,8 +155,8 @@ func (s *Server) handler(hosts hostCheck) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", s.listModels)
 	mux.HandleFunc("GET /v1/models/{id...}", s.getModel)
-	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
-	mux.HandleFunc("POST /v1/completions", s.completions)
+	mux.HandleFunc("POST /v1/chat/completions", s.completion(func() request { return &chatRequest{} }))
+	mux.HandleFunc("POST /v1/completions", s.completion(func() request { return &completionRequest{} }))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiErr(http.StatusNotFound, "", "not_found", "no such endpoint: %s %s (this server has GET /v1/models, POST /v1/chat/completions and POST /v1/completions)", r.Method, r.URL.Path))
 	})
