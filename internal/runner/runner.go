@@ -57,6 +57,8 @@ type Runner struct {
 	loaded *Model
 	store  engine.SnapshotStore // nil: no KV snapshots
 	costs  engine.CostStore     // nil: call costs measured each start
+	// forget: every request prefills its whole prompt (NoResume).
+	forget bool
 }
 
 // New returns a Runner that opens models through registry (nil: this
@@ -81,6 +83,16 @@ func (r *Runner) UseStorage(snapshots engine.SnapshotStore, costs engine.CostSto
 	if r.loaded != nil {
 		r.loaded.sessions = [modes]*engine.Session{}
 	}
+}
+
+// NoResume makes every later request prefill its whole prompt: sessions
+// start over before each one, as a server that keeps nothing between
+// requests does (benchmarks compare against it). With UseStorage's
+// snapshots still set, they are still restored from.
+func (r *Runner) NoResume() {
+	r.lock <- struct{}{}
+	defer func() { <-r.lock }()
+	r.forget = true
 }
 
 // HasSnapshots reports whether UseStorage gave a snapshot store. Call it
@@ -244,6 +256,9 @@ func (m *Model) Prefill(ctx context.Context, mode Mode, ids []int32, progress fu
 	s, err := m.Session(mode)
 	if err != nil {
 		return nil, err
+	}
+	if m.r.forget {
+		s.Reset()
 	}
 	if err := s.Resume(ctx, ids, progress); err != nil {
 		s.Reset() // a cancelled prefill leaves the sequence half-fed

@@ -67,6 +67,12 @@ func TestModesKeepTheirOwnSessions(t *testing.T) {
 	if err != nil || !slices.Equal(again, got) || st.PrefillTokens != 1 {
 		t.Fatalf("raw again: %v (%+v), %v", again, st, err)
 	}
+	// NoResume: the whole prompt, every time.
+	r.NoResume()
+	st, again, _, err = reply(t, r, Raw, raw, 20, 0, nil)
+	if err != nil || !slices.Equal(again, got) || st.PrefillTokens != len(testres.StoriesPrompt()) || st.ResumedTokens != 0 {
+		t.Fatalf("raw again without resume: %v (%+v), %v", again, st, err)
+	}
 }
 
 // ErrEnough ends a reply as complete and keeps the session; another error
