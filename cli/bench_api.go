@@ -68,7 +68,7 @@ func runBenchAPI(ctx context.Context, env *Env, args []string) error {
 	modelPath := fs.String("model", "", "model file (.gguf) both anechat servers run (give llama-server the same file)")
 	turns := fs.Int("turns", len(benchAPIQuestions), "turns of the conversation replayed")
 	maxTokens := fs.Int("max-tokens", 32, "tokens per reply")
-	rounds := fs.Int("rounds", 3, "replays of the conversation per server (the median TTFT of each turn is reported); the servers take turns")
+	rounds := fs.Int("rounds", 3, "replays of the conversation per server (the median TTFT of each turn is reported); the servers take turns, turn by turn")
 	against := fs.String("against", "", "base URL (…/v1) of another OpenAI-compatible server to replay the same conversation against, e.g. llama-server's")
 	againstName := fs.String("against-name", "llama-server", "what to call --against in the table")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -148,20 +148,24 @@ func runBenchAPI(ctx context.Context, env *Env, args []string) error {
 	}
 	for r := range *rounds {
 		// A new opening per round, so that no server resumes a round from
-		// the last one.
+		// the last one. The servers take turns turn by turn, so that a
+		// burst of load on the machine falls on all of them alike.
 		system := fmt.Sprintf("Conversation %d. %s", r+1, benchAPISystem)
-		for i, tg := range targets {
-			msgs := []map[string]any{{"role": "system", "content": system}}
-			for k := range *turns {
-				msgs = append(msgs, map[string]any{"role": "user", "content": benchAPIQuestions[k]})
-				res, err := apiStream(ctx, tg, name, msgs, *maxTokens)
+		msgs := make([][]map[string]any, len(targets))
+		for i := range targets {
+			msgs[i] = []map[string]any{{"role": "system", "content": system}}
+		}
+		for k := range *turns {
+			for i, tg := range targets {
+				msgs[i] = append(msgs[i], map[string]any{"role": "user", "content": benchAPIQuestions[k]})
+				res, err := apiStream(ctx, tg, name, msgs[i], *maxTokens)
 				if err != nil {
 					return fmt.Errorf("%s turn %d: %w", tg.Name, k+1, err)
 				}
 				if len(answers) <= k {
 					answers = append(answers, res.text)
 				}
-				msgs = append(msgs, map[string]any{"role": "assistant", "content": answers[k]})
+				msgs[i] = append(msgs[i], map[string]any{"role": "assistant", "content": answers[k]})
 				ttft[i][k] = append(ttft[i][k], res.ttft.Seconds()*1000)
 				figures[i][k].PromptTokens, figures[i][k].ResumedTokens = res.promptTokens, res.resumed
 			}
