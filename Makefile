@@ -25,7 +25,7 @@ endif
 comma := ,
 DEV_TAGS := dev$(if $(PLATFORM_TAGS),$(comma)$(PLATFORM_TAGS))
 
-FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/vite.config.ts frontend/tsconfig.json -type f 2>/dev/null)
+FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/vite.config.ts frontend/tsconfig.json -type f -not -name "*.test.*" -not -path "*/testing/*" 2>/dev/null)
 GO_SRC := $(shell find . -name '*.go' -not -path './.tools/*' -not -path '*/node_modules/*' 2>/dev/null) go.mod go.sum
 
 .PHONY: run models dev build deps sysdeps test vet go-test api-clients test-deps convert-test frontend-test e2e smoke clean bundle
@@ -112,8 +112,9 @@ bundle:
 	PYTHONPATH=$(CURDIR)/engine/coreml/convert TQDM_DISABLE=1 $(CONVERT_PY) -m anebundle "$(MODEL)" \
 		"$(or $(OUT),build/bundles/$(basename $(notdir $(patsubst %/,%,$(MODEL)))))" $(ARGS)
 
+# Types, lint (ESLint with the accessibility rules) and format (Prettier), then Vitest.
 frontend-test: frontend/node_modules/.package-lock.json
-	cd frontend && npm run typecheck && npm test
+	cd frontend && npm run typecheck && npm run lint && npm test
 
 $(BIN)/anechat-dev: $(GO_SRC) frontend/dist/index.html
 	go build -tags $(DEV_TAGS) -o $@ .

@@ -115,6 +115,10 @@ type SessionOptions struct {
 	// Ungated sends every proposal whatever its acceptance rate (tests, and
 	// measuring what the drafters could accept).
 	Ungated bool
+	// NoLookahead leaves call slots the drafters do not fill empty instead
+	// of filling them with lookahead guesses where the cost model says they
+	// pay (spec.Decoder.Lookahead; benchmarks compare the two).
+	NoLookahead bool
 
 	// Snapshots, when set, is the index that Resume restores the longest
 	// stored prefix of a prompt from and that Save and SaveRun record new
@@ -179,7 +183,7 @@ func NewSession(b model.Backend, opts SessionOptions) (*Session, error) {
 		log = slog.Default()
 	}
 	s := &Session{b: b, cfg: cfg, cache: c, opts: opts, log: log}
-	s.dec = spec.Decoder{Sources: spec.DefaultSources(opts.Corpus), Costs: opts.Costs}
+	s.dec = spec.Decoder{Sources: spec.DefaultSources(opts.Corpus), Costs: opts.Costs, Lookahead: !opts.NoLookahead}
 	s.costs.known = opts.Costs != nil
 	if opts.Snapshots != nil {
 		s.resumer = &Resumer{Store: opts.Snapshots, Meta: opts.Meta, Log: log}
@@ -439,5 +443,5 @@ func (s *Session) ResetDrafting(costs *spec.Costs) {
 	} else {
 		s.costs.known = true
 	}
-	s.dec = spec.Decoder{Sources: spec.DefaultSources(s.opts.Corpus), Costs: costs}
+	s.dec = spec.Decoder{Sources: spec.DefaultSources(s.opts.Corpus), Costs: costs, Lookahead: !s.opts.NoLookahead}
 }

@@ -1,9 +1,36 @@
 import type { Bridge } from "./bridge";
 import type {
-  APIStatus, BackendInfo, CacheUsage, ClearCacheResult, Conversation, ConversationOptions, DeletedConversation, DoneEvent, Download,
-  DownloadRequest, ErrorEvent, ExportFile, FirstRun, ImportResult, ModelList, Model, NewConversation, Preferences,
-  PrepareResult, ProgressEvent, Prompt, PromptImport, PromptInput, ScanResult, SearchHit, SystemInfo, TagCount, Thread,
-  TitleEvent, TokenEvent, Turn,
+  APIStatus,
+  BackendInfo,
+  CacheUsage,
+  ClearCacheResult,
+  Conversation,
+  ConversationOptions,
+  DeletedConversation,
+  DoneEvent,
+  Download,
+  DownloadRequest,
+  ErrorEvent,
+  ExportFile,
+  FirstRun,
+  ImportResult,
+  ModelList,
+  Model,
+  NewConversation,
+  Preferences,
+  PrepareResult,
+  ProgressEvent,
+  Prompt,
+  PromptImport,
+  PromptInput,
+  ScanResult,
+  SearchHit,
+  SystemInfo,
+  TagCount,
+  Thread,
+  TitleEvent,
+  TokenEvent,
+  Turn,
 } from "./types";
 
 /** Typed access to the Go services; every call is one bound Go method. */
@@ -19,7 +46,12 @@ export function api(b: Bridge) {
     chat: {
       list: () => chat<Conversation[]>("ListConversations"),
       create: (c: Partial<NewConversation>) =>
-        chat<Conversation>("CreateConversation", { title: "", modelId: 0, promptId: 0, ...c } satisfies NewConversation),
+        chat<Conversation>("CreateConversation", {
+          title: "",
+          modelId: 0,
+          promptId: 0,
+          ...c,
+        } satisfies NewConversation),
       rename: (id: number, title: string) => chat<Conversation>("RenameConversation", id, title),
       setSystemPrompt: (id: number, s: string) => chat<Conversation>("SetSystemPrompt", id, s),
       /** The header's model picker: 0 follows the default model. */
@@ -40,7 +72,8 @@ export function api(b: Bridge) {
       cancelTitle: (id: number) => chat<boolean>("CancelTitle", id),
       search: (q: string) => chat<SearchHit[]>("Search", q),
       /** A chat from a library prompt, its {{variables}} filled from values. */
-      startFromPrompt: (promptId: number, values: Record<string, string>) => chat<Turn>("StartFromPrompt", promptId, values),
+      startFromPrompt: (promptId: number, values: Record<string, string>) =>
+        chat<Turn>("StartFromPrompt", promptId, values),
       exportAs: (id: number, format: "markdown" | "json") => chat<ExportFile>("Export", id, format),
       importJSON: (text: string) => chat<Conversation>("Import", text),
     },

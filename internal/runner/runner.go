@@ -95,6 +95,35 @@ func (r *Runner) NoResume() {
 	r.forget = true
 }
 
+// UseRegistry makes the runner open models through reg from the next load
+// on (the app does when a backend setting changes, such as Core ML's compute
+// units). If reload is not nil and says so of the loaded model's backend,
+// that model is unloaded, so the next request opens it through reg. It
+// waits for a running request to end.
+func (r *Runner) UseRegistry(reg *load.Registry, reload func(model.Backend) bool) {
+	r.lock <- struct{}{}
+	defer func() { <-r.lock }()
+	r.registry = reg
+	if r.loaded != nil && reload != nil && reload(r.loaded.backend) {
+		r.unload()
+	}
+}
+
+// Preload loads the model at path (unloading another) unless it is loaded
+// already, so that the next request finds it loaded; progress, if not nil,
+// hears how far the backend is (a Core ML bundle compiles the first time).
+// A load that fails or is cancelled leaves no model loaded.
+func (r *Runner) Preload(ctx context.Context, path string, progress func(done, total int)) error {
+	select {
+	case r.lock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-r.lock }()
+	_, err := r.load(ctx, path, progress)
+	return err
+}
+
 // HasSnapshots reports whether UseStorage gave a snapshot store. Call it
 // inside Do.
 func (r *Runner) HasSnapshots() bool { return r.store != nil }
@@ -112,26 +141,30 @@ func (r *Runner) Do(ctx context.Context, path string, fn func(*Model) error) err
 	if err := ctx.Err(); err != nil {
 		return err // both were ready: the caller has gone
 	}
-	m, err := r.load(ctx, path)
+	m, err := r.load(ctx, path, nil)
 	if err != nil {
 		return err
 	}
 	return fn(m)
 }
 
-// load returns the model at path, loading it (and unloading another) first.
-func (r *Runner) load(ctx context.Context, path string) (*Model, error) {
+// load returns the model at path, loading it (and unloading another) first;
+// progress (nil: none) hears how far the backend's load is.
+func (r *Runner) load(ctx context.Context, path string, progress func(done, total int)) (*Model, error) {
 	if r.loaded != nil && r.loaded.path == path {
 		// A file replaced or truncated on disk (a re-download, an editor)
 		// fails the reply that was running; the next one loads it again.
 		err := model.CheckFiles(r.loaded.backend)
 		if err == nil {
+			if progress != nil {
+				progress(1, 1)
+			}
 			return r.loaded, nil
 		}
 		r.log.Warn("model file changed on disk: loading it again", "path", path, "reason", err)
 	}
 	r.unload()
-	lm, err := r.registry.Open(ctx, path, load.Options{})
+	lm, err := r.registry.Open(ctx, path, load.Options{Progress: progress})
 	if err != nil {
 		return nil, fmt.Errorf("load model %s: %w", path, err)
 	}

@@ -8,6 +8,8 @@ import (
 
 	"anechat/engine"
 	"anechat/engine/chat"
+	"anechat/engine/model"
+	"anechat/internal/backends"
 	"anechat/internal/testres"
 )
 
@@ -116,5 +118,55 @@ func TestDoGivesUpWaiting(t *testing.T) {
 	close(release)
 	if err := r.Do(context.Background(), testres.Stories(t), func(*Model) error { return nil }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Preload loads the model once (a second Preload finds it loaded and
+// reports it done) and a later Do runs on that same load; UseRegistry unloads the loaded model only when
+// reload says so of its backend, and the next Do loads it through the new
+// registry.
+func TestPreloadAndUseRegistry(t *testing.T) {
+	r := New(nil, nil)
+	defer r.Close()
+	if err := r.Preload(context.Background(), testres.Stories(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	first := r.Loaded()
+	var last [2]int
+	if err := r.Preload(context.Background(), testres.Stories(t), func(done, total int) { last = [2]int{done, total} }); err != nil {
+		t.Fatal(err)
+	}
+	if first == nil || r.Loaded() != first || last != [2]int{1, 1} {
+		t.Fatalf("Preload twice: loaded %v, the same %v, last progress %v; want one load reported done", first != nil, r.Loaded() == first, last)
+	}
+	if err := r.Do(context.Background(), testres.Stories(t), func(m *Model) error {
+		if m != first {
+			t.Error("Do loaded the preloaded model again")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.UseRegistry(backends.Registry(), func(model.Backend) bool { return false })
+	if r.Loaded() != first {
+		t.Fatal("UseRegistry unloaded a model reload did not ask for")
+	}
+	r.UseRegistry(backends.Registry(), func(model.Backend) bool { return true })
+	if r.Loaded() != nil {
+		t.Fatal("UseRegistry kept a model reload asked to unload")
+	}
+	if err := r.Do(context.Background(), testres.Stories(t), func(m *Model) error {
+		if m == first {
+			t.Error("Do ran on the unloaded model")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r.UseRegistry(backends.Registry(), func(model.Backend) bool { return true })
+	if err := r.Preload(ctx, testres.Stories(t), nil); err == nil || r.Loaded() != nil {
+		t.Fatalf("a cancelled Preload: %v, loaded %v; want an error and no model", err, r.Loaded() != nil)
 	}
 }
