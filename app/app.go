@@ -67,6 +67,7 @@ type App struct {
 	// CoreML is the compute-units setting, what runs the loaded model and
 	// loading a model ahead of the first reply (app/coreml.go).
 	CoreML *CoreML
+	API    *API
 }
 
 // core is the state every service shares: the database (or why it could not
@@ -119,6 +120,7 @@ func New(opts Options) *App {
 		retries: defaultRetries, retryDelay: defaultRetryDelay, progressEvery: defaultProgressEvery}
 	eg, _ := opts.Generator.(*EngineGenerator) // nil for another Generator: Load then says there is no engine
 	a.CoreML = NewCoreMLService(a, eg)
+	a.API = &API{c: c, models: a.Models, settings: a.Settings}
 	return a
 }
 
@@ -149,6 +151,7 @@ func (a *App) Startup(ctx context.Context, emit Emitter) {
 			a.core.log.Warn("not a readable model", "path", p.Path, "err", p.Error)
 		}
 	}
+	a.API.restore() // the HTTP API switch, if left on
 }
 
 // open resolves the data directory and opens the database and the KV index;
@@ -200,6 +203,7 @@ func (a *App) Shutdown() {
 	}
 	a.Chat.wait()
 	a.Downloads.wait()
+	a.API.stop()
 	if u, ok := c.opts.Generator.(StorageUser); ok {
 		u.UseStorage(nil, nil) // both live on the database closed below
 	}
@@ -212,7 +216,7 @@ func (a *App) Shutdown() {
 
 // Services lists the values whose methods are bound to the window.
 func (a *App) Services() []any {
-	return []any{a.Chat, a.Library, a.Settings, a.Models, a.System, a.Downloads, a.CoreML}
+	return []any{a.Chat, a.Library, a.Settings, a.Models, a.System, a.Downloads, a.CoreML, a.API}
 }
 
 // db returns the open database, or why there is none.
