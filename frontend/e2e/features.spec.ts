@@ -206,15 +206,17 @@ test("the prompt library asks for {{variables}}, and exports and imports JSON", 
 
   await page.getByTestId("nav-library").click();
   await page.getByTestId("export-prompts").click();
-  const json = await page.getByTestId("export-json").inputValue();
-  const file = JSON.parse(json) as { prompts: { title: string; body: string }[] };
+  await expect(page.getByTestId("export-name")).toHaveText(/\.json$/);
+  const json = await page.getByTestId("export-text").inputValue();
+  const file = JSON.parse(json) as { format: string; prompts: { title: string; body: string; tags?: string[] }[] };
   expect(file.prompts.find((p) => p.title === "Poem maker")?.body).toBe("Write a poem about {{topic}} for {{ who }}.");
   await page.getByTestId("import-prompts").click();
-  await page
-    .getByTestId("import-json")
-    .fill(JSON.stringify({ prompts: [{ title: "Imported helper", body: "Help me {{task}}.", tags: ["imported"] }] }));
+  // The exported file with one new prompt and one already there (skipped, by title).
+  const poem = file.prompts.find((p) => p.title === "Poem maker")!;
+  file.prompts = [{ title: "Imported helper", body: "Help me {{task}}.", tags: ["imported"] }, poem];
+  await page.getByTestId("import-json").fill(JSON.stringify(file));
   await page.getByTestId("import-start").click();
-  await expect(page.getByTestId("import-done")).toHaveText("Imported 1 of 1 prompt.");
+  await expect(page.getByTestId("import-done")).toHaveText("Imported 1 prompt; 1 already in the library: Poem maker.");
   await expect(page.getByTestId("prompt").filter({ hasText: "Imported helper" })).toContainText("imported");
 });
 

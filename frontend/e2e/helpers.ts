@@ -8,7 +8,7 @@ export async function ensureModel(page: Page) {
   await expect(page.getByTestId("model-table")).toBeVisible();
   if ((await page.getByTestId("model-table").getByText("stories260K").count()) === 0) {
     await page.getByTestId("model-path").fill(model);
-    await page.getByRole("button", { name: "Register" }).click();
+    await page.getByTestId("model-import").click();
     await expect(page.getByTestId("model-table")).toContainText("stories260K");
   }
   await page.getByTestId("model-table").getByRole("radio").first().check();
