@@ -324,7 +324,8 @@ function DownloadRow({ d }: { d: Download }) {
           </button>
         )}
       </div>
-      {!finished && (
+      {/* A bar while it runs, or for a pause with a known size (an unknown one would animate). */}
+      {!finished && (d.state === "running" || d.total > 0) && (
         <progress
           class="dl-bar"
           max={d.total > 0 ? d.total : 1}
