@@ -275,6 +275,27 @@ describe("conversations", () => {
   });
 });
 
+describe("titles", () => {
+  it("shows that the model is writing a title, stops it, and puts the title in the list and the header", async () => {
+    const fb = fakeBridge(basics({ "Chat.CancelTitle": () => true }));
+    await mount(fb.bridge);
+    await openConversation();
+    await act(() => {
+      fb.fire("chat:title", { conversationId: 1, title: "Story", source: "message", pending: true });
+    });
+    expect(testid("titling")?.textContent).toContain("The model is writing a title");
+    expect(root.querySelector(".conv [aria-label='the model is writing its title']")).toBeTruthy();
+    await click(testid("titling")?.querySelector("button"));
+    expect(fb.args["Chat.CancelTitle"]).toEqual([[1]]);
+    await act(() => {
+      fb.fire("chat:title", { conversationId: 1, title: "The cat and the kite", source: "model", pending: false });
+    });
+    expect(testid("titling")).toBeNull();
+    expect(testid("chat-title")?.textContent).toBe("The cat and the kite");
+    expect(root.querySelector(".conv")?.textContent).toBe("The cat and the kite");
+  });
+});
+
 describe("models and settings", () => {
   it("shows downloads with progress and their errors, and pauses, resumes, cancels and dismisses them", async () => {
     let list = [
