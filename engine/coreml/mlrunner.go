@@ -43,6 +43,9 @@ type CoreMLRunner struct {
 	units mlcore.ComputeUnits
 	fns   []map[string]mlcore.Function // per chunk, by function name
 	loads []ChunkLoad
+	// NoVerify, for a published bundle (NewPublishedRunner), says why no
+	// verify function was loaded; "" when every chunk has one.
+	NoVerify string
 }
 
 // CoreMLRunnerOpener returns the OpenRunner of the Core ML runner on rt

@@ -65,6 +65,9 @@ type PublishedConfig struct {
 	NumLayers     int     `json:"num_layers"`
 	SlidingWindow int     `json:"sliding_window"`
 	EmbedScale    float64 `json:"embed_scale"`
+	// PerLayerEmbedScale multiplies the per-layer table's rows; absent, it
+	// is sqrt(per_layer_dim), what the project's converter writes.
+	PerLayerEmbedScale float64 `json:"per_layer_embed_scale"`
 }
 
 // NPYHeader is the header of a .npy file.
