@@ -13,9 +13,12 @@ import (
 	"strings"
 	"testing"
 
+	"anechat/engine"
 	"anechat/engine/coreml/mlcore"
 	"anechat/engine/kv"
+	"anechat/engine/load"
 	"anechat/engine/model"
+	"anechat/engine/spec"
 )
 
 // pubGeo is the synthetic published bundle's geometry: three decode
@@ -656,5 +659,82 @@ func TestPubBackendDamaged(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A Session on the ideal synthetic bundle generates the toy model's greedy
+// ids with speculation off (decode_q1 only) and on (verify_qK calls, wide
+// calls costing what width 1 does, so free slots carry guesses): the host
+// side keeps identity wherever the bundle's two functions agree. On a real
+// published bundle they need not: doctor measures it.
+func TestPubBackendSessionIdentity(t *testing.T) {
+	ctx := context.Background()
+	prompt := []int32{2, 9, 17, 33, 9, 17, 33, 9, 17}
+	var outs [2][]int32
+	for k, width := range []int{1, pgK} {
+		rt := &pubRuntime{}
+		be, err := openPub(t, pubFixture(t), rt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := engine.NewSession(be, engine.SessionOptions{Ungated: true,
+			Costs: spec.NewCosts(map[int]float64{1: 0.01, 2: 0.01, 3: 0.01, 4: 0.01})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Prefill(ctx, prompt, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Generate(ctx, engine.GenerateOptions{MaxTokens: 12, Width: width}, func(tk engine.Token) error {
+			outs[k] = append(outs[k], tk.ID)
+			return nil
+		}); err != nil {
+			t.Fatalf("width %d: %v", width, err)
+		}
+		if width > 1 && rt.calls[PubVerify] == 0 {
+			t.Errorf("width %d made no verify call", width)
+		}
+		o := &oracle{be: be}
+		seq := slices.Clone(prompt)
+		for i, id := range outs[k] {
+			if want := o.next(seq); id != want {
+				t.Fatalf("width %d: token %d is %d, the model gives %d", width, i, id, want)
+			}
+			seq = append(seq, id)
+		}
+	}
+	if len(outs[0]) == 0 || !slices.Equal(outs[0], outs[1]) {
+		t.Errorf("speculation off %v, on %v", outs[0], outs[1])
+	}
+}
+
+// The Loader opens a published bundle as a PubBackend when it has a
+// published runner (darwin/arm64 gives it Core ML's), with progress to the
+// end; without one it refuses with the reason.
+func TestLoaderOpensPublished(t *testing.T) {
+	dir := pubFixture(t)
+	src, err := load.Detect(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Loader{Published: func(ctx context.Context, p *Published, progress func(done, total int)) (PubRunner, error) {
+		return NewPublishedRunner(ctx, &pubRuntime{}, p, CoreMLOptions{CacheDir: t.TempDir()}, progress)
+	}}
+	if err := l.Supports(src); err != nil {
+		t.Fatal(err)
+	}
+	var last [2]int
+	b, err := l.Open(context.Background(), src, load.Options{Progress: func(done, total int) { last = [2]int{done, total} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := b.(interface{ Close() error }); ok {
+		defer c.Close()
+	}
+	if _, ok := b.(*PubBackend); !ok || last[0] != last[1] || b.Config().Fingerprint != src.Fingerprint {
+		t.Errorf("opened %T, progress %v, fingerprint %q", b, last, b.Config().Fingerprint)
+	}
+	if err := (Loader{}).Supports(src); err == nil || !strings.Contains(err.Error(), "CoreML-LLM") {
+		t.Errorf("without a published runner: %v", err)
 	}
 }
