@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"weak"
 
 	"anechat/engine/coreml/mlcore"
 	"anechat/engine/kv"
@@ -66,6 +67,7 @@ type pubFunc struct {
 	width int
 	host  map[string]*tensor
 	cache []map[string]*tensor // per chunk: K_sliding_in, ... (nil when none)
+	sync  []pubSync            // per chunk: what its cache tensors hold
 	out   []map[string]*tensor
 	ins   []map[string]mlcore.Buffer
 	outs  []map[string]mlcore.Buffer
@@ -465,7 +467,7 @@ func (be *PubBackend) allocate(name string) (*pubFunc, error) {
 				}
 			}
 		}
-		f.cache, f.out = append(f.cache, cache), append(f.out, out)
+		f.cache, f.out, f.sync = append(f.cache, cache), append(f.out, out), append(f.sync, pubSync{})
 		f.ins, f.outs = append(f.ins, ib), append(f.outs, ob)
 	}
 	return f, nil
@@ -649,7 +651,7 @@ func (be *PubBackend) call(ctx context.Context, f *pubFunc, tokens []int32, star
 	}
 	for j, tens := range f.cache {
 		if tens != nil {
-			be.buildCache(tens, j, start, cache)
+			be.syncCache(tens, &f.sync[j], j, start, cache)
 		}
 	}
 	for j := range be.p.Decode {
@@ -674,6 +676,82 @@ func (be *PubBackend) call(ctx context.Context, f *pubFunc, tokens []int32, star
 	return ids, nil
 }
 
+// pubSync is what a chunk's cache tensors hold: the rows of cache (at
+// epoch) for the committed positions below valid, laid out for a call at
+// start (the sliding tensors are a shift buffer relative to start); full
+// rows from start on are zero. Rows of pending positions are copied for
+// each call but never trusted by the next: the Session may drop them.
+type pubSync struct {
+	cache        weak.Pointer[kv.Cache]
+	epoch        uint64
+	start, valid int
+	ok           bool
+}
+
+// syncCache makes chunk j's cache tensors what buildCache writes for a call
+// at start, copying only what changed since the last call on the same
+// cache: the sliding tensors shift by the positions advanced and take the
+// rows from valid on; the full tensors take rows valid..start-1 and are
+// zeroed from start on. Anything else (another cache, a truncated,
+// restored or reset one, a call further back or a window or more ahead)
+// rebuilds them.
+func (be *PubBackend) syncCache(tens map[string]*tensor, st *pubSync, j, start int, cache *kv.Cache) {
+	g := &be.geo
+	delta := start - st.start
+	if !st.ok || st.cache != weak.Make(cache) || st.epoch != cache.Epoch() || delta < 0 || delta >= g.window {
+		be.buildCache(tens, j, start, cache)
+	} else {
+		valid := min(st.valid, start)
+		sl := be.kvLayer[j]
+		row := g.slotWidth
+		for _, n := range []string{"K_sliding_in", "V_sliding_in"} {
+			b := tens[n].f16
+			for s := range sl[0] {
+				for h := range g.kvHeads {
+					o := (s*g.kvHeads + h) * g.window * row
+					copy(b[o:o+(g.window-delta)*row], b[o+delta*row:o+g.window*row])
+				}
+			}
+		}
+		for s, layer := range sl[0] {
+			lo, _ := cache.Live(layer)
+			for p := max(valid, start-g.window, 0); p < start; p++ {
+				if p < cache.Len() && p < lo {
+					continue
+				}
+				r := p - (start - g.window)
+				be.putRow(tens["K_sliding_in"], g.window, s, r, cache.K(layer, p), g.headSliding)
+				be.putRow(tens["V_sliding_in"], g.window, s, r, cache.V(layer, p), g.headSliding)
+			}
+		}
+		for s, layer := range sl[1] {
+			for _, n := range []string{"K_full_in", "V_full_in"} {
+				b := tens[n].f16
+				for h := range g.kvHeads {
+					o := (s*g.kvHeads + h) * g.context * row
+					// Rows from start on: zero (they held a later call's
+					// pending rows at most up to the last start).
+					clear(b[o+start*row : o+min(max(st.start, start), g.context)*row])
+				}
+			}
+			for p := valid; p < start; p++ {
+				be.putRow(tens["K_full_in"], g.context, s, p, cache.K(layer, p), g.headFull)
+				be.putRow(tens["V_full_in"], g.context, s, p, cache.V(layer, p), g.headFull)
+			}
+		}
+	}
+	*st = pubSync{cache: weak.Make(cache), epoch: cache.Epoch(), start: start, valid: min(start, cache.Len()), ok: true}
+}
+
+// putRow writes src's heads (hd wide) into row r of slot s of dst
+// (slots, heads, rows, slot width).
+func (be *PubBackend) putRow(dst *tensor, rows, s, r int, src []float32, hd int) {
+	g := &be.geo
+	for h := range g.kvHeads {
+		dst.setRow(((s*g.kvHeads+h)*rows+r)*g.slotWidth, src[h*hd:(h+1)*hd])
+	}
+}
+
 // buildCache fills chunk j's cache inputs from cache for a call at start:
 // the sliding tensors as the published host keeps them (a shift buffer
 // whose row W-1 holds position start-1, row r position start-W+r), the
@@ -685,11 +763,7 @@ func (be *PubBackend) buildCache(tens map[string]*tensor, j, start int, cache *k
 	for _, n := range cacheInputs {
 		clear(tens[n].f16)
 	}
-	put := func(dst *tensor, rows, s, r int, src []float32, hd int) {
-		for h := range g.kvHeads {
-			dst.setRow(((s*g.kvHeads+h)*rows+r)*g.slotWidth, src[h*hd:(h+1)*hd])
-		}
-	}
+	put := be.putRow
 	for s, layer := range sl[0] {
 		lo, _ := cache.Live(layer)
 		for r := range g.window {

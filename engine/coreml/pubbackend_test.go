@@ -487,38 +487,73 @@ func TestPubBackendDecodeAndVerifyMatchTheModel(t *testing.T) {
 			t.Fatal(err)
 		}
 		o := &oracle{be: be}
-		cache, err := kv.New(be.Config().KV, 8)
+		// run continues seq to 20 positions in calls of width, keeping
+		// half of each call's rows, and returns the sequence.
+		run := func(cache *kv.Cache, seq []int32, salt int) []int32 {
+			for len(seq) < 20 {
+				n := min(width, 20-len(seq))
+				toks := make([]int32, n)
+				for i := range toks {
+					toks[i] = int32((len(seq)*7 + i*13 + salt) % pgV)
+				}
+				res, err := be.Forward(ctx, toks, len(seq), cache, model.Argmax)
+				if err != nil {
+					t.Fatalf("width %d at %d: %v", width, len(seq), err)
+				}
+				for i := range toks {
+					if want := o.next(append(slices.Clone(seq), toks[:i+1]...)); res.Argmax[i] != want {
+						t.Fatalf("width %d salt %d: position %d: id %d, the model gives %d", width, salt, len(seq)+i, res.Argmax[i], want)
+					}
+				}
+				// Keep only the first rows, as a Session would after a
+				// partial accept.
+				keep := max(1, n/2)
+				if err := cache.Commit(keep); err != nil {
+					t.Fatal(err)
+				}
+				seq = append(seq, toks[:keep]...)
+			}
+			return seq
+		}
+		prefill := func(cache *kv.Cache, seq []int32) {
+			if _, err := be.Forward(ctx, seq, 0, cache, model.Logits|model.Argmax|model.Last); err != nil {
+				t.Fatal(err)
+			}
+			cache.Commit(len(seq))
+		}
+		a, err := kv.New(be.Config().KV, 8)
 		if err != nil {
 			t.Fatal(err)
 		}
-		seq := []int32{2, 9, 17, 33, 5}
-		if _, err := be.Forward(ctx, seq, 0, cache, model.Logits|model.Argmax|model.Last); err != nil {
+		prompt := []int32{2, 9, 17, 33, 5}
+		prefill(a, prompt)
+		seq := run(a, slices.Clone(prompt), 0)
+		// Another cache on the same backend, then the first one again
+		// after a truncation: the backend's copies of the rows must
+		// follow whichever cache a call brings.
+		b, _ := kv.New(be.Config().KV, 8)
+		prefill(b, prompt[:3])
+		run(b, slices.Clone(prompt[:3]), 1)
+		if err := a.Truncate(11); err != nil {
 			t.Fatal(err)
 		}
-		cache.Commit(len(seq))
-		for len(seq) < 20 {
-			n := min(width, 20-len(seq))
-			toks := make([]int32, n)
-			for i := range toks {
-				toks[i] = int32((len(seq)*7 + i*13) % pgV)
-			}
-			res, err := be.Forward(ctx, toks, len(seq), cache, model.Argmax)
-			if err != nil {
-				t.Fatalf("width %d at %d: %v", width, len(seq), err)
-			}
-			for i := range toks {
-				if want := o.next(append(slices.Clone(seq), toks[:i+1]...)); res.Argmax[i] != want {
-					t.Fatalf("width %d: position %d: id %d, the model gives %d", width, len(seq)+i, res.Argmax[i], want)
-				}
-			}
-			// Keep only the first rows, as a Session would after a
-			// partial accept.
-			keep := max(1, n/2)
-			if err := cache.Commit(keep); err != nil {
+		seq = run(a, seq[:11], 2)
+		// The cache reset and refilled past the last call's position by
+		// another backend: the rows are new although the positions
+		// only advance.
+		other, err := openPub(t, pubFixture(t), &pubRuntime{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Reset()
+		refill := []int32{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3}
+		for p := 0; p < len(refill); p += 6 {
+			if _, err := other.Forward(ctx, refill[p:p+6], p, a, model.Argmax|model.Last); err != nil {
 				t.Fatal(err)
 			}
-			seq = append(seq, toks[:keep]...)
+			a.Commit(6)
 		}
+		run(a, refill, 3)
 		if width > 1 && rt.calls[PubVerify] == 0 {
 			t.Errorf("width %d: no verify call", width)
 		}
