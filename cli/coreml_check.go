@@ -147,6 +147,9 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 		if cr, ok := b.Runner().(*coreml.CoreMLRunner); ok && cr.NoVerify != "" {
 			rep.Note += "; " + cr.NoVerify
 		}
+		if n := b.PrefillNote(); n != "" {
+			rep.Note += "; prefill chunks not used: " + n
+		}
 	default:
 		return nil, fmt.Errorf("%s opened on the %s backend, not Core ML", o.bundle, lm.BackendName)
 	}

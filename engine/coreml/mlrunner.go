@@ -46,6 +46,9 @@ type CoreMLRunner struct {
 	// NoVerify, for a published bundle (NewPublishedRunner), says why no
 	// verify function was loaded; "" when every chunk has one.
 	NoVerify string
+	// NoPrefill says why a published bundle's prefill chunks are not
+	// loaded; "" when they are.
+	NoPrefill string
 }
 
 // CoreMLRunnerOpener returns the OpenRunner of the Core ML runner on rt

@@ -24,6 +24,9 @@ import (
 const (
 	PubDecode = "decode_q1"
 	PubVerify = "verify_qK"
+	// PubPrefill names the default function of prefill_chunkN (N prompt
+	// tokens from position 0) under chunk N's index.
+	PubPrefill = "prefill"
 )
 
 // ErrNoLogits is wrapped by PubBackend.Forward's error for a call that
@@ -49,6 +52,14 @@ type pubGeometry struct {
 	kvHeads, slotWidth                int // the cache tensors' head count and row width (512)
 	headSliding, headFull             int // the RoPE widths: the rows of sliding and full layers
 	verifyWidth                       int // 0 without a verify function
+	prefillWidth                      int // 0 without usable prefill chunks
+}
+
+// pubPrefillRow is where a prefill chunk's K/V output goes: the kv.Cache
+// layer of the decode slot of that model layer.
+type pubPrefillRow struct {
+	k, v      string
+	layer, hd int
 }
 
 // pubSlot is one layer of the host kv.Cache: slot s of the sliding or full
@@ -79,7 +90,9 @@ type pubFunc struct {
 // of PUBLISHED.md) as a model.Backend. One token runs the decode function
 // of every chunk; a call of 2..K tokens runs the verify function (its
 // unused rows padded with the last token and never written back); a
-// prefill (model.Last) runs the decode function token by token. The host
+// prefill (model.Last) from position 0 runs the prefill chunks when the
+// bundle has usable ones (PrefillNote), any other the decode function
+// token by token. The host
 // keeps the KV in the caller's kv.Cache (one layer per cache slot of the
 // chunks that own KV), builds every call's cache inputs from it and writes
 // the call's new rows there as pending rows, never committed (DESIGN.md
@@ -100,6 +113,10 @@ type PubBackend struct {
 	embed, ple *Sidecar
 	ropes      map[string]*npyTable // by input name: cos_s, sin_s, cos_f, sin_f
 	chunkNames []string
+	// prefillRows lists, per chunk, the K/V outputs of its prefill
+	// function; noPrefill says why the prefill chunks are not used.
+	prefillRows map[int][]pubPrefillRow
+	noPrefill   string
 
 	mu     sync.Mutex
 	fns    map[string]*pubFunc
@@ -126,7 +143,7 @@ func NewPubBackend(p *Published, r PubRunner, fingerprint string) (_ *PubBackend
 	if r.Float() != mlcore.Float16 {
 		return nil, fmt.Errorf("coreml: runner %s computes in %s; a published bundle's functions take fp16", r.Name(), r.Float())
 	}
-	be := &PubBackend{p: p, run: r, fns: map[string]*pubFunc{}, ropes: map[string]*npyTable{}, kvLayer: map[int][2][]int{}}
+	be := &PubBackend{p: p, run: r, fns: map[string]*pubFunc{}, ropes: map[string]*npyTable{}, kvLayer: map[int][2][]int{}, prefillRows: map[int][]pubPrefillRow{}}
 	defer func() {
 		if err != nil {
 			be.release()
@@ -163,8 +180,18 @@ func NewPubBackend(p *Published, r PubRunner, fingerprint string) (_ *PubBackend
 	if be.geo.verifyWidth > 0 {
 		kinds = append(kinds, PubVerify)
 	}
+	if be.noPrefill = be.derivePrefill(); be.noPrefill == "" {
+		kinds = append(kinds, PubPrefill)
+	} else {
+		be.prefillRows = nil
+	}
 	for _, name := range kinds {
 		f, err := be.allocate(name)
+		if err != nil && name == PubPrefill {
+			// The decode path does not need them.
+			be.noPrefill, be.prefillRows = err.Error()+": the prompt runs token by token", nil
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -337,6 +364,10 @@ func (g *pubGeometry) hostShape(name string, T int) []int {
 		return []int{1, 1, T, g.headSliding}
 	case "cos_f", "sin_f":
 		return []int{1, 1, T, g.headFull}
+	case "causal_mask":
+		return []int{1, 1, T, T}
+	case "last_position_mask":
+		return []int{1, T, 1}
 	}
 	return nil
 }
@@ -345,10 +376,20 @@ func (g *pubGeometry) hostShape(name string, T int) []int {
 // each declared input is built by the host (with the shape the host
 // builds), a cache tensor, or an output of an earlier chunk of the same
 // shape.
-func (be *PubBackend) allocate(name string) (*pubFunc, error) {
+func (be *PubBackend) allocate(name string) (_ *pubFunc, err error) {
 	f := &pubFunc{name: name, width: 1, host: map[string]*tensor{}}
-	if name == PubVerify {
+	defer func() {
+		if err != nil {
+			for _, t := range f.all {
+				t.close()
+			}
+		}
+	}()
+	switch name {
+	case PubVerify:
 		f.width = be.geo.verifyWidth
+	case PubPrefill:
+		f.width = be.geo.prefillWidth
 	}
 	alloc := func(fs mlcore.FeatureSpec) (*tensor, error) {
 		x, err := newTensor(fs.DType, fs.Shape)
@@ -372,7 +413,7 @@ func (be *PubBackend) allocate(name string) (*pubFunc, error) {
 	for j := range be.p.Decode {
 		ins, outs, _ := be.run.Features(j, name)
 		bad := func(format string, args ...any) error {
-			return fmt.Errorf("%w: %s: function %s: %s", ErrBundle, be.chunkNames[j], name, fmt.Sprintf(format, args...))
+			return fmt.Errorf("%w: %s: function %s: %s", ErrBundle, be.file(j, name), name, fmt.Sprintf(format, args...))
 		}
 		info := &FunctionInfo{Name: name, Kind: name, Width: f.width, Inputs: toInfo(ins), Outputs: toInfo(outs)}
 		f.infos = append(f.infos, info)
@@ -401,7 +442,7 @@ func (be *PubBackend) allocate(name string) (*pubFunc, error) {
 				ib[in.Name] = src.buf
 				continue
 			}
-			if slices.Contains(cacheInputs, in.Name) {
+			if slices.Contains(cacheInputs, in.Name) && name != PubPrefill {
 				if _, ok := be.kvLayer[j]; !ok {
 					return nil, bad("input %s: the decode function of this chunk takes no cache", in)
 				}
@@ -432,7 +473,7 @@ func (be *PubBackend) allocate(name string) (*pubFunc, error) {
 			}
 			ib[in.Name] = x.buf
 		}
-		if sl, ok := be.kvLayer[j]; ok {
+		if sl, ok := be.kvLayer[j]; ok && name != PubPrefill {
 			for _, n := range cacheInputs {
 				if cache[n] == nil {
 					return nil, bad("no input %s: a chunk that owns KV takes all of %s", n, strings.Join(cacheInputs, ", "))
@@ -498,8 +539,15 @@ func (be *PubBackend) Widths() []int {
 	for w := 2; w <= be.geo.verifyWidth; w++ {
 		ws = append(ws, w)
 	}
+	if be.geo.prefillWidth > ws[len(ws)-1] {
+		ws = append(ws, be.geo.prefillWidth)
+	}
 	return ws
 }
+
+// PrefillNote says why the prefill chunks are not used ("" when they are:
+// a prefill from position 0 runs them).
+func (be *PubBackend) PrefillNote() string { return be.noPrefill }
 
 // VerifyWidth is the verify function's width K, 0 without one.
 func (be *PubBackend) VerifyWidth() int { return be.geo.verifyWidth }
@@ -527,9 +575,11 @@ func (be *PubBackend) CheckFiles() error {
 }
 
 // Forward implements model.Backend. A call asking for model.Last runs the
-// decode function token by token and returns the last row's argmax (and no
-// logits row: the Session then computes the last token again with its
-// first decode call); any other call runs the decode function for one
+// prefill chunks for its first N tokens when it starts at position 0, and
+// the decode function token by token for the rest, and returns the last
+// row's argmax (and no logits row: the
+// Session then computes the last token again with its first decode call);
+// any other call runs the decode function for one
 // token and the verify function, in pieces of K, for more. A call asking
 // for logits without model.Last fails with ErrNoLogits.
 func (be *PubBackend) Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want model.Output) (_ model.Result, err error) {
@@ -565,7 +615,11 @@ func (be *PubBackend) Forward(ctx context.Context, tokens []int32, start int, ca
 		}
 		f := be.fns[PubDecode]
 		n := 1
-		if want&model.Last == 0 && verify != nil && len(tokens)-off > 1 {
+		switch pre := be.fns[PubPrefill]; {
+		case want&model.Last != 0 && pre != nil && start+off == 0 && len(tokens)-off > 1:
+			// The prefill chunks start at position 0 only.
+			f, n = pre, min(pre.width, len(tokens)-off)
+		case want&model.Last == 0 && verify != nil && len(tokens)-off > 1:
 			f, n = verify, min(verify.width, len(tokens)-off)
 		}
 		t0 := time.Now()
@@ -637,6 +691,22 @@ func (be *PubBackend) call(ctx context.Context, f *pubFunc, tokens []int32, star
 			}
 		}
 	}
+	if x := f.host["causal_mask"]; x != nil {
+		// A prefill from position 0: row t sees rows 0..t.
+		for t := range T {
+			row := x.f16[t*T : (t+1)*T]
+			for i := range row {
+				row[i] = ninf
+				if i <= t {
+					row[i] = zero
+				}
+			}
+		}
+	}
+	if x := f.host["last_position_mask"]; x != nil {
+		clear(x.f16)
+		x.f16[n-1] = one
+	}
 	if x := f.host["update_mask"]; x != nil {
 		clear(x.f16)
 		x.f16[min(start, g.context-1)] = one
@@ -665,8 +735,12 @@ func (be *PubBackend) call(ctx context.Context, f *pubFunc, tokens []int32, star
 	if f.name == PubVerify {
 		am = outs["token_ids"]
 	}
-	ids := make([]int32, n)
-	for t := range n {
+	rows := n
+	if f.name == PubPrefill {
+		rows = 1 // the last real row's id (last_position_mask)
+	}
+	ids := make([]int32, rows)
+	for t := range rows {
 		id := am.i32[t]
 		if id < 0 || int(id) >= be.cfg.VocabSize {
 			id = -1 // reported by the decode loops as model.ErrDamaged
@@ -788,6 +862,22 @@ func (be *PubBackend) buildCache(tens map[string]*tensor, j, start int, cache *k
 // and row start of the full ones; after a verify, rows t < n of new_*.
 func (be *PubBackend) writeBack(f *pubFunc, start, n int, cache *kv.Cache) {
 	g := &be.geo
+	if f.name == PubPrefill {
+		// Each owned layer's K/V rows (1, heads, N, hd) from position 0.
+		for j, rows := range be.prefillRows {
+			for _, r := range rows {
+				kt, vt := f.out[j][r.k], f.out[j][r.v]
+				for t := range n {
+					k, v := cache.K(r.layer, start+t), cache.V(r.layer, start+t)
+					for h := range g.kvHeads {
+						kt.getRow(k[h*r.hd:(h+1)*r.hd], (h*f.width+t)*r.hd)
+						vt.getRow(v[h*r.hd:(h+1)*r.hd], (h*f.width+t)*r.hd)
+					}
+				}
+			}
+		}
+		return
+	}
 	// get reads row r of slot s, head h of src (slots, heads, rows, width)
 	// into dst's head h.
 	get := func(src *tensor, rows, s, r int, dst []float32, hd int) {
@@ -902,4 +992,110 @@ func openPubSidecar(dir, name string, rows, cols int, mul float64) (*Sidecar, er
 	}
 	s.pubMul = float32(mul)
 	return s, nil
+}
+
+// file is the chunk file function fn of chunk j is in.
+func (be *PubBackend) file(j int, fn string) string {
+	if fn == PubPrefill {
+		return filepath.Join(be.p.Dir, be.p.Prefill[j])
+	}
+	return be.chunkNames[j]
+}
+
+// derivePrefill works out where each prefill chunk's K/V outputs go and
+// checks them against the features, returning why the prefill chunks
+// cannot be used ("" when they can). Prefill chunk j returns a K{i}/V{i}
+// pair per layer it owns in layer order, numbered without the KV
+// producers (the last sliding and full layers before the KV-shared ones),
+// which return kv13_* and kv14_* instead; a layer's decode slot is its
+// rank among the chunk's sliding (or full) layers (PUBLISHED.md; the
+// project's gemma4_prefill_chunks.py and ChunkedEngine.buildKVSlotMap).
+func (be *PubBackend) derivePrefill() string {
+	c, g := be.p.Config, &be.geo
+	if len(be.p.Prefill) == 0 {
+		return "the bundle has no prefill chunks: the prompt runs token by token"
+	}
+	ins, _, ok := be.run.Features(0, PubPrefill)
+	if !ok {
+		if cr, isCR := be.run.(*CoreMLRunner); isCR && cr.NoPrefill != "" {
+			return cr.NoPrefill
+		}
+		return "no prefill function loaded: the prompt runs token by token"
+	}
+	name0 := be.file(0, PubPrefill)
+	h, ok := feature(ins, "hidden_states")
+	if !ok || len(h.Shape) != 3 || h.Shape[1] < 2 {
+		return name0 + ": hidden_states is not (1, N, hidden): the prompt runs token by token"
+	}
+	N := h.Shape[1]
+	if len(c.LayerTypes) != c.NumLayers || c.NumKVShared < 0 || c.NumKVShared >= c.NumLayers {
+		return fmt.Sprintf("model_config.json has %d layer_types for %d layers (num_kv_shared_layers %d): which layer a prefill chunk's K/V rows are is unknown, so the prompt runs token by token", len(c.LayerTypes), c.NumLayers, c.NumKVShared)
+	}
+	owned := c.NumLayers - c.NumKVShared
+	producer := map[string]int{"sliding_attention": -1, "full_attention": -1}
+	for i := range owned {
+		if _, ok := producer[c.LayerTypes[i]]; !ok {
+			return fmt.Sprintf("model_config.json: layer_types[%d] is %q: the prompt runs token by token", i, c.LayerTypes[i])
+		}
+		producer[c.LayerTypes[i]] = i
+	}
+	layer := 0
+	for j := range be.p.Decode {
+		sl, ok := be.kvLayer[j]
+		if !ok {
+			continue
+		}
+		var rows []pubPrefillRow
+		ns, nf, local := 0, 0, 0
+		for ns < len(sl[0]) || nf < len(sl[1]) {
+			if layer >= owned {
+				return "the decode chunks' cache slots outnumber the layers that own KV in layer_types: the prompt runs token by token"
+			}
+			k, v := fmt.Sprint("K", local), fmt.Sprint("V", local)
+			switch layer {
+			case producer["sliding_attention"]:
+				k, v = "kv13_k", "kv13_v"
+			case producer["full_attention"]:
+				k, v = "kv14_k", "kv14_v"
+			default:
+				local++
+			}
+			if c.LayerTypes[layer] == "full_attention" {
+				if nf == len(sl[1]) {
+					return fmt.Sprintf("layer %d (full) falls in %s, which has %d full slots: the prompt runs token by token", layer, be.chunkNames[j], len(sl[1]))
+				}
+				rows = append(rows, pubPrefillRow{k: k, v: v, layer: sl[1][nf], hd: g.headFull})
+				nf++
+			} else {
+				if ns == len(sl[0]) {
+					return fmt.Sprintf("layer %d (sliding) falls in %s, which has %d sliding slots: the prompt runs token by token", layer, be.chunkNames[j], len(sl[0]))
+				}
+				rows = append(rows, pubPrefillRow{k: k, v: v, layer: sl[0][ns], hd: g.headSliding})
+				ns++
+			}
+			layer++
+		}
+		be.prefillRows[j] = rows
+	}
+	for j := range be.p.Decode {
+		_, outs, ok := be.run.Features(j, PubPrefill)
+		if !ok {
+			return be.file(j, PubPrefill) + ": no prefill function loaded: the prompt runs token by token"
+		}
+		for _, r := range be.prefillRows[j] {
+			for _, n := range []string{r.k, r.v} {
+				want := []int{1, g.kvHeads, N, r.hd}
+				if f, ok := feature(outs, n); !ok || f.DType != mlcore.Float16 || !slices.Equal(f.Shape, want) {
+					return fmt.Sprintf("%s: output %q is not fp16 %v (the rows of the layer layer_types places there): the prompt runs token by token", be.file(j, PubPrefill), n, want)
+				}
+			}
+		}
+		if j == len(be.p.Decode)-1 {
+			if id, ok := feature(outs, "token_id"); !ok || id.DType != mlcore.Int32 || product(id.Shape) != 1 {
+				return be.file(j, PubPrefill) + ": no int32 output \"token_id\" of one element: the prompt runs token by token"
+			}
+		}
+	}
+	g.prefillWidth = N
+	return ""
 }

@@ -26,22 +26,35 @@ import (
 // one full cache slot, chunk2 one of each and hands kv13/kv14 on, chunk3
 // ends in the argmax.
 const (
-	pgV, pgH, pgL, pgP = 64, 8, 2, 4
+	pgV, pgH, pgL, pgP = 64, 8, 6, 2
 	pgCtx, pgW, pgK    = 24, 4, 4
+	pgN                = 8 // the prefill chunks' width
 	pgHdS, pgHdF, pgSW = 4, 8, 8
 )
 
 var pgSlots = [][2]int{{2, 1}, {1, 1}, {0, 0}} // per chunk: sliding, full
 
+// pgLayers are the fixture's layer_types: chunk1 owns layers 0-2 (its
+// sliding slots 0, 1 and full slot 0), chunk2 layers 3 and 4 (the KV
+// producers, returned by a prefill as kv13_* and kv14_*), layer 5 shares.
+const pgLayers = `["sliding_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention"]`
+
+// pgPrefillOut names, per prefill chunk, the K/V outputs and the slot
+// (8*chunk+4*kind+slot, as pubFn numbers them) whose rows they are.
+var pgPrefillOut = []map[string]int{{"K0": 0, "K1": 1, "K2": 4}, {"kv13_k": 8, "kv14_k": 12}, {}}
+
 // pubFixture writes a published bundle with random INT8 sidecars and RoPE
 // tables (fp16) and empty chunk directories; the fake runtime supplies
 // the functions.
-func pubFixture(t *testing.T) string {
+func pubFixture(t *testing.T) string { t.Helper(); return pubFixtureWith(t, false) }
+
+// pubFixtureWith is pubFixture, with prefill_chunk1..3 when prefill.
+func pubFixtureWith(t *testing.T, prefill bool) string {
 	t.Helper()
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(7))
-	cfg := fmt.Sprintf(`{"model_name":"tiny-published","architecture":"gemma4","hidden_size":%d,"context_length":%d,"vocab_size":%d,"num_layers":%d,"per_layer_dim":%d,"sliding_window":%d,"bos_token_id":2,"eos_token_id":1,"embed_scale":2.828,"per_layer_embed_scale":2.0}`,
-		pgH, pgCtx, pgV, pgL, pgP, pgW)
+	cfg := fmt.Sprintf(`{"model_name":"tiny-published","architecture":"gemma4","hidden_size":%d,"context_length":%d,"vocab_size":%d,"num_layers":%d,"per_layer_dim":%d,"sliding_window":%d,"bos_token_id":2,"eos_token_id":1,"embed_scale":2.828,"per_layer_embed_scale":2.0,"layer_types":%s,"num_kv_shared_layers":1}`,
+		pgH, pgCtx, pgV, pgL, pgP, pgW, pgLayers)
 	write := func(name string, b []byte) {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
@@ -79,8 +92,14 @@ func pubFixture(t *testing.T) string {
 		}
 	}
 	for j := range pgSlots {
-		if err := os.MkdirAll(filepath.Join(dir, fmt.Sprintf("chunk%d.mlmodelc", j+1)), 0o755); err != nil {
-			t.Fatal(err)
+		names := []string{fmt.Sprintf("chunk%d.mlmodelc", j+1)}
+		if prefill {
+			names = append(names, fmt.Sprintf("prefill_chunk%d.mlmodelc", j+1))
+		}
+		for _, n := range names {
+			if err := os.MkdirAll(filepath.Join(dir, n), 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	return dir
@@ -159,6 +178,37 @@ func pubFeatures(j, T int) (ins, outs []mlcore.FeatureSpec) {
 	return ins, outs
 }
 
+// pubPrefillFeatures is prefill chunk j's contract (PUBLISHED.md).
+func pubPrefillFeatures(j int) (ins, outs []mlcore.FeatureSpec) {
+	N := pgN
+	ins = []mlcore.FeatureSpec{f16("hidden_states", 1, N, pgH), f16("causal_mask", 1, 1, N, N),
+		f16("cos_s", 1, 1, N, pgHdS), f16("sin_s", 1, 1, N, pgHdS), f16("cos_f", 1, 1, N, pgHdF), f16("sin_f", 1, 1, N, pgHdF)}
+	switch j {
+	case 0:
+		ins = append(ins, f16("per_layer_raw", 1, N, pgL*pgP))
+		outs = append(outs, f16("per_layer_combined_out", 1, N, pgL*pgP), f16("hidden_states_out", 1, N, pgH))
+	case 1:
+		ins = append(ins, f16("per_layer_combined", 1, N, pgL*pgP))
+		outs = append(outs, f16("hidden_states_out", 1, N, pgH))
+	case 2:
+		ins = append(ins, f16("per_layer_combined", 1, N, pgL*pgP), f16("last_position_mask", 1, N, 1),
+			f16("kv13_k", 1, 1, N, pgHdS), f16("kv13_v", 1, 1, N, pgHdS), f16("kv14_k", 1, 1, N, pgHdF), f16("kv14_v", 1, 1, N, pgHdF))
+		outs = append(outs, mlcore.FeatureSpec{Name: "token_id", MultiArray: true, DType: mlcore.Int32, Shape: []int{1}})
+	}
+	for k, u := range pgPrefillOut[j] {
+		hd := pgHdS
+		if u%8 >= 4 {
+			hd = pgHdF
+		}
+		v := "V" + k[1:]
+		if k[:2] == "kv" {
+			v = k[:len(k)-1] + "v"
+		}
+		outs = append(outs, f16(k, 1, 1, N, hd), f16(v, 1, 1, N, hd))
+	}
+	return ins, outs
+}
+
 // pubRuntime is a fake mlcore.Runtime that loads the synthetic bundle's
 // chunks as pubFns. edit, when set, changes a function's features (a
 // damaged bundle); noVerify makes verify_qK fail to load.
@@ -174,6 +224,16 @@ func (r *pubRuntime) Compile(context.Context, string) (string, error) {
 
 func (r *pubRuntime) Load(_ context.Context, compiled string, o mlcore.LoadOptions) (mlcore.Function, error) {
 	var j int
+	if r.calls == nil {
+		r.calls = map[string]int{}
+	}
+	if _, err := fmt.Sscanf(filepath.Base(compiled), "prefill_chunk%d.mlmodelc", &j); err == nil {
+		ins, outs := pubPrefillFeatures(j - 1)
+		if r.edit != nil {
+			ins, outs = r.edit(j-1, PubPrefill, ins, outs)
+		}
+		return &pubFn{j: j - 1, T: pgN, ins: ins, outs: outs, calls: r.calls, name: PubPrefill}, nil
+	}
 	if _, err := fmt.Sscanf(filepath.Base(compiled), "chunk%d.mlmodelc", &j); err != nil {
 		return nil, err
 	}
@@ -190,9 +250,6 @@ func (r *pubRuntime) Load(_ context.Context, compiled string, o mlcore.LoadOptio
 	ins, outs := pubFeatures(j, T)
 	if r.edit != nil {
 		ins, outs = r.edit(j, name, ins, outs)
-	}
-	if r.calls == nil {
-		r.calls = map[string]int{}
 	}
 	return &pubFn{j: j, T: T, ins: ins, outs: outs, calls: r.calls, name: name}, nil
 }
@@ -238,6 +295,9 @@ func hashRows(h interface{ Write([]byte) (int, error) }, rows ...[]uint16) {
 
 func (f *pubFn) Predict(_ context.Context, in, out map[string]mlcore.Buffer) error {
 	f.calls[f.name]++
+	if f.name == PubPrefill {
+		return f.prefill(in, out)
+	}
 	T, j := f.T, f.j
 	h16 := func(m map[string]mlcore.Buffer, n string) []uint16 { return m[n].Float16s() }
 	// The positions: the update mask's one (decode) or column 0 of the
@@ -771,5 +831,154 @@ func TestLoaderOpensPublished(t *testing.T) {
 	}
 	if err := (Loader{}).Supports(src); err == nil || !strings.Contains(err.Error(), "CoreML-LLM") {
 		t.Errorf("without a published runner: %v", err)
+	}
+}
+
+// prefill is the toy model over rows 0..N-1 from position 0: the rows and
+// hashes decode computes one position at a time.
+func (f *pubFn) prefill(in, out map[string]mlcore.Buffer) error {
+	N, j := f.T, f.j
+	h16 := func(m map[string]mlcore.Buffer, n string) []uint16 { return m[n].Float16s() }
+	cm := h16(in, "causal_mask")
+	for t := range N {
+		for i := range N {
+			if want := map[bool]uint16{true: toHalf(0), false: toHalf(negInf)}[i <= t]; cm[t*N+i] != want {
+				return fmt.Errorf("prefill chunk %d: causal_mask[%d][%d] is %#x", j, t, i, cm[t*N+i])
+			}
+		}
+	}
+	hid := h16(in, "hidden_states")
+	plName := "per_layer_combined"
+	if j == 0 {
+		plName = "per_layer_raw"
+		copy(h16(out, "per_layer_combined_out"), h16(in, plName))
+	}
+	if j == 2 {
+		last := slices.Index(h16(in, "last_position_mask"), toHalf(1))
+		h := fnv.New32a()
+		hashRows(h, hid[last*pgH:(last+1)*pgH], h16(in, plName)[last*pgL*pgP:(last+1)*pgL*pgP])
+		out["token_id"].Int32s()[0] = int32(h.Sum32() % pgV)
+		return nil
+	}
+	hout := h16(out, "hidden_states_out")
+	copy(hout, hid)
+	// rows[u][t] for the slots of this chunk, in hashing order: sliding
+	// slots, then full.
+	var us []int
+	for kind, n := range pgSlots[j] {
+		for sl := range n {
+			us = append(us, 8*j+4*kind+sl)
+		}
+	}
+	rows := map[int][][2][]uint16{}
+	for _, u := range us {
+		hd, cos := pgHdS, h16(in, "cos_s")
+		if u%8 >= 4 {
+			hd, cos = pgHdF, h16(in, "cos_f")
+		}
+		for t := range N {
+			k, v := slotRows(hid[t*pgH:(t+1)*pgH], cos[t*hd:(t+1)*hd], u, hd)
+			rows[u] = append(rows[u], [2][]uint16{k, v})
+		}
+	}
+	for t := range N {
+		h := fnv.New32a()
+		for _, u := range us {
+			lo := 0
+			if u%8 < 4 {
+				lo = max(0, t-pgW+1)
+			}
+			for q := lo; q <= t; q++ {
+				hashRows(h, rows[u][q][0], rows[u][q][1])
+			}
+		}
+		hout[t*pgH+j+1] = toHalf(float32(h.Sum32() % 2048))
+	}
+	for k, u := range pgPrefillOut[j] {
+		hd := len(rows[u][0][0])
+		v := "V" + k[1:]
+		if k[:2] == "kv" {
+			v = k[:len(k)-1] + "v"
+		}
+		ko, vo := h16(out, k), h16(out, v)
+		for t := range N {
+			copy(ko[t*hd:], rows[u][t][0])
+			copy(vo[t*hd:], rows[u][t][1])
+		}
+	}
+	return nil
+}
+
+// A prefill from position 0 runs the prefill chunks (the last row's id
+// and every layer's rows written where layer_types says), later prompt
+// pieces and decode continue from those rows exactly as the model does;
+// without layer_types the prompt runs token by token, and doctor's note
+// says why.
+func TestPubBackendPrefillChunks(t *testing.T) {
+	ctx := context.Background()
+	rt := &pubRuntime{}
+	be, err := openPub(t, pubFixtureWith(t, true), rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if be.PrefillNote() != "" || !slices.Equal(be.Widths(), []int{1, 2, 3, 4, pgN}) {
+		t.Fatalf("prefill note %q, widths %v", be.PrefillNote(), be.Widths())
+	}
+	o := &oracle{be: be}
+	for _, n := range []int{2, 5, pgN} {
+		cache, _ := kv.New(be.Config().KV, pgN)
+		prompt := []int32{2, 7, 11, 19, 23, 29, 31, 37}[:n]
+		res, err := be.Forward(ctx, prompt, 0, cache, model.Argmax|model.Logits|model.Last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := o.next(prompt); len(res.Argmax) != 1 || res.Argmax[0] != want {
+			t.Fatalf("prefill of %d: %v, the model gives %d", n, res.Argmax, want)
+		}
+		cache.Commit(n)
+		// A second piece (position n > 0) and decoding see the rows the
+		// prefill wrote.
+		more := []int32{41, 43, 47}
+		if _, err := be.Forward(ctx, more, n, cache, model.Argmax|model.Last); err != nil {
+			t.Fatal(err)
+		}
+		cache.Commit(len(more))
+		seq := append(slices.Clone(prompt), more...)
+		res, err = be.Forward(ctx, []int32{53, 59}, len(seq), cache, model.Argmax)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range res.Argmax {
+			if want := o.next(append(slices.Clone(seq), []int32{53, 59}[:i+1]...)); id != want {
+				t.Fatalf("prefill of %d, then position %d: %d, the model gives %d", n, len(seq)+i, id, want)
+			}
+		}
+	}
+	if rt.calls[PubPrefill] == 0 {
+		t.Error("no prefill call")
+	}
+
+	dir := pubFixtureWith(t, true)
+	raw, _ := os.ReadFile(filepath.Join(dir, "model_config.json"))
+	os.WriteFile(filepath.Join(dir, "model_config.json"), []byte(strings.Replace(string(raw), `"layer_types":`, `"layer_kinds":`, 1)), 0o644)
+	be, err = openPub(t, dir, &pubRuntime{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(be.PrefillNote(), "layer_types") || slices.Contains(be.Widths(), pgN) {
+		t.Errorf("without layer_types: note %q, widths %v", be.PrefillNote(), be.Widths())
+	}
+	// A prefill chunk whose outputs are not where layer_types puts them.
+	be, err = openPub(t, pubFixtureWith(t, true), &pubRuntime{edit: func(j int, fn string, ins, outs []mlcore.FeatureSpec) ([]mlcore.FeatureSpec, []mlcore.FeatureSpec) {
+		if fn == PubPrefill && j == 0 {
+			outs = slices.DeleteFunc(slices.Clone(outs), func(f mlcore.FeatureSpec) bool { return f.Name == "K2" })
+		}
+		return ins, outs
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := be.PrefillNote(); !strings.Contains(n, "prefill_chunk1.mlmodelc") || !strings.Contains(n, `"K2"`) {
+		t.Errorf("missing K2: note %q", n)
 	}
 }

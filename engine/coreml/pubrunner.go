@@ -27,12 +27,35 @@ func NewPublishedRunner(ctx context.Context, rt mlcore.Runtime, p *Published, o 
 		}
 	}()
 	var cache *mlcore.Cache
-	total, done := 2*len(p.Decode), 0
+	total, done := 2*len(p.Decode)+len(p.Prefill), 0
 	step := func() {
 		done++
 		if progress != nil {
 			progress(done, total)
 		}
+	}
+	// compiled returns the .mlmodelc of a chunk file (compiling a
+	// .mlpackage once, through the cache).
+	compiled := func(name string, cl *ChunkLoad) (string, error) {
+		pkg := filepath.Join(p.Dir, name)
+		if !strings.HasSuffix(name, ".mlpackage") {
+			return pkg, nil
+		}
+		if cache == nil {
+			if o.CacheDir == "" {
+				var err error
+				if o.CacheDir, err = DefaultCacheDir(); err != nil {
+					return "", err
+				}
+			}
+			cache = mlcore.NewCache(o.CacheDir, rt.Compile, o.Log)
+		}
+		entry, err := cache.Compiled(ctx, pkg)
+		if err != nil {
+			return "", fmt.Errorf("coreml: %s: %w", pkg, err)
+		}
+		cl.Compiled = entry.Fresh
+		return entry.Path, nil
 	}
 	for j, name := range p.Decode {
 		if err := ctx.Err(); err != nil {
@@ -41,21 +64,9 @@ func NewPublishedRunner(ctx context.Context, rt mlcore.Runtime, p *Published, o 
 		pkg := filepath.Join(p.Dir, name)
 		cl := ChunkLoad{Package: pkg}
 		t0 := time.Now()
-		compiled := pkg
-		if strings.HasSuffix(name, ".mlpackage") {
-			if cache == nil {
-				if o.CacheDir == "" {
-					if o.CacheDir, err = DefaultCacheDir(); err != nil {
-						return nil, err
-					}
-				}
-				cache = mlcore.NewCache(o.CacheDir, rt.Compile, o.Log)
-			}
-			entry, err := cache.Compiled(ctx, pkg)
-			if err != nil {
-				return nil, fmt.Errorf("coreml: %s: %w", pkg, err)
-			}
-			compiled, cl.Compiled = entry.Path, entry.Fresh
+		compiled, err := compiled(name, &cl)
+		if err != nil {
+			return nil, err
 		}
 		cl.Compile = time.Since(t0)
 		fns := map[string]mlcore.Function{}
@@ -89,6 +100,34 @@ func NewPublishedRunner(ctx context.Context, rt mlcore.Runtime, p *Published, o 
 		}
 		step()
 		r.loads = append(r.loads, cl)
+	}
+	// The prefill chunks, one per decode chunk, each loaded as PubPrefill
+	// of the decode chunk of its number; a bundle without them (or with
+	// fewer) prefills with the decode function.
+	if len(p.Prefill) != len(p.Decode) {
+		r.NoPrefill = fmt.Sprintf("%d prefill chunks for %d decode chunks: the prompt runs token by token", len(p.Prefill), len(p.Decode))
+		return r, nil
+	}
+	for j, name := range p.Prefill {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		cl := ChunkLoad{Package: filepath.Join(p.Dir, name)}
+		t0 := time.Now()
+		path, err := compiled(name, &cl)
+		if err != nil {
+			return nil, err
+		}
+		cl.Compile = time.Since(t0)
+		t1 := time.Now()
+		fn, err := rt.Load(ctx, path, mlcore.LoadOptions{ComputeUnits: o.ComputeUnits})
+		if err != nil {
+			return nil, fmt.Errorf("coreml: loading %s: %w", cl.Package, err)
+		}
+		cl.Load[0] = time.Since(t1)
+		r.fns[j][PubPrefill] = fn
+		r.loads = append(r.loads, cl)
+		step()
 	}
 	return r, nil
 }
