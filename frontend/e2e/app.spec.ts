@@ -48,6 +48,7 @@ test("the prompt library creates, filters by tag and search, and starts a chat",
   await page.getByTestId("prompt-body").fill("Write a haiku about **autumn**.");
   await page.getByTestId("prompt-tags").fill("Poetry, fun");
   await page.getByTestId("prompt-save").click();
+  await expect(page.getByTestId("prompt-editor")).toHaveCount(0); // saved and closed before the next one opens
   await page.getByTestId("new-prompt").click();
   await page.getByTestId("prompt-title").fill("SQL helper");
   await page.getByTestId("prompt-body").fill("Explain this query.");

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { expect, test } from "./fixtures";
-import { chat, ensureModel } from "./helpers";
+import { chat, chooseTheme, ensureModel } from "./helpers";
 
 // Issue 14's second round against the real Go services: per-conversation
 // settings, pin, delete with undo, export and import, downloads, Core ML
@@ -274,7 +274,7 @@ test("Settings: the backend, Core ML compute units, the KV cache's usage and Cle
 });
 
 test("the theme is stored in the preferences: the page starts in it after a reload", async ({ page }) => {
-  await page.getByTestId("theme").getByLabel("Dark").check();
+  await chooseTheme(page, "Dark");
   await page.getByTestId("nav-settings").click(); // the preferences, saved from here, keep it
   await page.getByTestId("save-settings").click();
   await expect(page.getByTestId("saved")).toBeVisible();
@@ -282,7 +282,7 @@ test("the theme is stored in the preferences: the page starts in it after a relo
   // theme.js (answered by the Go side) set it before the page's code ran.
   expect(await page.evaluate(() => document.documentElement.dataset["theme"])).toBe("dark");
   await expect(page.getByTestId("theme").getByLabel("Dark")).toBeChecked();
-  await page.getByTestId("theme").getByLabel("System").check();
+  await chooseTheme(page, "System");
   await page.reload();
   expect(await page.evaluate(() => document.documentElement.dataset["theme"] ?? "")).toBe("");
 });

@@ -1,5 +1,5 @@
 import { expect, test } from "./fixtures";
-import { chat, ensureModel, setMaxTokens, unlabelled } from "./helpers";
+import { chat, chooseTheme, ensureModel, setMaxTokens, unlabelled } from "./helpers";
 
 // Each item of the desktop app, in Chromium against the real Go services (see
 // build/scripts/e2e.sh). The tests share one data dir: each makes its own data.
@@ -136,14 +136,14 @@ test("dark mode follows the system until a scheme is chosen, and the choice stay
   await page.emulateMedia({ colorScheme: "dark" });
   const dark = await bg();
   expect(dark).not.toBe(light);
-  await page.getByTestId("theme").getByLabel("Light").check();
+  await chooseTheme(page, "Light");
   expect(await bg()).toBe(light); // chosen by hand: the system's dark no longer counts
   await page.reload();
   expect(await bg()).toBe(light);
-  await page.getByTestId("theme").getByLabel("Dark").check();
+  await chooseTheme(page, "Dark");
   await page.emulateMedia({ colorScheme: "light" });
   expect(await bg()).toBe(dark);
-  await page.getByTestId("theme").getByLabel("System").check();
+  await chooseTheme(page, "System");
   expect(await bg()).toBe(light);
 });
 

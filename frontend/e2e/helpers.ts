@@ -63,3 +63,21 @@ export async function unlabelled(page: Page): Promise<string[]> {
     return out;
   });
 }
+
+/**
+ * Chooses a colour scheme in the sidebar and waits until the Go side has
+ * stored it (the window shows it at once; the save follows), so that a
+ * reload starts in it.
+ */
+export async function chooseTheme(page: Page, label: "System" | "Light" | "Dark") {
+  await page.getByTestId("theme").getByLabel(label).check();
+  const want = label.toLowerCase();
+  await expect
+    .poll(() =>
+      page.evaluate(async () => {
+        const w = window as unknown as { go: { app: { Settings: { Get(): Promise<{ theme: string }> } } } };
+        return (await w.go.app.Settings.Get()).theme;
+      }),
+    )
+    .toBe(want);
+}

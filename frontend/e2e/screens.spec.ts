@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import type { Page } from "@playwright/test";
 import { expect, test } from "./fixtures";
-import { chat, ensureModel } from "./helpers";
+import { chat, chooseTheme, ensureModel } from "./helpers";
 
 // Screenshots of every page in light and dark mode, for people to look at:
 // build/bin/screens/<page>-<light|dark>.png. Each is checked not to be blank
@@ -47,7 +47,7 @@ test("screenshots of every page in light and dark mode", async ({ page }) => {
   await page.setViewportSize({ width: 1280, height: 800 });
   await page.goto("/");
   await ensureModel(page);
-  await page.getByTestId("theme").getByLabel("System").check();
+  await chooseTheme(page, "System");
 
   await page.getByRole("button", { name: "anechat: start page" }).click();
   await expect(page.getByTestId("welcome-model")).toContainText("stories260K");
