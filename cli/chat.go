@@ -19,22 +19,20 @@ import (
 )
 
 func runChat(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "chat", "--model PATH [--system TEXT] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--data-dir DIR] [--no-cache]")
+	fs := newFlags(env, "chat", "[--model PATH] [--system TEXT] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--data-dir DIR] [--no-cache]")
 	g := addGenFlags(fs, 512)
 	system := fs.String("system", "", "system prompt")
 	stats := fs.Bool("stats", false, "print per-turn statistics to stderr")
-	dataDir := fs.String("data-dir", "", "data directory whose settings keep the speculative decoder's measured call costs (default $ANECHAT_HOME or the OS default)")
+	dataDir := fs.String("data-dir", "", "data directory whose default model chat runs without --model, and whose settings keep the speculative decoder's measured call costs (default $ANECHAT_HOME or the OS default)")
 	noCache := fs.Bool("no-cache", false, "neither load nor store the measured call costs in the data directory")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *g.model == "" {
-		fmt.Fprintln(env.Stderr, "chat needs --model")
-		fs.Usage()
-		return errUsage
-	}
 	if err := g.validate(); err != nil {
 		return badFlag(env, "chat", err)
+	}
+	if err := g.useDefaultModel(ctx, *dataDir, cliLogger(env)); err != nil {
+		return err
 	}
 	m, err := openModel(*g.model)
 	if err != nil {

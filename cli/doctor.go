@@ -23,11 +23,6 @@ func runDoctor(ctx context.Context, env *Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(env.Stderr, "anechat doctor: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return errUsage
-	}
 	r := doctorReport{w: env.Stdout}
 	r.platform()
 	r.backends(runtime.GOOS, runtime.GOARCH)
@@ -74,15 +69,7 @@ func (r *doctorReport) platform() {
 func (r *doctorReport) backends(goos, goarch string) {
 	r.line("backends", "")
 	fmt.Fprintf(r.w, "  %-8s %s\n", "cpu", "available (pure Go; runs on every platform)")
-	fmt.Fprintf(r.w, "  %-8s %s\n", "coreml", coreMLStatus(goos, goarch))
-}
-
-// coreMLStatus explains the Core ML backend's availability for a build.
-func coreMLStatus(goos, goarch string) string {
-	if goos != "darwin" || goarch != "arm64" {
-		return fmt.Sprintf("not built for this platform (%s/%s): Core ML and the Apple Neural Engine need a darwin/arm64 build on an Apple silicon Mac", goos, goarch)
-	}
-	return "not available yet: this darwin/arm64 build does not contain the Core ML backend"
+	fmt.Fprintf(r.w, "  %-8s %s\n", "coreml", backends.CoreMLStatus(goos, goarch))
 }
 
 // database opens the database (migrating it, as the app would) and reports

@@ -25,7 +25,7 @@ func TestWidthDefault(t *testing.T) {
 		if code := Run(context.Background(), []string{cmd, "--help"}, nil, &out, &errb); code != 0 {
 			t.Fatalf("%s --help: exit %d", cmd, code)
 		}
-		help := errb.String()
+		help := out.String()
 		i := strings.Index(help, "\n  -width ")
 		if i < 0 {
 			t.Fatalf("%s --help has no --width:\n%s", cmd, help)

@@ -63,7 +63,7 @@ func addGenFlags(fs interface {
 	Uint64(string, uint64, string) *uint64
 }, defMax int) genFlags {
 	return genFlags{
-		model:       fs.String("model", "", "model file (.gguf) or directory (safetensors)"),
+		model:       fs.String("model", "", "model file (.gguf) or directory (safetensors); default: the data directory's default model"),
 		maxTokens:   fs.Int("max-tokens", defMax, "most tokens to generate (0 = until a stop token or the context ends)"),
 		width:       fs.Int("width", spec.DefaultWidth, "speculation width K: 1 = off, 2..8 = up to K-1 drafted tokens checked per model call, 0 = auto (output identical at every width)"),
 		temperature: fs.Float64("temperature", 0, "sampling temperature (0 = greedy)"),
@@ -129,7 +129,7 @@ func parseIDs(s string) ([]int32, error) {
 }
 
 func runGenerate(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "generate", "--model PATH (--prompt TEXT | --prompt-ids IDS) [--raw] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--json]")
+	fs := newFlags(env, "generate", "[--model PATH] (--prompt TEXT | --prompt-ids IDS) [--raw] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--json]")
 	g := addGenFlags(fs, 256)
 	prompt := fs.String("prompt", "", "prompt text")
 	promptIDs := fs.String("prompt-ids", "", "prompt as token ids (\"1 403 407\"), fed as is: no BOS added, no template")
@@ -140,13 +140,16 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *g.model == "" || (*prompt == "") == (*promptIDs == "") {
-		fmt.Fprintln(env.Stderr, "generate needs --model and exactly one of --prompt or --prompt-ids")
+	if (*prompt == "") == (*promptIDs == "") {
+		fmt.Fprintln(env.Stderr, "generate needs exactly one of --prompt or --prompt-ids")
 		fs.Usage()
 		return errUsage
 	}
 	if err := g.validate(); err != nil {
 		return badFlag(env, "generate", err)
+	}
+	if err := g.useDefaultModel(ctx, *dataDir, cliLogger(env)); err != nil {
+		return err
 	}
 	var ids []int32
 	if *promptIDs != "" {

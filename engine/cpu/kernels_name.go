@@ -12,8 +12,10 @@ const (
 	KernelsVNNI = "cpu/rows-vnni.2"
 	// KernelsAVX2: the AVX2 forms of the row kernels (q8rowsavx2_amd64.s).
 	KernelsAVX2 = "cpu/avx2.4"
-	// KernelsGo: the portable Go loops.
-	KernelsGo = "cpu/go.2"
+	// KernelsGo: the portable Go loops (go.3: the integer formats multiply
+	// quantised activations with the canonical sums of dotref.go, as the
+	// row kernels do, instead of dequantising the rows to floats).
+	KernelsGo = "cpu/go.3"
 )
 
 // kernelsName names the kernel set chosen from the CPU features: vnni

@@ -92,6 +92,9 @@ func rowsQ80x8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Point
 // (index 1, 2, 4, 8; nil if none): the VNNI forms, or the AVX2 forms. Both
 // compute the canonical sum (dotQ8Ref).
 func rowKernels(t gguf.Type) (k [9]rowKernel) {
+	if k, ok := moreRowKernels(t); ok {
+		return k // Q5_0, Q5_1 and the K formats (kqrows_amd64.go)
+	}
 	if hasVNNI {
 		switch t {
 		case gguf.Q4_0:
@@ -126,20 +129,11 @@ func (m *Matrix) matMulRows(p *Pool, out []float32, in *Input, n int) bool {
 		return false
 	}
 	cols := m.Cols
-	ts := in.q8T()
-	var sx []int32
-	switch m.Type {
-	case gguf.Q4_1:
-		sx = unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(in.sT))), len(in.sT))
-	case gguf.Q4_0:
-		sx = in.qs8T
-	default:
-		sx = in.qs128T
-	}
 	full := m.Rows &^ 7
 	const chunk = 16
 	t := &in.rows
-	*t = rowsTask{m: m, out: out, n: n, ks: ks, sx: sx, qG: in.qG, dT: in.dT, dstride: 4 * ts, full: full}
+	// The activations in the form the type's kernels read (rowArgs).
+	*t = rowsTask{m: m, out: out, n: n, ks: ks, a: m.rowArgs(in), full: full}
 	if full != m.Rows {
 		// Scratch for the padded rows' results: n tokens x 8 rows per worker.
 		t.scratch = in.scratch(8 * n * p.Workers())
@@ -154,10 +148,7 @@ type rowsTask struct {
 	out     []float32
 	n       int
 	ks      [9]rowKernel
-	sx      []int32
-	qG      []int8
-	dT      []float32
-	dstride int
+	a       rowArgs
 	full    int       // rows below are whole groups of 8 in m.Data
 	scratch []float32 // the padded rows' results, 8·n per worker
 }
@@ -165,7 +156,7 @@ type rowsTask struct {
 // Run implements Task.
 func (t *rowsTask) Run(worker, lo, hi int) {
 	m, out, n := t.m, t.out, t.n
-	cols, nb, ostride := m.Cols, m.Cols/32, 4*m.Rows
+	cols, a, ostride := m.Cols, &t.a, 4*m.Rows
 	for r := lo; r < hi; r += 8 {
 		w, o, os := &m.Data[r*m.rowBytes], out[r:], ostride
 		if r >= t.full {
@@ -173,7 +164,7 @@ func (t *rowsTask) Run(worker, lo, hi int) {
 		}
 		for tk := 0; tk < n; {
 			g := rowGroupSize(n - tk)
-			t.ks[g](w, m.rowBytes, nb, &t.qG[tk*cols], &t.dT[tk], unsafe.Pointer(&t.sx[tk]), t.dstride, &o[tk*os/4], os)
+			t.ks[g](w, m.rowBytes, a.nb, &a.q[tk*cols], (*float32)(unsafe.Add(a.dx, tk*a.dsize)), unsafe.Add(a.sx, tk*a.ssize), a.dstride, &o[tk*os/4], os)
 			tk += g
 		}
 		if r >= t.full {

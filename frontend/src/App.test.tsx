@@ -55,7 +55,7 @@ function fakeBridge(answers: Record<string, (...a: unknown[]) => unknown>) {
 }
 
 const info = { version: "1.0", os: "linux", arch: "amd64", go: "go1", dataDir: "/d", database: "/d/anechat.db", schemaVersion: 1, storageError: "", engineError: "" };
-const conv = { id: 1, title: "Evil", modelId: 0, promptId: 0, systemPrompt: "", activeLeafId: 2, createdAt: "", updatedAt: "" };
+const conv = { id: 1, title: "Evil", titleSource: "" as const, modelId: 0, promptId: 0, systemPrompt: "", activeLeafId: 2, pinned: false, createdAt: "", updatedAt: "" };
 const thread: Thread = {
   conversation: conv,
   messages: [
@@ -64,6 +64,8 @@ const thread: Thread = {
   ],
   path: [1, 2],
   generating: 0,
+  model: null,
+  settings: { temperature: 0, maxTokens: 10, speculationWidth: 4 },
 };
 
 const flush = () => act(async () => { for (let i = 0; i < 5; i++) await Promise.resolve(); });

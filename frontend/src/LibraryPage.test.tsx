@@ -8,6 +8,7 @@ import type { Prompt } from "./types";
 
 const prompt = (id: number, pinnedSnapshotId: number): Prompt => ({
   id, title: `P${id}`, systemPrompt: "sys", body: "body", tags: [], pinnedSnapshotId, createdAt: "", updatedAt: "",
+  variables: [], snapshot: null,
 });
 
 let root: HTMLElement;

@@ -12,10 +12,10 @@ const msg = (id: number, parentId: number, role: Message["role"], content = `m${
 
 const thread = (messages: Message[], path: number[]): Thread => ({
   conversation: {
-    id: 1, title: "t", modelId: 0, promptId: 0, systemPrompt: "", activeLeafId: path[path.length - 1] ?? 0,
-    createdAt: "", updatedAt: "",
+    id: 1, title: "t", titleSource: "", modelId: 0, promptId: 0, systemPrompt: "", activeLeafId: path[path.length - 1] ?? 0,
+    pinned: false, createdAt: "", updatedAt: "",
   },
-  messages, path, generating: 0,
+  messages, path, generating: 0, model: null, settings: { temperature: 0, maxTokens: 64, speculationWidth: 4 },
 });
 
 describe("branchRows", () => {

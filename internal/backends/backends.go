@@ -5,6 +5,8 @@
 package backends
 
 import (
+	"fmt"
+
 	"anechat/engine/cpu"
 	"anechat/engine/load"
 )
@@ -14,4 +16,13 @@ import (
 // on darwin/arm64 once it exists.
 func Registry() *load.Registry {
 	return load.NewRegistry(cpu.Loader{})
+}
+
+// CoreMLStatus says whether a build for goos/goarch runs Core ML bundles
+// (Gemma 4 on the Apple Neural Engine) and, when not, why and what would.
+func CoreMLStatus(goos, goarch string) string {
+	if goos != "darwin" || goarch != "arm64" {
+		return fmt.Sprintf("not built for this platform (%s/%s): Core ML and the Apple Neural Engine need a darwin/arm64 build on an Apple silicon Mac", goos, goarch)
+	}
+	return "not available yet: this darwin/arm64 build does not contain the Core ML backend"
 }
