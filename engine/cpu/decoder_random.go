@@ -34,7 +34,8 @@ type RandomSpec struct {
 }
 
 // RandomGGUF encodes a GGUF file of spec's architecture with random
-// weights, matrices stored as typ (norms, biases F32; norms near 1, as
+// weights, matrices stored as typ (random blocks for the quantised types;
+// norms, biases F32; norms near 1, as
 // Gemma's stored 1+weight are), and a byte-level vocabulary of spec.Vocab
 // placeholder tokens. It exists for tests and fixtures: the architecture's
 // reference implementation loads the same file. Deterministic in seed.
@@ -104,8 +105,16 @@ func RandomGGUF(spec RandomSpec, typ gguf.Type, seed uint64) ([]byte, error) {
 		if err != nil {
 			return
 		}
-		vals := make([]float32, rows*cols)
 		scale := 1 / math.Sqrt(float64(cols))
+		if typ != gguf.F32 && typ != gguf.F16 && typ != gguf.BF16 {
+			if cols%typ.BlockSize() != 0 {
+				err = fmt.Errorf("tensor %q: %d columns are not whole %s blocks", name, cols, typ)
+				return
+			}
+			w.AddTensor(name, typ, []int{cols, rows}, randomBlocks(r, typ, rows*cols, float32(scale)))
+			return
+		}
+		vals := make([]float32, rows*cols)
 		for i := range vals {
 			vals[i] = float32(r.NormFloat64() * scale)
 		}
