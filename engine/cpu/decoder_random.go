@@ -31,6 +31,9 @@ type RandomSpec struct {
 	Window, Pattern int
 	// Softcap is gemma3's final_logit_softcapping (0: not written).
 	Softcap float32
+	// NoEOS leaves tokenizer.ggml.eos_token_id out (else 2): generation
+	// then stops only at its length, as tests of whole runs want.
+	NoEOS bool
 }
 
 // RandomGGUF encodes a GGUF file of spec's architecture with random
@@ -99,7 +102,9 @@ func RandomGGUF(spec RandomSpec, typ gguf.Type, seed uint64) ([]byte, error) {
 	w.Set("tokenizer.ggml.token_type", types)
 	w.Set("tokenizer.ggml.merges", []string{})
 	w.Set("tokenizer.ggml.bos_token_id", uint32(1))
-	w.Set("tokenizer.ggml.eos_token_id", uint32(2))
+	if !s.NoEOS {
+		w.Set("tokenizer.ggml.eos_token_id", uint32(2))
+	}
 	var err error
 	mat := func(name string, rows, cols int) {
 		if err != nil {

@@ -246,3 +246,22 @@ func TestDecoderReference(t *testing.T) {
 		})
 	}
 }
+
+// openDecoderFixture opens testdata/decoders/NAME.gguf on the CPU.
+func openDecoderFixture(t testing.TB, name string) model.Backend {
+	t.Helper()
+	f, err := gguf.Open(filepath.Join(decodersDir, name+".gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := loadGGUFModel(f, NewPool(0))
+	if err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		m.(interface{ Close() error }).Close()
+		f.Close()
+	})
+	return m
+}
