@@ -68,11 +68,11 @@ func FromVocab(v Vocab) (*Tokenizer, error) {
 	t.added = newAddedMatcher()
 	for i, p := range v.Tokens {
 		t.vocab.setIfAbsent(p, int32(i))
-		switch typ(i) {
-		case TokenControl:
+		switch k := typ(i); {
+		case k == TokenControl || (k != TokenByte && eogLooking(p)):
 			t.skip[i] = true
 			t.added.add(p, int32(i), true)
-		case TokenUserDefined:
+		case k == TokenUserDefined:
 			t.added.add(p, int32(i), false)
 		}
 	}
@@ -213,4 +213,19 @@ func ggufMerges(m *bpeModel, vocab *pieceIndex, merges []string, fail func(strin
 		m.addMerge(l, r, res, rank, true)
 	}
 	return nil
+}
+
+// eogLooking reports whether a piece is one of the end-of-generation
+// spellings llama.cpp makes a control token whatever the file's
+// token_type says ("</s>" is user-defined in Gemma 3's GGUF, for one):
+// its text is then plain text unless special tokens are parsed.
+func eogLooking(p string) bool {
+	switch p {
+	case "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+		"<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+		"<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+		"<｜end▁of▁sentence｜>", "[e~[":
+		return true
+	}
+	return false
 }
