@@ -18,6 +18,7 @@ standard library. For each model it records, from llama.cpp itself:
 Usage (the GGUFs as build/scripts/deps-*.sh install them):
     python3 gen.py --bin /path/to/llama.cpp/build/bin           # both models
     python3 gen.py --bin ... gemma3                              # one
+    python3 gen.py --bin ... --f32kv                             # and NAME_f32kv.json
 Writes gemma3_270m.json and smollm2.json next to this script, each with the
 llama.cpp version it ran (llama-server --version).
 """
@@ -81,7 +82,7 @@ def free_port():
 
 
 class Server:
-    def __init__(self, bin_dir, model):
+    def __init__(self, bin_dir, model, extra=()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         args = [os.path.join(bin_dir, "llama-server"), "-m", model, "--host", "127.0.0.1", "--port", str(self.port),
@@ -90,7 +91,7 @@ class Server:
                 # reports AMX runs its AMX kernels, which fault (SIGILL) in a
                 # VM that does not grant the tile state. The plain CPU
                 # kernels remain (same types, same activation quantisation).
-                "--no-repack"]
+                "--no-repack", *extra]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(600):
             try:
@@ -130,7 +131,7 @@ def version(bin_dir):
     return (out.stdout + out.stderr).strip().splitlines()[0]
 
 
-def record(srv, name, prompts, n, n_probs, bin_dir, model):
+def record(srv, name, prompts, n, n_probs, bin_dir, model, extra=()):
     cases = []
     for text in prompts:
         ids = srv.tokenize(text, True, True)
@@ -138,7 +139,8 @@ def record(srv, name, prompts, n, n_probs, bin_dir, model):
         cases.append({"text": text, "prompt": ids, "steps": steps})
         margins = [s["top"][0][1] - s["top"][1][1] for s in steps]
         print(f"{name}: {len(ids)} prompt ids, min top-2 margin {min(margins):.3f}", file=sys.stderr)
-    out = {"llama.cpp": version(bin_dir), "model": os.path.basename(model), "greedy": n, "n_probs": n_probs, "cases": cases}
+    out = {"llama.cpp": version(bin_dir), "model": os.path.basename(model), "args": list(extra), "greedy": n, "n_probs": n_probs,
+           "cases": cases}
     with open(os.path.join(HERE, name + ".json"), "w") as f:
         json.dump(out, f, separators=(",", ":"))
         f.write("\n")
@@ -163,24 +165,31 @@ def gemma3_tokens(srv):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True, help="llama.cpp build/bin directory (llama-server)")
+    ap.add_argument("--f32kv", action="store_true",
+                    help="also record each model with a float32 KV cache and no flash attention "
+                         "(NAME_f32kv.json): llama.cpp's default F16 cache and F16 flash-attention "
+                         "accumulation are roundings we do not make, so this tells them apart from the rest")
     ap.add_argument("which", nargs="*", default=["gemma3", "smollm2"])
     a = ap.parse_args()
-    if "gemma3" in a.which:
-        model = os.path.join(PYPI, "gemma-3-270m-q4_k_m.gguf")
-        srv = Server(a.bin, model)
-        try:
-            gemma3_tokens(srv)
-            record(srv, "gemma3_270m", GEMMA3_PROMPTS, 64, 10, a.bin, model)
-        finally:
-            srv.close()
-    if "smollm2" in a.which:
-        model = os.path.join(PYPI, "SmolLM2-135M-Instruct.Q4_1.gguf")
-        srv = Server(a.bin, model)
-        try:
-            prompts = [f"<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n" for q in SMOLLM2_QUESTIONS]
-            record(srv, "smollm2", prompts, 32, 10, a.bin, model)
-        finally:
-            srv.close()
+    variants = [((), "")] + ([(("-fa", "off", "-ctk", "f32", "-ctv", "f32"), "_f32kv")] if a.f32kv else [])
+    for extra, suffix in variants:
+        if "gemma3" in a.which:
+            model = os.path.join(PYPI, "gemma-3-270m-q4_k_m.gguf")
+            srv = Server(a.bin, model, extra)
+            try:
+                if not suffix:
+                    gemma3_tokens(srv)
+                record(srv, "gemma3_270m" + suffix, GEMMA3_PROMPTS, 64, 10, a.bin, model, extra)
+            finally:
+                srv.close()
+        if "smollm2" in a.which:
+            model = os.path.join(PYPI, "SmolLM2-135M-Instruct.Q4_1.gguf")
+            srv = Server(a.bin, model, extra)
+            try:
+                prompts = [f"<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n" for q in SMOLLM2_QUESTIONS]
+                record(srv, "smollm2" + suffix, prompts, 32, 10, a.bin, model, extra)
+            finally:
+                srv.close()
 
 
 if __name__ == "__main__":
