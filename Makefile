@@ -25,10 +25,10 @@ endif
 comma := ,
 DEV_TAGS := dev$(if $(PLATFORM_TAGS),$(comma)$(PLATFORM_TAGS))
 
-FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/vite.config.ts frontend/tsconfig.json -type f 2>/dev/null)
+FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/vite.config.ts frontend/tsconfig.json -type f -not -name "*.test.*" -not -path "*/testing/*" 2>/dev/null)
 GO_SRC := $(shell find . -name '*.go' -not -path './.tools/*' -not -path '*/node_modules/*' 2>/dev/null) go.mod go.sum
 
-.PHONY: run models dev build deps sysdeps test vet go-test test-deps convert-test frontend-test e2e smoke clean bundle
+.PHONY: run models dev build deps sysdeps test vet go-test api-clients test-deps convert-test frontend-test e2e smoke clean bundle
 
 ## run: install what is missing, build the app and open it. On Linux it first
 ## fetches SmolLM2-135M-Instruct into the data dir's models folder when absent
@@ -72,8 +72,8 @@ frontend/dist/index.html: frontend/node_modules/.package-lock.json $(FRONTEND_SR
 $(WAILS):
 	GOBIN=$(TOOLS) go install github.com/wailsapp/wails/v2/cmd/wails@$(WAILS_VERSION)
 
-## test: every test: deps scripts, vet (also for darwin), Go, the Core ML converter's proof, Vitest, e2e in Chromium, smoke run under Xvfb.
-test: deps test-deps vet go-test convert-test frontend-test e2e smoke
+## test: every test: deps scripts, vet (also for darwin), Go, the HTTP API with real clients, the Core ML converter's proof, Vitest, e2e in Chromium, smoke run under Xvfb.
+test: deps test-deps vet go-test api-clients convert-test frontend-test e2e smoke
 	@echo "make test: all passed"
 
 # Other engineers' setup steps (test data from npm, ...), in name order.
@@ -93,6 +93,11 @@ vet:
 go-test:
 	go test -count=1 ./...
 
+# The HTTP API against real clients: the official openai Python package (the
+# venv deps-openai.sh installs) and curl, on a started `anechat serve`.
+api-clients:
+	ANECHAT_REAL_CLIENTS=1 go test -count=1 -run '^TestRealClients$$' ./cli/
+
 # The Core ML converter (engine/coreml/convert): bundles of the tiny models
 # run on its reference interpreter and checked against the CPU backend.
 CONVERT_PY := $(CURDIR)/.tools/venv/bin/python
@@ -107,8 +112,9 @@ bundle:
 	PYTHONPATH=$(CURDIR)/engine/coreml/convert TQDM_DISABLE=1 $(CONVERT_PY) -m anebundle "$(MODEL)" \
 		"$(or $(OUT),build/bundles/$(basename $(notdir $(patsubst %/,%,$(MODEL)))))" $(ARGS)
 
+# Types, lint (ESLint with the accessibility rules) and format (Prettier), then Vitest.
 frontend-test: frontend/node_modules/.package-lock.json
-	cd frontend && npm run typecheck && npm test
+	cd frontend && npm run typecheck && npm run lint && npm test
 
 $(BIN)/anechat-dev: $(GO_SRC) frontend/dist/index.html
 	go build -tags $(DEV_TAGS) -o $@ .

@@ -166,6 +166,8 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 	useCorpus := fs.Bool("corpus", false, "also draft from a corpus of the workload's earlier prompts and outputs (suffix matching)")
 	fixedCosts := fs.Bool("fixed-costs", false, "keep the cost model measured at load instead of following the calls' timing (reproducible gating on a noisy machine)")
 	ungated := fs.Bool("ungated", false, "send every proposal whatever its acceptance rate (measures what the drafters could accept, not a setting to use)")
+	freeWidth := fs.Bool("free-width", false, "inject a cost table in which every width costs what width 1 does (the Neural Engine's case) instead of the measured one, frozen")
+	noLookahead := fs.Bool("no-lookahead", false, "leave the call slots the drafters do not fill empty (no lookahead guesses)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -206,6 +208,7 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 	defer closeModel()
 	rep, err := benchSpec(ctx, m, prompts, widths, benchSpecOptions{
 		maxTokens: *maxTokens, limit: *limitTokens, reps: max(*reps, 1), corpus: *useCorpus, ungated: *ungated, fixedCosts: *fixedCosts,
+		freeWidth: *freeWidth, noLookahead: *noLookahead,
 		progress: func(msg string) {
 			if !*asJSON {
 				fmt.Fprintln(env.Stderr, msg)
@@ -274,7 +277,12 @@ type benchSpecOptions struct {
 	corpus     bool
 	ungated    bool
 	fixedCosts bool
-	progress   func(string)
+	// freeWidth replaces the measured costs by a table in which every
+	// width costs the measured width-1 time; noLookahead turns the
+	// lookahead guesses off.
+	freeWidth   bool
+	noLookahead bool
+	progress    func(string)
 }
 
 // benchSpec runs the workload on one Session: every run resumes it to the
@@ -293,6 +301,13 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 	if o.fixedCosts {
 		costs = costs.Frozen()
 	}
+	if o.freeWidth {
+		sec := map[int]float64{}
+		for w := 1; w <= spec.MaxWidth; w++ {
+			sec[w] = costs.Seconds(1)
+		}
+		costs = spec.FixedCosts(sec)
+	}
 	rep := &specReport{Widths: widths, CostsMs: map[string]float64{}}
 	for w := 1; w <= spec.MaxWidth; w++ {
 		if s := costs.Seconds(w); s > 0 {
@@ -303,7 +318,8 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 	if o.corpus {
 		corpus = spec.NewCorpus(0)
 	}
-	s, err := engine.NewSession(b, engine.SessionOptions{Text: m.textStream(), Corpus: corpus, Costs: costs.Clone(), Ungated: o.ungated})
+	s, err := engine.NewSession(b, engine.SessionOptions{Text: m.textStream(), Corpus: corpus, Costs: costs.Clone(), Ungated: o.ungated,
+		NoLookahead: o.noLookahead})
 	if err != nil {
 		return nil, err
 	}

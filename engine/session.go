@@ -69,6 +69,11 @@ type GenerateOptions struct {
 	Width int
 	// Temperature 0 is greedy decoding; > 0 samples with Seed.
 	Temperature float64
+	// TopP, when in (0, 1), samples only from the most likely tokens whose
+	// probabilities sum to TopP (nucleus sampling); 0 or 1 keeps every
+	// token. Like the rest of sampling it draws the same numbers at every
+	// width (sample.Sampler.Pick), so the output does not depend on it.
+	TopP float64
 	// Seed fixes the sampler's random stream.
 	Seed uint64
 	// Stop lists ids that end generation in addition to the model's EOS ids.
@@ -110,6 +115,10 @@ type SessionOptions struct {
 	// Ungated sends every proposal whatever its acceptance rate (tests, and
 	// measuring what the drafters could accept).
 	Ungated bool
+	// NoLookahead leaves call slots the drafters do not fill empty instead
+	// of filling them with lookahead guesses where the cost model says they
+	// pay (spec.Decoder.Lookahead; benchmarks compare the two).
+	NoLookahead bool
 
 	// Snapshots, when set, is the index that Resume restores the longest
 	// stored prefix of a prompt from and that Save and SaveRun record new
@@ -174,7 +183,7 @@ func NewSession(b model.Backend, opts SessionOptions) (*Session, error) {
 		log = slog.Default()
 	}
 	s := &Session{b: b, cfg: cfg, cache: c, opts: opts, log: log}
-	s.dec = spec.Decoder{Sources: spec.DefaultSources(opts.Corpus), Costs: opts.Costs}
+	s.dec = spec.Decoder{Sources: spec.DefaultSources(opts.Corpus), Costs: opts.Costs, Lookahead: !opts.NoLookahead}
 	s.costs.known = opts.Costs != nil
 	if opts.Snapshots != nil {
 		s.resumer = &Resumer{Store: opts.Snapshots, Meta: opts.Meta, Log: log}
@@ -328,7 +337,7 @@ func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(
 		req.Logits = s.logits
 	}
 	if opts.Temperature > 0 {
-		req.Sampler = sample.New(opts.Temperature, opts.Seed, 0, 1)
+		req.Sampler = sample.New(opts.Temperature, opts.Seed, 0, opts.TopP)
 	}
 	st.PrefillTokens, st.ResumedTokens = s.prefilled, s.resumed
 	s.prefilled, s.resumed, s.prefillStart = 0, 0, time.Time{}
@@ -434,5 +443,5 @@ func (s *Session) ResetDrafting(costs *spec.Costs) {
 	} else {
 		s.costs.known = true
 	}
-	s.dec = spec.Decoder{Sources: spec.DefaultSources(s.opts.Corpus), Costs: costs}
+	s.dec = spec.Decoder{Sources: spec.DefaultSources(s.opts.Corpus), Costs: costs, Lookahead: !s.opts.NoLookahead}
 }

@@ -18,6 +18,6 @@ if ! command -v python3 >/dev/null; then
 	exit 1
 fi
 python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check "${pins[@]}"
+"$venv/bin/pip" install --quiet --no-cache-dir --disable-pip-version-check "${pins[@]}"
 "$venv/bin/python" -c "import coremltools, numpy, safetensors, gguf, pytest" 2>/dev/null
 echo "$want" >"$stamp"

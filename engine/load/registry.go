@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -152,7 +153,8 @@ func (r *Registry) OpenSource(ctx context.Context, src Source, opts Options) (*M
 }
 
 // loadTokenizer reads src's tokenizer: a GGUF file's metadata, or the
-// tokenizer.json of a model directory or bundle.
+// tokenizer.json of a model directory or bundle (or a bundle's
+// tokenizer.gguf, when it was converted from a GGUF file).
 func loadTokenizer(src Source) (*tokenizer.Tokenizer, error) {
 	if src.Format == GGUF {
 		f, err := gguf.Open(src.Path)
@@ -165,6 +167,25 @@ func loadTokenizer(src Source) (*tokenizer.Tokenizer, error) {
 			return nil, fmt.Errorf("load: %w", err)
 		}
 		return tok, nil
+	}
+	if src.Format == CoreML {
+		// A bundle converted from a GGUF file carries that file's
+		// tokenizer as a GGUF holding only the tokenizer metadata.
+		p := filepath.Join(src.Path, "tokenizer.gguf")
+		if _, err := os.Stat(filepath.Join(src.Path, "tokenizer.json")); err != nil {
+			if _, gerr := os.Stat(p); gerr == nil {
+				f, err := gguf.Open(p)
+				if err != nil {
+					return nil, fmt.Errorf("load: %w", err)
+				}
+				defer f.Close()
+				tok, err := tokenizer.FromGGUF(f)
+				if err != nil {
+					return nil, fmt.Errorf("load: %s: %w", p, err)
+				}
+				return tok, nil
+			}
+		}
 	}
 	tok, err := tokenizer.Load(filepath.Join(src.Path, "tokenizer.json"))
 	if err != nil {

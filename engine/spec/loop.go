@@ -103,12 +103,21 @@ type Decoder struct {
 	// Costs is the backend's cost model (Measure); nil means an assumed
 	// one that learns from the calls made.
 	Costs *Costs
+	// Lookahead fills the call slots the sources leave empty with Jacobi
+	// guesses (Lookahead, lookahead.go) where the cost model says they pay:
+	// every slot when a wide call costs about what a narrow one does (the
+	// Neural Engine), none when each slot costs its share (a CPU, unless
+	// the guesses prove good).
+	Lookahead bool
 
 	// carry holds the acceptance rates a request ended with; the next
 	// request on this Decoder (the next turn of a conversation) starts
 	// halfway between them and the priors, so a conversation that copies
 	// drafts sooner and one that does not wastes fewer.
 	carry [][buckets]float64
+	// lookRate is the lookahead guesses' acceptance rate a request ended
+	// with (0: none yet).
+	lookRate float64
 }
 
 // ErrRequest marks a request that cannot run (bad width, empty history).
@@ -159,6 +168,12 @@ func (r *generation) loop(ctx context.Context, t Target) error {
 			return err
 		}
 		rows, stopped, emitErr := r.emit(accepted)
+		if r.draft && r.d.Lookahead {
+			// The rows past the kept ones predicted the positions after
+			// the new pending token from guessed inputs: next call's
+			// Jacobi guesses.
+			r.look.set(r.full[rows:])
+		}
 		if err := t.Commit(rows); err != nil {
 			return errors.Join(emitErr, fmt.Errorf("spec: commit %d rows: %w", rows, err))
 		}
@@ -199,6 +214,16 @@ type generation struct {
 	chosen   int
 	nd       int
 	produced []int32
+
+	// Lookahead: the guesses for the positions after the pending token
+	// (the previous call's outputs past the accepted ones), their rolling
+	// acceptance rate, this step's proposal of them and how many of it
+	// fill the call after the chosen drafts.
+	look  lookahead
+	full  []int32 // every row's greedy pick of the last call
+	nfill int
+	lprop []int32
+	lookQ float64
 }
 
 // start checks req and sets up the request's state: sources reset to the
@@ -250,6 +275,11 @@ func (d *Decoder) start(req Request, emit func(Token) error) (*generation, error
 				}
 			}
 		}
+		r.lookQ = lookPrior
+		if d.lookRate > 0 {
+			r.lookQ = (lookPrior + d.lookRate) / 2
+		}
+		r.look.reset(req.History)
 	}
 	return r, nil
 }
@@ -259,6 +289,9 @@ func (r *generation) finish() {
 	r.st.Decode = time.Since(r.began)
 	if r.draft {
 		r.d.carry = slices.Clone(r.gate.q)
+		if r.d.Lookahead {
+			r.d.lookRate = r.lookQ
+		}
 	}
 }
 
@@ -300,6 +333,7 @@ func (r *generation) out(id int32, drafted bool) error {
 		for _, s := range r.d.Sources {
 			s.Append(id)
 		}
+		r.look.append(id)
 	}
 	r.st.Tokens++
 	r.remaining--
@@ -316,7 +350,7 @@ func (r *generation) allowed(w int) bool {
 // allowed one), within the width and the room left.
 func (r *generation) propose() {
 	r.tokens = append(r.tokens[:0], r.pending)
-	r.chosen, r.nd = -1, 0
+	r.chosen, r.nd, r.nfill, r.lprop = -1, 0, 0, r.lprop[:0]
 	if !r.draft {
 		return
 	}
@@ -348,6 +382,9 @@ func (r *generation) propose() {
 	}
 	if r.chosen >= 0 {
 		r.tokens = append(r.tokens, r.props[r.chosen].Tokens[:r.nd]...)
+	}
+	if r.d.Lookahead {
+		r.fill(limit)
 	}
 }
 
@@ -400,6 +437,11 @@ func (r *generation) verify(res model.Result) (accepted int, err error) {
 		for i, p := range r.props {
 			r.gate.score(i, p, r.produced)
 		}
+		if r.d.Lookahead {
+			r.scoreLookahead()
+			r.rows(res)
+			r.look.observe(r.tokens, r.full)
+		}
 	}
 	return accepted, nil
 }
@@ -431,17 +473,24 @@ func (r *generation) emit(accepted int) (rows int, stopped bool, err error) {
 
 // count adds the call's drafts to the stats, kept of them emitted.
 func (r *generation) count(kept int) {
-	if r.nd == 0 {
+	if r.nd == 0 && r.nfill == 0 {
 		return
 	}
 	r.st.Wide++
-	r.st.Drafted += r.nd
+	r.st.Drafted += r.nd + r.nfill
 	r.st.Accepted += kept
-	name := r.d.Sources[r.chosen].Name()
-	ss := r.st.Sources[name]
-	ss.Drafted += r.nd
-	ss.Accepted += kept
-	r.st.Sources[name] = ss
+	add := func(name string, drafted, accepted int) {
+		ss := r.st.Sources[name]
+		ss.Drafted += drafted
+		ss.Accepted += accepted
+		r.st.Sources[name] = ss
+	}
+	if r.nd > 0 {
+		add(r.d.Sources[r.chosen].Name(), r.nd, min(kept, r.nd))
+	}
+	if r.nfill > 0 {
+		add(LookaheadName, r.nfill, max(0, kept-r.nd))
+	}
 }
 
 // largestAllowed is the largest k <= m such that a call of width 1+k is

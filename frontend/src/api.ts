@@ -1,9 +1,36 @@
 import type { Bridge } from "./bridge";
 import type {
-  BackendInfo, CacheUsage, ClearCacheResult, Conversation, ConversationOptions, DeletedConversation, DoneEvent, Download,
-  DownloadRequest, ErrorEvent, ExportFile, FirstRun, ImportResult, ModelList, Model, NewConversation, Preferences,
-  PrepareResult, ProgressEvent, Prompt, PromptImport, PromptInput, ScanResult, SearchHit, SystemInfo, TagCount, Thread,
-  TitleEvent, TokenEvent, Turn,
+  APIStatus,
+  BackendInfo,
+  CacheUsage,
+  ClearCacheResult,
+  Conversation,
+  ConversationOptions,
+  DeletedConversation,
+  DoneEvent,
+  Download,
+  DownloadRequest,
+  ErrorEvent,
+  ExportFile,
+  FirstRun,
+  ImportResult,
+  ModelList,
+  Model,
+  NewConversation,
+  Preferences,
+  PrepareResult,
+  ProgressEvent,
+  Prompt,
+  PromptImport,
+  PromptInput,
+  ScanResult,
+  SearchHit,
+  SystemInfo,
+  TagCount,
+  Thread,
+  TitleEvent,
+  TokenEvent,
+  Turn,
 } from "./types";
 
 /** Typed access to the Go services; every call is one bound Go method. */
@@ -14,11 +41,17 @@ export function api(b: Bridge) {
   const mod = <T>(m: string, ...a: unknown[]) => b.call<T>("Models", m, ...a);
   const sys = <T>(m: string, ...a: unknown[]) => b.call<T>("System", m, ...a);
   const dl = <T>(m: string, ...a: unknown[]) => b.call<T>("Downloads", m, ...a);
+  const srv = <T>(m: string, ...a: unknown[]) => b.call<T>("API", m, ...a);
   return {
     chat: {
       list: () => chat<Conversation[]>("ListConversations"),
       create: (c: Partial<NewConversation>) =>
-        chat<Conversation>("CreateConversation", { title: "", modelId: 0, promptId: 0, ...c } satisfies NewConversation),
+        chat<Conversation>("CreateConversation", {
+          title: "",
+          modelId: 0,
+          promptId: 0,
+          ...c,
+        } satisfies NewConversation),
       rename: (id: number, title: string) => chat<Conversation>("RenameConversation", id, title),
       setSystemPrompt: (id: number, s: string) => chat<Conversation>("SetSystemPrompt", id, s),
       /** The header's model picker: 0 follows the default model. */
@@ -39,7 +72,8 @@ export function api(b: Bridge) {
       cancelTitle: (id: number) => chat<boolean>("CancelTitle", id),
       search: (q: string) => chat<SearchHit[]>("Search", q),
       /** A chat from a library prompt, its {{variables}} filled from values. */
-      startFromPrompt: (promptId: number, values: Record<string, string>) => chat<Turn>("StartFromPrompt", promptId, values),
+      startFromPrompt: (promptId: number, values: Record<string, string>) =>
+        chat<Turn>("StartFromPrompt", promptId, values),
       exportAs: (id: number, format: "markdown" | "json") => chat<ExportFile>("Export", id, format),
       importJSON: (text: string) => chat<Conversation>("Import", text),
     },
@@ -78,6 +112,13 @@ export function api(b: Bridge) {
       resume: (name: string) => dl<Download>("Resume", name),
       cancel: (name: string) => dl<void>("Cancel", name),
       dismiss: (name: string) => dl<void>("Dismiss", name),
+    },
+    /** The Settings switch that serves the OpenAI-compatible HTTP API on 127.0.0.1. */
+    apiServer: {
+      status: () => srv<APIStatus>("Status"),
+      /** 0: the stored port, else 11435. */
+      start: (port: number) => srv<APIStatus>("Start", port),
+      stop: () => srv<APIStatus>("Stop"),
     },
     system: {
       info: () => b.call<SystemInfo>("System", "Info"),
