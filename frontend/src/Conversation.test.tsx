@@ -450,4 +450,74 @@ describe("models and settings", () => {
     await click(testid("open-data-dir"));
     expect(fb.calls).toContain("System.OpenDataDir");
   });
+  it("turns the local API on and off from Settings and shows the URL, token and model a client needs", async () => {
+    const off = {
+      running: false,
+      enabled: false,
+      url: "",
+      port: 11435,
+      token: "",
+      tokenFile: "/d/api-token",
+      model: "",
+      error: "",
+    };
+    const on = (port: number) => ({
+      ...off,
+      running: true,
+      enabled: true,
+      port,
+      url: `http://127.0.0.1:${port}/v1`,
+      token: "tok123",
+      model: "stories",
+    });
+    const fb = fakeBridge(
+      basics({
+        "System.Backend": () => ({ backend: "cpu", model: "stories", why: "", available: ["cpu"], coreML: "no" }),
+        "CoreML.Settings": () => ({
+          computeUnits: "neural-engine",
+          computeUnitChoices: ["neural-engine"],
+          running: "",
+          runner: "",
+          model: "",
+          available: false,
+          detail: "",
+        }),
+        "Settings.Cache": () => ({
+          usedBytes: 0,
+          quotaBytes: 1,
+          snapshots: 0,
+          pinnedBytes: 0,
+          pinned: 0,
+          dir: "/d/kv",
+        }),
+        "API.Status": () => off,
+        "API.Start": (port) => on((port as number) || 11435),
+        "API.Stop": () => off,
+      }),
+    );
+    await mount(fb.bridge);
+    await click(testid("nav-settings"));
+    const box = testid<HTMLInputElement>("api-enabled")!;
+    expect(box.checked).toBe(false);
+    expect(testid<HTMLInputElement>("api-port")?.value).toBe("11435");
+    expect(testid("api-facts")).toBeNull();
+
+    await type(testid<HTMLInputElement>("api-port"), "70000");
+    await click(box);
+    expect(fb.args["API.Start"]).toBeUndefined();
+    expect(root.textContent).toContain("API port: 70000 is not a port number");
+
+    await type(testid<HTMLInputElement>("api-port"), "18080");
+    await click(testid("api-enabled"));
+    expect(fb.args["API.Start"]).toEqual([[18080]]);
+    expect(testid<HTMLInputElement>("api-enabled")?.checked).toBe(true);
+    expect(testid("api-url")?.textContent).toBe("http://127.0.0.1:18080/v1");
+    expect(testid("api-token")?.textContent).toBe("tok123");
+    expect(testid("api-model")?.textContent).toBe("stories");
+    expect(testid<HTMLInputElement>("api-port")?.disabled).toBe(true);
+
+    await click(testid("api-enabled"));
+    expect(fb.calls).toContain("API.Stop");
+    expect(testid("api-facts")).toBeNull();
+  });
 });

@@ -7,7 +7,8 @@ import { useActions, useStore } from "./useStore";
  * Settings: the preferences (default model and system prompt, speculation
  * width, KV cache quota, reply length, temperature, drafted shading,
  * model-written titles), then what runs the models (backend, Core ML
- * compute units), the KV cache on disk, and where the data is.
+ * compute units), the KV cache on disk, the local HTTP API, and where the
+ * data is.
  */
 export function SettingsPage() {
   const store = useActions();
@@ -183,6 +184,7 @@ export function SettingsPage() {
       )}
       <BackendSection />
       <CacheSection />
+      <APISection />
       <DataSection />
     </div>
   );
@@ -322,6 +324,84 @@ function CacheSection() {
               {p.path}: {p.error}
             </span>
           ))}
+        </p>
+      )}
+    </section>
+  );
+}
+
+/**
+ * The local OpenAI-compatible HTTP API: a switch (stored, off by default),
+ * the port, and what a client needs (base URL, bearer token, model name).
+ */
+function APISection() {
+  const store = useActions();
+  const st = useStore((s) => s.apiServer);
+  const [port, setPort] = useState("");
+  useEffect(() => {
+    if (st?.port) setPort(String(st.port));
+  }, [st?.port]);
+  const toggle = (on: boolean) => {
+    const p = port.trim() === "" ? 0 : Number(port);
+    if (on && (!Number.isInteger(p) || p < 0 || p > 65535)) {
+      store.refuse("settings", `API port: ${port} is not a port number (1 to 65535)`);
+      return;
+    }
+    void store.setAPIServer(on, p);
+  };
+  return (
+    <section class="settings facts" aria-labelledby="api-title" data-testid="api">
+      <h3 id="api-title">Local API</h3>
+      <p class="muted small">
+        An OpenAI-compatible HTTP API on this computer only (127.0.0.1), answered by the default model, for editors and
+        scripts that speak the OpenAI protocol.
+      </p>
+      <div class="row">
+        <label class="check">
+          <input
+            type="checkbox"
+            data-testid="api-enabled"
+            checked={st?.enabled ?? false}
+            disabled={!st}
+            onChange={(e) => {
+              toggle(e.currentTarget.checked);
+            }}
+          />
+          Serve the API
+        </label>
+        <label>
+          Port
+          <input
+            data-testid="api-port"
+            inputMode="numeric"
+            size={6}
+            value={port}
+            disabled={!st || st.running}
+            onInput={(e) => {
+              setPort(e.currentTarget.value);
+            }}
+          />
+        </label>
+      </div>
+      {st?.running && (
+        <dl class="facts-list" data-testid="api-facts">
+          <dt>Base URL</dt>
+          <dd>
+            <code data-testid="api-url">{st.url}</code>
+          </dd>
+          <dt>Bearer token</dt>
+          <dd>
+            <code data-testid="api-token">{st.token}</code> <span class="muted small">(kept in {st.tokenFile})</span>
+          </dd>
+          <dt>Model</dt>
+          <dd>
+            <code data-testid="api-model">{st.model || "no default model yet"}</code>
+          </dd>
+        </dl>
+      )}
+      {st?.error && (
+        <p class="error" role="alert" data-testid="api-error">
+          {st.error}
         </p>
       )}
     </section>

@@ -18,6 +18,7 @@ import {
   type Streams,
 } from "./logic";
 import type {
+  APIStatus,
   BackendInfo,
   CacheUsage,
   ClearCacheResult,
@@ -107,6 +108,8 @@ export interface AppState {
   backend: BackendInfo | null;
   coreml: CoreMLSettings | null;
   cache: CacheUsage | null;
+  /** The local OpenAI-compatible HTTP API (API service): on or off, where, its token. */
+  apiServer: APIStatus | null;
   /** The start page's import panel is open. */
   importing: boolean;
 }
@@ -179,6 +182,7 @@ export class Store {
       backend: null,
       coreml: null,
       cache: null,
+      apiServer: null,
       importing: false,
     };
   }
@@ -598,12 +602,27 @@ export class Store {
 
   /** What the Settings page shows beside the preferences: the backends, Core ML and the KV cache. */
   async reloadSettingsFacts() {
-    const [backend, coreml, cache] = await Promise.all([
+    const [backend, coreml, cache, apiServer] = await Promise.all([
       this.attempt("settings", () => this.api.system.backend(), true),
       this.attempt("settings", () => this.api.coreml.settings(), true),
       this.attempt("settings", () => this.api.settings.cache(), true),
+      this.attempt("settings", () => this.api.apiServer.status(), true),
     ]);
-    this.set((s) => ({ backend: backend ?? s.backend, coreml: coreml ?? s.coreml, cache: cache ?? s.cache }));
+    this.set((s) => ({
+      backend: backend ?? s.backend,
+      coreml: coreml ?? s.coreml,
+      cache: cache ?? s.cache,
+      apiServer: apiServer ?? s.apiServer,
+    }));
+  }
+
+  /**
+   * Turns the local HTTP API on (on the port given, 0 for the stored or
+   * default one) or off; the choice is stored, so the API starts with the app.
+   */
+  async setAPIServer(on: boolean, port: number) {
+    const st = await this.attempt("settings", () => (on ? this.api.apiServer.start(port) : this.api.apiServer.stop()));
+    if (st) this.set({ apiServer: st });
   }
 
   /** Sets where Core ML runs models (neural-engine, gpu, cpu, all), from the next load. */
