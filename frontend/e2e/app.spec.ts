@@ -1,4 +1,5 @@
 import { expect, test } from "./fixtures";
+import { newChat } from "./helpers";
 
 // These run against the real Go backend on a fresh data directory (see
 // build/scripts/e2e.sh); they share it, so each test makes its own data.
@@ -17,7 +18,7 @@ test("the status bar shows what the Go backend reports", async ({ page }) => {
 });
 
 test("conversations are created, renamed, kept across reloads and deleted", async ({ page }) => {
-  await page.getByTestId("new-chat").click();
+  await newChat(page);
   await expect(page.getByTestId("chat-title")).toHaveText("New chat");
   await page.getByTestId("rename").click();
   await page.getByTestId("title-input").fill("Trip to Lisbon");
@@ -32,7 +33,7 @@ test("conversations are created, renamed, kept across reloads and deleted", asyn
 });
 
 test("sending without a model says so and stores nothing", async ({ page }) => {
-  await page.getByTestId("new-chat").click();
+  await newChat(page);
   await page.getByTestId("composer").fill("Hello?");
   await page.getByTestId("send").click();
   await expect(page.getByTestId("notice")).toContainText("no model available");
@@ -120,7 +121,7 @@ test("a registered model answers with streamed text, and edit/regenerate make br
   await page.getByTestId("save-settings").click();
   await expect(page.getByTestId("saved")).toBeVisible();
 
-  await page.getByTestId("new-chat").click();
+  await newChat(page);
   await page.getByTestId("composer").fill("Once upon a time");
   await page.getByTestId("send").click();
   // The reply is real model output from the Go engine, stored with its stats.

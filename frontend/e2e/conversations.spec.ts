@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { expect, test } from "./fixtures";
-import { chat, chooseTheme, ensureModel } from "./helpers";
+import { chat, chooseTheme, ensureModel, newChat } from "./helpers";
 
 // Issue 14's second round against the real Go services: per-conversation
 // settings, pin, delete with undo, export and import, downloads, Core ML
@@ -16,7 +16,7 @@ test.beforeEach(async ({ page }) => {
 
 test("a conversation's own reply length applies to its replies, stays after a reload, and resets", async ({ page }) => {
   await ensureModel(page);
-  await page.getByTestId("new-chat").click();
+  await newChat(page);
   const settings = page.getByTestId("reply-settings");
   await expect(page.getByTestId("opt-source")).toHaveText("from the Settings page");
   await page.getByTestId("opt-max-tokens").fill("3");
@@ -40,11 +40,11 @@ test("a conversation's own reply length applies to its replies, stays after a re
 
 test("a pinned conversation comes first in the list, after a reload too", async ({ page }) => {
   await ensureModel(page);
-  await page.getByTestId("new-chat").click();
+  await newChat(page);
   await page.getByRole("button", { name: "Rename" }).click();
   await page.getByTestId("title-input").fill("Pin me");
   await page.getByRole("button", { name: "Save title" }).click();
-  await page.getByTestId("new-chat").click(); // a newer one, listed above it until it is pinned
+  await newChat(page); // a newer one, listed above it until it is pinned
   const first = page.getByTestId("conversations").getByRole("button").first();
   await expect(first).not.toContainText("Pin me");
   await page.getByTestId("conversations").getByText("Pin me").click();

@@ -1,5 +1,5 @@
 import { expect, test } from "./fixtures";
-import { chat, chooseTheme, ensureModel, setMaxTokens, unlabelled } from "./helpers";
+import { chat, chooseTheme, ensureModel, newChat, setMaxTokens, unlabelled } from "./helpers";
 
 // Each item of the desktop app, in Chromium against the real Go services (see
 // build/scripts/e2e.sh). The tests share one data dir: each makes its own data.
@@ -23,7 +23,7 @@ test("the start page names the default model and starts a chat from an example p
 
 test("the chat header shows which model answers, and a conversation keeps the model chosen", async ({ page }) => {
   await ensureModel(page);
-  await page.getByTestId("new-chat").click();
+  await newChat(page);
   const picker = page.getByTestId("model-picker");
   // A new conversation remembers the model it starts with (the default one).
   await expect(picker.locator("option:checked")).toHaveText("stories260K");
@@ -117,7 +117,7 @@ test("keyboard shortcuts: new chat, search, focus the composer, help, and Esc st
   await setMaxTokens(page, 4096);
   let cancelled = false;
   for (let i = 0; i < 5 && !cancelled; i++) {
-    await page.getByTestId("new-chat").click();
+    await newChat(page);
     await page.getByTestId("composer").fill("Once upon a time there was a dragon");
     await page.getByTestId("composer").press("Enter");
     await page.keyboard.press("Escape");

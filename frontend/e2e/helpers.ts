@@ -23,8 +23,21 @@ export async function setMaxTokens(page: Page, n: number) {
 }
 
 /** Starts a chat and sends text; resolves when the reply is stored. */
-export async function chat(page: Page, text: string) {
+/**
+ * Starts a new conversation and waits until the page shows it: text typed
+ * before the switch would go to the previous conversation's composer, which
+ * the switch then replaces.
+ */
+export async function newChat(page: Page) {
+  const shown = page.locator(".chat[data-conversation-id]");
+  const before = (await shown.count()) > 0 ? await shown.getAttribute("data-conversation-id") : null;
   await page.getByTestId("new-chat").click();
+  await expect(shown).toHaveAttribute("data-conversation-id", /^\d+$/);
+  if (before !== null) await expect(shown).not.toHaveAttribute("data-conversation-id", before);
+}
+
+export async function chat(page: Page, text: string) {
+  await newChat(page);
   await page.getByTestId("composer").fill(text);
   await page.getByTestId("send").click();
   await expect(page.getByTestId("msg-assistant").last().getByTestId("msg-stats")).toContainText(/\d+ tokens/);

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import type { Page } from "@playwright/test";
 import { expect, test } from "./fixtures";
-import { chat, chooseTheme, ensureModel } from "./helpers";
+import { chat, chooseTheme, ensureModel, newChat } from "./helpers";
 
 // Screenshots of every page in light and dark mode, for people to look at:
 // build/bin/screens/<page>-<light|dark>.png. Each is checked not to be blank
@@ -96,7 +96,7 @@ test("screenshots of every page in light and dark mode", async ({ page }) => {
   await shoot(page, "help");
   await page.keyboard.press("Escape");
 
-  await page.getByTestId("new-chat").click();
+  await newChat(page);
   await page.getByTestId("delete-chat").click();
   await expect(page.getByTestId("undo-toast")).toBeVisible();
   await shoot(page, "undo");

@@ -46,7 +46,7 @@ export function ChatPage() {
   const rows = branchRows(thread);
   const running = stream?.running ?? false;
   return (
-    <div class="chat">
+    <div class="chat" data-conversation-id={thread.conversation.id}>
       <ChatHeader
         conversation={thread.conversation}
         exporting={exporting}
