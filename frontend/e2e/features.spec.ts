@@ -137,14 +137,14 @@ test("dark mode follows the system until a scheme is chosen, and the choice stay
   const dark = await bg();
   expect(dark).not.toBe(light);
   await chooseTheme(page, "Light");
-  expect(await bg()).toBe(light); // chosen by hand: the system's dark no longer counts
+  await expect.poll(bg).toBe(light); // chosen by hand: the system's dark no longer counts
   await page.reload();
-  expect(await bg()).toBe(light);
+  await expect.poll(bg).toBe(light);
   await chooseTheme(page, "Dark");
   await page.emulateMedia({ colorScheme: "light" });
-  expect(await bg()).toBe(dark);
+  await expect.poll(bg).toBe(dark);
   await chooseTheme(page, "System");
-  expect(await bg()).toBe(light);
+  await expect.poll(bg).toBe(light);
 });
 
 test("search lists a regenerated reply once and opens the message in its branch", async ({ page }) => {
