@@ -233,20 +233,23 @@ func dequantRow(dst []float32, t gguf.Type, src []byte) {
 		}
 	case gguf.Q4_0:
 		// Block: f16 scale d, 16 bytes; element i is the low nibble of
-		// byte i, element i+16 the high nibble; x = d·(q-8).
+		// byte i, element i+16 the high nibble; x = d·(q-8), computed as
+		// the SIMD dequantisers do, q·d + (-8d) rounded once (the same
+		// value for every finite d; for an infinite d every element is NaN).
 		for b := 0; b < len(dst)/32; b++ {
 			blk := src[b*18 : b*18+18 : b*18+18]
 			d := F16(binary.LittleEndian.Uint16(blk))
+			m := -8 * d
 			o := dst[b*32 : b*32+32 : b*32+32]
 			for i := range 16 {
 				q := blk[2+i]
-				o[i] = d * float32(int(q&0xf)-8)
-				o[i+16] = d * float32(int(q>>4)-8)
+				o[i] = fma32(float32(q&0xf), d, m)
+				o[i+16] = fma32(float32(q>>4), d, m)
 			}
 		}
 	case gguf.Q4_1:
 		// Block: f16 scale d, f16 min m, 16 bytes of nibbles laid out as
-		// Q4_0; x = d·q + m.
+		// Q4_0; x = d·q + m rounded once, as the SIMD dequantisers' FMA.
 		for b := 0; b < len(dst)/32; b++ {
 			blk := src[b*20 : b*20+20 : b*20+20]
 			d := F16(binary.LittleEndian.Uint16(blk))
@@ -254,8 +257,8 @@ func dequantRow(dst []float32, t gguf.Type, src []byte) {
 			o := dst[b*32 : b*32+32 : b*32+32]
 			for i := range 16 {
 				q := blk[4+i]
-				o[i] = d*float32(q&0xf) + mn
-				o[i+16] = d*float32(q>>4) + mn
+				o[i] = fma32(d, float32(q&0xf), mn)
+				o[i+16] = fma32(d, float32(q>>4), mn)
 			}
 		}
 	}

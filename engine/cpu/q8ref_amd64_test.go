@@ -3,25 +3,15 @@ package cpu
 import (
 	"encoding/binary"
 	"math"
-	"math/big"
 	"math/rand/v2"
 	"testing"
 
 	"anechat/engine/model/gguf"
 )
 
-// fma32 is a*b+c rounded once to float32 (what VFMADD231PS computes),
-// through an exact big.Float: float64 would round twice.
-func fma32(a, b, c float32) float32 {
-	x := new(big.Float).SetPrec(200).SetFloat64(float64(a))
-	x.Mul(x, new(big.Float).SetPrec(200).SetFloat64(float64(b)))
-	x.Add(x, new(big.Float).SetPrec(200).SetFloat64(float64(c)))
-	f, _ := x.Float32()
-	return f
-}
-
-// dotQ8Ref is the canonical integer dot product that every row kernel of
-// q8rows_amd64.s reproduces bit for bit: exact int32 block products I_b
+// dotQ8Ref is the canonical integer dot product that every row kernel
+// (q8rows_amd64.s, q8rowsavx2_amd64.s, q8rows_arm64.s) reproduces bit for
+// bit: exact int32 block products I_b
 // and, block after block, A = fma(d_w*d_x, float(I_b), A), then for Q4_1
 // A = fma(m_w, s_x, A).
 func dotQ8Ref(typ gguf.Type, row []byte, q []int8, d, s []float32, qs []int32) float32 {
@@ -49,9 +39,9 @@ func dotQ8Ref(typ gguf.Type, row []byte, q []int8, d, s []float32, qs []int32) f
 				ib -= 8 * qs[b]
 			}
 		}
-		a = fma32(dw*d[b], float32(ib), a)
+		a = fma32Exact(dw*d[b], float32(ib), a)
 		if typ == gguf.Q4_1 {
-			a = fma32(F16(binary.LittleEndian.Uint16(blk[2:])), s[b], a)
+			a = fma32Exact(F16(binary.LittleEndian.Uint16(blk[2:])), s[b], a)
 		}
 	}
 	return a
@@ -61,21 +51,20 @@ func dotQ8Ref(typ gguf.Type, row []byte, q []int8, d, s []float32, qs []int32) f
 // bit, the canonical sum of dotQ8Ref of every token, for rows of 1 to 13
 // blocks, matrices of 1 to 19 rows (partial groups of 8), weights with
 // extreme values (Q8_0 -128, nibbles 0 and 15) and activations with zero
-// and saturated blocks: the VNNI forms and the AVX2 forms, each where the
-// CPU has them.
+// and saturated blocks: every set of integer kernels this CPU has (amd64:
+// the VNNI and the AVX2 forms; arm64: the SDOT forms), each switched on in
+// turn (rowKernelSets).
 func TestLaneKernelsCanonical(t *testing.T) {
-	if !hasQ8 {
-		t.Skip("no AVX2 on this CPU: the Go loops run")
+	sets := rowKernelSets()
+	if len(sets) == 0 {
+		t.Skip("no integer kernels on this CPU: the Go loops run")
 	}
-	if hasVNNI {
-		t.Run("vnni", func(t *testing.T) { testRowKernelsCanonical(t, []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1}) })
+	for _, ks := range sets {
+		t.Run(ks.name, func(t *testing.T) {
+			defer ks.enable()()
+			testRowKernelsCanonical(t, []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1})
+		})
 	}
-	t.Run("avx2", func(t *testing.T) {
-		saved := hasVNNI
-		hasVNNI = false
-		defer func() { hasVNNI = saved }()
-		testRowKernelsCanonical(t, []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1})
-	})
 }
 
 func testRowKernelsCanonical(t *testing.T, types []gguf.Type) {
@@ -127,13 +116,14 @@ func testRowKernelsCanonical(t *testing.T, types []gguf.Type) {
 	}
 }
 
-// TestQuantizeQ8SIMD: the AVX2 quantiser gives the Go quantiser's bits for
+// TestQuantizeQ8SIMD: the SIMD quantiser (AVX2, NEON) gives the Go
+// quantiser's bits for
 // random blocks and blocks of zeros, ties (x·id at .5), huge, tiny and
 // subnormal values, and mixed signs; for blocks holding a NaN (in any of
 // the four 8-lane loads) both give NaN scales and the same q.
 func TestQuantizeQ8SIMD(t *testing.T) {
-	if !hasQ8 {
-		t.Skip("no AVX2 quantiser on this CPU")
+	if !quantSIMD() {
+		t.Skip("no SIMD quantiser on this CPU")
 	}
 	r := rand.New(rand.NewPCG(43, 44))
 	const nb = 64
@@ -159,19 +149,19 @@ func TestQuantizeQ8SIMD(t *testing.T) {
 	for b := range nb {
 		same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
 		if !same(d1[b], d2[b]) || !same(s1[b], s2[b]) || qs1[b] != qs2[b] {
-			t.Fatalf("block %d: Go d %v s %v qs %d, AVX2 d %v s %v qs %d", b, d1[b], s1[b], qs1[b], d2[b], s2[b], qs2[b])
+			t.Fatalf("block %d: Go d %v s %v qs %d, SIMD d %v s %v qs %d", b, d1[b], s1[b], qs1[b], d2[b], s2[b], qs2[b])
 		}
 		for i := b * 32; i < b*32+32; i++ {
 			if q1[i] != q2[i] {
-				t.Fatalf("block %d element %d (x = %v): Go q %d, AVX2 q %d", b, i-b*32, x[i], q1[i], q2[i])
+				t.Fatalf("block %d element %d (x = %v): Go q %d, SIMD q %d", b, i-b*32, x[i], q1[i], q2[i])
 			}
 		}
 	}
 }
 
 // TestQuantizeQ8Into: the strided quantiser (grouped values, transposed
-// scalars) writes quantizeQ8's values at its strides, with AVX2 and with
-// the Go loop.
+// scalars) writes quantizeQ8's values at its strides, with the SIMD
+// quantiser and with the Go loop.
 func TestQuantizeQ8Into(t *testing.T) {
 	r := rand.New(rand.NewPCG(45, 46))
 	const nb, qstep, sstep = 9, 96, 5
@@ -181,13 +171,15 @@ func TestQuantizeQ8Into(t *testing.T) {
 	var qs [nb]int32
 	quantizeQ8(q[:], d[:], s[:], qs[:], x)
 	for _, simd := range []bool{true, false} {
-		saved := hasQ8
-		hasQ8 = hasQ8 && simd
+		restore := func() {}
+		if !simd {
+			restore = withoutSIMD()
+		}
 		gq := make([]int8, nb*qstep)
 		gd, gs := make([]float32, nb*sstep), make([]float32, nb*sstep)
 		gqs := make([]int32, nb*sstep)
 		quantizeQ8Into(gq, qstep, gd, gs, gqs, sstep, x)
-		hasQ8 = saved
+		restore()
 		for b := range nb {
 			if gd[b*sstep] != d[b] || gs[b*sstep] != s[b] || gqs[b*sstep] != qs[b] {
 				t.Fatalf("SIMD %v block %d: scalars %v %v %d, want %v %v %d", simd, b, gd[b*sstep], gs[b*sstep], gqs[b*sstep], d[b], s[b], qs[b])
