@@ -51,11 +51,32 @@
 // 8 rows at a time with the rows in the vector lanes and one canonical
 // per-token sum (dotQ8Ref in the tests), with AVX-512 VNNI
 // (q8rows_amd64.s) or AVX2 (q8rowsavx2_amd64.s); q8_amd64.s holds the AVX2
-// quantiser. Elsewhere the Go loops run. With AVX2 the attention walks K and V rows run by run
-// (dotRowsAVX2, wsumAVX2) and the exponentials of SiLU, GELU-tanh and Softmax
-// are computed four at a time by an exact copy of math.Exp's amd64 steps,
-// every result the Go expression's bits (the tests compare them with the Go
-// code at test time, so a Go release that changes math.Exp or math.Tanh is
-// caught). The choice is fixed per process, so row independence holds on
-// every machine; different machines may round differently.
+// quantiser. With AVX2 the attention walks K and V rows run by run
+// (dotRowsAVX2, wsumAVX2) and the exponentials of SiLU, GELU-tanh and
+// Softmax are computed four at a time in packed doubles.
+//
+// On arm64 every one of these has a NEON twin computing the same bits
+// (simd_arm64.s, act_arm64.s, q8_arm64.s, and q8rows_arm64.s with the
+// dot-product extension's SDOT, which every Apple M-series core has), so
+// a model's outputs on a Mac are its outputs on Linux (TestGolden checks
+// the arm64 sets against the amd64 records, TestCanonVectors each kernel
+// family, both under qemu in make test). Elsewhere the Go loops run.
+//
+// # One arithmetic on every CPU
+//
+// The canonical orders are written down in the tests (dotCanon, dotQ8Ref,
+// axpyCanon) with exact arithmetic, and every kernel of both architectures
+// is held to them bit for bit. The scalar code is written so that Go
+// compiles it to the same roundings everywhere: Go fuses x*y+z into one
+// multiply-add on arm64 (not on amd64 below GOAMD64=v3) unless an explicit
+// conversion rounds the product, so every product that is meant to round
+// on its own is converted (dotGo, Axpy, GELUTanh), and a fused step is
+// written as one (math.FMA, fma32). math.Exp and math.Tanh differ between
+// architectures (assembly on amd64 and on arm64, different algorithms), so
+// the activations call exp64 and tanh64 (canon.go): math.Exp's amd64 FMA
+// steps and math.Tanh's pure-Go steps, in Go, the same bits on every
+// machine, which the SIMD kernels of both architectures copy. The choice
+// of kernels is fixed per process, so row independence holds on every
+// machine; machines without the SIMD kernels (the Go loops' Dot order
+// differs from the 32-lane one) may round differently.
 package cpu
