@@ -16,6 +16,7 @@ type benchCase struct {
 // add yours as one line here.
 func benchCases() map[string]benchCase {
 	return map[string]benchCase{
+		"cpu":    {"the CPU backend's decode and verify-width call times, with its kernels and CPU", runBenchCPU},
 		"resume": {"time to first token, fresh prefill vs resume from a KV snapshot", runBenchResume},
 		"spec":   {"speculative decoding: every prompt of a workload at widths 1..8, checked identical to width 1", runBenchSpec},
 	}
