@@ -15,8 +15,13 @@ Linux) ;;
 esac
 
 # What the build links (GTK, WebKitGTK 4.1), what the tests run (Xvfb,
-# Chromium for Playwright, ImageMagick's import for the screenshot).
+# Chromium for Playwright, ImageMagick's import for the screenshot, qemu
+# for the arm64 tests).
 pkgs=(pkg-config build-essential libgtk-3-dev libwebkit2gtk-4.1-dev xvfb xauth chromium imagemagick curl)
+# qemu-user runs the engine's arm64 test binaries on x86-64 (build/scripts/test-arm64.sh).
+if [[ "$(uname -m)" == x86_64 ]]; then
+	pkgs+=(qemu-user-static)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -57,14 +57,18 @@ type goldenModel struct {
 	load    func(t *testing.T) model.Backend
 	prompts [][]int32
 	greedy  int
+	// short is how many kernel sets (the first of goldenKernelSets) run
+	// the model with -test.short, as make test's arm64 step runs the tests
+	// under qemu, where a large model takes minutes: -1 all, 0 none.
+	short int
 }
 
 func goldenModels() []goldenModel {
 	stories := func(t *testing.T) model.Backend { return loadStories(t) }
 	return []goldenModel{
-		{"stories260K", stories, [][]int32{testres.StoriesPrompt(), {1, 300, 2, 301, 302, 303}, {1}}, 48},
-		{"random-llama-q8_0", func(t *testing.T) model.Backend { return loadRandom(t, tinyOpts, gguf.Q8_0) }, [][]int32{{1, 5, 9, 77, 3}}, 40},
-		{"random-llama-q4_0", func(t *testing.T) model.Backend { return loadRandom(t, tinyOpts, gguf.Q4_0) }, [][]int32{{1, 5, 9, 77, 3}}, 40},
+		{"stories260K", stories, [][]int32{testres.StoriesPrompt(), {1, 300, 2, 301, 302, 303}, {1}}, 48, -1},
+		{"random-llama-q8_0", func(t *testing.T) model.Backend { return loadRandom(t, tinyOpts, gguf.Q8_0) }, [][]int32{{1, 5, 9, 77, 3}}, 40, -1},
+		{"random-llama-q4_0", func(t *testing.T) model.Backend { return loadRandom(t, tinyOpts, gguf.Q4_0) }, [][]int32{{1, 5, 9, 77, 3}}, 40, -1},
 		{"smollm2", func(t *testing.T) model.Backend {
 			m, err := OpenLlama(testres.SmolLM2GGUF(t), NewPool(0))
 			if err != nil {
@@ -72,16 +76,16 @@ func goldenModels() []goldenModel {
 			}
 			t.Cleanup(func() { m.Close() })
 			return m
-		}, [][]int32{{1, 504, 3458, 2914, 28, 253, 1345, 30}}, 32},
-		{"gemma4-fixture", func(t *testing.T) model.Backend { return loadGemma4Dir(t, "model") }, nil, 40},
-		{"gemma4-fixture-bf16", func(t *testing.T) model.Backend { return loadGemma4Dir(t, "model-bf16") }, nil, 40},
+		}, [][]int32{{1, 504, 3458, 2914, 28, 253, 1345, 30}}, 32, 1},
+		{"gemma4-fixture", func(t *testing.T) model.Backend { return loadGemma4Dir(t, "model") }, nil, 40, -1},
+		{"gemma4-fixture-bf16", func(t *testing.T) model.Backend { return loadGemma4Dir(t, "model-bf16") }, nil, 40, -1},
 		{"random-gemma4-q8_0", func(t *testing.T) model.Backend {
 			m, err := RandomGemma4(gemma4.E2B(5, 384), gguf.Q8_0, 3, NewPool(0))
 			if err != nil {
 				t.Fatal(err)
 			}
 			return m
-		}, [][]int32{{2, 17, 200, 31, 5, 99}}, 16},
+		}, [][]int32{{2, 17, 200, 31, 5, 99}}, 16, 0},
 	}
 }
 
@@ -128,7 +132,7 @@ func TestGolden(t *testing.T) {
 		t.Fatalf("%v (run go test ./engine/cpu -run TestGolden -update to record it)", err)
 	}
 	got := goldenFile{Note: "written by go test ./engine/cpu -run TestGolden -update; see golden_test.go", Sets: map[string][]goldenCase{}}
-	for _, ks := range goldenKernelSets() {
+	for si, ks := range goldenKernelSets() {
 		t.Run(ks.name, func(t *testing.T) {
 			restore := ks.enable()
 			defer restore()
@@ -144,6 +148,9 @@ func TestGolden(t *testing.T) {
 			}
 			for _, gm := range goldenModels() {
 				t.Run(gm.name, func(t *testing.T) {
+					if testing.Short() && gm.short >= 0 && si >= gm.short && !*updateGolden {
+						t.Skipf("-short: %s runs on the first %d kernel sets only", gm.name, gm.short)
+					}
 					m := gm.load(t)
 					prompts := gm.prompts
 					if prompts == nil {
