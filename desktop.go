@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
+	goruntime "runtime"
 	"time"
 
 	"github.com/wailsapp/wails/v2"
@@ -18,6 +20,7 @@ import (
 
 	"anechat/app"
 	"anechat/cli"
+	"anechat/storage"
 )
 
 // The built frontend. `wails build` and `make run` build frontend/dist before
@@ -50,19 +53,47 @@ func runDesktop() int {
 		}
 	}
 
+	// The data directory is resolved once, before the web view starts: its
+	// files go there too (keepWebViewData), and the window opens at the size
+	// it last had. If it is unusable, Startup reports why in the window.
+	dataDir, err := storage.DataDir("", log)
+	if err != nil {
+		dataDir = ""
+	} else {
+		keepWebViewData(dataDir, log)
+	}
+	win := app.LoadWindowState(context.Background(), dataDir)
+	start := options.Normal
+	if win.Maximised {
+		start = options.Maximised
+	}
+
 	// The engine runs the models; the app owns storage, events and cancelling.
 	gen := app.NewEngineGenerator(log)
 	defer gen.Close()
-	a := app.New(app.Options{Log: log, Version: cli.Version, Generator: gen})
+	a := app.New(app.Options{Log: log, DataDir: dataDir, Version: cli.Version, Generator: gen, Dialogs: wailsDialogs{}})
 	err = wails.Run(&options.App{
-		Title:       "anechat",
-		Width:       1100,
-		Height:      760,
-		MinWidth:    720,
-		MinHeight:   480,
-		AssetServer: &assetserver.Options{Assets: assets},
+		Title:            "anechat",
+		Width:            win.Width,
+		Height:           win.Height,
+		MinWidth:         app.MinWindowWidth,
+		MinHeight:        app.MinWindowHeight,
+		WindowStartState: start,
+		AssetServer:      &assetserver.Options{Assets: assets},
 		OnStartup: func(ctx context.Context) {
 			a.Startup(ctx, wailsEmitter{ctx})
+		},
+		OnBeforeClose: func(ctx context.Context) bool {
+			// The size to open at next time; a maximised window keeps the
+			// size it had before.
+			w := win
+			if w.Maximised = runtime.WindowIsMaximised(ctx); !w.Maximised {
+				w.Width, w.Height = runtime.WindowGetSize(ctx)
+			}
+			if err := a.SaveWindowState(w); err != nil {
+				log.Warn("window size not remembered", "err", err)
+			}
+			return false // close
 		},
 		OnDomReady: func(ctx context.Context) {
 			log.Info("window ready")
@@ -81,6 +112,37 @@ func runDesktop() int {
 		return 1
 	}
 	return 0
+}
+
+// keepWebViewData makes the web view keep its own files (WebKitGTK's
+// hsts-storage.sqlite, mediakeys/, storage/, its caches) under the data
+// directory in use instead of $XDG_DATA_HOME/anechat and $XDG_CACHE_HOME/
+// anechat, which is the default data directory even when ANECHAT_HOME
+// points elsewhere. WebKitGTK takes them from GLib's user data and cache
+// directories, read from these variables when GTK starts, so they are set
+// before wails.Run; the user's values are kept for the programs the app
+// starts (app.OriginalEnvPrefix). macOS's WKWebView keeps its data apart
+// per app already.
+func keepWebViewData(dataDir string, log *slog.Logger) {
+	if goruntime.GOOS != "linux" {
+		return
+	}
+	for name, sub := range map[string]string{"XDG_DATA_HOME": "data", "XDG_CACHE_HOME": "cache"} {
+		dir := filepath.Join(dataDir, "webview", sub)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			log.Warn("web view files stay in the default place", "dir", dir, "err", err)
+			continue
+		}
+		os.Setenv(app.OriginalEnvPrefix+name, os.Getenv(name))
+		os.Setenv(name, dir)
+	}
+}
+
+// wailsDialogs are the window's native dialogs.
+type wailsDialogs struct{}
+
+func (wailsDialogs) ChooseFolder(ctx context.Context, title string) (string, error) {
+	return runtime.OpenDirectoryDialog(ctx, runtime.OpenDialogOptions{Title: title, CanCreateDirectories: false})
 }
 
 // wailsEmitter sends app events to the window through the Wails runtime.

@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
+	"time"
 
 	"anechat/engine/load"
 	"anechat/internal/backends"
@@ -39,16 +41,29 @@ type Options struct {
 	// Backends validates and opens models (the Models page's scan); nil
 	// means this build's backends (internal/backends).
 	Backends *load.Registry
+	// Open shows a directory in the desktop's file manager
+	// (System.OpenDataDir); nil means xdg-open, or open on macOS.
+	Open func(ctx context.Context, path string) error
+	// Dialogs asks the user for a folder or file (the window's native
+	// dialogs); nil when there is no window: System.ChooseFolder then fails.
+	Dialogs Dialogs
+	// Now is the clock (the undo window of deleted conversations, download
+	// speeds); nil means time.Now.
+	Now func() time.Time
+	// HTTP is the client downloads use; nil means one with no overall
+	// timeout (a model takes long) that follows redirects.
+	HTTP *http.Client
 }
 
 // App owns the services and what they share.
 type App struct {
-	core     *core
-	Chat     *Chat
-	Library  *Library
-	Settings *Settings
-	Models   *Models
-	System   *System
+	core      *core
+	Chat      *Chat
+	Library   *Library
+	Settings  *Settings
+	Models    *Models
+	System    *System
+	Downloads *Downloads
 }
 
 // core is the state every service shares: the database (or why it could not
@@ -65,6 +80,14 @@ type core struct {
 	openErr error // why the data dir or database is unusable, nil if fine
 	// registry validates and opens models.
 	registry *load.Registry
+}
+
+// now is the app's clock.
+func (c *core) now() time.Time {
+	if c.opts.Now != nil {
+		return c.opts.Now()
+	}
+	return time.Now()
 }
 
 // ErrNotStarted is returned by a service called before Startup.
@@ -84,10 +107,13 @@ func New(opts Options) *App {
 	a := &App{core: c}
 	a.Settings = &Settings{c: c}
 	a.Models = &Models{c: c, settings: a.Settings}
-	a.Chat = &Chat{c: c, settings: a.Settings, models: a.Models, gen: opts.Generator, streams: map[int64]*stream{}}
+	a.Chat = &Chat{c: c, settings: a.Settings, models: a.Models, gen: opts.Generator, streams: map[int64]*stream{},
+		titles: map[int64]*titleJob{}}
 	a.Library = &Library{c: c, gen: opts.Generator, models: a.Models}
 	a.Chat.library = a.Library
-	a.System = &System{c: c}
+	a.System = &System{c: c, models: a.Models, settings: a.Settings}
+	a.Downloads = &Downloads{c: c, models: a.Models, jobs: map[string]*dlJob{},
+		retries: defaultRetries, retryDelay: defaultRetryDelay, progressEvery: defaultProgressEvery}
 	return a
 }
 
@@ -103,6 +129,8 @@ func (a *App) Startup(ctx context.Context, emit Emitter) {
 	if !a.open(ctx, emit) {
 		return
 	}
+	a.Chat.purge()
+	a.Downloads.restore()
 	// A scan failure leaves the models page to show it; the app still works.
 	if res, err := a.Models.Scan(); err != nil {
 		a.core.log.Warn("models folder scan at start failed", "err", err)
@@ -135,14 +163,15 @@ func (a *App) open(ctx context.Context, emit Emitter) bool {
 		c.log.Error("database unusable", "err", err)
 		return false
 	}
-	if u, ok := c.opts.Generator.(SnapshotUser); ok {
+	if u, ok := c.opts.Generator.(StorageUser); ok {
 		x, err := kvindex.New(ctx, s, storage.KVPath(dir), c.log)
 		if err != nil { // kvindex.New closed the database
 			c.openErr = fmt.Errorf("app: KV snapshot index: %w", err)
 			c.log.Error("kv snapshot index unusable", "err", err)
 			return false
 		}
-		u.UseSnapshots(x)
+		// The settings table keeps the measured call costs per model.
+		u.UseStorage(x, s)
 	}
 	c.store = s
 	c.log.Info("storage open", "path", s.Path(), "schema", s.SchemaVersion())
@@ -160,8 +189,9 @@ func (a *App) Shutdown() {
 		cancel()
 	}
 	a.Chat.wait()
-	if u, ok := c.opts.Generator.(SnapshotUser); ok {
-		u.UseSnapshots(nil) // its index lives on the database closed below
+	a.Downloads.wait()
+	if u, ok := c.opts.Generator.(StorageUser); ok {
+		u.UseStorage(nil, nil) // both live on the database closed below
 	}
 	if s != nil {
 		if err := s.Close(); err != nil {
@@ -172,7 +202,7 @@ func (a *App) Shutdown() {
 
 // Services lists the values whose methods are bound to the window.
 func (a *App) Services() []any {
-	return []any{a.Chat, a.Library, a.Settings, a.Models, a.System}
+	return []any{a.Chat, a.Library, a.Settings, a.Models, a.System, a.Downloads}
 }
 
 // db returns the open database, or why there is none.

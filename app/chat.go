@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -79,7 +80,8 @@ type Chat struct {
 	gen      Generator
 
 	mu      sync.Mutex
-	streams map[int64]*stream // by conversation id
+	streams map[int64]*stream   // by conversation id
+	titles  map[int64]*titleJob // model-written titles in progress, by conversation id
 	wg      sync.WaitGroup
 }
 
@@ -93,7 +95,7 @@ type stream struct {
 // NewConversation is what CreateConversation needs; every field is optional.
 type NewConversation struct {
 	Title    string `json:"title"`
-	ModelID  int64  `json:"modelId"`  // 0: the default model at send time
+	ModelID  int64  `json:"modelId"`  // 0: the default model (remembered from the first reply on)
 	PromptID int64  `json:"promptId"` // start from a library prompt (its system prompt and title)
 }
 
@@ -105,6 +107,13 @@ type Thread struct {
 	Path         []int64              `json:"path"`
 	// Generating is the user message being answered right now, 0 if none.
 	Generating int64 `json:"generating"`
+	// Model is the model that answers the next message (the conversation's
+	// own, else the default): the chat header shows it with a picker
+	// (Chat.SetModel). nil when there is none to run.
+	Model *storage.Model `json:"model"`
+	// Settings are what the next reply runs with: the conversation's own
+	// options (Chat.SetOptions) over the Settings page's.
+	Settings GenerationSettings `json:"settings"`
 }
 
 // Turn is what Send, Edit and Regenerate started: the user message being
@@ -131,10 +140,16 @@ func (ch *Chat) CreateConversation(in NewConversation) (storage.Conversation, er
 	}
 	ctx := ch.c.context()
 	sc := storage.ConversationInput{Title: strings.TrimSpace(in.Title), ModelID: in.ModelID, PromptID: in.PromptID}
+	if sc.Title != "" {
+		sc.TitleSource = storage.TitleUser
+	}
 	if in.ModelID != 0 {
 		if _, err := d.GetModel(ctx, in.ModelID); err != nil {
 			return storage.Conversation{}, fmt.Errorf("chat: model %d: %w", in.ModelID, err)
 		}
+	} else if p, err := ch.settings.Get(); err == nil {
+		// The conversation remembers the model it started with.
+		sc.ModelID = p.DefaultModelID
 	}
 	if in.PromptID != 0 {
 		p, err := d.GetPrompt(ctx, in.PromptID)
@@ -143,14 +158,19 @@ func (ch *Chat) CreateConversation(in NewConversation) (storage.Conversation, er
 		}
 		sc.SystemPrompt = p.SystemPrompt
 		if sc.Title == "" {
-			sc.Title = p.Title
+			sc.Title, sc.TitleSource = p.Title, storage.TitlePrompt
 		}
+	} else if p, err := ch.settings.Get(); err == nil {
+		sc.SystemPrompt = p.DefaultSystemPrompt
 	}
 	if sc.Title == "" {
-		sc.Title = "New chat"
+		sc.Title = NewChatTitle
 	}
 	return d.CreateConversation(ctx, sc)
 }
+
+// NewChatTitle is the title of a conversation before its first message.
+const NewChatTitle = "New chat"
 
 // RenameConversation changes a conversation's title.
 func (ch *Chat) RenameConversation(id int64, title string) (storage.Conversation, error) {
@@ -158,7 +178,12 @@ func (ch *Chat) RenameConversation(id int64, title string) (storage.Conversation
 	if title == "" {
 		return storage.Conversation{}, errors.New("chat: a conversation needs a title")
 	}
-	return ch.updateConversation(id, func(in *storage.ConversationInput) { in.Title = title })
+	c, err := ch.updateConversation(id, func(in *storage.ConversationInput) { in.Title, in.TitleSource = title, storage.TitleUser })
+	if err == nil {
+		ch.CancelTitle(id) // the user's title stands
+		ch.c.send(EventTitle, TitleEvent{ConversationID: id, Title: c.Title, Source: c.TitleSource})
+	}
+	return c, err
 }
 
 // SetSystemPrompt changes the system prompt later replies are generated with.
@@ -190,17 +215,37 @@ func (ch *Chat) updateConversation(id int64, change func(*storage.ConversationIn
 	if err != nil {
 		return storage.Conversation{}, err
 	}
-	in := storage.ConversationInput{Title: c.Title, ModelID: c.ModelID, PromptID: c.PromptID, SystemPrompt: c.SystemPrompt, Options: c.Options}
+	in := storage.ConversationInput{Title: c.Title, TitleSource: c.TitleSource, ModelID: c.ModelID, PromptID: c.PromptID,
+		SystemPrompt: c.SystemPrompt, Options: c.Options, Pinned: c.Pinned}
 	change(&in)
 	return d.UpdateConversation(ctx, id, in)
 }
 
-// DeleteConversation stops its generation, if any, and deletes it with all
-// its messages.
-func (ch *Chat) DeleteConversation(id int64) error {
+// UndoWindow is how long a deleted conversation can be brought back
+// (Chat.UndoDelete); after it, it is removed for good.
+const UndoWindow = 2 * time.Minute
+
+// DeletedConversation is what DeleteConversation hid, and until when
+// UndoDelete brings it back.
+type DeletedConversation struct {
+	ConversationID int64     `json:"conversationId"`
+	Title          string    `json:"title"`
+	UndoUntil      time.Time `json:"undoUntil"`
+}
+
+// DeleteConversation stops its generation, if any, and deletes it: it
+// disappears from the list and the search at once, and UndoDelete brings it
+// back, messages and all, within UndoWindow; after that it is removed for
+// good with all its messages.
+func (ch *Chat) DeleteConversation(id int64) (DeletedConversation, error) {
 	d, err := ch.c.db()
 	if err != nil {
-		return err
+		return DeletedConversation{}, err
+	}
+	ctx := ch.c.context()
+	c, err := d.GetConversation(ctx, id)
+	if err != nil {
+		return DeletedConversation{}, err
 	}
 	ch.mu.Lock()
 	s := ch.streams[id]
@@ -209,7 +254,48 @@ func (ch *Chat) DeleteConversation(id int64) error {
 		s.cancel()
 		<-s.done
 	}
-	return d.DeleteConversation(ch.c.context(), id)
+	ch.CancelTitle(id)
+	if err := d.SoftDeleteConversation(ctx, id, ch.c.now()); err != nil {
+		return DeletedConversation{}, err
+	}
+	ch.purge()
+	return DeletedConversation{ConversationID: id, Title: c.Title, UndoUntil: ch.c.now().Add(UndoWindow)}, nil
+}
+
+// UndoDelete brings back conversation id deleted less than UndoWindow ago.
+func (ch *Chat) UndoDelete(id int64) (storage.Conversation, error) {
+	d, err := ch.c.db()
+	if err != nil {
+		return storage.Conversation{}, err
+	}
+	c, err := d.RestoreConversation(ch.c.context(), id, ch.c.now().Add(-UndoWindow))
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.Conversation{}, fmt.Errorf("chat: conversation %d cannot be brought back: it was not deleted in the last %v (%w)", id, UndoWindow, err)
+	}
+	return c, err
+}
+
+// purge removes for good the conversations deleted more than UndoWindow
+// ago. A failure only delays that: it is logged.
+func (ch *Chat) purge() {
+	d, err := ch.c.db()
+	if err != nil {
+		return
+	}
+	if n, err := d.PurgeDeleted(ch.c.context(), ch.c.now().Add(-UndoWindow)); err != nil {
+		ch.c.log.Warn("deleted conversations not purged", "err", err)
+	} else if n > 0 {
+		ch.c.log.Info("deleted conversations purged", "count", n)
+	}
+}
+
+// SetPinned pins a conversation (listed first) or unpins it.
+func (ch *Chat) SetPinned(id int64, pinned bool) (storage.Conversation, error) {
+	d, err := ch.c.db()
+	if err != nil {
+		return storage.Conversation{}, err
+	}
+	return d.SetPinned(ch.c.context(), id, pinned)
 }
 
 // Thread returns the conversation with its whole message tree and the
@@ -236,6 +322,14 @@ func (ch *Chat) Thread(id int64) (Thread, error) {
 	for i, m := range branch {
 		t.Path[i] = m.ID
 	}
+	if mdl, err := ch.models.resolve(c.ModelID); err == nil {
+		t.Model = &mdl
+	}
+	prefs, err := ch.settings.Get()
+	if err != nil {
+		return Thread{}, err
+	}
+	t.Settings = ch.settingsFor(c, prefs)
 	ch.mu.Lock()
 	if s := ch.streams[id]; s != nil {
 		t.Generating = s.parentID
@@ -362,13 +456,39 @@ func (ch *Chat) Cancel(conversationID int64) bool {
 	return false
 }
 
-// Search finds messages containing every word of query, best first.
+// Search finds messages containing every word of query, best first: one
+// hit per message path (a regenerated answer that came out the same is one
+// hit, the one on the branch on screen when there is one), saying whether
+// the message is on the branch on screen and which alternative it is.
+// OpenMessage shows a hit in its branch.
 func (ch *Chat) Search(query string) ([]storage.SearchHit, error) {
 	d, err := ch.c.db()
 	if err != nil {
 		return nil, err
 	}
 	return d.SearchMessages(ch.c.context(), query, 50)
+}
+
+// OpenMessage returns the conversation of message id with id on the branch
+// shown: the branch on screen when id is on it (nothing changes), else the
+// branch through id (as SelectBranch).
+func (ch *Chat) OpenMessage(id int64) (Thread, error) {
+	d, err := ch.c.db()
+	if err != nil {
+		return Thread{}, err
+	}
+	m, err := d.GetMessage(ch.c.context(), id)
+	if err != nil {
+		return Thread{}, err
+	}
+	t, err := ch.Thread(m.ConversationID)
+	if err != nil {
+		return Thread{}, err
+	}
+	if slices.Contains(t.Path, id) {
+		return t, nil
+	}
+	return ch.SelectBranch(id)
 }
 
 func (ch *Chat) busy(conversationID int64) bool {
@@ -388,6 +508,9 @@ func (ch *Chat) start(c storage.Conversation, question func(context.Context) (st
 	if err != nil {
 		return Turn{}, err
 	}
+	if err := runnable(mdl); err != nil {
+		return Turn{}, err
+	}
 	prefs, err := ch.settings.Get()
 	if err != nil {
 		return Turn{}, err
@@ -401,6 +524,7 @@ func (ch *Chat) start(c storage.Conversation, question func(context.Context) (st
 		ch.mu.Unlock()
 		return Turn{}, ErrBusy
 	}
+	ch.cancelTitlesLocked() // a reply never waits for a title
 	ctx, cancel := context.WithCancel(ch.c.context())
 	s := &stream{cancel: cancel, done: make(chan struct{})}
 	ch.streams[c.ID] = s // reserved before writing, so a second Send is refused
@@ -423,12 +547,14 @@ func (ch *Chat) start(c storage.Conversation, question func(context.Context) (st
 		finish()
 		return Turn{}, err
 	}
+	c = ch.remember(ctx, d, c, mdl, branch)
 	ch.mu.Lock()
 	s.parentID = u.ID
 	ch.mu.Unlock()
 
-	req := GenerateRequest{Model: mdl, ConversationID: c.ID, Width: int(prefs.SpeculationWidth),
-		MaxTokens: prefs.MaxTokens, Temperature: prefs.Temperature, Seed: uint64(time.Now().UnixNano())}
+	gs := ch.settingsFor(c, prefs)
+	req := GenerateRequest{Model: mdl, ConversationID: c.ID, Width: int(gs.SpeculationWidth),
+		MaxTokens: gs.MaxTokens, Temperature: gs.Temperature, Seed: uint64(time.Now().UnixNano())}
 	if strings.TrimSpace(c.SystemPrompt) != "" {
 		req.Messages = append(req.Messages, ChatMessage{Role: storage.RoleSystem, Content: c.SystemPrompt})
 	}
@@ -462,8 +588,43 @@ func (ch *Chat) start(c storage.Conversation, question func(context.Context) (st
 		// right after the event is never refused as busy.
 		finish()
 		ch.c.send(name, data)
+		if done, ok := data.(DoneEvent); ok && done.Message != nil && len(branch) == 1 && c.TitleSource == storage.TitleMessage {
+			ch.modelTitle(c, mdl, branch[0].Content, done.Message.Content)
+		}
 	}()
 	return Turn{ConversationID: c.ID, User: u}, nil
+}
+
+// remember records what the first message decides: the conversation keeps
+// the model that answers it (so a later change of the default does not
+// switch it), and, while its title is the default, it is titled after the
+// first user message (EventTitle tells the window). Failures only cost
+// that: they are logged, the reply goes on.
+func (ch *Chat) remember(ctx context.Context, d *storage.DB, c storage.Conversation, mdl storage.Model, branch []storage.Message) storage.Conversation {
+	if c.ModelID == 0 {
+		if nc, err := ch.updateConversation(c.ID, func(in *storage.ConversationInput) { in.ModelID = mdl.ID }); err != nil {
+			ch.c.log.Warn("conversation model not recorded", "conversation", c.ID, "err", err)
+		} else {
+			c = nc
+		}
+	}
+	if c.TitleSource != storage.TitleDefault || len(branch) != 1 {
+		return c
+	}
+	t := TitleFromText(branch[0].Content)
+	if t == "" {
+		return c
+	}
+	ok, err := d.SetTitleIf(ctx, c.ID, t, storage.TitleMessage, storage.TitleDefault)
+	if err != nil || !ok {
+		if err != nil {
+			ch.c.log.Warn("conversation title not set", "conversation", c.ID, "err", err)
+		}
+		return c
+	}
+	c.Title, c.TitleSource = t, storage.TitleMessage
+	ch.c.send(EventTitle, TitleEvent{ConversationID: c.ID, Title: t, Source: storage.TitleMessage})
+	return c
 }
 
 // preparePrompt pins a snapshot of the library prompt c was started from when
@@ -507,6 +668,7 @@ func (ch *Chat) generate(ctx context.Context, d *storage.DB, req GenerateRequest
 	})
 	stats.Width = req.Width
 	stats.DraftedSpans = spans
+	stats.Model = req.Model.Name
 	cancelled := errors.Is(err, context.Canceled) && ctx.Err() != nil
 	if err != nil && !cancelled {
 		ch.c.log.Error("generate", "conversation", u.ConversationID, "err", err)

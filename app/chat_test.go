@@ -249,7 +249,7 @@ func TestDeleteConversationStopsItsGeneration(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-gen.sent
-	if err := a.Chat.DeleteConversation(c.ID); err != nil {
+	if _, err := a.Chat.DeleteConversation(c.ID); err != nil {
 		t.Fatal(err)
 	}
 	// The stream ended (its partial reply was written, then deleted with the rest).
@@ -307,7 +307,7 @@ func TestConversationCRUD(t *testing.T) {
 	if err != nil || len(list) != 2 || list[0].ID+list[1].ID != c1.ID+c2.ID {
 		t.Fatalf("List = %+v, %v; want both conversations", list, err)
 	}
-	if err := a.Chat.DeleteConversation(c1.ID); err != nil {
+	if _, err := a.Chat.DeleteConversation(c1.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Chat.Thread(c1.ID); !errors.Is(err, storage.ErrNotFound) {

@@ -24,9 +24,10 @@ import (
 // conversation with the model's chat template and decodes with speculation
 // at the requested width. Its session keeps the KV of the last conversation,
 // so the next turn of that conversation only prefills the new messages; with
-// a snapshot store (UseSnapshots) it also saves each conversation's KV to disk
-// after a reply and resumes from the longest stored prefix, so a conversation
-// continues without re-running its history even after a restart.
+// the data directory's storage (UseStorage) it also saves each
+// conversation's KV to disk after a reply and resumes from the longest
+// stored prefix, so a conversation continues without re-running its history
+// even after a restart, and keeps the measured call costs of each model.
 type EngineGenerator struct {
 	log *slog.Logger
 	// registry opens models on this build's backends.
@@ -35,19 +36,26 @@ type EngineGenerator struct {
 	mu     sync.Mutex // one reply at a time: a Session is not concurrent
 	loaded *loadedModel
 	store  engine.SnapshotStore // nil: no KV snapshots
+	costs  engine.CostStore     // nil: call costs measured each start
 }
 
-// SnapshotUser is a Generator that can persist KV snapshots; App.Startup
-// hands it the data directory's snapshot index.
-type SnapshotUser interface {
-	UseSnapshots(engine.SnapshotStore)
+// StorageUser is a Generator that keeps KV snapshots and measured call costs
+// in the data directory; App.Startup hands it the snapshot index and the
+// database.
+type StorageUser interface {
+	UseStorage(snapshots engine.SnapshotStore, costs engine.CostStore)
 }
 
-// UseSnapshots sets the KV snapshot store (nil turns snapshots off).
-func (g *EngineGenerator) UseSnapshots(s engine.SnapshotStore) {
+// UseStorage sets the KV snapshot store and the store of measured call
+// costs (nil turns each off). The loaded model's session is rebuilt on them
+// at the next reply.
+func (g *EngineGenerator) UseStorage(snapshots engine.SnapshotStore, costs engine.CostStore) {
 	g.mu.Lock()
-	g.store = s
-	g.mu.Unlock()
+	defer g.mu.Unlock()
+	g.store, g.costs = snapshots, costs
+	if g.loaded != nil {
+		g.loaded.session = nil
+	}
 }
 
 // loadedModel is the open model and the session running it.
@@ -56,9 +64,7 @@ type loadedModel struct {
 	backend model.Backend
 	tok     *tokenizer.Tokenizer
 	tmpl    chat.Template
-	session *engine.Session
-	spec    bool                // session decodes speculatively
-	dec     *engine.SpecDecoder // the session's decoder when spec
+	session *engine.Session // nil until the first reply after a load or UseStorage
 	// corpus holds the finished messages of the conversations answered and
 	// the prompt library, for suffix-matching drafts (spec.Corpus) across
 	// turns and conversations; seen keeps a text from being added twice.
@@ -101,7 +107,7 @@ func NewEngineGenerator(log *slog.Logger) *EngineGenerator {
 func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emit func(Piece) error) (GenerateStats, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	m, ids, r, err := g.prefill(ctx, req)
+	m, ids, err := g.prefill(ctx, req)
 	if err != nil {
 		return GenerateStats{}, err
 	}
@@ -136,7 +142,7 @@ func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emi
 	}
 	if req.ConversationID != 0 {
 		// A failed save only costs a prefill next time: log it, keep the reply.
-		if _, serr := r.SaveSession(context.WithoutCancel(ctx), kvindex.ConversationKey(req.ConversationID), m.session); serr != nil {
+		if _, serr := m.session.Save(context.WithoutCancel(ctx), kvindex.ConversationKey(req.ConversationID)); serr != nil {
 			g.log.Warn("kv snapshot not saved", "conversation", req.ConversationID, "err", serr)
 		}
 	}
@@ -144,31 +150,30 @@ func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emi
 }
 
 // prefill loads req's model, renders req.Messages with the generation prompt
-// and makes the session hold them, prefilled. It returns the Resumer to save
-// snapshots with (nil without a store).
-func (g *EngineGenerator) prefill(ctx context.Context, req GenerateRequest) (*loadedModel, []int32, *engine.Resumer, error) {
+// and makes the session hold them, prefilled: Session.Resume continues the
+// session when it holds a prefix of this prompt (the next turn of the same
+// conversation), else restores the longest stored snapshot, and prefills
+// the rest in batched calls.
+func (g *EngineGenerator) prefill(ctx context.Context, req GenerateRequest) (*loadedModel, []int32, error) {
 	m, err := g.load(req.Model.Path)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	spec := req.Width != 1
-	if m.session == nil || m.spec != spec {
-		opts := engine.SessionOptions{Text: func() engine.TextStream { return m.tok.NewStream() }}
-		m.dec = nil
-		if spec {
-			d := engine.NewSpecDecoder(nil, m.corpus)
-			// The database keeps the measured call costs per model: after a
-			// restart the first reply does not wait for measuring.
-			if x, ok := g.store.(*kvindex.Index); ok {
-				d.PersistCosts(x.DB(), g.log)
-			}
-			opts.Decoder = d
-			m.dec = d
+	if m.session == nil {
+		// One session for every width: width 1 is the verify loop with no
+		// drafts, so changing the setting keeps the conversation's KV.
+		m.session, err = engine.NewSession(m.backend, engine.SessionOptions{
+			Text:      func() engine.TextStream { return m.tok.NewStream() },
+			Corpus:    m.corpus,
+			CostStore: g.costs,
+			Snapshots: g.store,
+			Meta: kv.Meta{Model: m.backend.Config().Fingerprint, Tokenizer: m.tok.Fingerprint(),
+				Template: "chat:" + m.tmpl.Hash()},
+			Log: g.log,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("engine: new session for %s: %w", m.path, err)
 		}
-		if m.session, err = engine.NewSession(m.backend, opts); err != nil {
-			return nil, nil, nil, fmt.Errorf("engine: new session for %s: %w", m.path, err)
-		}
-		m.spec = spec
 	}
 	msgs := make([]chat.Message, len(req.Messages))
 	for i, cm := range req.Messages {
@@ -176,22 +181,13 @@ func (g *EngineGenerator) prefill(ctx context.Context, req GenerateRequest) (*lo
 	}
 	ids, err := m.tmpl.Render(msgs, true)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("engine: render the conversation with template %s: %w", m.tmpl.Name(), err)
+		return nil, nil, fmt.Errorf("engine: render the conversation with template %s: %w", m.tmpl.Name(), err)
 	}
-	// Resumer.Prefill continues the session when it holds a prefix of this
-	// prompt (the next turn of the same conversation), else restores the
-	// longest stored snapshot, and prefills the rest in batched calls. A nil
-	// Resumer (no store) does the in-memory part only.
-	var r *engine.Resumer
-	if g.store != nil {
-		r = &engine.Resumer{Store: g.store, Log: g.log, Meta: kv.Meta{Model: m.backend.Config().Fingerprint,
-			Tokenizer: m.tok.Fingerprint(), Template: "chat:" + m.tmpl.Hash()}}
-	}
-	if err := r.Prefill(ctx, m.session, ids, req.Progress); err != nil {
+	if err := m.session.Resume(ctx, ids, req.Progress); err != nil {
 		m.session.Reset() // a cancelled prefill leaves the sequence half-fed
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return m, ids, r, nil
+	return m, ids, nil
 }
 
 // Prepare implements Preparer. The session is reset afterwards: a reply to
@@ -203,11 +199,11 @@ func (g *EngineGenerator) Prepare(ctx context.Context, req GenerateRequest, key 
 	if g.store == nil {
 		return Prepared{}, fmt.Errorf("engine: prepare %s: no KV snapshot store (the data directory's kv/ index did not open)", key)
 	}
-	m, ids, r, err := g.prefill(ctx, req)
+	m, ids, err := g.prefill(ctx, req)
 	if err != nil {
 		return Prepared{}, err
 	}
-	path, err := r.SaveSession(ctx, key, m.session)
+	path, err := m.session.Save(ctx, key)
 	m.session.Reset()
 	if err != nil {
 		return Prepared{}, err
@@ -235,7 +231,7 @@ func (g *EngineGenerator) load(path string) (*loadedModel, error) {
 		return nil, fmt.Errorf("load model %s: %w", path, err)
 	}
 	b, tok := lm.Backend, lm.Tokenizer
-	tmpl, err := chat.ForModel(b.Config().Arch, tok)
+	tmpl, err := chat.ForModel(b.Config().Arch, tok, lm.Chat)
 	if err != nil {
 		lm.Close()
 		return nil, fmt.Errorf("load model %s: chat template: %w", path, err)

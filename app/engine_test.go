@@ -2,12 +2,16 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"anechat/engine"
+	"anechat/engine/cpu"
+	"anechat/engine/load"
 	"anechat/internal/testres"
 	"anechat/storage"
 )
@@ -33,11 +37,16 @@ func TestEngineGeneratorRunsStories260K(t *testing.T) {
 		t.Fatalf("width 1: text %q, stats %+v", plain, st)
 	}
 	// Speculation is lossless: greedy text at width 4 and auto equals width 1.
+	// One session serves every width: the same request again (a
+	// regenerate) reuses its KV, whatever the width was.
 	for _, w := range []int{4, 0} {
 		req.Width = w
-		got, _ := collect(t, g, req)
+		got, st := collect(t, g, req)
 		if got != plain {
 			t.Fatalf("width %d gave %q, width 1 gave %q", w, got, plain)
+		}
+		if st.ResumedTokens == 0 || st.PrefillTokens != 1 {
+			t.Fatalf("width %d after another width: stats %+v, want the prompt reused from the session but its last token", w, st)
 		}
 	}
 	// The next turn of the same conversation reuses the session's KV: only
@@ -198,9 +207,41 @@ func TestStartupMakesSmolLM2TheDefaultAndChatsWithIt(t *testing.T) {
 // from the prompt is partly drafted, every drafted piece is an accepted draft
 // token, and the text is still the width-1 text. (stories260K's drafts do not
 // pay for their cost, so the gate turns them off there.)
+// fixedCosts is an engine.CostStore holding given tables; it keeps nothing.
+type fixedCosts map[string]string
+
+func (f fixedCosts) SettingRaw(_ context.Context, key string) (json.RawMessage, bool, error) {
+	v, ok := f[key]
+	return json.RawMessage(v), ok, nil
+}
+
+func (f fixedCosts) SetSettingRaw(context.Context, string, json.RawMessage) error { return nil }
+
+// smolCosts holds, for the model at path on this CPU's kernels, SmolLM2's
+// call costs as measured on an idle machine (BENCHMARKS.md). The tests that
+// check drafts were sent use it: costs measured under a shared machine's
+// load could make the gate send nothing, or less in one generator than in
+// another, and the test would fail for no fault of the code.
+func smolCosts(t *testing.T, path string) fixedCosts {
+	t.Helper()
+	src, err := load.Detect(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fixedCosts{engine.CostsKey(src.Fingerprint, cpu.Kernels()):
+		`{"widths":[1,2,3,4,5,6,7,8],"seconds":{"1":0.0109,"2":0.0112,"3":0.0130,"4":0.0148,"5":0.0170,"6":0.0192,"7":0.0213,"8":0.0235}}`}
+}
+
+// costedGenerator is a generator that uses costs instead of measuring.
+func costedGenerator(costs fixedCosts) *EngineGenerator {
+	g := NewEngineGenerator(nil)
+	g.UseStorage(nil, costs)
+	return g
+}
+
 func TestEngineGeneratorMarksDraftedPieces(t *testing.T) {
 	path := testres.SmolLM2GGUF(t)
-	g := NewEngineGenerator(nil)
+	g := costedGenerator(smolCosts(t, path))
 	defer g.Close()
 	run := func(width int) (string, int, GenerateStats) {
 		var b strings.Builder
@@ -224,6 +265,9 @@ func TestEngineGeneratorMarksDraftedPieces(t *testing.T) {
 		t.Fatalf("width 1 marked %d pieces drafted", d1)
 	}
 	spec, d4, st := run(4)
+	if n := g.loaded.session.Measurements(); n != 0 {
+		t.Fatalf("width 4 measured the costs %d times instead of using the given table", n)
+	}
 	if spec != plain {
 		t.Fatalf("width 4 gave %q, width 1 %q", spec, plain)
 	}
@@ -241,11 +285,13 @@ func TestEngineGeneratorDraftsFromHistoryAndLibrary(t *testing.T) {
 	req := func(width int, library ...string) GenerateRequest {
 		return GenerateRequest{Model: storage.Model{Path: path}, MaxTokens: 40, Width: width, Messages: q, Library: library}
 	}
-	// Width 1, and width 4 with an empty corpus: the baselines.
-	plainGen := NewEngineGenerator(nil)
+	// Width 1, and width 4 with an empty corpus: the baselines. Every
+	// generator starts from the same call costs.
+	costs := smolCosts(t, path)
+	plainGen := costedGenerator(costs)
 	defer plainGen.Close()
 	want, _ := collect(t, plainGen, req(1))
-	bare := NewEngineGenerator(nil)
+	bare := costedGenerator(costs)
 	defer bare.Close()
 	got, base := collect(t, bare, req(4))
 	if got != want {
@@ -258,7 +304,7 @@ func TestEngineGeneratorDraftsFromHistoryAndLibrary(t *testing.T) {
 		t.Fatalf("asked again: %q (stats %+v), first time accepted %d; want %q with more accepted", again, hist, base.Accepted, want)
 	}
 	// Library: a fresh generator whose library holds the reply's text.
-	lib := NewEngineGenerator(nil)
+	lib := costedGenerator(costs)
 	defer lib.Close()
 	fromLib, ls := collect(t, lib, req(4, "Some unrelated prompt.", want))
 	if fromLib != want || ls.Accepted <= base.Accepted {

@@ -29,9 +29,12 @@ import (
 
 // jsonAs names the json.RawMessage fields whose JSON is a known Go type,
 // by Go struct and JSON field name: Chat stores GenerateStats as a
-// message's stats.
+// message's stats, ConversationOptions as a conversation's options, and
+// Models a ModelMeta as a model's meta.
 var jsonAs = map[string]reflect.Type{
-	"Message.stats": reflect.TypeFor[GenerateStats](),
+	"Message.stats":        reflect.TypeFor[GenerateStats](),
+	"Conversation.options": reflect.TypeFor[ConversationOptions](),
+	"Model.meta":           reflect.TypeFor[ModelMeta](),
 }
 
 // ownJSON lists the Go types with a MarshalJSON of their own, each with the
@@ -46,6 +49,8 @@ var events = map[string]reflect.Type{
 	EventProgress: reflect.TypeFor[ProgressEvent](),
 	EventDone:     reflect.TypeFor[DoneEvent](),
 	EventError:    reflect.TypeFor[ErrorEvent](),
+	EventTitle:    reflect.TypeFor[TitleEvent](),
+	EventDownload: reflect.TypeFor[Download](),
 }
 
 func TestFrontendTypesMatchGo(t *testing.T) {

@@ -91,6 +91,9 @@ type GenerateStats struct {
 	// window's strings index), in order and not touching. Chat fills it in
 	// from the pieces, so the highlighting survives a reload.
 	DraftedSpans [][2]int `json:"draftedSpans,omitempty"`
+	// Model is the name of the model that wrote the reply (Chat fills it
+	// in), "" in replies stored before it was recorded.
+	Model string `json:"model,omitempty"`
 }
 
 // addPiece extends spans by a piece of n UTF-16 units at offset at.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"anechat/internal/kvindex"
 	"anechat/storage"
@@ -23,7 +25,51 @@ type Library struct {
 
 // ErrPromptTooShort: the prompt's opening is shorter than one KV block, too
 // short for a snapshot to pay.
-var ErrPromptTooShort = errors.New("library: this prompt is too short to prepare (a snapshot needs at least 64 tokens); it starts quickly anyway")
+var ErrPromptTooShort = errors.New("library: this prompt is too short to need preparing (a snapshot pays from 64 tokens on); chats from it start quickly anyway")
+
+// Prompt is a library prompt as the window shows it: the stored prompt, the
+// variables it asks for, and whether it is ready to resume.
+type Prompt struct {
+	storage.Prompt
+	// Variables are its {{name}} placeholders in order (PromptVariables),
+	// asked for when a chat starts from it.
+	Variables []string `json:"variables"`
+	// Snapshot is its prepared KV snapshot, nil when it is not prepared.
+	Snapshot *PromptSnapshot `json:"snapshot"`
+}
+
+// PromptSnapshot is a prepared prompt's KV snapshot: which model it was
+// made with and whether a chat started from the prompt now would resume
+// from it.
+type PromptSnapshot struct {
+	ID        int64     `json:"id"`
+	Tokens    int       `json:"tokens"`
+	Bytes     int64     `json:"bytes"`
+	CreatedAt time.Time `json:"createdAt"`
+	// ModelID and ModelName are the registered model it was made with (0
+	// and "" when no registered model has its fingerprint any more).
+	ModelID   int64  `json:"modelId"`
+	ModelName string `json:"modelName"`
+	// Ready: a chat started now (with the default model) resumes from it.
+	// When not, Reason says why and what to do.
+	Ready  bool   `json:"ready"`
+	Reason string `json:"reason"`
+}
+
+// Prepare outcomes (PrepareResult.Status).
+const (
+	PrepareDone     = "prepared"
+	PrepareTooShort = "too-short"
+)
+
+// PrepareResult is what Prepare did: the prompt's snapshot is made
+// (PrepareDone), or its opening is too short to need one (PrepareTooShort:
+// a fact, not a failure; Message says so).
+type PrepareResult struct {
+	Prompt  Prompt `json:"prompt"`
+	Status  string `json:"status"`
+	Message string `json:"message"`
+}
 
 // PromptInput is a prompt as the editor submits it.
 type PromptInput struct {
@@ -34,13 +80,14 @@ type PromptInput struct {
 }
 
 func (in PromptInput) storage() storage.PromptInput {
-	return storage.PromptInput{Title: strings.TrimSpace(in.Title), SystemPrompt: in.SystemPrompt, Body: in.Body, Tags: in.Tags}
+	in.Title = strings.TrimSpace(in.Title)
+	return storage.PromptInput{Title: in.Title, SystemPrompt: in.SystemPrompt, Body: in.Body, Tags: in.Tags}
 }
 
 // List returns the prompts, most recently updated first; a non-empty tag
 // keeps those carrying it, a non-empty query those whose title, system prompt,
 // body or tags contain every word of it (case-insensitively).
-func (l *Library) List(tag, query string) ([]storage.Prompt, error) {
+func (l *Library) List(tag, query string) ([]Prompt, error) {
 	d, err := l.c.db()
 	if err != nil {
 		return nil, err
@@ -50,10 +97,8 @@ func (l *Library) List(tag, query string) ([]storage.Prompt, error) {
 		return nil, err
 	}
 	words := strings.Fields(strings.ToLower(query))
-	if len(words) == 0 {
-		return ps, nil
-	}
-	out := []storage.Prompt{}
+	out := []Prompt{}
+	def := l.defaultModel()
 	for _, p := range ps {
 		hay := strings.ToLower(p.Title + "\n" + p.SystemPrompt + "\n" + p.Body + "\n" + strings.Join(p.Tags, " "))
 		all := true
@@ -64,69 +109,141 @@ func (l *Library) List(tag, query string) ([]storage.Prompt, error) {
 			}
 		}
 		if all {
-			out = append(out, p)
+			out = append(out, l.viewWith(d, p, def))
 		}
 	}
 	return out, nil
 }
 
+// defaultModel is the model a chat from a prompt would use now, nil for none.
+func (l *Library) defaultModel() *storage.Model {
+	if m, err := l.models.resolve(0); err == nil {
+		return &m
+	}
+	return nil
+}
+
+// view is p as the window shows it (viewWith the default model).
+func (l *Library) view(d *storage.DB, p storage.Prompt) Prompt {
+	return l.viewWith(d, p, l.defaultModel())
+}
+
+// viewWith is p as the window shows it. Its snapshot is ready when its file
+// is there and it was made with def, the model a chat from p would use now;
+// a failure to tell is logged and shown as not ready.
+func (l *Library) viewWith(d *storage.DB, p storage.Prompt, def *storage.Model) Prompt {
+	v := Prompt{Prompt: p, Variables: PromptVariables(p.SystemPrompt, p.Body)}
+	if p.PinnedSnapshotID == 0 {
+		return v
+	}
+	ctx := l.c.context()
+	s, err := d.GetSnapshot(ctx, p.PinnedSnapshotID)
+	if err != nil {
+		l.c.log.Warn("prompt snapshot unreadable", "prompt", p.ID, "err", err)
+		return v
+	}
+	ps := &PromptSnapshot{ID: s.ID, Tokens: s.TokenCount, Bytes: s.Bytes, CreatedAt: s.CreatedAt}
+	v.Snapshot = ps
+	if ms, err := d.ModelsByFingerprint(ctx, s.ModelFingerprint); err == nil && len(ms) > 0 {
+		ps.ModelID, ps.ModelName = ms[0].ID, ms[0].Name
+	}
+	switch {
+	case ps.ModelID == 0:
+		ps.Reason = "it was prepared with a model that is no longer registered: prepare it again"
+	case def == nil:
+		ps.Reason = "no default model is chosen: choose one on the Models page"
+	case def.Fingerprint != s.ModelFingerprint:
+		ps.Reason = fmt.Sprintf("it was prepared with %s, but new chats use %s (the default): prepare it again", ps.ModelName, def.Name)
+	default:
+		if _, err := os.Stat(filepath.Join(storage.KVPath(l.c.dataDir), filepath.FromSlash(s.FilePath))); err != nil {
+			ps.Reason = "its snapshot file is missing: prepare it again"
+		} else {
+			ps.Ready = true
+		}
+	}
+	return v
+}
+
 // Get returns prompt id.
-func (l *Library) Get(id int64) (storage.Prompt, error) {
+func (l *Library) Get(id int64) (Prompt, error) {
 	d, err := l.c.db()
 	if err != nil {
-		return storage.Prompt{}, err
+		return Prompt{}, err
 	}
-	return d.GetPrompt(l.c.context(), id)
+	p, err := d.GetPrompt(l.c.context(), id)
+	if err != nil {
+		return Prompt{}, err
+	}
+	return l.view(d, p), nil
 }
 
 // Create saves a new prompt.
-func (l *Library) Create(in PromptInput) (storage.Prompt, error) {
+func (l *Library) Create(in PromptInput) (Prompt, error) {
 	d, err := l.c.db()
 	if err != nil {
-		return storage.Prompt{}, err
+		return Prompt{}, err
 	}
-	return d.CreatePrompt(l.c.context(), in.storage())
+	p, err := d.CreatePrompt(l.c.context(), in.storage())
+	if err != nil {
+		return Prompt{}, err
+	}
+	return l.view(d, p), nil
 }
 
 // Update replaces prompt id. A change to its system prompt or body unpins
 // its snapshot (it no longer holds the prompt); prepare it again.
-func (l *Library) Update(id int64, in PromptInput) (storage.Prompt, error) {
+func (l *Library) Update(id int64, in PromptInput) (Prompt, error) {
 	d, err := l.c.db()
 	if err != nil {
-		return storage.Prompt{}, err
+		return Prompt{}, err
 	}
 	ctx := l.c.context()
 	old, err := d.GetPrompt(ctx, id)
 	if err != nil {
-		return storage.Prompt{}, err
+		return Prompt{}, err
 	}
 	p, err := d.UpdatePrompt(ctx, id, in.storage())
 	if err != nil {
-		return storage.Prompt{}, err
+		return Prompt{}, err
 	}
 	if p.PinnedSnapshotID != 0 && (p.SystemPrompt != old.SystemPrompt || p.Body != old.Body) {
 		if err := d.SetPromptSnapshot(ctx, id, 0); err != nil {
-			return storage.Prompt{}, err
+			return Prompt{}, err
 		}
-		return d.GetPrompt(ctx, id)
+		if p, err = d.GetPrompt(ctx, id); err != nil {
+			return Prompt{}, err
+		}
 	}
-	return p, nil
+	return l.view(d, p), nil
 }
 
 // Prepare prefills prompt id's opening with the default model and pins its
-// KV snapshot to it; the prompt's PinnedSnapshotID then says it is ready to
-// resume.
-func (l *Library) Prepare(id int64) (storage.Prompt, error) {
+// KV snapshot to it; the prompt's Snapshot then says it is ready to resume.
+// An opening too short to need a snapshot is not an error: the result says
+// so (PrepareTooShort).
+func (l *Library) Prepare(id int64) (PrepareResult, error) {
 	d, err := l.c.db()
 	if err != nil {
-		return storage.Prompt{}, err
+		return PrepareResult{}, err
 	}
 	ctx := l.c.context()
 	p, err := d.GetPrompt(ctx, id)
 	if err != nil {
-		return storage.Prompt{}, err
+		return PrepareResult{}, err
 	}
-	return l.prepare(ctx, d, p, 0, nil)
+	res := PrepareResult{Status: PrepareDone}
+	np, err := l.prepare(ctx, d, p, 0, nil)
+	switch {
+	case errors.Is(err, ErrPromptTooShort):
+		np, res.Status, res.Message = p, PrepareTooShort, strings.TrimPrefix(err.Error(), "library: ")
+	case err != nil:
+		return PrepareResult{}, err
+	}
+	res.Prompt = l.view(d, np)
+	if res.Status == PrepareDone && res.Prompt.Snapshot != nil {
+		res.Message = "ready to resume with " + res.Prompt.Snapshot.ModelName
+	}
+	return res, nil
 }
 
 // promptOpening is the conversation a chat started from p opens with: its

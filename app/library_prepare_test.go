@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -61,8 +62,15 @@ func TestPreparedPromptResumesWithTheFreshOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pr, err = a.Library.Prepare(pr.ID); err != nil || pr.PinnedSnapshotID == 0 {
-		t.Fatalf("Prepare = %+v, %v; want a pinned snapshot", pr, err)
+	res, err := a.Library.Prepare(pr.ID)
+	if err != nil || res.Status != PrepareDone || res.Prompt.PinnedSnapshotID == 0 {
+		t.Fatalf("Prepare = %+v, %v; want a pinned snapshot", res, err)
+	}
+	pr = res.Prompt
+	// Ready to resume, naming the model it was made with.
+	if s := pr.Snapshot; s == nil || !s.Ready || s.ModelID != mdl.ID || s.ModelName != "stories260K" || s.Tokens < 64 || s.Reason != "" ||
+		!strings.Contains(res.Message, "stories260K") {
+		t.Fatalf("prepared prompt's snapshot %+v (message %q)", pr.Snapshot, res.Message)
 	}
 	// A restart: nothing in memory, the snapshot on disk is all there is.
 	a.Shutdown()
@@ -132,10 +140,27 @@ func TestFirstChatFromAPromptPreparesIt(t *testing.T) {
 	if st.ResumedTokens == 0 {
 		t.Fatalf("second chat from the prompt: %+v, want resumed tokens", st)
 	}
-	// A short prompt is refused with a clear reason.
+	// A short prompt needs no preparing: a fact, not an error.
 	short, _ := a.Library.Create(PromptInput{Title: "Hi", Body: "Hi"})
-	if _, err := a.Library.Prepare(short.ID); err == nil || !strings.Contains(err.Error(), "too short") {
-		t.Fatalf("Prepare of a short prompt: %v", err)
+	res, err := a.Library.Prepare(short.ID)
+	if err != nil || res.Status != PrepareTooShort || !strings.Contains(res.Message, "too short to need preparing") ||
+		res.Prompt.ID != short.ID || res.Prompt.Snapshot != nil {
+		t.Fatalf("Prepare of a short prompt = %+v, %v", res, err)
+	}
+	// Another default model: the snapshot is no longer ready, and says why.
+	other := filepath.Join(t.TempDir(), "other.gguf")
+	writeGGUF(t, other)
+	om, err := a.Models.Register(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same bytes, other name: another fingerprint.
+	if err := a.Models.SetDefault(om.ID); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := a.Library.Get(pr.ID)
+	if s := after.Snapshot; s == nil || s.Ready || !strings.Contains(s.Reason, "prepared with stories260K, but new chats use other") {
+		t.Fatalf("after changing the default: %+v", after.Snapshot)
 	}
 }
 

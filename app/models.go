@@ -8,10 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
 	"anechat/engine/load"
+	"anechat/internal/backends"
 	"anechat/storage"
 )
 
@@ -44,7 +46,9 @@ func ScanDir(ctx context.Context, reg *load.Registry, dir string) ([]load.Info, 
 	}
 	found, problems := []load.Info{}, []Problem{}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") {
+		// Hidden entries (the downloads' work folder) and partial
+		// downloads are never models.
+		if strings.HasPrefix(e.Name(), ".") || strings.HasSuffix(e.Name(), partSuffix) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
@@ -61,15 +65,40 @@ func ScanDir(ctx context.Context, reg *load.Registry, dir string) ([]load.Info, 
 	return found, problems, nil
 }
 
-// modelMeta is what the models table keeps of a model besides its columns
-// (storage.Model.Meta): what the Models page shows.
-type modelMeta struct {
-	Arch         string `json:"arch"`
-	Quant        string `json:"quant,omitempty"`
-	ContextLen   int    `json:"contextLen,omitempty"`
-	VocabSize    int    `json:"vocabSize,omitempty"`
-	Backend      string `json:"backend,omitempty"`
+// ModelMeta is what the models table keeps of a model besides its columns
+// (storage.Model.Meta, as JSON): what the Models page shows.
+type ModelMeta struct {
+	Arch       string `json:"arch"`
+	Quant      string `json:"quant,omitempty"`
+	ContextLen int    `json:"contextLen,omitempty"`
+	VocabSize  int    `json:"vocabSize,omitempty"`
+	// Backend names the backend that runs it here ("cpu"); "" when none
+	// in this build does (see Unsupported).
+	Backend string `json:"backend,omitempty"`
+	// DeclaredName is the name the file gives itself (GGUF general.name),
+	// often a training label; Model.Name is the readable one.
 	DeclaredName string `json:"declaredName,omitempty"`
+	// Unsupported says why no backend of this build runs the model (a Core
+	// ML bundle on Linux) and what would; "" when one does.
+	Unsupported string `json:"unsupported,omitempty"`
+}
+
+// metaOf decodes a registered model's meta; a model registered before a
+// field existed simply lacks it.
+func metaOf(sm storage.Model) ModelMeta {
+	var m ModelMeta
+	if len(sm.Meta) > 0 {
+		_ = json.Unmarshal(sm.Meta, &m) // written by register; a stray value only hides the details
+	}
+	return m
+}
+
+// runnable fails, saying why, for a model no backend of this build runs.
+func runnable(sm storage.Model) error {
+	if m := metaOf(sm); m.Unsupported != "" {
+		return fmt.Errorf("%w: %s cannot run here: %s (choose another model in the chat header)", ErrNoModel, sm.Name, m.Unsupported)
+	}
+	return nil
 }
 
 // Models is the model manager service.
@@ -159,6 +188,9 @@ func preferredDefault(ms []storage.Model) (best storage.Model, ok bool) {
 		return 2
 	}
 	for _, sm := range ms {
+		if runnable(sm) != nil {
+			continue
+		}
 		if !ok || rank(sm) < rank(best) || (rank(sm) == rank(best) && sm.Path < best.Path) {
 			best, ok = sm, true
 		}
@@ -191,7 +223,7 @@ func (m *Models) register(f load.Info) (storage.Model, error) {
 	if err != nil {
 		return storage.Model{}, err
 	}
-	meta, err := json.Marshal(modelMeta{Arch: f.Arch, Quant: f.Quant, ContextLen: f.Config.ContextLen,
+	meta, err := json.Marshal(ModelMeta{Arch: f.Arch, Quant: f.Quant, ContextLen: f.Config.ContextLen,
 		VocabSize: f.Config.VocabSize, Backend: f.Backend, DeclaredName: f.DeclaredName})
 	if err != nil {
 		return storage.Model{}, err
@@ -215,6 +247,17 @@ func (m *Models) defaultIfNone(id int64) error {
 
 // SetDefault makes model id the one new conversations use.
 func (m *Models) SetDefault(id int64) error {
+	d, err := m.c.db()
+	if err != nil {
+		return err
+	}
+	sm, err := d.GetModel(m.c.context(), id)
+	if err != nil {
+		return fmt.Errorf("models: model %d: %w", id, err)
+	}
+	if err := runnable(sm); err != nil {
+		return err
+	}
 	p, err := m.settings.Get()
 	if err != nil {
 		return err
@@ -267,4 +310,66 @@ func (m *Models) resolve(conversationModel int64) (storage.Model, error) {
 		return storage.Model{}, fmt.Errorf("%w (model %d was removed)", ErrNoModel, id)
 	}
 	return sm, err
+}
+
+// ImportResult is what Import registered and whether this build can run it.
+type ImportResult struct {
+	Model storage.Model `json:"model"`
+	// Runnable: a backend of this build runs it (Backend names it). When
+	// not, Note says why and what would (a Core ML bundle needs the macOS
+	// build on Apple silicon); the model is listed but cannot answer here.
+	Runnable bool   `json:"runnable"`
+	Backend  string `json:"backend"`
+	Note     string `json:"note"`
+}
+
+// Import registers the model at path (a .gguf file, a model directory or a
+// Core ML bundle folder, anywhere on disk; it is not copied), validated by
+// the loader as loading it would be. A Core ML bundle no backend of this
+// build runs is registered all the same, marked as such (ImportResult.Note
+// says why), so the library shows it; any other model that would not load
+// is an error saying why.
+func (m *Models) Import(path string) (ImportResult, error) {
+	if _, err := m.c.db(); err != nil {
+		return ImportResult{}, err
+	}
+	if strings.TrimSpace(path) == "" {
+		return ImportResult{}, errors.New("models: import: no path given (choose a .gguf file or a model folder)")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return ImportResult{}, fmt.Errorf("models: %s: %w", path, err)
+	}
+	f, err := m.registry().Inspect(m.c.context(), abs)
+	if err == nil {
+		sm, err := m.register(f)
+		if err != nil {
+			return ImportResult{}, err
+		}
+		if err := m.defaultIfNone(sm.ID); err != nil {
+			return ImportResult{}, err
+		}
+		return ImportResult{Model: sm, Runnable: true, Backend: f.Backend}, nil
+	}
+	if !errors.Is(err, load.ErrUnsupported) || f.Format != load.CoreML {
+		return ImportResult{}, fmt.Errorf("models: %w", err)
+	}
+	// The bundle itself was read (detected and fingerprinted); only no
+	// backend here runs it.
+	note := backends.CoreMLStatus(runtime.GOOS, runtime.GOARCH)
+	meta, err := json.Marshal(ModelMeta{Arch: f.Arch, Quant: f.Quant, DeclaredName: f.DeclaredName, Unsupported: note})
+	if err != nil {
+		return ImportResult{}, err
+	}
+	d, err := m.c.db()
+	if err != nil {
+		return ImportResult{}, err
+	}
+	sm, err := d.RegisterModel(m.c.context(), storage.ModelInput{Path: f.Path, Kind: string(f.Format), Name: f.Name,
+		Fingerprint: f.Fingerprint, SizeBytes: f.SizeBytes, Meta: meta})
+	if err != nil {
+		return ImportResult{}, err
+	}
+	m.c.log.Info("model imported that this build cannot run", "path", f.Path, "why", note)
+	return ImportResult{Model: sm, Note: note}, nil
 }

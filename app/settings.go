@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"anechat/engine/spec"
 	"anechat/storage"
 )
 
@@ -17,8 +18,8 @@ type Width int
 // WidthAuto lets the engine pick the width.
 const WidthAuto Width = 0
 
-// MaxWidth is the widest speculation setting.
-const MaxWidth = 8
+// MaxWidth is the widest speculation setting: the verify loop's widest call.
+const MaxWidth = spec.MaxWidth
 
 // MarshalJSON writes auto as "auto" and a fixed width as its number.
 func (w Width) MarshalJSON() ([]byte, error) {
@@ -63,21 +64,50 @@ type Preferences struct {
 	// HighlightDrafted shades reply text that came from accepted speculative
 	// drafts; default on.
 	HighlightDrafted bool `json:"highlightDrafted"`
+	// DefaultSystemPrompt is the system prompt of a new conversation not
+	// started from a library prompt; "" for none.
+	DefaultSystemPrompt string `json:"defaultSystemPrompt"`
+	// Theme is the window's colour scheme: "system" (follow the desktop),
+	// "light" or "dark".
+	Theme Theme `json:"theme"`
+	// ModelTitles: after the first reply, the model writes a short title
+	// for the conversation in the background (only while no reply runs);
+	// default off, the first message's start is the title.
+	ModelTitles bool `json:"modelTitles"`
 }
+
+// Theme is the colour scheme setting.
+type Theme string
+
+// Themes.
+const (
+	ThemeSystem Theme = "system"
+	ThemeLight  Theme = "light"
+	ThemeDark   Theme = "dark"
+)
+
+// maxSystemPrompt bounds the default system prompt (it is sent with every
+// new conversation's replies).
+const maxSystemPrompt = 64 << 10
 
 // Settings keys.
 const (
 	keySpeculationWidth = "speculation.width"
 	keyKVQuota          = storage.SettingKVQuotaBytes
-	keyDefaultModel     = "models.default_id"
+	keyDefaultModel     = storage.SettingDefaultModelID
 	keyMaxTokens        = "generation.max_tokens"
 	keyTemperature      = "generation.temperature"
 	keyHighlightDrafted = "ui.highlight_drafted"
+	keySystemPrompt     = "chat.default_system_prompt"
+	keyTheme            = "ui.theme"
+	keyModelTitles      = "chat.model_titles"
+	keyWindow           = "ui.window"
 )
 
 // DefaultPreferences are the settings of a new data directory.
 func DefaultPreferences() Preferences {
-	return Preferences{SpeculationWidth: 4, KVQuotaBytes: storage.DefaultKVQuotaBytes, MaxTokens: 1024, HighlightDrafted: true}
+	return Preferences{SpeculationWidth: 4, KVQuotaBytes: storage.DefaultKVQuotaBytes, MaxTokens: 1024, HighlightDrafted: true,
+		Theme: ThemeSystem}
 }
 
 // Validate reports the first field out of range, naming it.
@@ -93,6 +123,10 @@ func (p Preferences) Validate() error {
 		return fmt.Errorf("settings: max tokens %d: want 1 to %d", p.MaxTokens, 1<<20)
 	case !(p.Temperature >= 0 && p.Temperature <= 2):
 		return fmt.Errorf("settings: temperature %v: want 0 (greedy) to 2", p.Temperature)
+	case len(p.DefaultSystemPrompt) > maxSystemPrompt:
+		return fmt.Errorf("settings: default system prompt of %d bytes: keep it under %d", len(p.DefaultSystemPrompt), maxSystemPrompt)
+	case p.Theme != ThemeSystem && p.Theme != ThemeLight && p.Theme != ThemeDark:
+		return fmt.Errorf("settings: theme %q: want system, light or dark", p.Theme)
 	}
 	return nil
 }
@@ -115,6 +149,9 @@ func (p *Preferences) fields() []struct {
 		{keyMaxTokens, &p.MaxTokens},
 		{keyTemperature, &p.Temperature},
 		{keyHighlightDrafted, &p.HighlightDrafted},
+		{keySystemPrompt, &p.DefaultSystemPrompt},
+		{keyTheme, &p.Theme},
+		{keyModelTitles, &p.ModelTitles},
 	}
 }
 
@@ -140,6 +177,9 @@ func (s *Settings) Get() (Preferences, error) {
 
 // Update validates and stores every setting, then returns them as stored.
 func (s *Settings) Update(p Preferences) (Preferences, error) {
+	if p.Theme == "" {
+		p.Theme = ThemeSystem // a window that predates the setting
+	}
 	if err := p.Validate(); err != nil {
 		return Preferences{}, err
 	}

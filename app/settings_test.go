@@ -43,7 +43,8 @@ func TestSettingsDefaultsAndRoundTrip(t *testing.T) {
 		t.Fatalf("defaults: width %d, quota %d, highlight drafted %v; want 4, 2 GiB, true", got.SpeculationWidth, got.KVQuotaBytes, got.HighlightDrafted)
 	}
 	// HighlightDrafted false (the default is true) is stored, not defaulted.
-	want := Preferences{SpeculationWidth: WidthAuto, KVQuotaBytes: 512 << 20, MaxTokens: 77, Temperature: 0.7}
+	want := Preferences{SpeculationWidth: WidthAuto, KVQuotaBytes: 512 << 20, MaxTokens: 77, Temperature: 0.7,
+		DefaultSystemPrompt: "Be kind.", Theme: ThemeDark, ModelTitles: true}
 	stored, err := a.Settings.Update(want)
 	if err != nil || stored != want {
 		t.Fatalf("Update = %+v, %v; want %+v", stored, err, want)

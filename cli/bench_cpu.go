@@ -113,7 +113,7 @@ func runBenchCPU(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("bench cpu: %w", err)
 	}
 	ids := benchPrompt(cfg, *contextLen+maxW, 1)
-	if _, err := prefillFirst(ctx, b, cache, ids[:*contextLen], 0, 64); err != nil && *contextLen > 0 {
+	if err := prefillCommitted(ctx, b, cache, ids[:*contextLen], 64); err != nil {
 		return fmt.Errorf("bench cpu: prefill: %w", err)
 	}
 	var buf []uint64
@@ -170,6 +170,22 @@ func runBenchCPU(ctx context.Context, env *Env, args []string) error {
 		return enc.Encode(rep)
 	}
 	printCPUBench(env, rep)
+	return nil
+}
+
+// prefillCommitted runs ids on c in calls of at most batch tokens and
+// commits them: the context every timed call sees.
+func prefillCommitted(ctx context.Context, b model.Backend, c *kv.Cache, ids []int32, batch int) error {
+	for p := 0; p < len(ids); {
+		n := min(batch, len(ids)-p)
+		if _, err := b.Forward(ctx, ids[p:p+n], p, c, model.Argmax); err != nil {
+			return err
+		}
+		if err := c.Commit(n); err != nil {
+			return err
+		}
+		p += n
+	}
 	return nil
 }
 

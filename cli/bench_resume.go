@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -165,23 +166,23 @@ func benchPrompt(cfg model.Config, n int, salt int) []int32 {
 	return ids
 }
 
-// prefillFirst prefills ids[from:] on c in calls of width batch and returns
-// the last position's logits (whose argmax is the first token).
-func prefillFirst(ctx context.Context, b model.Backend, c *kv.Cache, ids []int32, from, batch int) ([]float32, error) {
-	var last []float32
-	for p := from; p < len(ids); {
-		n := min(batch, len(ids)-p)
-		r, err := b.Forward(ctx, ids[p:p+n], p, c, model.Logits)
-		if err != nil {
-			return nil, err
-		}
-		if err := c.Commit(n); err != nil {
-			return nil, err
-		}
-		last = r.Logits[n-1]
-		p += n
+// firstToken makes s hold ids, prefilled (or, with resume, resumed from
+// the longest snapshot in s's store and the rest prefilled), and generates
+// the first token. It returns the logits that token was picked from and the
+// stats (ResumedTokens: the positions restored).
+func firstToken(ctx context.Context, s *engine.Session, ids []int32, resume bool) ([]float32, engine.Stats, error) {
+	var err error
+	if resume {
+		err = s.Resume(ctx, ids, nil)
+	} else {
+		err = s.Prefill(ctx, ids, nil)
 	}
-	return last, nil
+	if err != nil {
+		return nil, engine.Stats{}, err
+	}
+	logits := slices.Clone(s.Logits())
+	st, err := s.Generate(ctx, engine.GenerateOptions{MaxTokens: 1, Width: 1}, func(engine.Token) error { return nil })
+	return logits, st, err
 }
 
 func benchResumeOne(ctx context.Context, b model.Backend, dir string, n, batch, repeat int) (resumeFigures, error) {
@@ -189,18 +190,6 @@ func benchResumeOne(ctx context.Context, b model.Backend, dir string, n, batch, 
 	f := resumeFigures{PromptTokens: n}
 	meta := kv.Meta{Model: cfg.Fingerprint, Tokenizer: "bench", Template: ""}
 	ids := benchPrompt(cfg, n, n)
-	c, err := kv.New(cfg.KV, batch)
-	if err != nil {
-		return f, err
-	}
-	t0 := time.Now()
-	freshLogits, err := prefillFirst(ctx, b, c, ids, 0, batch)
-	if err != nil {
-		return f, err
-	}
-	cpu.Argmax(freshLogits)
-	f.FreshTTFTms = ms(time.Since(t0))
-
 	// The real index: a database in a fresh data dir, as the app uses.
 	home, err := os.MkdirTemp(dir, "data-")
 	if err != nil {
@@ -212,9 +201,19 @@ func benchResumeOne(ctx context.Context, b model.Backend, dir string, n, batch, 
 		return f, err
 	}
 	defer store.Close()
-	r := &engine.Resumer{Store: store, Meta: meta, Log: quiet}
+	s, err := engine.NewSession(b, engine.SessionOptions{MaxBatch: batch, Snapshots: store, Meta: meta, Log: quiet})
+	if err != nil {
+		return f, err
+	}
+	t0 := time.Now()
+	freshLogits, _, err := firstToken(ctx, s, ids, false)
+	if err != nil {
+		return f, err
+	}
+	f.FreshTTFTms = ms(time.Since(t0))
+
 	t0 = time.Now()
-	path, err := r.Save(ctx, "", ids, c)
+	path, err := s.Save(ctx, "")
 	if err != nil {
 		return f, err
 	}
@@ -226,33 +225,28 @@ func benchResumeOne(ctx context.Context, b model.Backend, dir string, n, batch, 
 	f.SnapshotBytes = st.Size()
 	// A second snapshot of the prompt without its last 64 tokens: the
 	// conversation before a new message.
-	c.Reset()
-	head := ids[:n-64]
-	if _, err := prefillFirst(ctx, b, c, head, 0, batch); err != nil {
+	s.Reset()
+	if err := s.Prefill(ctx, ids[:n-64], nil); err != nil {
 		return f, err
 	}
-	if _, err := r.Save(ctx, "", head, c); err != nil {
+	if _, err := s.Save(ctx, ""); err != nil {
 		return f, err
 	}
 
 	var ttft, ttft64, load, read []float64
-	rc, err := kv.New(cfg.KV, batch)
-	if err != nil {
-		return f, err
-	}
 	for range repeat {
 		// Whole prompt stored: load, prefill the last token. The index
-		// picks this snapshot (it shares every block).
+		// picks this snapshot (it shares every block). Reset first, so the
+		// session does not reuse what its cache holds instead.
+		s.Reset()
 		t0 = time.Now()
-		from := r.Restore(ctx, ids, rc)
-		logits, err := prefillFirst(ctx, b, rc, ids, from, batch)
+		logits, gst, err := firstToken(ctx, s, ids, true)
 		if err != nil {
 			return f, err
 		}
-		cpu.Argmax(logits)
 		ttft = append(ttft, ms(time.Since(t0)))
-		if from != n-1 {
-			return f, fmt.Errorf("bench resume: restored %d of %d tokens", from, n)
+		if gst.ResumedTokens != n-1 {
+			return f, fmt.Errorf("bench resume: restored %d of %d tokens", gst.ResumedTokens, n)
 		}
 		f.Exact = model.SameBits(logits, freshLogits)
 
@@ -260,21 +254,23 @@ func benchResumeOne(ctx context.Context, b model.Backend, dir string, n, batch, 
 		// the index prefers the shorter (nothing to truncate, which a
 		// sliding-window model could not do).
 		other := append(append([]int32(nil), ids[:n-64]...), benchPrompt(cfg, 64, -2-n)...)
+		s.Reset()
 		t0 = time.Now()
-		from = r.Restore(ctx, other, rc)
-		if _, err := prefillFirst(ctx, b, rc, other, from, batch); err != nil {
+		if _, gst, err = firstToken(ctx, s, other, true); err != nil {
 			return f, err
 		}
 		ttft64 = append(ttft64, ms(time.Since(t0)))
-		if from != n-64 {
-			return f, fmt.Errorf("bench resume: restored %d of %d shared tokens", from, n-64)
+		if gst.ResumedTokens != n-64 {
+			return f, fmt.Errorf("bench resume: restored %d of %d shared tokens", gst.ResumedTokens, n-64)
 		}
 
+		s.Reset()
 		t0 = time.Now()
-		if _, err := kv.Load(ctx, path, meta, rc); err != nil {
+		if _, err := kv.Load(ctx, path, meta, s.Cache()); err != nil {
 			return f, err
 		}
 		load = append(load, ms(time.Since(t0)))
+		s.Reset()
 		t0 = time.Now()
 		if err := plainRead(path); err != nil {
 			return f, err

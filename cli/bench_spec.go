@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"anechat/engine"
-	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/spec"
 )
@@ -167,6 +166,8 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 	useCorpus := fs.Bool("corpus", false, "also draft from a corpus of the workload's earlier prompts and outputs (suffix matching)")
 	fixedCosts := fs.Bool("fixed-costs", false, "keep the cost model measured at load instead of following the calls' timing (reproducible gating on a noisy machine)")
 	ungated := fs.Bool("ungated", false, "send every proposal whatever its acceptance rate (measures what the drafters could accept, not a setting to use)")
+	freeWidth := fs.Bool("free-width", false, "inject a cost table in which every width costs what width 1 does (the Neural Engine's case) instead of the measured one, frozen")
+	noLookahead := fs.Bool("no-lookahead", false, "leave the call slots the drafters do not fill empty (no lookahead guesses)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -207,6 +208,7 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 	defer closeModel()
 	rep, err := benchSpec(ctx, m, prompts, widths, benchSpecOptions{
 		maxTokens: *maxTokens, limit: *limitTokens, reps: max(*reps, 1), corpus: *useCorpus, ungated: *ungated, fixedCosts: *fixedCosts,
+		freeWidth: *freeWidth, noLookahead: *noLookahead,
 		progress: func(msg string) {
 			if !*asJSON {
 				fmt.Fprintln(env.Stderr, msg)
@@ -275,12 +277,19 @@ type benchSpecOptions struct {
 	corpus     bool
 	ungated    bool
 	fixedCosts bool
-	progress   func(string)
+	// freeWidth replaces the measured costs by a table in which every
+	// width costs the measured width-1 time; noLookahead turns the
+	// lookahead guesses off.
+	freeWidth   bool
+	noLookahead bool
+	progress    func(string)
 }
 
-// benchSpec runs the workload. Width 1 is plain decoding (engine's
-// PlainDecoder); the others run the verify loop, each from the same
-// cost model measured once at load.
+// benchSpec runs the workload on one Session: every run resumes it to the
+// prompt (Session.Resume truncates the cache back to the prompt, or
+// prefills it again where a sliding window lost rows) and starts its drafting
+// afresh from the same cost model, measured once at load. Width 1 is the
+// verify loop with no drafts, the reference the other widths must equal.
 func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths []int, o benchSpecOptions) (*specReport, error) {
 	b := m.backend
 	// More repetitions than the app affords at load: the figures should
@@ -292,23 +301,35 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 	if o.fixedCosts {
 		costs = costs.Frozen()
 	}
+	if o.freeWidth {
+		sec := map[int]float64{}
+		for w := 1; w <= spec.MaxWidth; w++ {
+			sec[w] = costs.Seconds(1)
+		}
+		costs = spec.FixedCosts(sec)
+	}
 	rep := &specReport{Widths: widths, CostsMs: map[string]float64{}}
 	for w := 1; w <= spec.MaxWidth; w++ {
 		if s := costs.Seconds(w); s > 0 {
 			rep.CostsMs[strconv.Itoa(w)] = s * 1000
 		}
 	}
-	// Warm up (page in the weights, grow the heap) before anything is timed.
-	warm, err := prefillPrompt(ctx, b, []int32{max(b.Config().BOS, 0)})
-	if err != nil {
-		return nil, fmt.Errorf("warm-up: %w", err)
-	}
-	if _, _, _, _, err := specRunOnce(ctx, m, warm, 32, 1, costs, nil, false); err != nil {
-		return nil, fmt.Errorf("warm-up: %w", err)
-	}
 	var corpus *spec.Corpus
 	if o.corpus {
 		corpus = spec.NewCorpus(0)
+	}
+	s, err := engine.NewSession(b, engine.SessionOptions{Text: m.textStream(), Corpus: corpus, Costs: costs.Clone(), Ungated: o.ungated,
+		NoLookahead: o.noLookahead})
+	if err != nil {
+		return nil, err
+	}
+	var stop []int32
+	if m.codec != nil {
+		stop = m.codec.stops()
+	}
+	// Warm up (page in the weights, grow the heap) before anything is timed.
+	if _, _, _, _, err := specRunOnce(ctx, s, []int32{max(b.Config().BOS, 0)}, 32, 1, costs, stop); err != nil {
+		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	for _, p := range prompts {
 		ids := p.IDs
@@ -331,10 +352,6 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 			limit = min(limit, o.limit)
 		}
 		limit = min(limit, b.Config().ContextLen-len(ids))
-		ps, err := prefillPrompt(ctx, b, ids)
-		if err != nil {
-			return nil, fmt.Errorf("prompt %s: %w", p.ID, err)
-		}
 		pr := specPromptResult{ID: p.ID, Category: p.Category, PromptTokens: len(ids)}
 		pr.Runs = make([]specRun, len(widths))
 		identical := make([]bool, len(widths))
@@ -345,7 +362,7 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 		// the widths; the fastest repetition of each width counts.
 		for rep := range o.reps {
 			for wi, w := range widths {
-				r, out, text, stopped, err := specRunOnce(ctx, m, ps, limit, w, costs, corpus, o.ungated)
+				r, out, text, stopped, err := specRunOnce(ctx, s, ids, limit, w, costs, stop)
 				if err != nil {
 					return nil, fmt.Errorf("prompt %s width %d: %w", p.ID, w, err)
 				}
@@ -392,111 +409,38 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 	return rep, nil
 }
 
-// promptState is one prompt prefilled once: its ids but the last are
-// committed in cache, and every run truncates back to that point, so a
-// long prompt on a slow model is not prefilled again for every width.
-type promptState struct {
-	b     model.Backend
-	cache *kv.Cache
-	ids   []int32
-}
-
-// prefillPrompt runs ids[:len-1] through the model in batched calls.
-func prefillPrompt(ctx context.Context, b model.Backend, ids []int32) (*promptState, error) {
-	cache, err := kv.New(b.Config().KV, engine.DefaultMaxBatch)
-	if err != nil {
-		return nil, err
-	}
-	ps := &promptState{b: b, cache: cache, ids: ids}
-	return ps, ps.refill(ctx)
-}
-
-func (ps *promptState) refill(ctx context.Context) error {
-	ps.cache.Reset()
-	end := len(ps.ids) - 1
-	for pos := 0; pos < end; {
-		n := min(ps.cache.MaxBatch(), end-pos)
-		if _, err := ps.b.Forward(ctx, ps.ids[pos:pos+n], pos, ps.cache, model.Argmax|model.Last); err != nil {
-			ps.cache.Rollback()
-			return fmt.Errorf("prefill at %d: %w", pos, err)
-		}
-		if err := ps.cache.Commit(n); err != nil {
-			return err
-		}
-		pos += n
-	}
-	return nil
-}
-
-// rewind drops the rows of the last run; a sliding window that lost the
-// rows it needs is prefilled again.
-func (ps *promptState) rewind(ctx context.Context) error {
-	ps.cache.Rollback()
-	if err := ps.cache.Truncate(len(ps.ids) - 1); err != nil {
-		return ps.refill(ctx)
-	}
-	return nil
-}
-
-// specRunOnce generates once from the prefilled prompt at width w (width 1:
-// engine.PlainDecoder, the reference) and returns the figures, ids, text and
-// stop reason.
-func specRunOnce(ctx context.Context, m *loadedModel, ps *promptState, limit, w int, costs *spec.Costs, corpus *spec.Corpus, ungated bool) (specRun, []int32, string, string, error) {
-	if err := ps.rewind(ctx); err != nil {
+// specRunOnce generates once from the prompt ids at width w on s, its
+// drafting started afresh from costs, and returns the figures, ids, text and
+// stop reason. The prompt's prefill (a truncation back to it, and the call
+// for its last token) is not timed.
+func specRunOnce(ctx context.Context, s *engine.Session, ids []int32, limit, w int, costs *spec.Costs, stop []int32) (specRun, []int32, string, string, error) {
+	if err := s.Resume(ctx, ids, nil); err != nil {
 		return specRun{}, nil, "", "", err
 	}
-	var dec engine.Decoder = engine.PlainDecoder{}
-	var sd *engine.SpecDecoder
-	if w != 1 {
-		sd = engine.NewSpecDecoder(costs.Clone(), corpus)
-		sd.Ungated = ungated
-		dec = sd
-	}
-	cfg := ps.b.Config()
-	stop := slices.Clone(cfg.EOS)
-	var stream engine.TextStream
-	if m.codec != nil {
-		stop = append(stop, m.codec.stops()...)
-		stream = m.codec.stream()
-	}
-	req := engine.DecodeRequest{
-		History: ps.ids, Room: cfg.ContextLen - ps.cache.Len(), MaxTokens: limit,
-		Width: w, Widths: ps.b.Widths(), Stop: stop,
-	}
+	s.ResetDrafting(costs.Clone())
 	var out []int32
 	var text strings.Builder
 	t0 := time.Now()
-	res, err := dec.Decode(ctx, spec.BackendTarget{Backend: ps.b, Cache: ps.cache}, req, func(id int32, drafted bool) error {
-		out = append(out, id)
-		if stream != nil {
-			text.WriteString(stream.Next(id))
+	st, err := s.Generate(ctx, engine.GenerateOptions{MaxTokens: limit, Width: w, Stop: stop}, func(t engine.Token) error {
+		if t.ID >= 0 {
+			out = append(out, t.ID)
 		}
+		text.WriteString(t.Text)
 		return nil
 	})
 	elapsed := time.Since(t0)
 	if err != nil {
 		return specRun{}, nil, "", "", err
 	}
-	if stream != nil {
-		text.WriteString(stream.Flush())
-	}
-	r := specRun{Width: w, Tokens: len(out), TargetCalls: res.TargetCalls, Drafted: res.Drafted, Accepted: res.Accepted, seconds: elapsed.Seconds()}
-	if r.TargetCalls > 0 {
-		r.Tau = float64(r.Tokens) / float64(r.TargetCalls)
-	}
+	r := specRun{Width: w, Tokens: len(out), TargetCalls: st.TargetCalls, Tau: st.Tau(), Drafted: st.Drafted, Accepted: st.Accepted,
+		Wide: st.Wide, seconds: elapsed.Seconds()}
 	if elapsed > 0 {
 		r.TokS = float64(r.Tokens) / elapsed.Seconds()
 	}
-	if sd != nil {
-		ls := sd.LastStats()
-		r.Wide = ls.Wide
-		for w, n := range ls.Calls {
-			r.modelSeconds += float64(n) * costs.Seconds(w)
-		}
-	} else {
-		r.modelSeconds = float64(res.TargetCalls) * costs.Seconds(1)
+	for cw, n := range st.Calls {
+		r.modelSeconds += float64(n) * costs.Seconds(cw)
 	}
-	return r, out, text.String(), res.Stopped, nil
+	return r, out, text.String(), st.Stopped, nil
 }
 
 // summarise aggregates per category (in first-seen order) and overall.

@@ -19,22 +19,20 @@ import (
 )
 
 func runChat(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "chat", "--model PATH [--system TEXT] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--data-dir DIR] [--no-cache]")
+	fs := newFlags(env, "chat", "[--model PATH] [--system TEXT] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--data-dir DIR] [--no-cache]")
 	g := addGenFlags(fs, 512)
 	system := fs.String("system", "", "system prompt")
 	stats := fs.Bool("stats", false, "print per-turn statistics to stderr")
-	dataDir := fs.String("data-dir", "", "data directory whose settings keep the speculative decoder's measured call costs (default $ANECHAT_HOME or the OS default)")
+	dataDir := fs.String("data-dir", "", "data directory whose default model chat runs without --model, and whose settings keep the speculative decoder's measured call costs (default $ANECHAT_HOME or the OS default)")
 	noCache := fs.Bool("no-cache", false, "neither load nor store the measured call costs in the data directory")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *g.model == "" {
-		fmt.Fprintln(env.Stderr, "chat needs --model")
-		fs.Usage()
-		return errUsage
-	}
 	if err := g.validate(); err != nil {
 		return badFlag(env, "chat", err)
+	}
+	if err := g.useDefaultModel(ctx, *dataDir, cliLogger(env)); err != nil {
+		return err
 	}
 	m, err := openModel(*g.model)
 	if err != nil {
@@ -45,20 +43,21 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 	if !ok {
 		return errors.New("chat needs a tokenizer and chat template for the model")
 	}
-	dec := g.decoder()
+	log := cliLogger(env)
+	opts := engine.SessionOptions{Text: m.textStream(), Log: log}
 	// As for generate: the data directory's settings keep the measured call
 	// costs per model and kernel set, so only the first speculative run
-	// measures them.
-	if sd, ok := dec.(*engine.SpecDecoder); ok && !*noCache {
-		db, err := openSettings(ctx, *dataDir, cliLogger(env))
+	// measures them (width 1 measures nothing).
+	if *g.width != 1 && !*noCache {
+		db, err := openSettings(ctx, *dataDir, log)
 		if err != nil {
-			cliLogger(env).Warn("speculation: measured call costs not kept: the data directory cannot be used", "err", err)
+			log.Warn("speculation: measured call costs not kept: the data directory cannot be used", "err", err)
 		} else {
 			defer db.Close()
-			sd.PersistCosts(db, cliLogger(env))
+			opts.CostStore = db
 		}
 	}
-	s, err := engine.NewSession(m.backend, engine.SessionOptions{Text: m.textStream(), Decoder: dec})
+	s, err := engine.NewSession(m.backend, opts)
 	if err != nil {
 		return err
 	}
@@ -211,7 +210,9 @@ type chatLoop struct {
 }
 
 // turn adds the user's message, prefills what the session does not hold yet
-// and streams the model's answer.
+// (Session.Resume: where the rendered history does not extend what the
+// session holds, because the answer re-encodes differently, it keeps the
+// shared part when it can) and streams the model's answer.
 func (c *chatLoop) turn(ctx context.Context, user string) error {
 	msgs := append(slices.Clone(c.msgs), chat.Message{Role: chat.RoleUser, Content: user})
 	all := msgs
@@ -222,14 +223,7 @@ func (c *chatLoop) turn(ctx context.Context, user string) error {
 	if err != nil {
 		return err
 	}
-	have := c.s.Tokens()
-	if len(have) > len(ids) || !slices.Equal(have, ids[:len(have)]) {
-		// The rendered history does not extend what the session holds (the
-		// answer re-encodes differently): start the sequence over.
-		c.s.Reset()
-		have = nil
-	}
-	if err := c.s.Prefill(ctx, ids[len(have):], nil); err != nil {
+	if err := c.s.Resume(ctx, ids, nil); err != nil {
 		return err
 	}
 	var answer strings.Builder

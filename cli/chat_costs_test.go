@@ -14,10 +14,10 @@ import (
 )
 
 // TestChatKeepsCosts: like generate, a speculative chat with a data dir
-// measures the call costs once and stores them under the model's and the
-// kernels' key; the next chat loads them and does not measure (the table
-// is left as it was: a measurement would overwrite it), with the same
-// transcript. --no-cache does not touch the data directory.
+// measures the call costs of every width once and stores them under the
+// model's and the kernels' key; the next chat, at another width, loads them
+// and does not measure (the table is left as it was: a measurement would
+// overwrite it), with the same transcript. --no-cache does not touch the data directory.
 func TestChatKeepsCosts(t *testing.T) {
 	path := testres.Stories(t)
 	home := t.TempDir()
@@ -46,14 +46,16 @@ func TestChatKeepsCosts(t *testing.T) {
 		Widths  []int              `json:"widths"`
 		Seconds map[string]float64 `json:"seconds"`
 	}
-	if raw := setting(nil); json.Unmarshal(raw, &sc) != nil || !slices.Equal(sc.Widths, []int{1, 2, 3, 4}) || len(sc.Seconds) != 4 {
+	// Every width is measured, whatever width the chat asked for.
+	if raw := setting(nil); json.Unmarshal(raw, &sc) != nil || !slices.Equal(sc.Widths, []int{1, 2, 3, 4, 5, 6, 7, 8}) || len(sc.Seconds) != 8 {
 		t.Fatalf("first chat stored %s", raw)
 	}
 	// A table no measurement would give: still there after the second chat
-	// means it was loaded, not measured again.
-	marked := json.RawMessage(`{"widths":[1,2,3,4],"seconds":{"1":0.25,"2":0.5,"3":0.75,"4":1}}`)
+	// (at auto width, wider than the first) means it was loaded, not
+	// measured again.
+	marked := json.RawMessage(`{"widths":[1,2,3,4,5,6,7,8],"seconds":{"1":0.25,"2":0.5,"3":0.75,"4":1,"5":1.25,"6":1.5,"7":1.75,"8":2}}`)
 	setting(marked)
-	if second := chat(); second != first {
+	if second := chat("--width", "0"); second != first {
 		t.Errorf("second chat:\n%q\nfirst:\n%q", second, first)
 	}
 	var got, want any

@@ -3,34 +3,17 @@ package cli
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"anechat/internal/testres"
 )
 
-// smolLM2Path is where build/scripts/fetch-smollm2.sh (run by
-// deps-smollm2.sh before the tests) puts SmolLM2: the data dir's models
-// folder. Outside CI a missing file skips the test.
+// smolLM2Path is SmolLM2 as deps-tokenizer.sh installs it under
+// build/testdeps (never the user's data directory).
 func smolLM2Path(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("ANECHAT_HOME")
-	if dir == "" {
-		if x := os.Getenv("XDG_DATA_HOME"); x != "" {
-			dir = filepath.Join(x, "anechat")
-		} else {
-			home, _ := os.UserHomeDir()
-			dir = filepath.Join(home, ".local", "share", "anechat")
-			if runtime.GOOS == "darwin" {
-				dir = filepath.Join(home, "Library", "Application Support", "anechat")
-			}
-		}
-	}
-	return testres.Require(t, filepath.Join(dir, "models", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-		"SmolLM2 GGUF", "build/scripts/deps-smollm2.sh fetches it (locally: run build/scripts/fetch-smollm2.sh)")
+	return testres.SmolLM2GGUF(t)
 }
 
 // runChatWith runs `anechat chat` with input and args, in a temporary data

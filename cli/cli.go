@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -81,25 +82,59 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "\nRun `anechat COMMAND --help` for a command's flags.")
 }
 
-// newFlags returns a flag set that prints its usage to env.Stderr and returns
-// errors instead of exiting.
+// newFlags returns a flag set that returns errors instead of exiting. Its
+// usage goes to env.Stderr, except for --help, which asked for it: then it
+// goes to env.Stdout (see parse).
 func newFlags(env *Env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs.SetOutput(&usageOut{env: env})
 	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "usage: anechat %s %s\n\nflags:\n", name, synopsis)
+		fmt.Fprintf(fs.Output(), "usage: anechat %s %s\n\nflags:\n", name, synopsis)
 		fs.PrintDefaults()
 	}
 	return fs
 }
 
-// parse parses args into fs, mapping a bad flag to errUsage (already printed)
-// and -h to flag.ErrHelp.
+// usageOut is a flag set's output: env.Stderr, or a buffer while parse runs,
+// so that a --help can be sent to stdout instead.
+type usageOut struct {
+	env *Env
+	buf *bytes.Buffer // non-nil while parsing
+}
+
+func (u *usageOut) Write(p []byte) (int, error) {
+	if u.buf != nil {
+		return u.buf.Write(p)
+	}
+	return u.env.Stderr.Write(p)
+}
+
+// parse parses args into fs. -h and --help print the usage to stdout and
+// return flag.ErrHelp (exit 0); a bad flag or a stray positional argument
+// prints what is wrong and the usage to stderr and returns errUsage (exit 2).
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	u, _ := fs.Output().(*usageOut)
+	if u != nil {
+		u.buf = &bytes.Buffer{}
+	}
+	err := fs.Parse(args)
+	if u != nil {
+		out := u.env.Stderr
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			out = u.env.Stdout
 		}
+		buf := u.buf
+		u.buf = nil
+		out.Write(buf.Bytes())
+	}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return err
+	case err != nil:
+		return errUsage
+	case fs.NArg() > 0:
+		fmt.Fprintf(fs.Output(), "anechat %s: unexpected argument %q (every input is a flag)\n", fs.Name(), fs.Arg(0))
+		fs.Usage()
 		return errUsage
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"strings"
 
 	"anechat/app"
 	"anechat/internal/backends"
@@ -18,15 +19,14 @@ import (
 // data directory: platform, backends, data dir, database, models. It exits 1
 // when it found a problem (each one printed with what to do).
 func runDoctor(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "doctor", "[--data-dir DIR]")
+	fs := newFlags(env, "doctor", "[--data-dir DIR] [--bundle DIR [--reference CHECKPOINT] [--compute-units U]]")
 	dataDir := fs.String("data-dir", "", "data directory to check (default $ANECHAT_HOME or the OS default)")
+	bundle := fs.String("bundle", "", "also check this Core ML bundle: load and compile time, speculation on/off identity over a prompt set, row independence of the generation function, latency per call kind and width, tok/s")
+	reference := fs.String("reference", "", "with --bundle: run it with the reference runner (its function contract on the CPU kernels) from the checkpoint it was converted from, instead of Core ML")
+	units := fs.String("compute-units", "", "with --bundle: where Core ML may run it: neural-engine (default), gpu, cpu or all")
+	tokens := fs.Int("tokens", 48, "with --bundle: tokens generated per prompt and width")
 	if err := parse(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(env.Stderr, "anechat doctor: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return errUsage
 	}
 	r := doctorReport{w: env.Stdout}
 	r.platform()
@@ -39,7 +39,33 @@ func runDoctor(ctx context.Context, env *Env, args []string) error {
 	r.line("data dir", "%s", dir)
 	r.database(ctx, storage.DBPath(dir))
 	r.models(ctx, storage.ModelsPath(dir))
+	if *bundle != "" {
+		r.bundle(ctx, coremlCheckOptions{bundle: *bundle, reference: *reference, units: *units, tokens: max(*tokens, 1), rowChecks: 8})
+	}
 	return r.result()
+}
+
+// bundle runs the Core ML check on a bundle and reports it; a difference
+// between speculation on and off, or rows that depend on their slot, is a
+// problem. Where there is no Neural Engine (and no reference checkpoint)
+// it says so and which backend runs: that is this machine, not a problem.
+func (r *doctorReport) bundle(ctx context.Context, o coremlCheckOptions) {
+	rep, err := runCoreMLCheck(ctx, o)
+	if errors.Is(err, errNoNeuralEngine) {
+		r.line("bundle", "%s: %s", o.bundle, noNeuralEngine())
+		return
+	}
+	if err != nil {
+		r.problem("bundle", err)
+		return
+	}
+	printCoreMLReport(r.w, rep, false)
+	if rep.Identical != rep.Prompts {
+		r.problem("identity", fmt.Errorf("%s differ with speculation on and off on %s", rep.Bundle, strings.Join(rep.Differing, ", ")))
+	}
+	if rep.RowSameBits != rep.RowChecks {
+		r.problem("rows", fmt.Errorf("%s: a token's row depends on its slot in %d of %d checks (max |diff| %.3g): speculation cannot be lossless there", rep.Bundle, rep.RowChecks-rep.RowSameBits, rep.RowChecks, rep.RowMaxDiff))
+	}
 }
 
 // doctorReport prints aligned "label: value" lines and counts problems.
@@ -74,15 +100,12 @@ func (r *doctorReport) platform() {
 func (r *doctorReport) backends(goos, goarch string) {
 	r.line("backends", "")
 	fmt.Fprintf(r.w, "  %-8s %s\n", "cpu", "available (pure Go; runs on every platform)")
-	fmt.Fprintf(r.w, "  %-8s %s\n", "coreml", coreMLStatus(goos, goarch))
-}
-
-// coreMLStatus explains the Core ML backend's availability for a build.
-func coreMLStatus(goos, goarch string) string {
-	if goos != "darwin" || goarch != "arm64" {
-		return fmt.Sprintf("not built for this platform (%s/%s): Core ML and the Apple Neural Engine need a darwin/arm64 build on an Apple silicon Mac", goos, goarch)
+	fmt.Fprintf(r.w, "  %-8s %s\n", "coreml", backends.CoreMLStatus(goos, goarch))
+	what := "the CPU backend runs every model"
+	if goos == "darwin" && goarch == "arm64" && backends.Statuses()[0].Available {
+		what = "Core ML bundles run on the Core ML backend, every other model on the CPU backend"
 	}
-	return "not available yet: this darwin/arm64 build does not contain the Core ML backend"
+	fmt.Fprintf(r.w, "  %s\n", what)
 }
 
 // database opens the database (migrating it, as the app would) and reports

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"anechat/engine/model/gguf"
+	"anechat/internal/backends"
 	"anechat/internal/testres"
 	"anechat/storage"
 )
@@ -30,7 +31,7 @@ func TestDoctorOnAFreshDataDir(t *testing.T) {
 	for _, want := range []string{
 		"data dir:  " + dir,
 		"cpu      available",
-		"coreml   " + coreMLStatus(runtime.GOOS, runtime.GOARCH),
+		"coreml   " + backends.CoreMLStatus(runtime.GOOS, runtime.GOARCH),
 		"not created yet",
 		"models:    " + filepath.Join(dir, "models") + ": 0 found",
 		"no problems found",
@@ -38,18 +39,6 @@ func TestDoctorOnAFreshDataDir(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
-	}
-}
-
-func TestCoreMLStatus(t *testing.T) {
-	if s := coreMLStatus("linux", "amd64"); !strings.HasPrefix(s, "not built for this platform") {
-		t.Errorf("linux: %q", s)
-	}
-	if s := coreMLStatus("darwin", "amd64"); !strings.HasPrefix(s, "not built for this platform") {
-		t.Errorf("intel mac: %q", s)
-	}
-	if s := coreMLStatus("darwin", "arm64"); strings.Contains(s, "not built for this platform") {
-		t.Errorf("apple silicon: %q", s)
 	}
 }
 
@@ -70,7 +59,7 @@ func TestDoctorReportsDatabaseAndModels(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
-	for _, want := range []string{"schema version 1, integrity ok", "1 conversations, 1 messages, 0 prompts", "1 found", "tiny.gguf  (gguf F32, llama, 1.1 MiB, context 2048, runs on cpu"} {
+	for _, want := range []string{"schema version 2, integrity ok", "1 conversations, 1 messages, 0 prompts", "1 found", "tiny.gguf  (gguf F32, llama, 1.1 MiB, context 2048, runs on cpu"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -24,7 +25,7 @@ func TestWidthDefault(t *testing.T) {
 		if code := Run(context.Background(), []string{cmd, "--help"}, nil, &out, &errb); code != 0 {
 			t.Fatalf("%s --help: exit %d", cmd, code)
 		}
-		help := errb.String()
+		help := out.String()
 		i := strings.Index(help, "\n  -width ")
 		if i < 0 {
 			t.Fatalf("%s --help has no --width:\n%s", cmd, help)
@@ -185,7 +186,11 @@ func TestChatInterrupt(t *testing.T) {
 	out.armed = true
 	out.mu.Unlock()
 	io.WriteString(inW, "Once upon a time\n")
-	<-out.hit
+	select {
+	case <-out.hit:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no answer to the first message: %q", out.String())
+	}
 	interrupts <- os.Interrupt
 	cancelRoot(errors.New(os.Interrupt.String() + " signal received"))
 	waitFor(t, out, "(stopped)")
@@ -195,9 +200,7 @@ func TestChatInterrupt(t *testing.T) {
 	c.gen.MaxTokens = 20
 	before := strings.Count(out.String(), "\n> ")
 	io.WriteString(inW, "Once upon a time\n")
-	for strings.Count(out.String(), "\n> ") < before+1 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, out, "the prompt after the second answer", func(s string) bool { return strings.Count(s, "\n> ") > before })
 	interrupts <- os.Interrupt // at the prompt: leave
 	select {
 	case err := <-ended:
@@ -217,10 +220,18 @@ func TestChatInterrupt(t *testing.T) {
 // waitFor waits until out contains s.
 func waitFor(t *testing.T, out *firstWrite, s string) {
 	t.Helper()
+	waitUntil(t, out, fmt.Sprintf("%q", s), func(o string) bool { return strings.Contains(o, s) })
+}
+
+// waitUntil waits until ok holds for what out holds, failing the test
+// (naming what) if it does not within 20 s: a chat that hangs fails
+// instead of holding up the whole test run.
+func waitUntil(t *testing.T, out *firstWrite, what string, ok func(string) bool) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(out.String(), s) {
+	for !ok(out.String()) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no %q in %q", s, out.String())
+			t.Fatalf("no %s in %q", what, out.String())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -18,7 +18,6 @@ import (
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
 	"anechat/engine/spec"
-	"anechat/storage"
 )
 
 // generateJSON is the --json output of generate (issue 4).
@@ -64,7 +63,7 @@ func addGenFlags(fs interface {
 	Uint64(string, uint64, string) *uint64
 }, defMax int) genFlags {
 	return genFlags{
-		model:       fs.String("model", "", "model file (.gguf) or directory (safetensors)"),
+		model:       fs.String("model", "", "model file (.gguf) or directory (safetensors); default: the data directory's default model"),
 		maxTokens:   fs.Int("max-tokens", defMax, "most tokens to generate (0 = until a stop token or the context ends)"),
 		width:       fs.Int("width", spec.DefaultWidth, "speculation width K: 1 = off, 2..8 = up to K-1 drafted tokens checked per model call, 0 = auto (output identical at every width)"),
 		temperature: fs.Float64("temperature", 0, "sampling temperature (0 = greedy)"),
@@ -84,15 +83,6 @@ func (g genFlags) validate() error {
 		return fmt.Errorf("--temperature %v: want 0 (greedy) or a positive number", *g.temperature)
 	}
 	return nil
-}
-
-// decoder is the Session decoder for --width: plain decoding at 1, else the
-// speculative verify loop (lossless: the same ids as width 1).
-func (g genFlags) decoder() engine.Decoder {
-	if *g.width == 1 {
-		return nil
-	}
-	return engine.NewSpecDecoder(nil, nil)
 }
 
 func (g genFlags) options() engine.GenerateOptions {
@@ -139,7 +129,7 @@ func parseIDs(s string) ([]int32, error) {
 }
 
 func runGenerate(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "generate", "--model PATH (--prompt TEXT | --prompt-ids IDS) [--raw] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--json]")
+	fs := newFlags(env, "generate", "[--model PATH] (--prompt TEXT | --prompt-ids IDS) [--raw] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--json]")
 	g := addGenFlags(fs, 256)
 	prompt := fs.String("prompt", "", "prompt text")
 	promptIDs := fs.String("prompt-ids", "", "prompt as token ids (\"1 403 407\"), fed as is: no BOS added, no template")
@@ -150,13 +140,16 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *g.model == "" || (*prompt == "") == (*promptIDs == "") {
-		fmt.Fprintln(env.Stderr, "generate needs --model and exactly one of --prompt or --prompt-ids")
+	if (*prompt == "") == (*promptIDs == "") {
+		fmt.Fprintln(env.Stderr, "generate needs exactly one of --prompt or --prompt-ids")
 		fs.Usage()
 		return errUsage
 	}
 	if err := g.validate(); err != nil {
 		return badFlag(env, "generate", err)
+	}
+	if err := g.useDefaultModel(ctx, *dataDir, cliLogger(env)); err != nil {
+		return err
 	}
 	var ids []int32
 	if *promptIDs != "" {
@@ -186,37 +179,36 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 	if len(ids) > cfg.ContextLen {
 		return fmt.Errorf("the prompt is %d tokens, more than the model's context of %d: shorten it", len(ids), cfg.ContextLen)
 	}
-	dec := g.decoder()
-	s, err := engine.NewSession(m.backend, engine.SessionOptions{Text: m.textStream(), Decoder: dec})
-	if err != nil {
-		return err
-	}
 	mode := "chat"
 	if *promptIDs != "" {
 		mode = "ids"
 	} else if *raw {
 		mode = "raw"
 	}
-	resumer, closeCache := openResumer(ctx, *dataDir, *noCache, m, mode, cliLogger(env))
+	log := cliLogger(env)
+	opts := engine.SessionOptions{Text: m.textStream(), Log: log}
+	x, closeCache := openSnapshots(ctx, *dataDir, *noCache, log)
 	defer closeCache()
-	// The data directory's settings keep the measured call costs per model,
-	// so only the first speculative run with this model measures them.
-	sd, _ := dec.(*engine.SpecDecoder)
-	if sd != nil && resumer != nil {
-		if x, ok := resumer.Store.(interface{ DB() *storage.DB }); ok {
-			sd.PersistCosts(x.DB(), cliLogger(env))
-		}
+	if x != nil {
+		// The data directory keeps the KV snapshots and, in its settings,
+		// the measured call costs per model, so only the first speculative
+		// run with this model measures them.
+		opts.Snapshots, opts.Meta, opts.CostStore = x, snapshotMeta(m, mode), x.DB()
 	}
-	if err := resumer.Prefill(ctx, s, ids, nil); err != nil {
+	s, err := engine.NewSession(m.backend, opts)
+	if err != nil {
 		return err
 	}
-	opts := g.options()
+	if err := s.Resume(ctx, ids, nil); err != nil {
+		return err
+	}
+	gen := g.options()
 	if !*raw && *promptIDs == "" && m.codec != nil {
-		opts.Stop = m.codec.stops()
+		gen.Stop = m.codec.stops()
 	}
 	var out []int32
 	var text strings.Builder
-	st, err := s.Generate(ctx, opts, func(t engine.Token) error {
+	st, err := s.Generate(ctx, gen, func(t engine.Token) error {
 		if t.ID >= 0 {
 			out = append(out, t.ID)
 		}
@@ -235,15 +227,15 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 	}
 	// SaveRun, not SaveSession: reruns of a prompt keep one snapshot, not one
 	// per run.
-	if _, err := resumer.SaveRun(ctx, s); err != nil {
-		cliLogger(env).Warn("kv snapshot not saved", "err", err)
+	if _, err := s.SaveRun(ctx); err != nil {
+		log.Warn("kv snapshot not saved", "err", err)
 	}
 	if *asJSON {
 		if out == nil {
 			out = []int32{}
 		}
 		js := statJSON(st)
-		js.CostsMeasured = sd != nil && sd.Measurements() > 0
+		js.CostsMeasured = s.Measurements() > 0
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetEscapeHTML(false)
 		return enc.Encode(generateJSON{PromptIDs: ids, IDs: out, Text: text.String(), Stats: js})

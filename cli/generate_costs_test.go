@@ -15,8 +15,8 @@ import (
 )
 
 // TestGenerateKeepsCosts: the first speculative `generate` with a data dir
-// measures the call costs and stores them under the model's fingerprint; the
-// second loads them and does not measure; the ids are the same in every run
+// measures the call costs of every width and stores them under the model's
+// fingerprint; later runs, at any width, load them and do not measure; the ids are the same in every run
 // and at width 1. A stored table that does not decode, or is for other
 // widths, is ignored, measured again and overwritten; --no-cache measures.
 func TestGenerateKeepsCosts(t *testing.T) {
@@ -54,7 +54,7 @@ func TestGenerateKeepsCosts(t *testing.T) {
 			Widths  []int              `json:"widths"`
 			Seconds map[string]float64 `json:"seconds"`
 		}
-		return json.Unmarshal([]byte(raw), &v) == nil && slices.Equal(v.Widths, []int{1, 2, 3, 4}) && len(v.Seconds) == 4 && v.Seconds["1"] > 0
+		return json.Unmarshal([]byte(raw), &v) == nil && slices.Equal(v.Widths, []int{1, 2, 3, 4, 5, 6, 7, 8}) && len(v.Seconds) == 8 && v.Seconds["1"] > 0
 	}
 
 	if !gen("--width", "4").Stats.CostsMeasured {
@@ -64,8 +64,11 @@ func TestGenerateKeepsCosts(t *testing.T) {
 	if !valid(first) {
 		t.Fatalf("stored costs %q", first)
 	}
-	if gen("--width", "4").Stats.CostsMeasured {
-		t.Error("second run with the same data dir measured the costs again")
+	// The table holds every width: a wider request, or auto, loads it too.
+	for _, w := range []string{"4", "8", "0"} {
+		if gen("--width", w).Stats.CostsMeasured {
+			t.Errorf("width %s after a stored table measured the costs again", w)
+		}
 	}
 	if gen("--width", "1").Stats.CostsMeasured {
 		t.Error("width 1 measured the costs")
@@ -73,8 +76,10 @@ func TestGenerateKeepsCosts(t *testing.T) {
 	if again := stored(""); again != first {
 		t.Errorf("stored costs changed without measuring: %s, then %s", first, again)
 	}
-	for _, bad := range []string{`"not a table"`, `{"widths":[1,2,3,4],"seconds":{"1":-1,"2":1,"3":1,"4":1}}`,
-		`{"widths":[1,2],"seconds":{"1":0.001,"2":0.002}}`} {
+	for _, bad := range []string{`"not a table"`, `{"widths":[1,2,3,4,5,6,7,8],"seconds":{"1":-1,"2":1,"3":1,"4":1,"5":1,"6":1,"7":1,"8":1}}`,
+		`{"widths":[1,2],"seconds":{"1":0.001,"2":0.002}}`,
+		// What a build that measured only up to the width asked stored.
+		`{"widths":[1,2,3,4],"seconds":{"1":0.001,"2":0.0011,"3":0.0012,"4":0.0013}}`} {
 		stored(bad)
 		var errb bytes.Buffer
 		args := []string{"generate", "--model", path, "--prompt-ids", "1 403 407 261 378", "--max-tokens", "60", "--json", "--data-dir", home, "--width", "4"}

@@ -50,8 +50,10 @@ func testGenerateJSON(t *testing.T, width string) {
 
 func TestGenerateErrors(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := Run(context.Background(), []string{"generate", "--prompt", "x"}, nil, &out, &errb); code != 2 {
-		t.Fatalf("missing --model: exit %d", code)
+	empty := t.TempDir()
+	if code := Run(context.Background(), []string{"generate", "--prompt", "x", "--data-dir", empty}, nil, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), "pass --model PATH, or put a .gguf file in "+filepath.Join(empty, "models")) {
+		t.Fatalf("no --model and no model in the data dir: exit %d, %q", code, errb.String())
 	}
 	errb.Reset()
 	bad := filepath.Join(t.TempDir(), "bad.gguf")

@@ -3,12 +3,17 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 
+	"anechat/app"
 	"anechat/engine"
 	"anechat/engine/chat"
 	"anechat/engine/load"
 	"anechat/engine/tokenizer"
 	"anechat/internal/backends"
+	"anechat/storage"
 )
 
 // openModel loads the model at path on the build's backends, with its
@@ -20,7 +25,7 @@ func openModel(path string) (*loadedModel, error) {
 	}
 	b, tok := lm.Backend, lm.Tokenizer
 	m := &loadedModel{backend: b}
-	tmpl, err := chat.ForModel(b.Config().Arch, tok)
+	tmpl, err := chat.ForModel(b.Config().Arch, tok, lm.Chat)
 	if err != nil {
 		m.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -46,3 +51,53 @@ func (c *tokCodec) render(msgs []chat.Message) ([]int32, error) { return c.tmpl.
 func (c *tokCodec) stops() []int32 { return c.tmpl.Stops() }
 
 func (c *tokCodec) stream() engine.TextStream { return c.tok.NewStream() }
+
+// defaultModelPath is the model to run when --model is not given: the data
+// directory's default model (the one the app's Models page marks), else the
+// model a scan of its models folder would make the default (the bundled
+// SmolLM2 if it is there, else the first that loads). The error says what to
+// do when there is none.
+func defaultModelPath(ctx context.Context, dataDirFlag string, log *slog.Logger) (string, error) {
+	dir, err := storage.DataDir(dataDirFlag, log)
+	if err != nil {
+		return "", fmt.Errorf("no --model given, and the data directory is unusable: %w", err)
+	}
+	if d, err := storage.Open(ctx, storage.DBPath(dir)); err == nil {
+		m, ok, err := d.DefaultModel(ctx)
+		d.Close()
+		if err == nil && ok {
+			if _, serr := os.Stat(m.Path); serr == nil {
+				return m.Path, nil
+			}
+			log.Warn("the default model's file is gone; looking in the models folder", "path", m.Path)
+		}
+	}
+	found, _, err := app.ScanDir(ctx, backends.Registry(), storage.ModelsPath(dir))
+	if err != nil {
+		return "", fmt.Errorf("no --model given: %w", err)
+	}
+	for _, f := range found {
+		if filepath.Base(f.Path) == app.BundledChatModel {
+			return f.Path, nil
+		}
+	}
+	if len(found) > 0 {
+		return found[0].Path, nil
+	}
+	return "", fmt.Errorf("no --model given and the data directory %s has no model: pass --model PATH, or put a .gguf file in %s (`make run` fetches SmolLM2 there) or choose a default on the app's Models page",
+		dir, storage.ModelsPath(dir))
+}
+
+// useDefaultModel fills in --model from the data directory when it was not
+// given (defaultModelPath).
+func (g genFlags) useDefaultModel(ctx context.Context, dataDir string, log *slog.Logger) error {
+	if *g.model != "" {
+		return nil
+	}
+	p, err := defaultModelPath(ctx, dataDir, log)
+	if err != nil {
+		return err
+	}
+	*g.model = p
+	return nil
+}

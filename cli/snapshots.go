@@ -4,19 +4,17 @@ import (
 	"context"
 	"log/slog"
 
-	"anechat/engine"
 	"anechat/engine/kv"
 	"anechat/internal/kvindex"
 	"anechat/storage"
 )
 
-// openResumer sets up KV snapshot resume for a command: the snapshot index of
-// the data dir (--data-dir > $ANECHAT_HOME > the OS default), bound to the
-// model and to how the prompt's ids were made (mode: "ids", "raw", "chat").
-// With noCache, or when the data dir or database cannot be used (logged),
-// it returns a nil Resumer: prefill from scratch, save nothing. The returned
-// func closes the database.
-func openResumer(ctx context.Context, dataDirFlag string, noCache bool, m *loadedModel, mode string, log *slog.Logger) (*engine.Resumer, func()) {
+// openSnapshots opens the KV snapshot index of the data dir (--data-dir >
+// $ANECHAT_HOME > the OS default) for a command; its database also keeps the
+// measured call costs (Index.DB). With noCache, or when the data dir or
+// database cannot be used (logged), it returns nil: prefill from scratch,
+// save nothing. The returned func closes the database.
+func openSnapshots(ctx context.Context, dataDirFlag string, noCache bool, log *slog.Logger) (*kvindex.Index, func()) {
 	if noCache {
 		return nil, func() {}
 	}
@@ -24,7 +22,7 @@ func openResumer(ctx context.Context, dataDirFlag string, noCache bool, m *loade
 	if err == nil {
 		var x *kvindex.Index
 		if x, err = kvindex.Open(ctx, dir, log); err == nil {
-			return &engine.Resumer{Store: x, Meta: snapshotMeta(m, mode), Log: log}, func() { x.Close() }
+			return x, func() { x.Close() }
 		}
 	}
 	log.Warn("kv cache off: the data directory cannot be used", "err", err)

@@ -7,11 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"anechat/engine/arch/llama"
-	"anechat/engine/cpu"
 	"anechat/engine/kv"
 	"anechat/engine/model"
-	"anechat/engine/model/gguf"
 	"anechat/engine/spec"
 )
 
@@ -61,13 +58,7 @@ func TestGenerateFailureLeavesCommittedOnly(t *testing.T) {
 			for _, cancel := range []bool{false, true} {
 				ctx, stop := context.WithCancel(context.Background())
 				b := &failingBackend{Backend: stories}
-				var dec Decoder = PlainDecoder{}
-				if w != 1 {
-					sd := NewSpecDecoder(flatCosts(), corpus)
-					sd.Ungated = true
-					dec = sd
-				}
-				s, err := NewSession(b, SessionOptions{Decoder: dec})
+				s, err := NewSession(b, SessionOptions{Costs: flatCosts(), Corpus: corpus, Ungated: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -148,10 +139,8 @@ func TestResumedSpeculative(t *testing.T) {
 			corpus := spec.NewCorpus(0)
 			corpus.Add(append(slices.Clone(prompt), bent...))
 			for _, w := range []int{4, 8, 0} {
-				dec := NewSpecDecoder(flatCosts(), corpus)
-				dec.Ungated = true
 				rec := &recordingBackend{Backend: tc.b}
-				s, _ := NewSession(rec, SessionOptions{Decoder: dec})
+				s, _ := NewSession(rec, SessionOptions{Costs: flatCosts(), Corpus: corpus, Ungated: true})
 				if err := r.Prefill(ctx, s, prompt, nil); err != nil {
 					t.Fatal(err)
 				}
@@ -187,9 +176,7 @@ func TestSpecStopInsideDraft(t *testing.T) {
 		stop := storiesWant[at]
 		first := slices.Index(storiesWant, stop)
 		for _, w := range []int{2, 4, 8} {
-			dec := NewSpecDecoder(flatCosts(), corpus)
-			dec.Ungated = true
-			s, _ := NewSession(b, SessionOptions{Decoder: dec})
+			s, _ := NewSession(b, SessionOptions{Costs: flatCosts(), Corpus: corpus, Ungated: true})
 			if err := s.Prefill(context.Background(), storiesPrompt, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -316,36 +303,23 @@ func (b noEOS) Config() model.Config {
 // the logits of the last position, never in the cache), plain or
 // speculative with drafts running into the end, and the ids agree.
 func TestContextEndExact(t *testing.T) {
-	data, err := cpu.RandomLlama(llama.Config{Hidden: 32, FFN: 48, Layers: 1, Heads: 2, KVHeads: 1, Vocab: 64, Context: 40}, gguf.F32, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Parse("ctx.gguf", data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := cpu.LoadLlama(f, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := tinyLlama(t, 40, 5)
 	b := noEOS{m}
 	prompt := []int32{3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
-	want, _ := specTurns(t, b, PlainDecoder{}, 1, [][]int32{prompt}, GenerateOptions{})
+	want, _ := plainTurns(t, b, [][]int32{prompt}, GenerateOptions{})
 	if len(want[0]) != 40-len(prompt)+1 {
 		t.Fatalf("plain: %d tokens, want %d", len(want[0]), 40-len(prompt)+1)
 	}
 	corpus := spec.NewCorpus(0)
-	corpus.Add(append(slices.Clone(prompt), tokenIDs(want[0])...))
-	for _, w := range []int{2, 4, 8, 0} {
-		dec := NewSpecDecoder(flatCosts(), corpus)
-		dec.Ungated = true
-		s, _ := NewSession(b, SessionOptions{Decoder: dec})
+	corpus.Add(append(slices.Clone(prompt), want[0]...))
+	for _, w := range []int{1, 2, 4, 8, 0} {
+		s, _ := NewSession(b, SessionOptions{Costs: flatCosts(), Corpus: corpus, Ungated: true})
 		if err := s.Prefill(context.Background(), prompt, nil); err != nil {
 			t.Fatal(err)
 		}
 		got, st := collect(t, s, GenerateOptions{Width: w})
-		if !slices.Equal(got, tokenIDs(want[0])) || st.Stopped != "context" || s.Cache().Len() != 40 || st.Accepted == 0 {
-			t.Fatalf("width %d: got %v (%+v, cache %d), want %v", w, got, st, s.Cache().Len(), tokenIDs(want[0]))
+		if !slices.Equal(got, want[0]) || st.Stopped != "context" || s.Cache().Len() != 40 || (st.Accepted == 0) != (w == 1) {
+			t.Fatalf("width %d: got %v (%+v, cache %d), want %v", w, got, st, s.Cache().Len(), want[0])
 		}
 		// A further Generate has no room: nothing, no call, no error.
 		got, st = collect(t, s, GenerateOptions{Width: w})

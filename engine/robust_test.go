@@ -36,24 +36,23 @@ func copyStories(t *testing.T) string {
 	return p
 }
 
-// decoders are the decode loops a reply may run: plain, and the verify
-// loop with drafts the model accepts (calls of width up to 8).
-func decoders() map[string]func() (Decoder, int) {
-	return map[string]func() (Decoder, int){
-		"plain": func() (Decoder, int) { return PlainDecoder{}, 1 },
-		"speculative": func() (Decoder, int) {
+// decoders are the ways a reply may decode: width 1 (one token per call),
+// and the verify loop with drafts the model accepts (calls of width up to
+// 8): the Session's options and the width.
+func decoders() map[string]func() (SessionOptions, int) {
+	return map[string]func() (SessionOptions, int){
+		"plain": func() (SessionOptions, int) { return SessionOptions{}, 1 },
+		"speculative": func() (SessionOptions, int) {
 			corpus := spec.NewCorpus(0)
 			corpus.Add(append(slices.Clone(storiesPrompt), storiesWant...))
-			d := NewSpecDecoder(flatCosts(), corpus)
-			d.Ungated = true
-			return d, 8
+			return SessionOptions{Costs: flatCosts(), Corpus: corpus, Ungated: true}, 8
 		},
 	}
 }
 
 // openSession opens the model at path through the build's registry (as the
-// app does) and prefills the stories prompt.
-func openSession(t *testing.T, path string, dec Decoder) (*Session, model.Backend) {
+// app does), makes a Session with so and prefills the stories prompt.
+func openSession(t *testing.T, path string, so SessionOptions) (*Session, model.Backend) {
 	t.Helper()
 	m, err := backends.Registry().Open(context.Background(), path, load.Options{})
 	if err != nil {
@@ -61,7 +60,7 @@ func openSession(t *testing.T, path string, dec Decoder) (*Session, model.Backen
 	}
 	t.Cleanup(func() { m.Close() })
 	b := m.Backend
-	s, err := NewSession(b, SessionOptions{Decoder: dec})
+	s, err := NewSession(b, so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,8 +91,8 @@ func TestModelTruncatedDuringGeneration(t *testing.T) {
 	for name, mk := range decoders() {
 		t.Run(name, func(t *testing.T) {
 			path := copyStories(t)
-			dec, width := mk()
-			s, _ := openSession(t, path, dec)
+			so, width := mk()
+			s, _ := openSession(t, path, so)
 			var got []int32
 			_, err := s.Generate(context.Background(), GenerateOptions{MaxTokens: 60, Width: width}, func(tok Token) error {
 				got = append(got, tok.ID)
@@ -122,7 +121,7 @@ func TestModelTruncatedDuringGeneration(t *testing.T) {
 				t.Fatalf("%d model calls on a changed file", st.TargetCalls)
 			}
 			// A good model loads and works after it.
-			good, _ := openSession(t, copyStories(t), PlainDecoder{})
+			good, _ := openSession(t, copyStories(t), SessionOptions{})
 			if out, _ := collect(t, good, GenerateOptions{MaxTokens: 60, Width: 1}); !slices.Equal(out, storiesWant) {
 				t.Fatalf("after the failure, a good model gives %v", out)
 			}
@@ -155,7 +154,7 @@ func TestModelChangedBetweenReplies(t *testing.T) {
 	for name, change := range cases {
 		t.Run(name, func(t *testing.T) {
 			path := copyStories(t)
-			s, _ := openSession(t, path, PlainDecoder{})
+			s, _ := openSession(t, path, SessionOptions{})
 			if out, _ := collect(t, s, GenerateOptions{MaxTokens: 5, Width: 1}); !slices.Equal(out, storiesWant[:5]) {
 				t.Fatalf("first reply %v", out)
 			}
@@ -209,8 +208,8 @@ func TestNaNLogitsFailTheReply(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/temperature=%g", name, temp), func(t *testing.T) {
 				path := copyStories(t)
 				nanOutputNorm(t, path)
-				dec, width := mk()
-				s, _ := openSession(t, path, dec)
+				so, width := mk()
+				s, _ := openSession(t, path, so)
 				var got []int32
 				_, err := s.Generate(context.Background(), GenerateOptions{MaxTokens: 10, Width: width, Temperature: temp, Seed: 1},
 					func(tok Token) error {

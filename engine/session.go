@@ -1,27 +1,27 @@
 // Package engine runs a model for one conversation: the Session owns the token
-// sequence, the KV cache and the backend, prefills prompts in batched calls
-// and generates through a decode loop (plain decoding here; the speculative
-// verify loop of engine/spec plugs in as a Decoder).
+// sequence, the KV cache and the backend, prefills prompts in batched calls,
+// generates through engine/spec's verify loop (width 1: one token per call,
+// no drafts), resumes from and saves KV snapshots, and measures and keeps the
+// backend's call costs. NewSession builds all of it from SessionOptions.
 package engine
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/sample"
+	"anechat/engine/spec"
 )
 
 // DefaultMaxBatch is the widest call a Session makes when SessionOptions
 // leaves it unset: prefill runs in chunks of this many tokens.
 const DefaultMaxBatch = 64
-
-// MaxWidth is the widest decode call (the pending token plus 7 drafts).
-const MaxWidth = 8
 
 // ErrContextFull is returned (wrapped) by Prefill when the sequence would
 // no longer fit in the model's context: the caller starts a new sequence
@@ -41,12 +41,11 @@ type Token struct {
 	Drafted bool
 }
 
-// Stats describes one Generate call and the prefill that preceded it.
+// Stats describes one Generate call and the prefill that preceded it: the
+// verify loop's figures (tokens, model calls per width, drafts per source,
+// why it stopped) and the Session's own.
 type Stats struct {
-	// TargetCalls is the number of decode calls to the model.
-	TargetCalls int
-	// Drafted and Accepted count draft tokens sent to and kept by the model.
-	Drafted, Accepted int
+	spec.Stats
 	// PrefillTokens is the number of prompt tokens run through the model
 	// since the previous Generate (by Prefill, or by Generate itself).
 	PrefillTokens int
@@ -58,10 +57,6 @@ type Stats struct {
 	TTFTms float64
 	// DecodeTokS is generated tokens per second of Generate's wall time.
 	DecodeTokS float64
-	// Tokens is the number of tokens generated.
-	Tokens int
-	// Stopped says why generation ended: "stop", "length" or "context".
-	Stopped string
 }
 
 // GenerateOptions controls one Generate call.
@@ -69,7 +64,8 @@ type GenerateOptions struct {
 	// MaxTokens caps the generated tokens; <= 0 means until a stop id or the
 	// end of the context.
 	MaxTokens int
-	// Width is the speculation width: 1 = off, 2..8, 0 = auto.
+	// Width is the speculation width: 1 = off (one token per call), 2..8
+	// (up to Width-1 drafts per call), 0 = auto (spec.Request.Width).
 	Width int
 	// Temperature 0 is greedy decoding; > 0 samples with Seed.
 	Temperature float64
@@ -86,16 +82,48 @@ type TextStream interface {
 	Flush() string
 }
 
-// SessionOptions configures a Session.
+// SessionOptions configures a Session: its calls, its drafting, where it
+// keeps KV snapshots and measured call costs. The zero value prefills in
+// calls of DefaultMaxBatch, drafts by prompt lookup, measures the call
+// costs at the first speculative Generate without keeping them, and neither
+// resumes nor saves snapshots.
 type SessionOptions struct {
-	// MaxBatch is the widest call (prefill chunk size); 0 = DefaultMaxBatch.
-	// It is at least MaxWidth.
+	// MaxBatch is the widest prefill call; 0 = DefaultMaxBatch (a
+	// fixed-shape backend's widest listed width instead). The cache is
+	// sized for at least spec.MaxWidth, the widest decode call.
 	MaxBatch int
-	// Decoder runs the decode loop; nil = plain decoding (one token per
-	// call, no drafts).
-	Decoder Decoder
-	// Text returns a fresh streaming detokenizer; nil leaves Token.Text empty.
+	// Text returns a fresh streaming detokenizer (tokenizer.Tokenizer's
+	// NewStream); nil leaves Token.Text empty.
 	Text func() TextStream
+
+	// Corpus, when set, adds suffix-matching drafts over earlier text
+	// (finished messages, saved prompts) to prompt lookup.
+	Corpus *spec.Corpus
+	// Costs is the backend's cost model; nil measures it (spec.Measure,
+	// every width the backend runs) at the first Generate of width other
+	// than 1, or loads it from CostStore.
+	Costs *spec.Costs
+	// CostStore, when set, keeps the measured costs between runs under
+	// CostsKey (the data directory's settings: *storage.DB satisfies it),
+	// so each model and kernel set is measured once.
+	CostStore CostStore
+	// Ungated sends every proposal whatever its acceptance rate (tests, and
+	// measuring what the drafters could accept).
+	Ungated bool
+	// NoLookahead leaves call slots the drafters do not fill empty instead
+	// of filling them with lookahead guesses where the cost model says they
+	// pay (spec.Decoder.Lookahead; benchmarks compare the two).
+	NoLookahead bool
+
+	// Snapshots, when set, is the index that Resume restores the longest
+	// stored prefix of a prompt from and that Save and SaveRun record new
+	// snapshots in; Meta binds them to the model, tokenizer and template.
+	Snapshots SnapshotStore
+	Meta      kv.Meta
+
+	// Log receives why a snapshot or a stored cost table was not used;
+	// nil means slog.Default().
+	Log *slog.Logger
 }
 
 // Session is one sequence on one backend. It is not safe for concurrent use.
@@ -109,6 +137,7 @@ type Session struct {
 	cfg     model.Config
 	cache   *kv.Cache
 	opts    SessionOptions
+	log     *slog.Logger
 	tokens  []int32
 	logits  []float32
 	resumed int
@@ -121,9 +150,13 @@ type Session struct {
 	prefilled    int
 	prefillFrom  int
 	prefillStart time.Time
+
+	dec     spec.Decoder // the verify loop: drafters, rates, cost model
+	costs   costState    // how dec.Costs was obtained
+	resumer *Resumer     // nil without Snapshots
 }
 
-// NewSession returns an empty session on b.
+// NewSession returns an empty session on b, configured by opts.
 func NewSession(b model.Backend, opts SessionOptions) (*Session, error) {
 	if b == nil {
 		return nil, errors.New("engine: new session: nil backend")
@@ -132,19 +165,25 @@ func NewSession(b model.Backend, opts SessionOptions) (*Session, error) {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = DefaultMaxBatch
 	}
-	opts.MaxBatch = max(opts.MaxBatch, MaxWidth)
 	if ws := b.Widths(); ws != nil {
 		// A fixed-shape backend: the widest call it runs bounds the cache.
-		opts.MaxBatch = max(MaxWidth, slices.Max(ws))
+		opts.MaxBatch = max(spec.MaxWidth, slices.Max(ws))
 	}
-	c, err := kv.New(cfg.KV, opts.MaxBatch)
+	c, err := kv.New(cfg.KV, max(opts.MaxBatch, spec.MaxWidth))
 	if err != nil {
 		return nil, fmt.Errorf("engine: new session for %s: %w", cfg.Arch, err)
 	}
-	if opts.Decoder == nil {
-		opts.Decoder = PlainDecoder{}
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
 	}
-	return &Session{b: b, cfg: cfg, cache: c, opts: opts}, nil
+	s := &Session{b: b, cfg: cfg, cache: c, opts: opts, log: log}
+	s.dec = spec.Decoder{Sources: spec.DefaultSources(opts.Corpus), Costs: opts.Costs, Lookahead: !opts.NoLookahead}
+	s.costs.known = opts.Costs != nil
+	if opts.Snapshots != nil {
+		s.resumer = &Resumer{Store: opts.Snapshots, Meta: opts.Meta, Log: log}
+	}
+	return s, nil
 }
 
 // Backend is the session's backend.
@@ -179,7 +218,7 @@ func (s *Session) Restored(ids []int32) error {
 
 // Prefill appends ids to the sequence and runs every token not yet in the
 // cache through the model, from the current offset, in batched calls of at
-// most cache.MaxBatch tokens (DESIGN.md invariant 5). progress, if not nil,
+// most MaxBatch tokens (DESIGN.md invariant 5). progress, if not nil,
 // is called after each call with the tokens done and the total to do. On
 // error or cancellation, the rows of completed calls stay committed, the
 // sequence keeps ids, and a later Prefill or Generate resumes the work.
@@ -220,7 +259,7 @@ func (s *Session) feed(ctx context.Context, end int, progress func(done, total i
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := min(s.cache.MaxBatch(), end-pos)
+		n := min(s.opts.MaxBatch, end-pos)
 		res, err := s.b.Forward(ctx, s.tokens[pos:pos+n], pos, s.cache, model.Logits|model.Last)
 		if err != nil {
 			s.cache.Rollback()
@@ -248,11 +287,12 @@ func (s *Session) feed(ctx context.Context, end int, progress func(done, total i
 // stops at an EOS or Stop id (not emitted), at MaxTokens, or at the end of the
 // context. A stop id stays in the sequence (uncommitted) so the next turn
 // continues after it. emit returning an error stops generation with that
-// error.
+// error. The first Generate of a width other than 1 measures the backend's
+// call costs first (or loads them from CostStore), inside its TTFT.
 func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(Token) error) (Stats, error) {
 	var st Stats
-	if opts.Width < 0 || opts.Width > MaxWidth {
-		return st, fmt.Errorf("engine: generate: width %d, want 1..%d or 0 for auto", opts.Width, MaxWidth)
+	if opts.Width < 0 || opts.Width > spec.MaxWidth {
+		return st, fmt.Errorf("engine: generate: width %d, want 1..%d or 0 for auto", opts.Width, spec.MaxWidth)
 	}
 	if len(s.tokens) == 0 {
 		return st, errors.New("engine: generate: empty sequence (prefill a prompt first)")
@@ -279,13 +319,14 @@ func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(
 			return st, fmt.Errorf("engine: generate: %w", err)
 		}
 	}
-	req := DecodeRequest{
+	req := spec.Request{
 		History:   s.tokens,
 		Room:      s.cfg.ContextLen - s.cache.Len(),
 		MaxTokens: opts.MaxTokens,
 		Width:     opts.Width,
 		Widths:    s.b.Widths(),
 		Stop:      append(slices.Clone(s.cfg.EOS), opts.Stop...),
+		Ungated:   s.opts.Ungated,
 	}
 	if s.cache.Len() == len(s.tokens) {
 		req.Logits = s.logits
@@ -304,29 +345,33 @@ func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(
 	if began.IsZero() {
 		began = t0
 	}
+	var err error
+	if opts.Width != 1 {
+		err = s.ensureCosts(ctx)
+	}
 	var emitErr error
-	res, err := s.opts.Decoder.Decode(ctx, sessionTarget{s}, req, func(id int32, drafted bool) error {
-		if st.Tokens == 0 {
-			st.TTFTms = float64(time.Since(began).Microseconds()) / 1000
-		}
-		st.Tokens++
-		s.tokens = append(s.tokens, id)
-		tok := Token{ID: id, Drafted: drafted}
-		if stream != nil {
-			tok.Text = stream.Next(id)
-		}
-		if emitErr = emit(tok); emitErr != nil {
+	if err == nil {
+		first := true
+		st.Stats, err = s.dec.Run(ctx, spec.BackendTarget{Backend: s.b, Cache: s.cache}, req, func(tk spec.Token) error {
+			if first {
+				st.TTFTms = float64(time.Since(began).Microseconds()) / 1000
+				first = false
+			}
+			s.tokens = append(s.tokens, tk.ID)
+			tok := Token{ID: tk.ID, Drafted: tk.Drafted}
+			if stream != nil {
+				tok.Text = stream.Next(tk.ID)
+			}
+			emitErr = emit(tok)
 			return emitErr
-		}
-		return nil
-	})
+		})
+	}
 	elapsed := time.Since(t0)
-	st.TargetCalls, st.Drafted, st.Accepted, st.Stopped = res.TargetCalls, res.Drafted, res.Accepted, res.Stopped
 	if elapsed > 0 {
 		st.DecodeTokS = float64(st.Tokens) / elapsed.Seconds()
 	}
-	if res.Stopped == "stop" && res.Pending >= 0 {
-		s.tokens = append(s.tokens, res.Pending)
+	if st.Stopped == "stop" && st.Pending >= 0 {
+		s.tokens = append(s.tokens, st.Pending)
 	}
 	s.logits = nil
 	s.genPending = true
@@ -351,11 +396,47 @@ func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(
 	return st, nil
 }
 
-// sessionTarget is the model plus the session's cache, as a Decoder drives it.
-type sessionTarget struct{ s *Session }
-
-func (t sessionTarget) Forward(ctx context.Context, tokens []int32, want model.Output) (model.Result, error) {
-	return t.s.b.Forward(ctx, tokens, t.s.cache.Len(), t.s.cache, want)
+// Resume makes the session hold exactly the prompt ids, prefilled, at the
+// least cost (Resumer.Prefill): it continues from what its cache holds when
+// that is a prefix of ids (the next turn), truncates it to the shared part
+// when most of ids is a prefix of what it holds (a regenerated or edited
+// message, or a benchmark's rerun), else restores the longest stored
+// snapshot (with Snapshots set) or starts empty, and prefills the rest in
+// batched calls. The next Stats report the reused positions as
+// ResumedTokens.
+func (s *Session) Resume(ctx context.Context, ids []int32, progress func(done, total int)) error {
+	return s.resumer.Prefill(ctx, s, ids, progress)
 }
 
-func (t sessionTarget) Commit(n int) error { return t.s.cache.Commit(n) }
+// Save writes the committed part of the sequence as the snapshot of key
+// (Resumer.SaveSession), replacing key's previous one; it returns the file's
+// path, "" when there is no snapshot store or the sequence is shorter than a
+// block.
+func (s *Session) Save(ctx context.Context, key string) (string, error) {
+	return s.resumer.SaveSession(ctx, key, s)
+}
+
+// SaveRun is Save for a run that no conversation or prompt owns (`anechat
+// generate`): reruns of a prompt keep one snapshot (Resumer.SaveRun).
+func (s *Session) SaveRun(ctx context.Context) (string, error) {
+	return s.resumer.SaveRun(ctx, s)
+}
+
+// Logits returns the logits after the sequence's last token when the
+// prefill just computed them (every token committed, nothing generated
+// since), else nil. The slice is the session's: do not modify it.
+func (s *Session) Logits() []float32 { return s.logits }
+
+// ResetDrafting makes the next Generate draft as a new Session's first one
+// would: the drafters' acceptance rates carried over from earlier turns are
+// forgotten, and costs, when not nil, becomes the cost model (then no
+// measuring). Benchmarks use it to give every rerun of a prompt the same
+// start.
+func (s *Session) ResetDrafting(costs *spec.Costs) {
+	if costs == nil {
+		costs = s.dec.Costs
+	} else {
+		s.costs.known = true
+	}
+	s.dec = spec.Decoder{Sources: spec.DefaultSources(s.opts.Corpus), Costs: costs, Lookahead: !s.opts.NoLookahead}
+}

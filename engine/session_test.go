@@ -40,6 +40,25 @@ func openStoriesModel(t testing.TB) *load.Model {
 	return m
 }
 
+// tinyLlama is a random one-layer llama (vocabulary 64) with a context of
+// n positions, for the tests that run to the end of the context.
+func tinyLlama(t *testing.T, n int, seed uint64) *cpu.Llama {
+	t.Helper()
+	data, err := cpu.RandomLlama(llama.Config{Hidden: 32, FFN: 48, Layers: 1, Heads: 2, KVHeads: 1, Vocab: 64, Context: n}, gguf.F32, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse("ctx.gguf", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cpu.LoadLlama(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func collect(t *testing.T, s *Session, opts GenerateOptions) ([]int32, Stats) {
 	t.Helper()
 	var out []int32
@@ -180,15 +199,7 @@ func TestSessionSampling(t *testing.T) {
 }
 
 func TestSessionContextEnd(t *testing.T) {
-	data, err := cpu.RandomLlama(llama.Config{Hidden: 32, FFN: 48, Layers: 1, Heads: 2, KVHeads: 1, Vocab: 64, Context: 16}, gguf.F32, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, _ := gguf.Parse("ctx.gguf", data)
-	m, err := cpu.LoadLlama(f, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := tinyLlama(t, 16, 3)
 	s, _ := NewSession(m, SessionOptions{})
 	ctx := context.Background()
 	if err := s.Prefill(ctx, make([]int32, 17), nil); err == nil {

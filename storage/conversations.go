@@ -13,43 +13,77 @@ import (
 // Conversation is one chat. Its messages form a tree (see Message); the
 // active leaf marks the branch on screen.
 type Conversation struct {
-	ID           int64           `json:"id"`
-	Title        string          `json:"title"`
+	ID    int64  `json:"id"`
+	Title string `json:"title"`
+	// TitleSource says who wrote the title: "" (the default), "message" (the
+	// first user message), "model" (written by the model), "prompt" (the
+	// library prompt's title), "import" or "user".
+	TitleSource  string          `json:"titleSource"`
 	ModelID      int64           `json:"modelId"`  // 0 if none
 	PromptID     int64           `json:"promptId"` // the library prompt it started from, 0 if none
 	SystemPrompt string          `json:"systemPrompt"`
 	Options      json.RawMessage `json:"options,omitempty"` // generation options as JSON, nil if none
 	ActiveLeafID int64           `json:"activeLeafId"`      // 0 while empty
-	CreatedAt    time.Time       `json:"createdAt"`
-	UpdatedAt    time.Time       `json:"updatedAt"`
+	// Pinned conversations are listed first.
+	Pinned    bool      `json:"pinned"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// Title sources (Conversation.TitleSource).
+const (
+	TitleDefault = ""
+	TitleMessage = "message"
+	TitleModel   = "model"
+	TitlePrompt  = "prompt"
+	TitleImport  = "import"
+	TitleUser    = "user"
+)
+
+func validTitleSource(s string) bool {
+	switch s {
+	case TitleDefault, TitleMessage, TitleModel, TitlePrompt, TitleImport, TitleUser:
+		return true
+	}
+	return false
 }
 
 // ConversationInput is what CreateConversation and UpdateConversation store
-// (UpdateConversation ignores PromptID).
+// (UpdateConversation ignores PromptID and Pinned).
 type ConversationInput struct {
 	Title        string
-	ModelID      int64 // 0 for none
-	PromptID     int64 // 0 for none
+	TitleSource  string // one of the Title* constants
+	ModelID      int64  // 0 for none
+	PromptID     int64  // 0 for none
 	SystemPrompt string
 	Options      json.RawMessage // nil for none
+	Pinned       bool
 }
 
 func conversationOut(c db.Conversation) Conversation {
-	return Conversation{ID: c.ID, Title: c.Title, ModelID: idOut(c.ModelID), PromptID: idOut(c.PromptID),
-		SystemPrompt: c.SystemPrompt, Options: jsonOut(c.Options), ActiveLeafID: idOut(c.ActiveLeafID),
+	return Conversation{ID: c.ID, Title: c.Title, TitleSource: c.TitleSource, ModelID: idOut(c.ModelID), PromptID: idOut(c.PromptID),
+		SystemPrompt: c.SystemPrompt, Options: jsonOut(c.Options), ActiveLeafID: idOut(c.ActiveLeafID), Pinned: c.Pinned != 0,
 		CreatedAt: fromMillis(c.CreatedAt), UpdatedAt: fromMillis(c.UpdatedAt)}
 }
 
 // CreateConversation starts an empty conversation.
 func (d *DB) CreateConversation(ctx context.Context, in ConversationInput) (Conversation, error) {
+	now := d.now()
+	return d.createConversation(ctx, d.q, in, now, now)
+}
+
+func (d *DB) createConversation(ctx context.Context, q *db.Queries, in ConversationInput, created, updated time.Time) (Conversation, error) {
 	const op = "create conversation"
+	if !validTitleSource(in.TitleSource) {
+		return Conversation{}, invalid(op, "title source %q is not one of message, model, prompt, import, user or empty", in.TitleSource)
+	}
 	opts, err := jsonIn(op+" options", in.Options)
 	if err != nil {
 		return Conversation{}, err
 	}
-	now := millis(d.now())
-	c, err := d.q.CreateConversation(ctx, db.CreateConversationParams{Title: in.Title, ModelID: idIn(in.ModelID),
-		PromptID: idIn(in.PromptID), SystemPrompt: in.SystemPrompt, Options: opts, CreatedAt: now, UpdatedAt: now})
+	c, err := q.CreateConversation(ctx, db.CreateConversationParams{Title: in.Title, TitleSource: in.TitleSource,
+		ModelID: idIn(in.ModelID), PromptID: idIn(in.PromptID), SystemPrompt: in.SystemPrompt, Options: opts,
+		Pinned: boolInt(in.Pinned), CreatedAt: millis(created), UpdatedAt: millis(updated)})
 	if err != nil {
 		return Conversation{}, d.fail(op, err)
 	}
@@ -65,8 +99,8 @@ func (d *DB) GetConversation(ctx context.Context, id int64) (Conversation, error
 	return conversationOut(c), nil
 }
 
-// ListConversations lists conversations, most recently updated first;
-// limit <= 0 means all.
+// ListConversations lists the conversations (not deleted ones), pinned
+// first, then most recently updated first; limit <= 0 means all.
 func (d *DB) ListConversations(ctx context.Context, limit, offset int) ([]Conversation, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
@@ -82,27 +116,87 @@ func (d *DB) ListConversations(ctx context.Context, limit, offset int) ([]Conver
 	return out, nil
 }
 
-// UpdateConversation replaces title, model, system prompt and options.
+// UpdateConversation replaces title, title source, model, system prompt
+// and options.
 func (d *DB) UpdateConversation(ctx context.Context, id int64, in ConversationInput) (Conversation, error) {
 	op := fmt.Sprintf("update conversation %d", id)
+	if !validTitleSource(in.TitleSource) {
+		return Conversation{}, invalid(op, "title source %q is not one of message, model, prompt, import, user or empty", in.TitleSource)
+	}
 	opts, err := jsonIn(op+" options", in.Options)
 	if err != nil {
 		return Conversation{}, err
 	}
-	n, err := d.q.UpdateConversation(ctx, db.UpdateConversationParams{Title: in.Title, ModelID: idIn(in.ModelID),
-		SystemPrompt: in.SystemPrompt, Options: opts, UpdatedAt: millis(d.now()), ID: id})
+	n, err := d.q.UpdateConversation(ctx, db.UpdateConversationParams{Title: in.Title, TitleSource: in.TitleSource,
+		ModelID: idIn(in.ModelID), SystemPrompt: in.SystemPrompt, Options: opts, UpdatedAt: millis(d.now()), ID: id})
 	if err := oneRow(op, n, err); err != nil {
 		return Conversation{}, d.fail(op, err)
 	}
 	return d.GetConversation(ctx, id)
 }
 
-// DeleteConversation deletes the conversation and all its messages. Its KV
-// snapshots stay (unlinked) until evicted.
+// SetTitleIf sets the conversation's title and its source, but only while
+// the title's source is still expect: an automatic title (from the first
+// message, or by the model) never replaces one the user typed meanwhile.
+// changed is false when the source was no longer expect.
+func (d *DB) SetTitleIf(ctx context.Context, id int64, title, source, expect string) (changed bool, err error) {
+	op := fmt.Sprintf("set title of conversation %d", id)
+	if !validTitleSource(source) {
+		return false, invalid(op, "title source %q is not one of message, model, prompt, import, user or empty", source)
+	}
+	n, err := d.q.SetConversationTitleIf(ctx, db.SetConversationTitleIfParams{Title: title, TitleSource: source,
+		UpdatedAt: millis(d.now()), ID: id, ExpectSource: expect})
+	if err != nil {
+		return false, d.fail(op, err)
+	}
+	return n == 1, nil
+}
+
+// SetPinned pins or unpins the conversation (pinned ones are listed first).
+func (d *DB) SetPinned(ctx context.Context, id int64, pinned bool) (Conversation, error) {
+	op := fmt.Sprintf("pin conversation %d", id)
+	n, err := d.q.SetConversationPinned(ctx, db.SetConversationPinnedParams{Pinned: boolInt(pinned), ID: id})
+	if err := oneRow(op, n, err); err != nil {
+		return Conversation{}, d.fail(op, err)
+	}
+	return d.GetConversation(ctx, id)
+}
+
+// DeleteConversation deletes the conversation and all its messages at once
+// (no undo: see SoftDeleteConversation). Its KV snapshots stay (unlinked)
+// until evicted.
 func (d *DB) DeleteConversation(ctx context.Context, id int64) error {
 	op := fmt.Sprintf("delete conversation %d", id)
 	n, err := d.q.DeleteConversation(ctx, id)
 	return d.fail(op, oneRow(op, n, err))
+}
+
+// SoftDeleteConversation hides the conversation from every list, search and
+// lookup, as deleted at time at; RestoreConversation brings it back until
+// PurgeDeleted removes it.
+func (d *DB) SoftDeleteConversation(ctx context.Context, id int64, at time.Time) error {
+	op := fmt.Sprintf("delete conversation %d", id)
+	n, err := d.q.SoftDeleteConversation(ctx, db.SoftDeleteConversationParams{DeletedAt: idIn(millis(at)), ID: id})
+	return d.fail(op, oneRow(op, n, err))
+}
+
+// RestoreConversation undoes SoftDeleteConversation when the deletion was
+// made at or after notBefore; ErrNotFound if there is no such deletion (the
+// conversation is live, was purged, or was deleted before notBefore).
+func (d *DB) RestoreConversation(ctx context.Context, id int64, notBefore time.Time) (Conversation, error) {
+	op := fmt.Sprintf("restore conversation %d", id)
+	n, err := d.q.RestoreConversation(ctx, db.RestoreConversationParams{ID: id, Cutoff: idIn(millis(notBefore))})
+	if err := oneRow(op, n, err); err != nil {
+		return Conversation{}, d.fail(op, err)
+	}
+	return d.GetConversation(ctx, id)
+}
+
+// PurgeDeleted removes for good, with their messages, the conversations
+// deleted before cutoff. It returns how many went.
+func (d *DB) PurgeDeleted(ctx context.Context, cutoff time.Time) (int64, error) {
+	n, err := d.q.PurgeDeletedConversations(ctx, idIn(millis(cutoff)))
+	return n, d.fail("purge deleted conversations", err)
 }
 
 // SetActiveLeaf makes the branch ending at message leafID the one on screen.
@@ -324,4 +418,77 @@ func (d *DB) LatestLeaf(ctx context.Context, id int64) (int64, error) {
 		return 0, d.fail(fmt.Sprintf("find the latest leaf under message %d", id), err)
 	}
 	return leaf, nil
+}
+
+// ImportedMessage is one message of a conversation being imported.
+type ImportedMessage struct {
+	// Parent is the index in ConversationImport.Messages of the message this
+	// one answers, -1 for a root; a parent comes before its children.
+	Parent    int
+	Role      string
+	Content   string
+	Stats     json.RawMessage // nil for none
+	CreatedAt time.Time
+}
+
+// ConversationImport is a whole conversation to store at once.
+type ConversationImport struct {
+	Conversation         ConversationInput
+	CreatedAt, UpdatedAt time.Time
+	Messages             []ImportedMessage
+	// ActiveLeaf is the index of the message whose branch is on screen, -1
+	// for none (an empty conversation).
+	ActiveLeaf int
+}
+
+// ImportConversation stores a conversation with its message tree in one
+// transaction: all of it or, on any error, nothing. Messages keep their
+// times; ids are new.
+func (d *DB) ImportConversation(ctx context.Context, in ConversationImport) (Conversation, error) {
+	const op = "import conversation"
+	for i, m := range in.Messages {
+		switch {
+		case m.Parent < -1 || m.Parent >= i:
+			return Conversation{}, invalid(op, "message %d: parent %d is not an earlier message", i, m.Parent)
+		case !validRole(m.Role):
+			return Conversation{}, invalid(op, "message %d: role %q is not system, user or assistant", i, m.Role)
+		}
+	}
+	if in.ActiveLeaf < -1 || in.ActiveLeaf >= len(in.Messages) || (in.ActiveLeaf == -1 && len(in.Messages) > 0) {
+		return Conversation{}, invalid(op, "active leaf %d is not one of the %d messages", in.ActiveLeaf, len(in.Messages))
+	}
+	var id int64
+	err := d.tx(ctx, op, func(q *db.Queries) error {
+		c, err := d.createConversation(ctx, q, in.Conversation, in.CreatedAt, in.UpdatedAt)
+		if err != nil {
+			return err
+		}
+		id = c.ID
+		ids := make([]int64, len(in.Messages))
+		for i, m := range in.Messages {
+			stats, err := jsonIn(fmt.Sprintf("%s message %d stats", op, i), m.Stats)
+			if err != nil {
+				return err
+			}
+			var parent int64
+			if m.Parent >= 0 {
+				parent = ids[m.Parent]
+			}
+			row, err := q.InsertMessage(ctx, db.InsertMessageParams{ConversationID: id, ParentID: idIn(parent),
+				Role: m.Role, Content: m.Content, Stats: stats, CreatedAt: millis(m.CreatedAt)})
+			if err != nil {
+				return fmt.Errorf("message %d: %w", i, err)
+			}
+			ids[i] = row.ID
+		}
+		if in.ActiveLeaf >= 0 {
+			_, err := q.SetActiveLeaf(ctx, db.SetActiveLeafParams{ActiveLeafID: idIn(ids[in.ActiveLeaf]), UpdatedAt: millis(in.UpdatedAt), ID: id})
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return Conversation{}, err
+	}
+	return d.GetConversation(ctx, id)
 }

@@ -102,3 +102,34 @@ func (d *DB) DeleteModel(ctx context.Context, id int64) error {
 	n, err := d.q.DeleteModel(ctx, id)
 	return d.fail("delete model", oneRow("delete model", n, err))
 }
+
+// ModelsByFingerprint lists the registered models with fingerprint fp (one
+// file may be registered under several paths), oldest first.
+func (d *DB) ModelsByFingerprint(ctx context.Context, fp string) ([]Model, error) {
+	ms, err := d.q.ListModelsByFingerprint(ctx, fp)
+	if err != nil {
+		return nil, d.fail("list models by fingerprint", err)
+	}
+	out := make([]Model, len(ms))
+	for i, m := range ms {
+		out[i] = modelOut(m)
+	}
+	return out, nil
+}
+
+// DefaultModel returns the model SettingDefaultModelID names; ok is false
+// when none is chosen or the chosen one is no longer registered.
+func (d *DB) DefaultModel(ctx context.Context) (m Model, ok bool, err error) {
+	var id int64
+	if _, err := d.GetSetting(ctx, SettingDefaultModelID, &id); err != nil {
+		return Model{}, false, err
+	}
+	if id == 0 {
+		return Model{}, false, nil
+	}
+	m, err = d.GetModel(ctx, id)
+	if isNotFound(err) {
+		return Model{}, false, nil
+	}
+	return m, err == nil, err
+}

@@ -15,6 +15,9 @@ const (
 	SettingKVQuotaBytes = "kv.quota_bytes"
 	// DefaultKVQuotaBytes applies while SettingKVQuotaBytes is unset: 2 GiB.
 	DefaultKVQuotaBytes int64 = 2 << 30
+	// SettingDefaultModelID holds the id of the model new conversations and
+	// the command line use (a JSON number; unset or 0: none chosen).
+	SettingDefaultModelID = "models.default_id"
 )
 
 // SettingRaw returns the JSON value stored under key; found is false if the

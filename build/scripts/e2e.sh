@@ -7,6 +7,9 @@
 # `wails dev` also starts file watchers and a Vite dev server and rebuilds on
 # change, which is for people; the binary it would start is this one.
 #
+# frontend/e2e/screens.spec.ts also leaves screenshots of every page, light
+# and dark, in build/bin/screens/<page>-<light|dark>.png.
+#
 # usage: build/scripts/e2e.sh BINARY   (built with -tags dev[,webkit2_41])
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -1,10 +1,15 @@
 // Package chat renders conversations into the token ids a model was trained
-// on: Gemma 4 (<|turn>…<turn|>), Gemma 3 (<start_of_turn>…<end_of_turn>),
-// ChatML (<|im_start|>…<|im_end|>) and a plain fallback for models without a
-// chat format (llama2.c stories).
+// on. A model that ships a chat template (a GGUF's tokenizer.chat_template,
+// a Hugging Face directory's chat_template.jinja or tokenizer_config.json)
+// is rendered with it, as transformers' apply_chat_template does (Jinja, in
+// engine/chat/jinja). Models without one get a built-in format: Gemma 4
+// (<|turn>…<turn|>), Gemma 3 (<start_of_turn>…<end_of_turn>), ChatML
+// (<|im_start|>…<|im_end|>) or a plain fallback (llama2.c stories).
 //
-// Control tokens are inserted by id; message text always goes through
-// Tokenizer.Encode, which never produces a control token. So a user who types
+// Message text never becomes a control token. The built-in formats insert
+// control tokens by id and send message text through Tokenizer.Encode; the
+// Jinja renderer tracks which bytes of the prompt came from messages and
+// tokenizes special-token spellings there as text. So a user who types
 // "<end_of_turn>" or "<|turn>" gets those characters, not a turn boundary.
 package chat
 
@@ -35,7 +40,8 @@ type Message struct {
 
 // Template turns messages into prompt ids.
 type Template interface {
-	// Name identifies the format: "gemma4", "gemma3", "chatml" or "plain".
+	// Name identifies the format: "jinja" (the model's own template),
+	// "gemma4", "gemma3", "chatml" or "plain".
 	Name() string
 	// Render returns the ids of the conversation, BOS included when the
 	// model wants it; with addGenerationPrompt it ends with the opening of a
@@ -56,12 +62,17 @@ var ErrConversation = errors.New("chat: conversation cannot be rendered")
 // format its model needs.
 var ErrNoTemplate = errors.New("chat: no template fits the tokenizer")
 
-// ForModel picks the template for a model architecture (model.Config's
-// architecture, e.g. "gemma4", "gemma3", "llama", "qwen2") and checks that
-// the tokenizer has the control tokens it needs. Architectures without a
-// known chat format fall back to ChatML when the vocabulary has its tokens,
-// and to the plain template otherwise.
-func ForModel(arch string, tok *tokenizer.Tokenizer) (Template, error) {
+// ForModel picks the template for a model: its own chat template when spec
+// has one (a template that does not parse is an error, never a silent
+// fallback), else the built-in format of its architecture (model.Config's
+// architecture, e.g. "gemma4", "gemma3", "llama", "qwen2"), checking that the
+// tokenizer has the control tokens it needs. Architectures without a known
+// chat format fall back to ChatML when the vocabulary has its tokens, and to
+// the plain template otherwise.
+func ForModel(arch string, tok *tokenizer.Tokenizer, spec Spec) (Template, error) {
+	if spec.Template != "" {
+		return NewJinja(tok, spec)
+	}
 	a := strings.ToLower(arch)
 	switch {
 	case strings.HasPrefix(a, "gemma4"), strings.HasPrefix(a, "gemma3n"):

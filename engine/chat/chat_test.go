@@ -112,7 +112,7 @@ type chatFixture struct {
 // package's tokenizer_config.json (fixture from engine/tokenizer/testdata/gen.py).
 func TestGemma3MatchesTransformers(t *testing.T) {
 	tok := gemma3Tok(t)
-	tmpl, err := ForModel("gemma3", tok)
+	tmpl, err := ForModel("gemma3", tok, Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestTypedSpecialTokensArePlainText(t *testing.T) {
 
 func TestGemma4Format(t *testing.T) {
 	tok := miniTokenizer(t, []string{"<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<|turn>", "<turn|>"}, true)
-	tmpl, err := ForModel("gemma4", tok)
+	tmpl, err := ForModel("gemma4", tok, Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestGemma4Format(t *testing.T) {
 
 func TestChatMLFormat(t *testing.T) {
 	tok := miniTokenizer(t, []string{"<|endoftext|>", "<|im_start|>", "<|im_end|>"}, false)
-	tmpl, err := ForModel("llama", tok)
+	tmpl, err := ForModel("llama", tok, Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestPlainStories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := ForModel("llama", tok)
+	tmpl, err := ForModel("llama", tok, Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestErrorsAndHashes(t *testing.T) {
 		t.Errorf("NewGemma3 without <start_of_turn>: %v", err)
 	}
 	g3 := miniTokenizer(t, []string{"<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"}, true)
-	tmpl, err := ForModel("gemma3_text", g3)
+	tmpl, err := ForModel("gemma3_text", g3, Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestErrorsAndHashes(t *testing.T) {
 	}
 	// The hash is stable: the same template over an equal tokenizer, built
 	// again (a snapshot written by one run is found by the next), hashes alike.
-	again, err := ForModel("gemma3_text", miniTokenizer(t, []string{"<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"}, true))
+	again, err := ForModel("gemma3_text", miniTokenizer(t, []string{"<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"}, true), Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}

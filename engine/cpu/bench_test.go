@@ -19,25 +19,14 @@ import (
 	"anechat/internal/testres"
 )
 
-// smolPath finds SmolLM2-135M-Instruct (Q4_1), as fetched by
-// build/scripts/fetch-smollm2.sh: $ANECHAT_SMOLLM2, else the data dir's models
-// folder. "" when absent.
-func smolPath() string {
+// smolPath finds SmolLM2-135M-Instruct (Q4_1): $ANECHAT_SMOLLM2, else the
+// copy build/scripts/deps-smollm2.sh puts in build/testdeps/pypi (never a
+// user's data dir). "" when absent.
+func smolPath(tb testing.TB) string {
 	if p := os.Getenv("ANECHAT_SMOLLM2"); p != "" {
 		return p
 	}
-	dir := os.Getenv("ANECHAT_HOME")
-	if dir == "" {
-		if x := os.Getenv("XDG_DATA_HOME"); x != "" {
-			dir = filepath.Join(x, "anechat")
-		} else if home, err := os.UserHomeDir(); err == nil {
-			dir = filepath.Join(home, ".local", "share", "anechat")
-			if runtime.GOOS == "darwin" {
-				dir = filepath.Join(home, "Library", "Application Support", "anechat")
-			}
-		}
-	}
-	p := filepath.Join(dir, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+	p := filepath.Join(testres.RepoRoot(tb), "build", "testdeps", "pypi", "SmolLM2-135M-Instruct.Q4_1.gguf")
 	if _, err := os.Stat(p); err != nil {
 		return ""
 	}
@@ -126,9 +115,9 @@ func BenchmarkForwardSmolLM2Context(b *testing.B) {
 
 // openSmol opens SmolLM2 (smolPath) or skips the benchmark.
 func openSmol(b *testing.B) *Llama {
-	p := smolPath()
+	p := smolPath(b)
 	if p == "" {
-		b.Skip("SmolLM2 missing: run build/scripts/fetch-smollm2.sh")
+		b.Skip("SmolLM2 missing: run build/scripts/deps-smollm2.sh")
 	}
 	m, err := OpenLlama(p, nil)
 	if err != nil {
@@ -282,7 +271,7 @@ func BenchmarkMatMul(b *testing.B) {
 // BenchmarkPrefill times a prefill of N tokens in calls of 64 (the Session's
 // default), stories260K and SmolLM2.
 func BenchmarkPrefill(b *testing.B) {
-	models := map[string]string{"stories260K": "", "smollm2": smolPath()}
+	models := map[string]string{"stories260K": "", "smollm2": smolPath(b)}
 	for name, path := range models {
 		if name == "stories260K" {
 			path = testres.Stories(b)

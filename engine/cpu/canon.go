@@ -10,7 +10,8 @@ import "math"
 // that every architecture computes them with the same roundings (explicit
 // math.FMA where a fused step is meant, explicit conversions everywhere
 // else), so the activations give the same bits on every CPU; the SIMD
-// kernels of each architecture copy these steps exactly.
+// kernels of each architecture copy these steps exactly. (fma32, the
+// exactly rounded float32 multiply-add, is in dotref.go.)
 
 // Constants of exp64: log2(e), ln 2 split into a head (its low bits zero,
 // so ef·ln2Hi is exact for the exponents in range) and a tail, and the
@@ -119,23 +120,4 @@ func tanh64(x float64) float64 {
 	num := float64(float64(float64(float64(tanhP0*s)+tanhP1)*s) + tanhP2)
 	den := float64(float64(float64(float64(float64(s+tanhQ0)*s)+tanhQ1)*s) + tanhQ2)
 	return x + float64(float64(float64(x*s)*num)/den)
-}
-
-// fma32 is a·b+c rounded once to float32, on every architecture (what
-// VFMADD231PS and FMLA compute). The product of two float32s is exact in
-// float64; the sum is computed with its exact error (two-sum) and rounded
-// to odd, which then rounds correctly to float32 (float64 has more than
-// twice float32's precision plus two bits).
-func fma32(a, b, c float32) float32 {
-	p, q := float64(float64(a)*float64(b)), float64(c) // p is exact
-	s := p + q
-	if math.IsInf(s, 0) || math.IsNaN(s) {
-		return float32(s)
-	}
-	bb := s - p
-	err := (p - (s - bb)) + (q - bb)
-	if err != 0 && math.Float64bits(s)&1 == 0 {
-		s = math.Nextafter(s, math.Copysign(math.Inf(1), err))
-	}
-	return float32(s)
 }

@@ -207,6 +207,51 @@ func canonVectorsNow(t *testing.T) map[string]string {
 		}
 		out[fmt.Sprintf("attend/%d", hd)] = canonHash(res)
 	}
+
+	// The formats Quantize does not encode (Q5_0, Q5_1, the K formats), as
+	// random blocks with one in four at the extreme values (testWeights),
+	// at widths 1..9 and their rows; and the Q8_K quantiser the K formats'
+	// activations go through, with zero, tie, huge and NaN blocks.
+	for _, typ := range []gguf.Type{gguf.Q5_0, gguf.Q5_1, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
+		for _, cols := range []int{typ.BlockSize() * 3, 1024} {
+			const rows = 19
+			m, err := NewMatrix("w", typ, rows, cols, testWeights(r, typ, rows, cols, 0.1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := randVals(r, 9*cols, 1)
+			x[2*cols+3] = 1e30 // token 2's first block saturates around one huge value
+			var res []float32
+			for n := 1; n <= 9; n++ {
+				o := make([]float32, n*rows)
+				m.MatMul(NewPool(2), o, x[:n*cols])
+				res = append(res, o...)
+			}
+			row := make([]float32, cols)
+			for ri := range rows {
+				res = append(res, m.Row(row, ri)...)
+			}
+			out[fmt.Sprintf("matmul/%s/%d", typ, cols)] = canonHash(res)
+		}
+	}
+	kx := randVals(r, 6*qkK, 3)
+	for i := range qkK {
+		kx[i], kx[qkK+i], kx[2*qkK+i] = 0, float32(i%64)-31.5, float32(i%5)*1e38
+	}
+	kx[3*qkK+7], kx[4*qkK+200] = float32(math.NaN()), float32(math.Inf(-1))
+	kq, krecs := make([]int8, len(kx)), make([]kRec, 6)
+	quantizeQ8KInto(kq, qkK, krecs, 1, kx)
+	var kv []float32
+	for _, rec := range krecs {
+		kv = append(kv, rec.d)
+		for _, s := range append(rec.s32[:], rec.s16[:]...) {
+			kv = append(kv, float32(s))
+		}
+	}
+	for _, v := range kq {
+		kv = append(kv, float32(v))
+	}
+	out["quantizeK"] = canonHash(kv)
 	return out
 }
 

@@ -47,7 +47,7 @@ func TestGemma4EndToEnd(t *testing.T) {
 	if err := json.Unmarshal(data, &ref); err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := chat.ForModel(b.Config().Arch, tok)
+	tmpl, err := chat.ForModel(b.Config().Arch, tok, m.Chat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,16 +65,12 @@ func TestGemma4EndToEnd(t *testing.T) {
 			t.Errorf("%s: prompt ids\n%v\ntokenizers\n%v", c.Name, prompt, c.Prompt)
 			continue
 		}
-		// Plain decoding, then speculation (prompt lookup, every proposal
-		// sent) at widths 4 and 8: all three equal transformers' greedy ids.
+		// Width 1 (one token per call), then speculation (prompt lookup,
+		// every proposal sent) at widths 4 and 8: all three equal
+		// transformers' greedy ids.
 		for _, width := range []int{1, 4, 8} {
-			opts := engine.SessionOptions{MaxBatch: 8}
-			if width > 1 {
-				d := engine.NewSpecDecoder(spec.FixedCosts(map[int]float64{1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1, 7: 1, 8: 1}), nil)
-				d.Ungated = true
-				opts.Decoder = d
-			}
-			s, err := engine.NewSession(b, opts)
+			s, err := engine.NewSession(b, engine.SessionOptions{MaxBatch: 8, Ungated: true,
+				Costs: spec.FixedCosts(map[int]float64{1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1, 7: 1, 8: 1})})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,8 +15,10 @@ const (
 	// KernelsNEON: the arm64 row kernels with the dot-product extension
 	// (q8rows_arm64.s), with the NEON float kernels.
 	KernelsNEON = "cpu/neon-sdot.1"
-	// KernelsGo: the portable Go loops.
-	KernelsGo = "cpu/go.2"
+	// KernelsGo: the portable Go loops (go.3: the integer formats multiply
+	// quantised activations with the canonical sums of dotref.go, as the
+	// row kernels do, instead of dequantising the rows to floats).
+	KernelsGo = "cpu/go.3"
 )
 
 // Kernels names the kernel set selected on this CPU (KernelsVNNI or

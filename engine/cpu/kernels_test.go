@@ -173,7 +173,7 @@ func testMatMulRowIndependence(t *testing.T, cols int, types []gguf.Type) {
 			m.MatMul(NewPool(1), ref[tk*rows:(tk+1)*rows], x[tk*cols:(tk+1)*cols])
 		}
 		row := make([]float32, cols)
-		integer := hasIntegerKernels(typ)
+		integer := integerType(typ)
 		for ri := range rows {
 			m.Row(row, ri)
 			for tk := range 8 {
@@ -206,8 +206,8 @@ func testMatMulRowIndependence(t *testing.T, cols int, types []gguf.Type) {
 }
 
 func TestNewMatrixErrors(t *testing.T) {
-	if _, err := NewMatrix("blk.0.x", gguf.Q6_K, 1, 256, make([]byte, 210)); err == nil {
-		t.Error("Q6_K accepted")
+	if _, err := NewMatrix("blk.0.x", gguf.Q8_K, 1, 256, make([]byte, 292)); err == nil {
+		t.Error("Q8_K weights accepted")
 	}
 	if _, err := NewMatrix("blk.0.x", gguf.F32, 2, 4, make([]byte, 31)); err == nil {
 		t.Error("short data accepted")

@@ -194,9 +194,9 @@ func TestLoadErrors(t *testing.T) {
 			}
 			return true
 		}, nil)},
-		{"unsupported quant", `tensor "blk.0.ffn_gate.weight": type Q6_K is not supported`, edit(func(w *gguf.Writer, name string, ti gguf.TensorInfo, d []byte) bool {
+		{"unsupported quant", `tensor "blk.0.ffn_gate.weight": type IQ4_NL is not supported`, edit(func(w *gguf.Writer, name string, ti gguf.TensorInfo, d []byte) bool {
 			if name == "blk.0.ffn_gate.weight" {
-				w.AddTensor(name, gguf.Q6_K, []int{256, 24}, make([]byte, 24*210))
+				w.AddTensor(name, gguf.IQ4_NL, []int{256, 24}, make([]byte, 24*8*18))
 				return false
 			}
 			return true

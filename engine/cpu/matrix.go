@@ -28,7 +28,8 @@ type Matrix struct {
 // Supported reports whether the CPU kernels compute with t.
 func Supported(t gguf.Type) bool {
 	switch t {
-	case gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1:
+	case gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_1,
+		gguf.Q5_0, gguf.Q5_1, gguf.Q2_K, gguf.Q3_K, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
 		return true
 	}
 	return false
@@ -38,17 +39,17 @@ func Supported(t gguf.Type) bool {
 // type is supported and the size matches. name is used in errors.
 func NewMatrix(name string, t gguf.Type, rows, cols int, data []byte) (*Matrix, error) {
 	if !Supported(t) {
-		return nil, fmt.Errorf("tensor %q: type %s is not supported by the CPU backend (want F32, F16, BF16, Q8_0, Q4_0 or Q4_1)", name, t)
+		return nil, fmt.Errorf("tensor %q: type %s is not supported by the CPU backend (want F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K or Q6_K)", name, t)
 	}
 	if rows <= 0 || cols <= 0 || cols%t.BlockSize() != 0 {
-		return nil, fmt.Errorf("tensor %q: shape %dx%d is invalid for %s", name, rows, cols, t)
+		return nil, fmt.Errorf("tensor %q: shape %dx%d is invalid for %s (rows of %s hold whole blocks of %d)", name, rows, cols, t, t, t.BlockSize())
 	}
 	rb := t.RowBytes(cols)
 	if len(data) != rows*rb {
 		return nil, fmt.Errorf("tensor %q: %d bytes, want %d for %dx%d %s", name, len(data), rows*rb, rows, cols, t)
 	}
 	m := &Matrix{Name: name, Type: t, Rows: rows, Cols: cols, Data: data, rowBytes: rb}
-	if full := rows &^ 7; full != rows && (t == gguf.Q4_0 || t == gguf.Q4_1 || t == gguf.Q8_0) {
+	if full := rows &^ 7; full != rows && integerType(t) {
 		m.tail = make([]byte, 8*rb)
 		for i := range 8 {
 			r := min(full+i, rows-1)
@@ -107,17 +108,23 @@ func (m *Matrix) MatMul(p *Pool, out, x []float32) {
 }
 
 // MatMulInput is MatMul on an Input that other matrices may share (see
-// Input). On amd64, Q4_0, Q4_1 and Q8_0 weights multiply 8-bit quantised
-// activations with integer dot products (matMulQ8: the row kernels of
-// q8rows_amd64.s with AVX-512 VNNI, else q8rowsavx2_amd64.s with AVX2); F32, F16
-// and BF16 rows are read in place by the fused kernels of dot4_amd64.s for
-// groups of 4, 2 and 1 tokens where they exist (dotTokens); what is left
-// dequantises each row to float32 once for the remaining tokens.
+// Input). The integer formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K..Q6_K)
+// multiply quantised activations with the canonical sums of dotref.go: the
+// row kernels where this CPU has them for the format (matMulQ8), else the
+// Go loops (matMulRef), the same bits either way; F32, F16 and BF16 rows
+// are read in place by the fused kernels of dot4_amd64.s for groups of 4,
+// 2 and 1 tokens where they exist (dotTokens); what is left dequantises
+// each row to float32 once for the remaining tokens.
 func (m *Matrix) MatMulInput(p *Pool, out []float32, in *Input) {
 	x := in.X
 	n := len(x) / m.Cols
 	out = out[:n*m.Rows]
-	if m.matMulQ8(p, out, in, n) {
+	if integerType(m.Type) && in.Cols == m.Cols {
+		// Quantised activations, the canonical sums (dotref.go): the row
+		// kernels where this CPU has them for the type, else the Go loops.
+		if !m.matMulQ8(p, out, in, n) {
+			m.matMulRef(p, out, in, n)
+		}
 		return
 	}
 	const chunk = 16
@@ -205,7 +212,7 @@ func (m *Matrix) tailF32(buf []float32, r, k int) []float32 {
 }
 
 func dequantRow(dst []float32, t gguf.Type, src []byte) {
-	if dequantSIMD(dst, t, src) {
+	if dequantSIMD(dst, t, src) || dequantRowMore(dst, t, src) {
 		return
 	}
 	switch t {
@@ -233,23 +240,20 @@ func dequantRow(dst []float32, t gguf.Type, src []byte) {
 		}
 	case gguf.Q4_0:
 		// Block: f16 scale d, 16 bytes; element i is the low nibble of
-		// byte i, element i+16 the high nibble; x = d·(q-8), computed as
-		// the SIMD dequantisers do, q·d + (-8d) rounded once (the same
-		// value for every finite d; for an infinite d every element is NaN).
+		// byte i, element i+16 the high nibble; x = d·(q-8).
 		for b := 0; b < len(dst)/32; b++ {
 			blk := src[b*18 : b*18+18 : b*18+18]
 			d := F16(binary.LittleEndian.Uint16(blk))
-			m := -8 * d
 			o := dst[b*32 : b*32+32 : b*32+32]
 			for i := range 16 {
 				q := blk[2+i]
-				o[i] = fma32(float32(q&0xf), d, m)
-				o[i+16] = fma32(float32(q>>4), d, m)
+				o[i] = d * float32(int(q&0xf)-8)
+				o[i+16] = d * float32(int(q>>4)-8)
 			}
 		}
 	case gguf.Q4_1:
 		// Block: f16 scale d, f16 min m, 16 bytes of nibbles laid out as
-		// Q4_0; x = d·q + m rounded once, as the SIMD dequantisers' FMA.
+		// Q4_0; x = d·q + m.
 		for b := 0; b < len(dst)/32; b++ {
 			blk := src[b*20 : b*20+20 : b*20+20]
 			d := F16(binary.LittleEndian.Uint16(blk))
@@ -257,8 +261,10 @@ func dequantRow(dst []float32, t gguf.Type, src []byte) {
 			o := dst[b*32 : b*32+32 : b*32+32]
 			for i := range 16 {
 				q := blk[4+i]
-				o[i] = fma32(d, float32(q&0xf), mn)
-				o[i+16] = fma32(d, float32(q>>4), mn)
+				// Rounded product, then the sum (never fused): the
+				// reference dequantiser's two roundings.
+				o[i] = float32(d*float32(q&0xf)) + mn
+				o[i+16] = float32(d*float32(q>>4)) + mn
 			}
 		}
 	}

@@ -67,21 +67,22 @@ func quantizeQ8Into(q []int8, qstep int, d, s []float32, qs []int32, sstep int, 
 type Input struct {
 	X    []float32
 	Cols int
-	// dT, sT, qs8T and qs128T are quantizeQ8's block scales d, dequantised
-	// block sums s and integer block sums qs (times 8 and 128), transposed:
+	// dT, sT, qsT, qs8T, qs16T and qs128T are quantizeQ8's block scales d,
+	// dequantised block sums s and integer block sums qs (plain, and times
+	// 8, 16 and 128: the offsets of Q4_0, Q5_0 and Q8_0 weights), transposed:
 	// block b's values for tokens 0..n-1 at [b*tstride:], with 3 zero
 	// values of padding after each block's n. The row kernels
 	// (q8rows_amd64.s) read them per block, a token at a fixed offset.
-	dT, sT       []float32
-	qs8T, qs128T []int32
-	tstride      int
+	dT, sT                   []float32
+	qsT, qs8T, qs16T, qs128T []int32
+	tstride                  int
 	// qG is the 8-bit values with each kernel group's tokens interleaved
 	// per block: groups of 8 tokens, then one of 4, 2, 1 (rowGroupSize), as
 	// matMulRows calls the kernels; a group starting at token t holds token
 	// t+j's block b at qG[(t*nb+b*g+j)*32:].
 	qG []int8
 	// quantised is true once the fields above hold X's 8-bit form;
-	// fbuf and ibuf back dT, sT and qs8T, qs128T.
+	// fbuf and ibuf back dT, sT and qsT, qs8T, qs16T, qs128T.
 	quantised bool
 	fbuf      []float32
 	ibuf      []int32
@@ -91,6 +92,10 @@ type Input struct {
 	// mm and rows are the loop bodies of those products (Pool.Run).
 	mm   matTask
 	rows rowsTask
+	ref  refTask
+	// k is the Q8_K form for the K formats (q8K), valid when kQuantised.
+	k          inputK
+	kQuantised bool
 }
 
 // NewInput wraps x (tokens of cols floats each).
@@ -98,7 +103,7 @@ func NewInput(x []float32, cols int) *Input { return &Input{X: x, Cols: cols} }
 
 // Reset makes in the input x (tokens of cols floats), keeping its buffers.
 func (in *Input) Reset(x []float32, cols int) {
-	in.X, in.Cols, in.quantised = x, cols, false
+	in.X, in.Cols, in.quantised, in.kQuantised = x, cols, false, false
 }
 
 // scratch returns n floats of in's per-worker scratch.
@@ -118,13 +123,13 @@ func (in *Input) q8T() int {
 		n, nb := len(in.X)/in.Cols, in.Cols/32
 		ts := n + 3
 		in.tstride = ts
-		in.fbuf, in.ibuf = grow(in.fbuf, 2*nb*ts), grow(in.ibuf, 2*nb*ts)
+		in.fbuf, in.ibuf = grow(in.fbuf, 2*nb*ts), grow(in.ibuf, 4*nb*ts)
 		f, q := in.fbuf, in.ibuf
 		clear(f) // the padding after each block's n stays zero
 		clear(q)
 		in.dT, in.sT = f[:nb*ts:nb*ts], f[nb*ts:]
-		in.qs8T, in.qs128T = q[:nb*ts:nb*ts], q[nb*ts:]
-		qsT := in.qs8T // the plain sums first, scaled below
+		in.qsT, in.qs8T, in.qs16T, in.qs128T = q[:nb*ts:nb*ts], q[nb*ts:2*nb*ts:2*nb*ts], q[2*nb*ts:3*nb*ts:3*nb*ts], q[3*nb*ts:]
+		qsT := in.qsT
 		in.qG = grow(in.qG, n*in.Cols)
 		for t := 0; t < n; {
 			g := rowGroupSize(n - t)
@@ -135,7 +140,7 @@ func (in *Input) q8T() int {
 			t += g
 		}
 		for i, v := range qsT {
-			in.qs8T[i], in.qs128T[i] = 8*v, 128*v
+			in.qs8T[i], in.qs16T[i], in.qs128T[i] = 8*v, 16*v, 128*v
 		}
 		in.quantised = true
 	}

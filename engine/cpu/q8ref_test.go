@@ -39,9 +39,9 @@ func dotQ8Ref(typ gguf.Type, row []byte, q []int8, d, s []float32, qs []int32) f
 				ib -= 8 * qs[b]
 			}
 		}
-		a = fma32Exact(dw*d[b], float32(ib), a)
+		a = fma32Big(dw*d[b], float32(ib), a)
 		if typ == gguf.Q4_1 {
-			a = fma32Exact(F16(binary.LittleEndian.Uint16(blk[2:])), s[b], a)
+			a = fma32Big(F16(binary.LittleEndian.Uint16(blk[2:])), s[b], a)
 		}
 	}
 	return a

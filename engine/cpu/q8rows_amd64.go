@@ -88,6 +88,9 @@ func rowsQ80x8A(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Point
 // (index 1, 2, 4, 8; nil if none): the VNNI forms, or the AVX2 forms. Both
 // compute the canonical sum (dotQ8Ref).
 func rowKernels(t gguf.Type) (k [9]rowKernel) {
+	if k, ok := moreRowKernels(t); ok {
+		return k // Q5_0, Q5_1 and the K formats (kqrows_amd64.go)
+	}
 	if hasVNNI {
 		switch t {
 		case gguf.Q4_0:

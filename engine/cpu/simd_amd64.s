@@ -47,9 +47,9 @@ DATA minus8<>+0(SB)/4, $0xc1000000
 GLOBL minus8<>(SB), RODATA|NOPTR, $4
 
 // NIBBLES expands the 16 bytes at off(SI) into 32 floats in Y3..Y6 (element
-// i < 16 the low nibble of byte i, element i+16 its high nibble) and applies
-// x = q*Y8 + Y9 with one rounding (FMA).
-#define NIBBLES(off) \
+// i < 16 the low nibble of byte i, element i+16 its high nibble), applies
+// op to each (FMA40 or MULADD41) and stores them at DI.
+#define NIBBLES(off, op) \
 	VMOVDQU off(SI), X0 \
 	VPAND X15, X0, X1 \
 	VPSRLW $4, X0, X2 \
@@ -64,14 +64,26 @@ GLOBL minus8<>(SB), RODATA|NOPTR, $4
 	VCVTDQ2PS Y4, Y4 \
 	VCVTDQ2PS Y5, Y5 \
 	VCVTDQ2PS Y6, Y6 \
-	VFMADD213PS Y9, Y8, Y3 \
-	VFMADD213PS Y9, Y8, Y4 \
-	VFMADD213PS Y9, Y8, Y5 \
-	VFMADD213PS Y9, Y8, Y6 \
+	op(Y3) \
+	op(Y4) \
+	op(Y5) \
+	op(Y6) \
 	VMOVUPS Y3, (DI) \
 	VMOVUPS Y4, 32(DI) \
 	VMOVUPS Y5, 64(DI) \
 	VMOVUPS Y6, 96(DI)
+
+// SUBMUL40: x = (q-8)*d (Q4_0): q-8 is exact (+0 for q = 8, so that a
+// negative d gives -0 as the reference does), the product rounds once.
+#define SUBMUL40(y) \
+	VADDPS Y14, y, y \
+	VMULPS Y8, y, y
+
+// MULADD41: x = q*d rounded, then + m rounded (Q4_1): the two roundings of
+// the reference dequantiser (the Go loop's float32(d*q) + m).
+#define MULADD41(y) \
+	VMULPS Y8, y, y \
+	VADDPS Y9, y, y
 
 // HALF broadcasts the f16 at off(SI) as float32 into all lanes of Y.
 #define HALF(off, X, Y) \
@@ -81,8 +93,7 @@ GLOBL minus8<>(SB), RODATA|NOPTR, $4
 	VBROADCASTSS X, Y
 
 // func dequantQ40AVX2(dst *float32, src *byte, nblocks int)
-// Q4_0 blocks (f16 d, 16 nibble bytes): x = q*d + (-8d), which equals the
-// rounded d*(q-8) exactly (-8d is exact, the FMA rounds once).
+// Q4_0 blocks (f16 d, 16 nibble bytes): x = d*(q-8).
 TEXT ·dequantQ40AVX2(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
@@ -93,8 +104,7 @@ q40loop:
 	TESTQ CX, CX
 	JZ q40done
 	HALF(0, X8, Y8)
-	VMULPS Y14, Y8, Y9
-	NIBBLES(2)
+	NIBBLES(2, SUBMUL40)
 	ADDQ $128, DI
 	ADDQ $18, SI
 	DECQ CX
@@ -104,7 +114,7 @@ q40done:
 	RET
 
 // func dequantQ41AVX2(dst *float32, src *byte, nblocks int)
-// Q4_1 blocks (f16 d, f16 m, 16 nibble bytes): x = q*d + m.
+// Q4_1 blocks (f16 d, f16 m, 16 nibble bytes): x = q*d + m, each rounded.
 TEXT ·dequantQ41AVX2(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
@@ -115,7 +125,7 @@ q41loop:
 	JZ q41done
 	HALF(0, X8, Y8)
 	HALF(2, X9, Y9)
-	NIBBLES(4)
+	NIBBLES(4, MULADD41)
 	ADDQ $128, DI
 	ADDQ $20, SI
 	DECQ CX

@@ -406,45 +406,39 @@ bf16done:
 	FMUL_4S(22, 22, d) \
 	FMUL_4S(23, 23, d)
 
-// AFFINE8 stores fma(q, d, m) for the 32 values q in V16..V23, d in V8
-// and m in V9 (one rounding each, as the AVX2 forms' VFMADD213PS).
-#define AFFINE8 \
-	VMOV V9.B16, V24.B16 \
-	VMOV V9.B16, V25.B16 \
-	VMOV V9.B16, V26.B16 \
-	VMOV V9.B16, V27.B16 \
-	FMLA_4S(24, 16, 8) \
-	FMLA_4S(25, 17, 8) \
-	FMLA_4S(26, 18, 8) \
-	FMLA_4S(27, 19, 8) \
-	VMOV V9.B16, V16.B16 \
-	VMOV V9.B16, V17.B16 \
-	VMOV V9.B16, V18.B16 \
-	VMOV V9.B16, V19.B16 \
-	FMLA_4S(16, 20, 8) \
-	FMLA_4S(17, 21, 8) \
-	FMLA_4S(18, 22, 8) \
-	FMLA_4S(19, 23, 8) \
-	VST1.P [V24.S4, V25.S4, V26.S4, V27.S4], 64(R0) \
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R0)
+// MULADD8 stores q·d rounded, then + m rounded, for the 32 values q in
+// V16..V23, d in V8 and m in V9: the reference dequantiser's two roundings
+// (Q4_1; MULADD41 in simd_amd64.s).
+#define MULADD8 \
+	MUL8(8) \
+	FADD_4S(16, 16, 9) \
+	FADD_4S(17, 17, 9) \
+	FADD_4S(18, 18, 9) \
+	FADD_4S(19, 19, 9) \
+	FADD_4S(20, 20, 9) \
+	FADD_4S(21, 21, 9) \
+	FADD_4S(22, 22, 9) \
+	FADD_4S(23, 23, 9) \
+	STORE8
 
 // func dequantQ40NEON(dst *float32, src *byte, nblocks int)
-// Q4_0 blocks: x = fma(q, d, -8d), as the AVX2 form (and the Go loop,
-// fma32): -8d is exact, so this is the rounded d·(q-8) for every finite d.
+// Q4_0 blocks: x = (q-8)·d, q-8 exact in the integers (so +0 for q = 8,
+// and a negative d gives -0, as the reference does), one rounding.
 TEXT ·dequantQ40NEON(SB), NOSPLIT, $0-24
 	MOVD dst+0(FP), R0
 	MOVD src+8(FP), R1
 	MOVD nblocks+16(FP), R2
 	VMOVI $15, V31.B16
-	FMOVS $-8.0, F30
-	VDUP V30.S[0], V30.S4
+	VMOVI $8, V30.B16
 	CBZ R2, q40done
 q40loop:
 	HALFD(R1, V8, 8)
-	FMUL_4S(9, 8, 30)
 	NIB(2)
+	VSUB V30.B16, V2.B16, V2.B16
+	VSUB V30.B16, V3.B16, V3.B16
 	WIDEN32
-	AFFINE8
+	MUL8(8)
+	STORE8
 	ADD $18, R1, R1
 	SUBS $1, R2, R2
 	BNE q40loop
@@ -452,7 +446,7 @@ q40done:
 	RET
 
 // func dequantQ41NEON(dst *float32, src *byte, nblocks int)
-// Q4_1 blocks: x = fma(q, d, m), one rounding (as the AVX2 form).
+// Q4_1 blocks: x = q·d + m, each rounded (as the AVX2 form).
 TEXT ·dequantQ41NEON(SB), NOSPLIT, $0-24
 	MOVD dst+0(FP), R0
 	MOVD src+8(FP), R1
@@ -465,7 +459,7 @@ q41loop:
 	HALFD(R3, V9, 9)
 	NIB(4)
 	WIDEN32
-	AFFINE8
+	MULADD8
 	ADD $20, R1, R1
 	SUBS $1, R2, R2
 	BNE q41loop

@@ -36,10 +36,10 @@ func quantizeQ8IntoSIMD(q []int8, qstep int, d, s []float32, qs []int32, sstep i
 
 func (m *Matrix) matMulQ8(p *Pool, out []float32, in *Input, n int) bool { return false }
 
-func hasIntegerKernels(t gguf.Type) bool { return false }
-
 func axpySIMD(y []float32, a float32, x []float32) int { return 0 }
 
 // rowsTask is the row kernels' loop (q8rows_amd64.go); without them an
 // Input carries an empty one.
 type rowsTask struct{}
+
+func hasIntegerKernels(t gguf.Type) bool { return false }

@@ -49,7 +49,7 @@ func RandomLlama(o llama.Config, typ gguf.Type, seed uint64) ([]byte, error) {
 			return
 		}
 		scale := float32(1 / math.Sqrt(float64(cols)))
-		if t == gguf.Q4_0 || t == gguf.Q4_1 || t == gguf.Q8_0 {
+		if integerType(t) {
 			// Random blocks straight away: quantising normal samples is too
 			// slow for the benchmark's half-gigabyte models.
 			w.AddTensor(name, t, []int{cols, rows}, randomBlocks(r, t, rows*cols, scale))
@@ -113,6 +113,24 @@ func randomBlocks(r *rand.Rand, t gguf.Type, n int, scale float32) []byte {
 			binary.LittleEndian.PutUint16(out[b+2:], ToF16(-7.5*scale/4.6))
 		case gguf.Q8_0: // int8 uniform: sd ~74
 			binary.LittleEndian.PutUint16(out[b:], ToF16(scale/74))
+		case gguf.Q5_0: // q-16 uniform in -16..15: sd ~9.2
+			binary.LittleEndian.PutUint16(out[b:], ToF16(scale/9.2))
+		case gguf.Q5_1: // q uniform in 0..31 around -15.5
+			binary.LittleEndian.PutUint16(out[b:], ToF16(scale/9.2))
+			binary.LittleEndian.PutUint16(out[b+2:], ToF16(-15.5*scale/9.2))
+		case gguf.Q2_K: // scales 0..15 (~8), q 0..3 (sd ~1.1), mins 0..15 (~8) around -1.5
+			binary.LittleEndian.PutUint16(out[b+80:], ToF16(scale/9))
+			binary.LittleEndian.PutUint16(out[b+82:], ToF16(1.5*scale/9))
+		case gguf.Q3_K: // scales -32..31 (sd ~18), q -4..3 (sd ~2.3)
+			binary.LittleEndian.PutUint16(out[b+108:], ToF16(scale/41))
+		case gguf.Q4_K: // scales 0..63 (~32), q 0..15 (sd ~4.6), mins around -7.5
+			binary.LittleEndian.PutUint16(out[b:], ToF16(scale/147))
+			binary.LittleEndian.PutUint16(out[b+2:], ToF16(7.5*scale/147))
+		case gguf.Q5_K: // as Q4_K with q 0..31 (sd ~9.2)
+			binary.LittleEndian.PutUint16(out[b:], ToF16(scale/294))
+			binary.LittleEndian.PutUint16(out[b+2:], ToF16(15.5*scale/294))
+		case gguf.Q6_K: // scales int8 (sd ~74), q-32 (sd ~18)
+			binary.LittleEndian.PutUint16(out[b+208:], ToF16(scale/1332))
 		}
 	}
 	return out

@@ -77,6 +77,7 @@ type Cache struct {
 	n        int       // committed positions
 	pending  int
 	top      int // one past the highest position ever written
+	epoch    uint64
 }
 
 // buffer stores one owning layer's rows. A full layer keeps every position
@@ -180,8 +181,16 @@ func (c *Cache) Commit(n int) error {
 // Rollback drops every pending row.
 func (c *Cache) Rollback() { c.pending = 0 }
 
+// Epoch changes whenever committed rows may have been replaced by anything
+// other than a Commit after them (Reset, Truncate, Restore). A backend that
+// keeps its own copy of the committed rows (the Core ML backend's fp16
+// cache tensors) trusts the rows it copied from this cache while the epoch
+// is the same, and copies again otherwise.
+func (c *Cache) Epoch() uint64 { return c.epoch }
+
 // Reset empties the cache, keeping its memory.
 func (c *Cache) Reset() {
+	c.epoch++
 	c.n, c.pending, c.top = 0, 0, 0
 	for _, b := range c.bufs {
 		if b != nil {
@@ -212,6 +221,7 @@ func (c *Cache) Truncate(n int) error {
 		}
 	}
 	c.n, c.pending = n, 0
+	c.epoch++
 	return nil
 }
 

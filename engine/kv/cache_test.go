@@ -579,3 +579,30 @@ func TestRun(t *testing.T) {
 		}
 	}
 }
+
+// TestEpoch: the epoch changes when committed rows may be replaced (Reset,
+// Truncate, Restore) and only then: calls and commits append.
+func TestEpoch(t *testing.T) {
+	c, err := New(Geometry{Context: 32, Layers: []LayerSpec{{KVHeads: 1, HeadDim: 2}}}, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := c.Epoch()
+	step := func(what string, f func() error, changes bool) {
+		t.Helper()
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Epoch(); (got != e) != changes {
+			t.Fatalf("%s: epoch %d -> %d", what, e, got)
+		}
+		e = c.Epoch()
+	}
+	step("reserve", func() error { return c.Reserve(0, 4) }, false)
+	step("commit", func() error { return c.Commit(3) }, false)
+	step("reserve", func() error { return c.Reserve(3, 2) }, false)
+	step("rollback", func() error { c.Rollback(); return nil }, false)
+	step("truncate", func() error { return c.Truncate(1) }, true)
+	step("restore", func() error { return c.Restore(5) }, true)
+	step("reset", func() error { c.Reset(); return nil }, true)
+}

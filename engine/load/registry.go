@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
+	"anechat/engine/chat"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
 	"anechat/engine/tokenizer"
@@ -94,6 +96,9 @@ type Model struct {
 	// Tokenizer is the model's own tokenizer (the GGUF file's
 	// tokenizer.ggml.* metadata, or tokenizer.json beside config.json).
 	Tokenizer *tokenizer.Tokenizer
+	// Chat is the model's own chat template, for chat.ForModel (empty
+	// when the model ships none).
+	Chat chat.Spec
 }
 
 // Close releases the backend's resources (mappings, workers).
@@ -140,11 +145,16 @@ func (r *Registry) OpenSource(ctx context.Context, src Source, opts Options) (*M
 		m.Close()
 		return nil, fmt.Errorf("load: %s: the tokenizer has %d tokens, the model only %d logits (the tokenizer belongs to another model)", src.Path, n, v)
 	}
+	if m.Chat, err = loadChatSpec(src, m.Tokenizer); err != nil {
+		m.Close()
+		return nil, err
+	}
 	return m, nil
 }
 
 // loadTokenizer reads src's tokenizer: a GGUF file's metadata, or the
-// tokenizer.json of a model directory or bundle.
+// tokenizer.json of a model directory or bundle (or a bundle's
+// tokenizer.gguf, when it was converted from a GGUF file).
 func loadTokenizer(src Source) (*tokenizer.Tokenizer, error) {
 	if src.Format == GGUF {
 		f, err := gguf.Open(src.Path)
@@ -157,6 +167,25 @@ func loadTokenizer(src Source) (*tokenizer.Tokenizer, error) {
 			return nil, fmt.Errorf("load: %w", err)
 		}
 		return tok, nil
+	}
+	if src.Format == CoreML {
+		// A bundle converted from a GGUF file carries that file's
+		// tokenizer as a GGUF holding only the tokenizer metadata.
+		p := filepath.Join(src.Path, "tokenizer.gguf")
+		if _, err := os.Stat(filepath.Join(src.Path, "tokenizer.json")); err != nil {
+			if _, gerr := os.Stat(p); gerr == nil {
+				f, err := gguf.Open(p)
+				if err != nil {
+					return nil, fmt.Errorf("load: %w", err)
+				}
+				defer f.Close()
+				tok, err := tokenizer.FromGGUF(f)
+				if err != nil {
+					return nil, fmt.Errorf("load: %s: %w", p, err)
+				}
+				return tok, nil
+			}
+		}
 	}
 	tok, err := tokenizer.Load(filepath.Join(src.Path, "tokenizer.json"))
 	if err != nil {
@@ -192,5 +221,9 @@ func (r *Registry) Inspect(ctx context.Context, path string) (Info, error) {
 		return Info{Source: src}, err
 	}
 	defer m.Close()
+	// A chat template that does not parse fails every reply: report it now.
+	if _, err := chat.ForModel(m.Backend.Config().Arch, m.Tokenizer, m.Chat); err != nil {
+		return Info{Source: src}, fmt.Errorf("load: %s: %w", src.Path, err)
+	}
 	return Info{Source: src, Backend: m.BackendName, Config: m.Backend.Config(), TokenizerFingerprint: m.Tokenizer.Fingerprint()}, nil
 }

@@ -282,9 +282,18 @@ func Measure(ctx context.Context, b model.Backend, opts MeasureOptions) (*Costs,
 			}
 		}
 	}
-	// A wider call does more work than a narrower one: where noise says
-	// otherwise, take the narrower call's time (never make width look
-	// cheaper than it is).
+	sec := monotone(best)
+	if sec[1] == 0 {
+		return nil, fmt.Errorf("spec: measure: width 1 must be among the widths measured")
+	}
+	return NewCosts(sec), nil
+}
+
+// monotone turns the fastest time measured per width into per-width seconds
+// that never decrease with the width: a wider call does more work than a
+// narrower one, so where noise (or a quirk of the backend) says otherwise,
+// the narrower call's time is taken (width never looks cheaper than it is).
+func monotone(best map[int]time.Duration) map[int]float64 {
 	sec := map[int]float64{}
 	prev := 0.0
 	for w := 1; w <= MaxWidth; w++ {
@@ -293,10 +302,7 @@ func Measure(ctx context.Context, b model.Backend, opts MeasureOptions) (*Costs,
 			sec[w] = prev
 		}
 	}
-	if sec[1] == 0 {
-		return nil, fmt.Errorf("spec: measure: width 1 must be among the widths measured")
-	}
-	return NewCosts(sec), nil
+	return sec
 }
 
 // bestDrafts returns how many of m proposed tokens to send so that the

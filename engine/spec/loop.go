@@ -28,9 +28,9 @@ type Request struct {
 
 	// MaxTokens caps the generated tokens (<= 0: until a stop or Room).
 	MaxTokens int
-	// Width is the speculation width: 1 = off, 2..8 = at most Width-1
-	// drafts per call, 0 = auto (up to MaxWidth, as far as the cost model
-	// says it pays).
+	// Width is the speculation width: 1 = off (one token per call, no
+	// drafts), 2..8 = at most Width-1 drafts per call, 0 = auto (up to
+	// MaxWidth, as far as the cost model says it pays).
 	Width int
 	// Widths lists the call widths the backend runs (model.Backend.Widths);
 	// nil = any.
@@ -103,12 +103,21 @@ type Decoder struct {
 	// Costs is the backend's cost model (Measure); nil means an assumed
 	// one that learns from the calls made.
 	Costs *Costs
+	// Lookahead fills the call slots the sources leave empty with Jacobi
+	// guesses (Lookahead, lookahead.go) where the cost model says they pay:
+	// every slot when a wide call costs about what a narrow one does (the
+	// Neural Engine), none when each slot costs its share (a CPU, unless
+	// the guesses prove good).
+	Lookahead bool
 
 	// carry holds the acceptance rates a request ended with; the next
 	// request on this Decoder (the next turn of a conversation) starts
 	// halfway between them and the priors, so a conversation that copies
 	// drafts sooner and one that does not wastes fewer.
 	carry [][buckets]float64
+	// lookRate is the lookahead guesses' acceptance rate a request ended
+	// with (0: none yet).
+	lookRate float64
 }
 
 // ErrRequest marks a request that cannot run (bad width, empty history).
@@ -117,17 +126,119 @@ var ErrRequest = errors.New("spec: bad request")
 // Run generates tokens for req against t, calling emit for each one in
 // order. emit returning an error stops generation with that error. Run checks
 // ctx between model calls.
-func (d *Decoder) Run(ctx context.Context, t Target, req Request, emit func(Token) error) (st Stats, err error) {
-	st = Stats{Sources: map[string]SourceStats{}, Pending: -1}
-	width := req.Width
+//
+// Each step proposes drafts (none at width 1), makes one model call of
+// width 1+len(drafts), verifies the drafts against the model's picks, emits
+// the kept tokens and commits their KV rows.
+func (d *Decoder) Run(ctx context.Context, t Target, req Request, emit func(Token) error) (Stats, error) {
+	r, err := d.start(req, emit)
+	if err != nil {
+		return r.st, err
+	}
+	err = r.loop(ctx, t)
+	r.finish()
+	return r.st, err
+}
+
+// loop runs the steps until a stop token, the length limit, the end of the
+// room, an error or ctx ends it.
+func (r *generation) loop(ctx context.Context, t Target) error {
+	if done, err := r.first(); done || err != nil {
+		return err
+	}
+	for {
+		switch {
+		case r.remaining <= 0:
+			r.st.Stopped = "length"
+			return nil
+		case r.room <= 0:
+			r.st.Stopped = "context"
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r.propose()
+		res, err := r.call(ctx, t)
+		if err != nil {
+			return err
+		}
+		accepted, err := r.verify(res)
+		if err != nil {
+			return err
+		}
+		rows, stopped, emitErr := r.emit(accepted)
+		if r.draft && r.d.Lookahead {
+			// The rows past the kept ones predicted the positions after
+			// the new pending token from guessed inputs: next call's
+			// Jacobi guesses.
+			r.look.set(r.full[rows:])
+		}
+		if err := t.Commit(rows); err != nil {
+			return errors.Join(emitErr, fmt.Errorf("spec: commit %d rows: %w", rows, err))
+		}
+		r.st.Committed += rows
+		r.room -= rows
+		if emitErr != nil {
+			return emitErr
+		}
+		if stopped {
+			r.st.Stopped = "stop"
+			return nil
+		}
+	}
+}
+
+// generation is the state of one Run.
+type generation struct {
+	d      *Decoder
+	req    Request
+	emitFn func(Token) error
+	width  int  // the widest call: 1..MaxWidth
+	draft  bool // width > 1: the sources and the gate take part
+	greedy bool
+	want   model.Output
+	gate   *gate
+	began  time.Time
+	st     Stats
+	// room is the free positions left, remaining the tokens MaxTokens
+	// still allows; pending is the sequence's last token, not in the KV.
+	room, remaining int
+	pending         int32
+
+	// The current step: every source's proposal, the call's tokens (the
+	// pending one, then nd drafts from source chosen, -1 for none) and the
+	// tokens the model produced for them.
+	props    []Proposal
+	tokens   []int32
+	chosen   int
+	nd       int
+	produced []int32
+
+	// Lookahead: the guesses for the positions after the pending token
+	// (the previous call's outputs past the accepted ones), their rolling
+	// acceptance rate, this step's proposal of them and how many of it
+	// fill the call after the chosen drafts.
+	look  lookahead
+	full  []int32 // every row's greedy pick of the last call
+	nfill int
+	lprop []int32
+	lookQ float64
+}
+
+// start checks req and sets up the request's state: sources reset to the
+// history and the gate's rates from the priors and the last request's.
+func (d *Decoder) start(req Request, emit func(Token) error) (*generation, error) {
+	r := &generation{d: d, req: req, emitFn: emit, began: time.Now(), width: req.Width}
+	r.st = Stats{Sources: map[string]SourceStats{}, Pending: -1}
 	switch {
-	case width == 0:
-		width = MaxWidth
-	case width < 1 || width > MaxWidth:
-		return st, fmt.Errorf("%w: width %d, want 1..%d or 0 for auto", ErrRequest, req.Width, MaxWidth)
+	case r.width == 0:
+		r.width = MaxWidth
+	case r.width < 1 || r.width > MaxWidth:
+		return r, fmt.Errorf("%w: width %d, want 1..%d or 0 for auto", ErrRequest, req.Width, MaxWidth)
 	}
 	if len(req.History) == 0 {
-		return st, fmt.Errorf("%w: empty history (a generation continues at least one token)", ErrRequest)
+		return r, fmt.Errorf("%w: empty history (a generation continues at least one token)", ErrRequest)
 	}
 	if d.Sources == nil {
 		d.Sources = []Source{NewLookup()}
@@ -135,220 +246,250 @@ func (d *Decoder) Run(ctx context.Context, t Target, req Request, emit func(Toke
 	if d.Costs == nil {
 		d.Costs = &Costs{}
 	}
-	greedy := req.Sampler == nil || req.Sampler.IsGreedy()
-	pick := func(logits []float32) int32 {
-		if greedy {
-			return sample.Greedy(logits)
+	r.greedy = req.Sampler == nil || req.Sampler.IsGreedy()
+	r.want = model.Logits
+	if r.greedy {
+		r.want = model.Argmax
+	}
+	r.room = req.Room
+	r.remaining = req.MaxTokens
+	if r.remaining <= 0 {
+		r.remaining = int(^uint(0) >> 1)
+	}
+	r.pending = req.History[len(req.History)-1]
+	r.tokens = make([]int32, 0, MaxWidth)
+	r.produced = make([]int32, 0, MaxWidth)
+	// Width 1 drafts nothing: the sources need not follow the sequence,
+	// and the rates carried to the next request stay as they are.
+	r.draft = r.width > 1
+	if r.draft {
+		for _, s := range d.Sources {
+			s.Reset(req.History)
 		}
-		return req.Sampler.Sample(logits)
-	}
-	want := model.Logits
-	if greedy {
-		want = model.Argmax
-	}
-	allowed := func(w int) bool { return req.Widths == nil || slices.Contains(req.Widths, w) }
-	isStop := func(id int32) bool { return slices.Contains(req.Stop, id) }
-
-	start := time.Now()
-	defer func() { st.Decode = time.Since(start) }()
-
-	for _, s := range d.Sources {
-		s.Reset(req.History)
-	}
-	g := newGate(len(d.Sources))
-	if len(d.carry) == len(d.Sources) {
-		for i := range g.q {
-			for b := range g.q[i] {
-				g.q[i][b] = (priorRate[b] + d.carry[i][b]) / 2
+		r.props = make([]Proposal, len(d.Sources))
+		r.gate = newGate(len(d.Sources))
+		if len(d.carry) == len(d.Sources) {
+			for i := range r.gate.q {
+				for b := range r.gate.q[i] {
+					r.gate.q[i][b] = (priorRate[b] + d.carry[i][b]) / 2
+				}
 			}
 		}
+		r.lookQ = lookPrior
+		if d.lookRate > 0 {
+			r.lookQ = (lookPrior + d.lookRate) / 2
+		}
+		r.look.reset(req.History)
 	}
-	defer func() { d.carry = slices.Clone(g.q) }()
-	room := req.Room
-	remaining := req.MaxTokens
-	if remaining <= 0 {
-		remaining = int(^uint(0) >> 1)
-	}
+	return r, nil
+}
 
-	// appendAll feeds a new sequence token to every source.
-	appendAll := func(id int32) {
-		for _, s := range d.Sources {
+// finish records the loop's wall time and the rates to carry.
+func (r *generation) finish() {
+	r.st.Decode = time.Since(r.began)
+	if r.draft {
+		r.d.carry = slices.Clone(r.gate.q)
+		if r.d.Lookahead {
+			r.d.lookRate = r.lookQ
+		}
+	}
+}
+
+// pick chooses a token from one row of logits.
+func (r *generation) pick(logits []float32) int32 {
+	if r.greedy {
+		return sample.Greedy(logits)
+	}
+	return r.req.Sampler.Sample(logits)
+}
+
+// first handles a request whose history is committed with its logits: the
+// first token comes from them without a model call. done is true when that
+// token ends the generation (a stop id, or an emit error).
+func (r *generation) first() (done bool, err error) {
+	r.st.Pending = r.pending
+	if r.req.Logits == nil {
+		return false, nil
+	}
+	id := r.pick(r.req.Logits)
+	if id < 0 {
+		return true, fmt.Errorf("spec: the logits of the last history token: %w", model.ErrDamaged)
+	}
+	r.pending, r.st.Pending = id, id
+	if slices.Contains(r.req.Stop, id) {
+		r.st.Stopped = "stop"
+		return true, nil
+	}
+	if err := r.out(id, false); err != nil {
+		return true, err
+	}
+	return false, nil
+}
+
+// out emits a generated token (not a stop token), counts it and feeds it to
+// the sources.
+func (r *generation) out(id int32, drafted bool) error {
+	if r.draft {
+		for _, s := range r.d.Sources {
 			s.Append(id)
 		}
+		r.look.append(id)
 	}
-	// emitTok emits a generated token (not a stop token) and counts it.
-	emitTok := func(id int32, drafted bool) error {
-		st.Tokens++
-		remaining--
-		return emit(Token{ID: id, Drafted: drafted})
-	}
+	r.st.Tokens++
+	r.remaining--
+	return r.emitFn(Token{ID: id, Drafted: drafted})
+}
 
-	pending := req.History[len(req.History)-1]
-	if req.Logits != nil {
-		// History is fully committed; its last logits give the first token.
-		id := pick(req.Logits)
-		if id < 0 {
-			return st, fmt.Errorf("spec: the logits of the last history token: %w", model.ErrDamaged)
-		}
-		st.Pending = id
-		if isStop(id) {
-			st.Stopped = "stop"
-			return st, nil
-		}
-		appendAll(id)
-		if err := emitTok(id, false); err != nil {
-			return st, err
-		}
-		pending = id
-	}
-	st.Pending = pending
+// allowed reports whether the backend runs calls of width w.
+func (r *generation) allowed(w int) bool {
+	return r.req.Widths == nil || slices.Contains(r.req.Widths, w)
+}
 
-	props := make([]Proposal, len(d.Sources))
-	tokens := make([]int32, 0, MaxWidth)
-	produced := make([]int32, 0, MaxWidth)
-	for {
-		switch {
-		case remaining <= 0:
-			st.Stopped = "length"
-			return st, nil
-		case room <= 0:
-			st.Stopped = "context"
-			return st, nil
+// propose sets the call's tokens: the pending token, then the drafts of the
+// source whose proposal is expected to pay most (or, ungated, the longest
+// allowed one), within the width and the room left.
+func (r *generation) propose() {
+	r.tokens = append(r.tokens[:0], r.pending)
+	r.chosen, r.nd, r.nfill, r.lprop = -1, 0, 0, r.lprop[:0]
+	if !r.draft {
+		return
+	}
+	// A call of width 1+k emits up to k+1 tokens and needs k+1 free
+	// positions: never draft past either limit.
+	limit := min(r.width-1, r.remaining-1, r.room-1)
+	if limit <= 0 {
+		clear(r.props)
+		return
+	}
+	bestV := 1.0
+	for i, s := range r.d.Sources {
+		r.props[i] = s.Propose(MaxWidth - 1)
+		p := r.props[i]
+		if len(p.Tokens) == 0 {
+			continue
 		}
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		// A call of width 1+k emits up to k+1 tokens and needs k+1 free
-		// positions: never draft past either limit.
-		limit := min(width-1, remaining-1, room-1)
-		chosen, nd := -1, 0
-		if limit > 0 {
-			bestV := 1.0
-			for i, s := range d.Sources {
-				props[i] = s.Propose(MaxWidth - 1)
-				p := props[i]
-				if len(p.Tokens) == 0 {
-					continue
-				}
-				m := min(len(p.Tokens), limit)
-				if req.Ungated {
-					if k := largestAllowed(m, allowed); k > nd || (k == nd && k > 0 && p.Match > props[chosen].Match) {
-						chosen, nd = i, k
-					}
-					continue
-				}
-				k, v := bestDrafts(d.Costs, g.rate(i, p.Match), m, allowed)
-				if k > 0 && v > bestV {
-					chosen, nd, bestV = i, k, v
-				}
+		m := min(len(p.Tokens), limit)
+		if r.req.Ungated {
+			if k := largestAllowed(m, r.allowed); k > r.nd || (k == r.nd && k > 0 && p.Match > r.props[r.chosen].Match) {
+				r.chosen, r.nd = i, k
 			}
+			continue
+		}
+		k, v := bestDrafts(r.d.Costs, r.gate.rate(i, p.Match), m, r.allowed)
+		if k > 0 && v > bestV {
+			r.chosen, r.nd, bestV = i, k, v
+		}
+	}
+	if r.chosen >= 0 {
+		r.tokens = append(r.tokens, r.props[r.chosen].Tokens[:r.nd]...)
+	}
+	if r.d.Lookahead {
+		r.fill(limit)
+	}
+}
+
+// call runs the step's tokens through the model, timing the call for the
+// cost model, and checks it returned a row per token.
+func (r *generation) call(ctx context.Context, t Target) (model.Result, error) {
+	t0 := time.Now()
+	res, err := t.Forward(ctx, r.tokens, r.want)
+	r.d.Costs.Observe(len(r.tokens), time.Since(t0))
+	r.st.TargetCalls++
+	r.st.Calls[len(r.tokens)]++
+	if err != nil {
+		return res, fmt.Errorf("spec: model call of width %d: %w", len(r.tokens), err)
+	}
+	rows := len(res.Argmax)
+	if !r.greedy || res.Argmax == nil {
+		rows = len(res.Logits)
+	}
+	if rows != len(r.tokens) {
+		return res, fmt.Errorf("spec: model call of width %d returned %d rows", len(r.tokens), rows)
+	}
+	return res, nil
+}
+
+// verify fills produced with the model's picks: row i predicts the token
+// after tokens[i]. Drafts are kept while the model's pick equals them; the
+// first pick that differs (or the pick after the last draft) is the model's
+// own token. It returns how many drafts were accepted, and scores every
+// source's proposal against what the model produced.
+func (r *generation) verify(res model.Result) (accepted int, err error) {
+	r.produced = r.produced[:0]
+	for i := range r.tokens {
+		var y int32
+		if r.greedy && res.Argmax != nil {
+			y = res.Argmax[i]
 		} else {
-			clear(props)
+			y = r.pick(res.Logits[i])
 		}
-		tokens = append(tokens[:0], pending)
-		if chosen >= 0 {
-			tokens = append(tokens, props[chosen].Tokens[:nd]...)
+		if y < 0 {
+			return 0, fmt.Errorf("spec: model row %d of a call of width %d: %w", i, len(r.tokens), model.ErrDamaged)
 		}
+		r.produced = append(r.produced, y)
+		if i+1 < len(r.tokens) && r.tokens[i+1] == y {
+			accepted++
+			continue
+		}
+		break
+	}
+	if r.draft {
+		for i, p := range r.props {
+			r.gate.score(i, p, r.produced)
+		}
+		if r.d.Lookahead {
+			r.scoreLookahead()
+			r.rows(res)
+			r.look.observe(r.tokens, r.full)
+		}
+	}
+	return accepted, nil
+}
 
-		t0 := time.Now()
-		res, err := t.Forward(ctx, tokens, want)
-		d.Costs.Observe(len(tokens), time.Since(t0))
-		st.TargetCalls++
-		st.Calls[len(tokens)]++
-		if err != nil {
-			return st, fmt.Errorf("spec: model call of width %d: %w", len(tokens), err)
-		}
-		rows := len(res.Argmax)
-		if !greedy || res.Argmax == nil {
-			rows = len(res.Logits)
-		}
-		if rows != len(tokens) {
-			return st, fmt.Errorf("spec: model call of width %d returned %d rows", len(tokens), rows)
-		}
-
-		// Verify: row i predicts the token after tokens[i]. Keep drafts
-		// while the model's pick equals them; the first pick that differs
-		// (or the pick after the last draft) is the model's own token.
-		produced = produced[:0]
-		accepted := 0
-		for i := range tokens {
-			var y int32
-			if greedy && res.Argmax != nil {
-				y = res.Argmax[i]
-			} else {
-				y = pick(res.Logits[i])
-			}
-			if y < 0 {
-				return st, fmt.Errorf("spec: model row %d of a call of width %d: %w", i, len(tokens), model.ErrDamaged)
-			}
-			produced = append(produced, y)
-			if i+1 < len(tokens) && tokens[i+1] == y {
-				accepted++
-				continue
-			}
+// emit emits the produced tokens up to a stop token or the length limit and
+// counts the call's drafts. It returns the KV rows to commit: the rows of
+// tokens[0..rows-1], where the rows-th produced token is the new pending one,
+// so the KV then holds the sequence but its last token. stopped is true at a
+// stop token; err is emit's error (the rows are committed all the same).
+func (r *generation) emit(accepted int) (rows int, stopped bool, err error) {
+	kept := 0 // accepted drafts emitted: a run through a stop token keeps only those before it
+	for i, y := range r.produced {
+		rows = i + 1
+		r.pending, r.st.Pending = y, y
+		if slices.Contains(r.req.Stop, y) {
+			stopped = true
 			break
 		}
-		// count adds this call's drafts to the stats; kept is how many
-		// accepted drafts were emitted (a run that goes through a stop
-		// token keeps only the drafts before it).
-		count := func(kept int) {
-			if nd == 0 {
-				return
-			}
-			st.Wide++
-			st.Drafted += nd
-			st.Accepted += kept
-			name := d.Sources[chosen].Name()
-			ss := st.Sources[name]
-			ss.Drafted += nd
-			ss.Accepted += kept
-			st.Sources[name] = ss
+		if i < accepted {
+			kept++
 		}
-		for i, p := range props {
-			g.score(i, p, produced)
+		if err = r.out(y, i < accepted); err != nil || r.remaining <= 0 {
+			break
 		}
+	}
+	r.count(kept)
+	return rows, stopped, err
+}
 
-		// Emit produced tokens up to a stop or the length limit. Rows of
-		// tokens[0..r-1] are committed, where the r-th produced token is
-		// the new pending one: the KV then holds the sequence but its
-		// last token.
-		r, kept := 0, 0
-		stopped := ""
-		for i, y := range produced {
-			r = i + 1
-			pending = y
-			if isStop(y) {
-				stopped = "stop"
-				break
-			}
-			appendAll(y)
-			if i < accepted {
-				kept++
-			}
-			if err = emitTok(y, i < accepted); err != nil {
-				count(kept)
-				if cerr := t.Commit(r); cerr != nil {
-					return st, errors.Join(err, cerr)
-				}
-				st.Committed += r
-				st.Pending = pending
-				return st, err
-			}
-			if remaining <= 0 {
-				break
-			}
-		}
-		count(kept)
-		if err := t.Commit(r); err != nil {
-			return st, fmt.Errorf("spec: commit %d rows: %w", r, err)
-		}
-		st.Committed += r
-		room -= r
-		st.Pending = pending
-		if stopped != "" {
-			st.Stopped = stopped
-			return st, nil
-		}
+// count adds the call's drafts to the stats, kept of them emitted.
+func (r *generation) count(kept int) {
+	if r.nd == 0 && r.nfill == 0 {
+		return
+	}
+	r.st.Wide++
+	r.st.Drafted += r.nd + r.nfill
+	r.st.Accepted += kept
+	add := func(name string, drafted, accepted int) {
+		ss := r.st.Sources[name]
+		ss.Drafted += drafted
+		ss.Accepted += accepted
+		r.st.Sources[name] = ss
+	}
+	if r.nd > 0 {
+		add(r.d.Sources[r.chosen].Name(), r.nd, min(kept, r.nd))
+	}
+	if r.nfill > 0 {
+		add(LookaheadName, r.nfill, max(0, kept-r.nd))
 	}
 }
 

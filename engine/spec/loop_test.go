@@ -13,6 +13,7 @@ import (
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/sample"
+	"anechat/internal/refdecode"
 )
 
 // run generates from history with a fresh cache: the history but its last
@@ -64,10 +65,26 @@ func run(t *testing.T, m *fakeModel, dec *Decoder, history []int32, req Request)
 			t.Fatalf("KV row %d holds token %d, sequence has %d", p, got, seq[p])
 		}
 	}
-	if st.Tokens != len(out) || st.Committed != len(seq)-len(history) {
+	if st.Tokens != len(out) || st.Committed != len(seq)-len(history) || st.Decode <= 0 || (st.Tokens > 0 && st.TokensPerSecond() <= 0) {
 		t.Fatalf("stats %+v for %d tokens", st, len(out))
 	}
 	return out, st
+}
+
+// reference is what decoding without speculation generates after history
+// (refdecode, with req's MaxTokens, Sampler and Stop): the output every
+// width must reproduce.
+func reference(t *testing.T, m model.Backend, history []int32, req Request) []Token {
+	t.Helper()
+	r, err := refdecode.Generate(context.Background(), m, history, req.MaxTokens, req.Sampler, req.Stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]Token, len(r.IDs))
+	for i, id := range r.IDs {
+		out[i] = Token{ID: id}
+	}
+	return out
 }
 
 func ids(ts []Token) []int32 {
@@ -140,7 +157,7 @@ func (o *oracleSource) Propose(n int) Proposal {
 	return Proposal{Tokens: o.truth[o.n:end], Match: 8}
 }
 
-var testWidths = []int{2, 3, 4, 5, 8, 0}
+var testWidths = []int{1, 2, 3, 4, 5, 8, 0}
 
 func TestGreedyLosslessFake(t *testing.T) {
 	const vocab = 40
@@ -154,9 +171,10 @@ func TestGreedyLosslessFake(t *testing.T) {
 	var wide, drafted, accepted int
 	for i, h := range prompts(24, vocab) {
 		m := newFakeModel(vocab)
-		base, bst := run(t, m, &Decoder{Costs: flat}, h, Request{MaxTokens: 40, Width: 1})
-		if bst.Drafted != 0 || bst.TargetCalls != len(base) {
-			t.Fatalf("width 1 stats %+v", bst)
+		base := reference(t, m, h, Request{MaxTokens: 40})
+		one, bst := run(t, m, &Decoder{Sources: DefaultSources(corpus), Costs: flat}, h, Request{MaxTokens: 40, Width: 1})
+		if !slices.Equal(ids(one), ids(base)) || bst.Drafted != 0 || bst.TargetCalls != len(base) || bst.Calls[1] != len(base) {
+			t.Fatalf("prompt %d width 1: ids %v (stats %+v), want %v", i, ids(one), bst, ids(base))
 		}
 		for _, w := range testWidths {
 			for _, ungated := range []bool{false, true} {
@@ -192,7 +210,7 @@ func TestForcedWrongAndOracle(t *testing.T) {
 	const vocab = 40
 	for i, h := range prompts(20, vocab) {
 		m := newFakeModel(vocab)
-		base, _ := run(t, m, &Decoder{}, h, Request{MaxTokens: 30, Width: 1})
+		base := reference(t, m, h, Request{MaxTokens: 30})
 		for _, w := range []int{2, 3, 4, 5, 8} {
 			// Wrong at every position: every draft is rejected, every
 			// call still yields the model's own token.
@@ -242,7 +260,7 @@ func TestGatingSilencesWrongSource(t *testing.T) {
 	// With linear costs (no batching gain) drafting never pays: nothing is
 	// sent. With cheap wide calls the oracle, always right, drafts fully.
 	linear := FixedCosts(map[int]float64{1: 1, 2: 2, 3: 3, 4: 4})
-	base, _ := run(t, m, &Decoder{}, h, Request{MaxTokens: 100, Width: 1})
+	base := reference(t, m, h, Request{MaxTokens: 100})
 	truth := append(slices.Clone(h), ids(base)...)
 	_, st = run(t, m, &Decoder{Sources: []Source{&wrongSource{m: m}}, Costs: linear}, h, Request{MaxTokens: 100, Width: 4})
 	if st.Drafted != 0 {
@@ -282,7 +300,7 @@ func TestGatingRecovers(t *testing.T) {
 	const vocab = 40
 	m := newFakeModel(vocab)
 	h := prompts(1, vocab)[0]
-	base, _ := run(t, m, &Decoder{}, h, Request{MaxTokens: 120, Width: 1})
+	base := reference(t, m, h, Request{MaxTokens: 120})
 	truth := append(slices.Clone(h), ids(base)...)
 	flat := FixedCosts(map[int]float64{1: 1, 2: 1.3, 3: 1.6, 4: 1.9})
 	src := &flipSource{wrong: wrongSource{m: m}, oracle: oracleSource{truth: truth}, flipAt: 40}
@@ -308,7 +326,7 @@ func TestSamplingMatchesWidthOne(t *testing.T) {
 		m := newFakeModel(vocab)
 		m.sharp = 1.5
 		for seed := range uint64(3) {
-			base, _ := run(t, m, &Decoder{}, h, Request{MaxTokens: 30, Width: 1, Sampler: sample.New(0.9, seed, 0, 0.95)})
+			base := reference(t, m, h, Request{MaxTokens: 30, Sampler: sample.New(0.9, seed, 0, 0.95)})
 			for _, w := range testWidths {
 				got, _ := run(t, m, &Decoder{Sources: DefaultSources(corpus), Costs: flat}, h,
 					Request{MaxTokens: 30, Width: w, Sampler: sample.New(0.9, seed, 0, 0.95), Ungated: w == 8})
@@ -378,7 +396,7 @@ func TestStopsAndLimits(t *testing.T) {
 	const vocab = 40
 	h := prompts(3, vocab)[2]
 	m := newFakeModel(vocab)
-	base, _ := run(t, m, &Decoder{}, h, Request{MaxTokens: 40, Width: 1})
+	base := reference(t, m, h, Request{MaxTokens: 40})
 	truth := append(slices.Clone(h), ids(base)...)
 	stop := base[17].ID
 	first := slices.Index(ids(base), stop)
@@ -407,7 +425,7 @@ func TestLogitsStart(t *testing.T) {
 	const vocab = 40
 	m := newFakeModel(vocab)
 	for _, h := range prompts(6, vocab) {
-		base, _ := run(t, m, &Decoder{}, h, Request{MaxTokens: 20, Width: 1})
+		base := reference(t, m, h, Request{MaxTokens: 20})
 		for _, w := range []int{1, 4} {
 			c, _ := kv.New(m.Config().KV, max(MaxWidth, len(h)))
 			res, err := m.Forward(context.Background(), h, 0, c, model.Logits)
@@ -605,25 +623,24 @@ func TestCostsFollowContext(t *testing.T) {
 	}
 }
 
-// slowTwo is the fake model with width-2 calls made slow.
-type slowTwo struct{ *fakeModel }
-
-func (s slowTwo) Forward(ctx context.Context, tokens []int32, start int, c *kv.Cache, want model.Output) (model.Result, error) {
-	if len(tokens) == 2 {
-		time.Sleep(3 * time.Millisecond)
-	}
-	return s.fakeModel.Forward(ctx, tokens, start, c, want)
-}
-
 // TestMeasureMonotone: a wide call measured faster than a narrower one (noise,
-// or here a quirk of the backend) is taken at the narrower one's cost.
+// or a quirk of the backend) is taken at the narrower one's cost; widths not
+// measured stay unknown.
 func TestMeasureMonotone(t *testing.T) {
-	c, err := Measure(context.Background(), slowTwo{newFakeModel(16)}, MeasureOptions{Widths: []int{1, 2, 3}, Reps: 1})
-	if err != nil {
-		t.Fatal(err)
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	got := monotone(map[int]time.Duration{1: ms(1), 2: ms(3), 3: ms(2), 4: ms(2.5), 6: ms(4), 8: ms(3.5)})
+	want := map[int]float64{1: 1e-3, 2: 3e-3, 3: 3e-3, 4: 3e-3, 6: 4e-3, 8: 4e-3}
+	if len(got) != len(want) {
+		t.Fatalf("monotone = %v, want %v", got, want)
 	}
-	if c.Seconds(2) < 3e-3 || c.Seconds(3) < c.Seconds(2) {
-		t.Fatalf("w2 %v s, w3 %v s", c.Seconds(2), c.Seconds(3))
+	for w, s := range want {
+		if math.Abs(got[w]-s) > 1e-12 {
+			t.Fatalf("monotone = %v, want %v", got, want)
+		}
+	}
+	// A zero time (a clock too coarse to see the call) is not zero cost.
+	if got := monotone(map[int]time.Duration{1: 0}); got[1] <= 0 {
+		t.Fatalf("zero time gave %v", got)
 	}
 }
 
@@ -656,7 +673,7 @@ func TestFixedWidthBackend(t *testing.T) {
 		t.Fatalf("measured %v %v", costs.Seconds(4), costs.Seconds(3))
 	}
 	for i, h := range prompts(8, 40) {
-		base, _ := run(t, fm, &Decoder{}, h, Request{MaxTokens: 30, Width: 1})
+		base := reference(t, fm, h, Request{MaxTokens: 30})
 		truth := append(slices.Clone(h), ids(base)...)
 		fm.calls = map[int]int{}
 		c, _ := kv.New(fm.Config().KV, max(MaxWidth, len(h)))
@@ -688,7 +705,7 @@ func TestRatesCarryToNextRequest(t *testing.T) {
 	const vocab = 40
 	m := newFakeModel(vocab)
 	h := prompts(1, vocab)[0]
-	base, _ := run(t, m, &Decoder{}, h, Request{MaxTokens: 40, Width: 1})
+	base := reference(t, m, h, Request{MaxTokens: 40})
 	truth := append(slices.Clone(h), ids(base)...)
 	// One draft pays only above a rate of 0.7; the long-match prior is 0.65.
 	costs := FixedCosts(map[int]float64{1: 1, 2: 1.7, 3: 2.4, 4: 3.1})

@@ -14,7 +14,7 @@ func TestDraftAcrossStop(t *testing.T) {
 	const vocab = 40
 	for pi, h := range prompts(8, vocab) {
 		m := newFakeModel(vocab)
-		base, _ := run(t, m, &Decoder{}, h, Request{MaxTokens: 40, Width: 1})
+		base := reference(t, m, h, Request{MaxTokens: 40})
 		truth := append(slices.Clone(h), ids(base)...)
 		// Every position of the reference in turn is the stop token, so the
 		// stop falls at every offset inside a draft run.

@@ -13,6 +13,7 @@ import (
 	"anechat/engine/sample"
 	"anechat/engine/spec"
 	"anechat/engine/tokenizer"
+	"anechat/internal/refdecode"
 	"anechat/internal/testres"
 )
 
@@ -45,6 +46,17 @@ func generate(t *testing.T, b model.Backend, dec *spec.Decoder, history []int32,
 		t.Fatalf("Run: %v", err)
 	}
 	return out, st
+}
+
+// reference is what decoding without speculation generates after history
+// (refdecode, stopping at the model's EOS as generate does).
+func reference(t *testing.T, b model.Backend, history []int32, maxTokens int, smp *sample.Sampler) []int32 {
+	t.Helper()
+	r, err := refdecode.Generate(context.Background(), b, history, maxTokens, smp, b.Config().EOS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.IDs
 }
 
 // storiesPrompts builds n prompts from the model's own text (so they look
@@ -122,9 +134,9 @@ func testGreedyLossless(t *testing.T, tm testModel) {
 	}
 	var wide, drafted, accepted int
 	for i, h := range prompts {
-		base, _ := generate(t, m, &spec.Decoder{}, h, spec.Request{MaxTokens: 32, Width: 1})
+		base := reference(t, m, h, 32, nil)
 		truth := append(slices.Clone(h), base...)
-		for _, w := range []int{2, 3, 4, 5, 8, 0} {
+		for _, w := range []int{1, 2, 3, 4, 5, 8, 0} {
 			variants := []struct {
 				name string
 				dec  *spec.Decoder
@@ -149,12 +161,16 @@ func testGreedyLossless(t *testing.T, tm testModel) {
 				if a, b := tm.text(got), tm.text(base); a != b {
 					t.Fatalf("prompt %d width %d %s: text differs: %q vs %q", i, w, v.name, a, b)
 				}
-				switch v.name {
-				case "wrong":
+				switch {
+				case w == 1:
+					if st.Drafted != 0 || st.Calls[1] != st.TargetCalls {
+						t.Fatalf("prompt %d width 1 %s: drafted or made wider calls: %+v", i, v.name, st)
+					}
+				case v.name == "wrong":
 					if st.Accepted != 0 || (len(base) > 1 && st.Drafted == 0) {
 						t.Fatalf("prompt %d width %d wrong: %+v", i, w, st)
 					}
-				case "oracle":
+				case v.name == "oracle":
 					if st.Accepted != st.Drafted {
 						t.Fatalf("prompt %d width %d oracle: %+v", i, w, st)
 					}
@@ -178,8 +194,8 @@ func testSamplingMatches(t *testing.T, tm testModel) {
 	m := tm.b
 	for i, h := range storiesPrompts(t, m, 8) {
 		mk := func() *sample.Sampler { return sample.New(0.8, uint64(100+i), 40, 0.9) }
-		base, _ := generate(t, m, &spec.Decoder{}, h, spec.Request{MaxTokens: 40, Width: 1, Sampler: mk()})
-		for _, w := range []int{2, 4, 8} {
+		base := reference(t, m, h, 40, mk())
+		for _, w := range []int{1, 2, 4, 8} {
 			got, _ := generate(t, m, &spec.Decoder{}, h, spec.Request{MaxTokens: 40, Width: w, Sampler: mk(), Ungated: true})
 			if !slices.Equal(got, base) {
 				t.Fatalf("prompt %d width %d: sampled ids differ\n got %v\nwant %v", i, w, got, base)

@@ -12,9 +12,11 @@
 // kept only when the pick equals it. That relies on the backend's row
 // independence (DESIGN.md invariant 1).
 //
-// The loop drives a Target, the model plus its KV cache, so it is tested with
-// fake models before a real backend exists; BackendTarget adapts a
-// model.Backend and kv.Cache.
+// The package owns the decode contract: Request, Stats, Token, MaxWidth and
+// the Target the loop drives (the model plus its KV cache; BackendTarget
+// adapts a model.Backend and kv.Cache). Width 1 is the same loop with no
+// drafts, so there is one decode path; the tests check every width against
+// internal/refdecode, an independent plain loop.
 package spec
 
 import (
@@ -42,8 +44,8 @@ type Target interface {
 	Commit(n int) error
 }
 
-// BackendTarget is a Target made of a backend and the cache it runs against.
-// The Session builds one per request.
+// BackendTarget is a Target made of a backend and the cache it runs against
+// (the engine's Session drives the loop through one).
 type BackendTarget struct {
 	Backend model.Backend
 	Cache   *kv.Cache

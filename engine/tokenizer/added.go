@@ -64,10 +64,11 @@ func (m *addedMatcher) longest(s string, i int) (int32, int) {
 }
 
 // split walks text and calls emit with either a text segment (id -1) or a
-// matched token (seg ""). With special false, matches of special tokens are
-// left in the text, and scanning resumes after them, exactly like tokenizers'
-// encode_special_tokens=True.
-func (m *addedMatcher) split(text string, special bool, emit func(seg string, id int32)) {
+// matched token (seg ""). A match of a special token text[i:i+n] counts only
+// when special(i, i+n) says so; otherwise it is left in the text and scanning
+// resumes after it, exactly like tokenizers' encode_special_tokens=True. A
+// nil special refuses every special token.
+func (m *addedMatcher) split(text string, special func(lo, hi int) bool, emit func(seg string, id int32)) {
 	if m.n == 0 {
 		emit(text, -1)
 		return
@@ -83,7 +84,7 @@ func (m *addedMatcher) split(text string, special bool, emit func(seg string, id
 			i++
 			continue
 		}
-		if !special && m.special[id] {
+		if m.special[id] && (special == nil || !special(i, i+n)) {
 			i += n
 			continue
 		}

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -33,6 +34,9 @@ type decodeSpec struct {
 
 // Decode turns ids into text. Special and control tokens decode to nothing
 // (Hugging Face's skip_special_tokens=True); ids out of range are ignored.
+// The text is always valid UTF-8: bytes that do not form characters become
+// U+FFFD exactly as in Hugging Face's decoders (byteRunText, appendLossy),
+// and a vocabulary piece that is not valid UTF-8 decodes as validText of it.
 func (t *Tokenizer) Decode(ids []int32) string {
 	d := t.dec
 	strip := d.stripLeft
@@ -45,7 +49,7 @@ func (t *Tokenizer) Decode(ids []int32) string {
 			if !t.valid(id) || t.skip[id] {
 				continue
 			}
-			raw = byteLevelBytes(raw, t.pieces[id])
+			raw = byteLevelBytes(raw, t.text[id])
 		}
 		out, _ := appendLossy(nil, raw, true)
 		return stripSpaces(string(out), strip)
@@ -69,7 +73,7 @@ func (t *Tokenizer) Decode(ids []int32) string {
 			continue
 		}
 		flush()
-		p := t.pieces[id]
+		p := t.text[id]
 		if d.metaToSpace {
 			p = strings.ReplaceAll(p, metaspace, " ")
 		}
@@ -85,7 +89,9 @@ func (t *Tokenizer) Decode(ids []int32) string {
 
 func (t *Tokenizer) valid(id int32) bool { return id >= 0 && int(id) < len(t.pieces) }
 
-// byteRunText is the text of one run of byte-fallback pieces.
+// byteRunText is the text of one run of byte-fallback pieces: Hugging Face's
+// ByteFallback decoder takes the run whole, its text if it is valid UTF-8,
+// else one U+FFFD per byte.
 func (t *Tokenizer) byteRunText(run []byte) string {
 	if !utf8.Valid(run) {
 		return strings.Repeat("\uFFFD", len(run))
@@ -105,84 +111,135 @@ func stripSpaces(s string, n int) string {
 	return s
 }
 
-// appendLossy converts raw bytes to valid UTF-8, replacing each maximal
-// subpart of an ill-formed sequence with U+FFFD (the Unicode-recommended
-// practice, which Rust's from_utf8_lossy follows). With final false, an
-// incomplete sequence at the end is left unconsumed so that a later call can
-// complete it; consumed says how many bytes were used.
-func appendLossy(dst, src []byte, final bool) ([]byte, int) {
+// utf8Seq examines the UTF-8 sequence that starts at src[i]. A complete,
+// valid character gives its length and valid. Otherwise n is the length of
+// the maximal subpart of an ill-formed sequence (the lead byte and the
+// continuation bytes that fit it, at least 1), the span that the Unicode
+// Standard's recommended practice (and so Rust's from_utf8_lossy, Python's
+// errors="replace" and WHATWG) replaces with one U+FFFD; incomplete says
+// that src ended inside that subpart, so more bytes could still complete it.
+func utf8Seq[T ~string | ~[]byte](src T, i int) (n int, valid, incomplete bool) {
+	c := src[i]
+	if c < 0x80 {
+		return 1, true, false
+	}
+	need, lo, hi := 0, byte(0x80), byte(0xBF)
+	switch {
+	case c >= 0xC2 && c <= 0xDF:
+		need = 1
+	case c == 0xE0:
+		need, lo = 2, 0xA0 // no overlong forms
+	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
+		need = 2
+	case c == 0xED:
+		need, hi = 2, 0x9F // no surrogates
+	case c == 0xF0:
+		need, lo = 3, 0x90 // no overlong forms
+	case c >= 0xF1 && c <= 0xF3:
+		need = 3
+	case c == 0xF4:
+		need, hi = 3, 0x8F // nothing above U+10FFFF
+	default:
+		return 1, false, false // 80..C1, F5..FF never start a character
+	}
+	j := i + 1
+	for k := 0; k < need; k++ {
+		if j >= len(src) {
+			return j - i, false, true
+		}
+		b := src[j]
+		if b < lo || b > hi {
+			return j - i, false, false
+		}
+		lo, hi = 0x80, 0xBF
+		j++
+	}
+	return j - i, true, false
+}
+
+// appendLossy appends src to dst as valid UTF-8, replacing each maximal
+// subpart of an ill-formed sequence with U+FFFD (utf8Seq). With final false,
+// an incomplete sequence at the end is left unconsumed so that a later call
+// can complete it; consumed says how many bytes were used.
+func appendLossy[T ~string | ~[]byte](dst []byte, src T, final bool) (out []byte, consumed int) {
 	i := 0
 	for i < len(src) {
-		c := src[i]
-		if c < 0x80 {
+		if c := src[i]; c < 0x80 {
 			dst = append(dst, c)
 			i++
 			continue
 		}
-		need, lo, hi := 0, byte(0x80), byte(0xBF)
+		n, valid, incomplete := utf8Seq(src, i)
 		switch {
-		case c >= 0xC2 && c <= 0xDF:
-			need = 1
-		case c == 0xE0:
-			need, lo = 2, 0xA0
-		case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
-			need = 2
-		case c == 0xED:
-			need, hi = 2, 0x9F
-		case c == 0xF0:
-			need, lo = 3, 0x90
-		case c >= 0xF1 && c <= 0xF3:
-			need = 3
-		case c == 0xF4:
-			need, hi = 3, 0x8F
+		case valid:
+			dst = append(dst, src[i:i+n]...)
+		case incomplete && !final:
+			return dst, i
 		default:
 			dst = append(dst, "\uFFFD"...)
-			i++
-			continue
 		}
-		j := i + 1
-		bad := false
-		for k := 0; k < need; k++ {
-			if j >= len(src) {
-				if !final {
-					return dst, i
-				}
-				bad = true
-				break
-			}
-			b := src[j]
-			l, h := byte(0x80), byte(0xBF)
-			if k == 0 {
-				l, h = lo, hi
-			}
-			if b < l || b > h {
-				bad = true
-				break
-			}
-			j++
-		}
-		if bad {
-			dst = append(dst, "\uFFFD"...)
-			i = j // the maximal subpart: the lead byte and the continuation bytes that fit
-			continue
-		}
-		dst = append(dst, src[i:j]...)
-		i = j
+		i += n
 	}
 	return dst, i
 }
 
+// validText returns s if it is valid UTF-8, else s with each maximal subpart
+// of an ill-formed sequence replaced by U+FFFD: the text a Rust or Python
+// caller of Hugging Face's tokenizers holds after decoding the same bytes
+// lossily (String::from_utf8_lossy, bytes.decode(errors="replace")).
+func validText(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	out, _ := appendLossy(make([]byte, 0, len(s)+8), s, true)
+	return string(out)
+}
+
+// validTextOffsets is validText for s that is not valid UTF-8, with a map
+// from a byte offset of the result that is not inside a U+FFFD it wrote
+// back to the same place in s.
+func validTextOffsets(s string) (string, func(int) int) {
+	out := make([]byte, 0, len(s)+8)
+	// ends[k] is the end, in out, of the k-th U+FFFD written; shift[k] how
+	// many bytes longer out is than s up to there.
+	var ends, shift []int
+	for i := 0; i < len(s); {
+		n, valid, _ := utf8Seq(s, i)
+		if valid {
+			out = append(out, s[i:i+n]...)
+		} else {
+			out = append(out, "\uFFFD"...)
+			ends = append(ends, len(out))
+			shift = append(shift, len(out)-(i+n))
+		}
+		i += n
+	}
+	return string(out), func(x int) int {
+		k, _ := slices.BinarySearch(ends, x+1) // replacements that end at or before x
+		if k == 0 {
+			return x
+		}
+		return x - shift[k-1]
+	}
+}
+
 // Stream decodes ids one at a time. Each Next returns the text that is final
-// so far: bytes of a character split over byte-fallback pieces are held until
-// the run of byte pieces ends (only then is it known whether the run is valid
-// UTF-8), and byte-level bytes until they complete a character. The
-// concatenation of every Next and the final Flush equals Decode of all ids.
+// so far; the concatenation of every Next and the final Flush equals Decode
+// of all ids, and every piece is valid UTF-8. Bytes are held only while they
+// may still become valid text: byte-level bytes until they complete a
+// character, a run of byte-fallback pieces while it is a prefix of valid
+// UTF-8 (the run's text is decided as a whole, so even its complete
+// characters wait for the run to end). As soon as a run cannot be valid, its
+// bytes and every later byte of the same run come out as U+FFFD.
 type Stream struct {
-	t          *Tokenizer
-	run        []byte // pending bytes
-	buf        []byte // scratch for the byte-level text of one Next
-	strip      int    // leading spaces still to remove
-	n          int    // ids seen
+	t     *Tokenizer
+	run   []byte // held bytes (see above)
+	whole int    // byte fallback: run[:whole] is complete characters
+	bad   bool   // byte fallback: the current run is known invalid and was emitted
+	buf   []byte // scratch for the byte-level text of one Next
+	strip int    // leading spaces still to remove
+	n     int    // ids seen
+
 	firstPiece bool
 }
 
@@ -211,21 +268,20 @@ func (s *Stream) Next(id int32) string {
 	}
 	s.n++
 	if !t.valid(id) || t.skip[id] {
-		return ""
+		return "" // as in Decode: it neither ends a byte run nor adds text
 	}
 	if d.byteLevel {
-		s.run = byteLevelBytes(s.run, t.pieces[id])
+		s.run = byteLevelBytes(s.run, t.text[id])
 		var used int
 		s.buf, used = appendLossy(s.buf[:0], s.run, false)
 		s.run = append(s.run[:0], s.run[used:]...)
 		return s.out(string(s.buf))
 	}
 	if d.byteFallback && t.byteOf[id] >= 0 {
-		s.run = append(s.run, byte(t.byteOf[id]))
 		s.firstPiece = false
-		return ""
+		return s.out(s.addByte(byte(t.byteOf[id])))
 	}
-	p := t.pieces[id]
+	p := t.text[id]
 	if d.metaToSpace {
 		p = strings.ReplaceAll(p, metaspace, " ")
 	}
@@ -233,27 +289,56 @@ func (s *Stream) Next(id int32) string {
 		p = strings.TrimPrefix(p, " ")
 	}
 	s.firstPiece = false
-	if len(s.run) > 0 {
-		// The piece ends a run of byte pieces: the run's text comes first.
-		p = t.byteRunText(s.run) + p
-		s.run = s.run[:0]
+	// The piece ends a run of byte pieces: the run's text comes first.
+	return s.out(s.endRun() + p)
+}
+
+// addByte adds one byte-fallback byte to the current run and returns the
+// text that is now certain: "" while the run may still be valid UTF-8, else
+// one U+FFFD per byte of the run not yet emitted.
+func (s *Stream) addByte(b byte) string {
+	if s.bad {
+		return "\uFFFD"
 	}
-	return s.out(p)
+	s.run = append(s.run, b)
+	for s.whole < len(s.run) {
+		n, valid, incomplete := utf8Seq(s.run, s.whole)
+		if valid {
+			s.whole += n
+			continue
+		}
+		if incomplete {
+			return "" // a character still being completed
+		}
+		text := strings.Repeat("\uFFFD", len(s.run))
+		s.run, s.whole, s.bad = s.run[:0], 0, true
+		return text
+	}
+	return ""
+}
+
+// endRun ends the current run of byte-fallback pieces and returns the text
+// of what was held.
+func (s *Stream) endRun() string {
+	var text string
+	if len(s.run) > 0 {
+		text = s.t.byteRunText(s.run)
+	}
+	s.run, s.whole, s.bad = s.run[:0], 0, false
+	return text
 }
 
 // Flush returns whatever is still held (an incomplete character decodes to
-// U+FFFD, as in Decode). The stream can continue afterwards.
+// U+FFFD, as in Decode). The stream can continue afterwards; a run of byte
+// pieces that Flush cut is over.
 func (s *Stream) Flush() string {
-	if len(s.run) == 0 {
-		return ""
-	}
-	var text string
 	if s.t.dec.byteLevel {
+		if len(s.run) == 0 {
+			return ""
+		}
 		out, _ := appendLossy(nil, s.run, true)
-		text = string(out)
-	} else {
-		text = s.t.byteRunText(s.run)
+		s.run = s.run[:0]
+		return s.out(string(out))
 	}
-	s.run = s.run[:0]
-	return s.out(text)
+	return s.out(s.endRun())
 }

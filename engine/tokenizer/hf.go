@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrUnsupported marks a tokenizer file that is well formed but uses a
@@ -138,15 +139,15 @@ func parseHF(name string, data []byte) (t *Tokenizer, err error) {
 		var e error
 		switch string(key) {
 		case "added_tokens":
-			addedRaw, e = s.skip()
+			addedRaw, e = s.skipText()
 		case "normalizer":
-			normRaw, e = s.skip()
+			normRaw, e = s.skipText()
 		case "pre_tokenizer":
-			preRaw, e = s.skip()
+			preRaw, e = s.skipText()
 		case "decoder":
-			decRaw, e = s.skip()
+			decRaw, e = s.skipText()
 		case "post_processor":
-			postRaw, e = s.skip()
+			postRaw, e = s.skipText()
 		case "model":
 			sawModel = true
 			var rest bytes.Buffer
@@ -186,7 +187,7 @@ func parseHF(name string, data []byte) (t *Tokenizer, err error) {
 					mergesRaw, err = s.skip()
 					return err
 				default:
-					raw, err := s.skip()
+					raw, err := s.skipText()
 					if err != nil {
 						return err
 					}
@@ -208,7 +209,7 @@ func parseHF(name string, data []byte) (t *Tokenizer, err error) {
 				return fmt.Errorf("model options: %w", err)
 			}
 		default:
-			_, e = s.skip()
+			_, e = s.skipText()
 		}
 		return e
 	})
@@ -220,6 +221,15 @@ func parseHF(name string, data []byte) (t *Tokenizer, err error) {
 	}
 	if !sawModel {
 		return nil, fail("no \"model\" section")
+	}
+	// tokenizers reads the file into a Rust String, so it refuses bytes that
+	// are not UTF-8 (and serde_json unpaired surrogate escapes, which
+	// strBytes refuses too): every piece is valid text. The merges are
+	// pieces of the vocabulary, so checking the vocabulary covers them.
+	for id, p := range pieces {
+		if !utf8.ValidString(p) {
+			return nil, fail("model.vocab piece %q (id %d) is not valid UTF-8: the file is damaged (tokenizers refuses it too)", truncate(p, 40), id)
+		}
 	}
 	if opts.Type != "" && opts.Type != "BPE" {
 		return nil, unsupported("model type %q (only BPE is supported)", opts.Type)

@@ -126,21 +126,21 @@ func (s *scanner) strBytes() ([]byte, error) {
 				return nil, s.errorf("bad \\u escape")
 			}
 			if utf16.IsSurrogate(r) {
-				// A pair gives one code point; a lone surrogate becomes U+FFFD
-				// (as encoding/json and serde do).
+				// Only a high surrogate escape followed by a low one is a
+				// character; serde_json (so tokenizers) refuses anything else,
+				// where encoding/json would write U+FFFD.
+				at := s.pos - 6
+				r2, ok2 := rune(0), false
 				if s.pos+1 < len(s.data) && s.data[s.pos] == '\\' && s.data[s.pos+1] == 'u' {
-					save := s.pos
 					s.pos += 2
-					r2, ok2 := s.hex4()
-					if ok2 {
-						if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-							s.buf = utf8.AppendRune(s.buf, d)
-							continue
-						}
-					}
-					s.pos = save
+					r2, ok2 = s.hex4()
 				}
-				r = utf8.RuneError
+				d := utf16.DecodeRune(r, r2)
+				if !ok2 || d == utf8.RuneError {
+					s.pos = at
+					return nil, s.errorf("unpaired UTF-16 surrogate \\u%04X in a string: the file is damaged (tokenizers refuses it too)", r)
+				}
+				r = d
 			}
 			s.buf = utf8.AppendRune(s.buf, r)
 		default:
@@ -190,6 +190,24 @@ func (s *scanner) skip() ([]byte, error) {
 		return nil, err
 	}
 	return s.data[start:s.pos], nil
+}
+
+// skipText is skip for a value whose strings must be valid UTF-8.
+func (s *scanner) skipText() ([]byte, error) {
+	raw, err := s.skip()
+	if err == nil && !utf8.Valid(raw) {
+		at := s.pos - len(raw)
+		for i := 0; i < len(raw); {
+			n, valid, _ := utf8Seq(raw, i)
+			if !valid {
+				at += i
+				break
+			}
+			i += n
+		}
+		return nil, fmt.Errorf("%w at byte %d: not valid UTF-8: the file is damaged (tokenizers refuses it too)", errJSON, at)
+	}
+	return raw, err
 }
 
 func (s *scanner) skipValue(depth int) error {

@@ -9,8 +9,9 @@ import (
 )
 
 // FuzzParseHF: any bytes as a tokenizer.json either fail with an error or
-// give a tokenizer that encodes, decodes and streams without panicking (a
-// model directory is user input). The seeds are the committed fixtures.
+// give a tokenizer that encodes in range and decodes and streams to the
+// same valid UTF-8 (a model directory is user input). The seeds are the
+// committed fixtures.
 func FuzzParseHF(f *testing.F) {
 	for _, name := range []string{"bytelevel.json", "bytelevel_llama3.json", "spm_metaspace.json", "spm_prepend.json"} {
 		data, err := os.ReadFile(filepath.Join("testdata", name))
@@ -37,17 +38,14 @@ func FuzzParseHF(f *testing.F) {
 		if !utf8.ValidString(text) {
 			t.Fatalf("Decode gave invalid UTF-8 %q", text)
 		}
-		s := tok.NewStream()
-		for _, id := range ids {
-			s.Next(id)
-		}
-		s.Flush()
+		checkStream(t, tok, ids, text)
 	})
 }
 
 // FuzzFromVocab: any GGUF-style vocabulary (pieces, types, scores, merges,
 // special ids, both models) either fails with an error or gives a tokenizer
-// that encodes in range, decodes to valid UTF-8 and streams.
+// that encodes in range and decodes and streams to the same valid UTF-8,
+// whatever bytes its pieces or the text hold.
 func FuzzFromVocab(f *testing.F) {
 	f.Add("gpt2", "a\x00b\x00ab\x00Ġ\x00<|end|>", "a b", []byte{1, 1, 1, 1, 3}, int32(4), int32(-1), "hello ab")
 	f.Add("llama", "<unk>\x00<s>\x00▁\x00a\x00<0x41>\x00<0xC3>\x00▁a", "", []byte{2, 3, 1, 1, 6, 6, 1}, int32(1), int32(0), "a Ã a")
@@ -78,15 +76,33 @@ func FuzzFromVocab(f *testing.F) {
 			}
 		}
 		ids = append(ids, -1, int32(tok.VocabSize()), 0, 1, 2, 3, 4, 5)
-		if s := tok.Decode(ids); !utf8.ValidString(s) {
-			t.Fatalf("Decode gave invalid UTF-8 %q", s)
+		dec := tok.Decode(ids)
+		if !utf8.ValidString(dec) {
+			t.Fatalf("Decode gave invalid UTF-8 %q", dec)
 		}
-		s := tok.NewStream()
-		for _, id := range ids {
-			if p := s.Next(id); !utf8.ValidString(p) {
-				t.Fatalf("Stream.Next(%d) gave invalid UTF-8 %q", id, p)
-			}
-		}
-		s.Flush()
+		checkStream(t, tok, ids, dec)
 	})
+}
+
+// checkStream streams ids one by one: every Next is valid UTF-8, the stream
+// never holds bytes that can no longer become valid, and the whole is want
+// (Decode of the same ids).
+func checkStream(t *testing.T, tok *Tokenizer, ids []int32, want string) {
+	t.Helper()
+	s := tok.NewStream()
+	var all strings.Builder
+	for _, id := range ids {
+		p := s.Next(id)
+		if !utf8.ValidString(p) {
+			t.Fatalf("Stream.Next(%d) gave invalid UTF-8 %q", id, p)
+		}
+		if !viable(s.run) {
+			t.Fatalf("after Next(%d) the stream holds % x, which can never be valid", id, s.run)
+		}
+		all.WriteString(p)
+	}
+	all.WriteString(s.Flush())
+	if all.String() != want {
+		t.Fatalf("stream of %v = %q, Decode = %q", ids, all.String(), want)
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"anechat/internal/testres"
 )
@@ -94,18 +93,14 @@ func TestBadVocabs(t *testing.T) {
 	}
 }
 
-// Invalid UTF-8 encodes without a panic; the bytes come back (as U+FFFD
-// where they are not valid) and valid parts survive.
+// Invalid UTF-8 encodes as its lossy text (each maximal ill-formed subpart
+// one U+FFFD), so Decode gives that text back and valid parts survive.
 func TestInvalidUTF8(t *testing.T) {
 	tok := gemma(t)
 	for _, s := range []string{"\xff", "a\xc3", "\xe4\xb8", "ok \xed\xa0\x80 ok", "\xf0\x9f\x98", string([]byte{0x80, 0x80, 'x'})} {
 		ids := tok.EncodeSpecial(s)
-		got := tok.Decode(ids)
-		if !utf8.ValidString(got) {
-			t.Errorf("Decode(Encode(%q)) = %q is not valid UTF-8", s, got)
-		}
-		if want := strings.ToValidUTF8(s, ""); !strings.Contains(strings.ReplaceAll(got, "\uFFFD", ""), want) && want != "" {
-			t.Errorf("Decode(Encode(%q)) = %q lost the valid text %q", s, got, want)
+		if got := tok.Decode(ids); got != lossy(s) {
+			t.Errorf("Decode(Encode(%q)) = %q, want %q", s, got, lossy(s))
 		}
 	}
 }
@@ -138,27 +133,29 @@ func fuzzSeeds(f *testing.F) {
 
 // decode(encode(s)) == s for valid UTF-8 (Gemma: byte fallback covers
 // everything) without "▁", which Gemma's decoder turns into a space exactly
-// as Hugging Face's does; EncodeSpecial never panics on anything.
+// as Hugging Face's does; for any other bytes it is their lossy text (each
+// maximal ill-formed subpart one U+FFFD). EncodeSpecial never panics.
 func FuzzGemmaRoundTrip(f *testing.F) {
 	fuzzSeeds(f)
+	tok := gemma(f) // before f.Fuzz: the fuzzer kills a worker whose call takes 10 s
 	f.Fuzz(func(t *testing.T, s string) {
-		tok := gemma(t)
 		ids := tok.Encode(s)
 		_ = tok.EncodeSpecial(s)
-		if !utf8.ValidString(s) || strings.Contains(s, metaspace) {
+		want := lossy(s)
+		if strings.Contains(want, metaspace) {
 			return
 		}
-		if got := tok.Decode(ids); got != s {
-			t.Fatalf("Decode(Encode(%q)) = %q (ids %v)", s, got, ids)
+		if got := tok.Decode(ids); got != want {
+			t.Fatalf("Decode(Encode(%q)) = %q (ids %v), want %q", s, got, ids, want)
 		}
-		if got := streamAll(tok, ids); got != s {
-			t.Fatalf("stream(Encode(%q)) = %q", s, got)
+		if got := streamAll(tok, ids); got != want {
+			t.Fatalf("stream(Encode(%q)) = %q, want %q", s, got, want)
 		}
 	})
 }
 
-// Byte-level BPE round-trips everything, and the GPT-2 splitter never
-// drops or duplicates bytes.
+// Byte-level BPE round-trips everything (invalid bytes as their lossy
+// text), and the GPT-2 splitter never drops or duplicates bytes.
 func FuzzByteLevelRoundTrip(f *testing.F) {
 	fuzzSeeds(f)
 	tok, err := Load(filepath.Join("testdata", "bytelevel.json"))
@@ -182,52 +179,58 @@ func FuzzByteLevelRoundTrip(f *testing.F) {
 		}
 		ids := tok.Encode(s)
 		_ = tok.EncodeSpecial(s)
-		if !utf8.ValidString(s) {
-			return
+		want := lossy(s)
+		if got := tok.Decode(ids); got != want {
+			t.Fatalf("Decode(Encode(%q)) = %q, want %q", s, got, want)
 		}
-		if got := tok.Decode(ids); got != s {
-			t.Fatalf("Decode(Encode(%q)) = %q", s, got)
-		}
-		if got := streamAll(tok, ids); got != s {
-			t.Fatalf("stream(Encode(%q)) = %q", s, got)
+		if got := streamAll(tok, ids); got != want {
+			t.Fatalf("stream(Encode(%q)) = %q, want %q", s, got, want)
 		}
 	})
 }
 
-// Any id sequence streams to valid UTF-8 pieces whose concatenation is Decode.
+// Any id sequence streams to valid UTF-8 pieces whose concatenation is
+// Decode, and the stream never holds bytes it knows to be invalid (Gemma and
+// stories260K: byte fallback; bytelevel.json: byte-level).
 func FuzzStreamDecode(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3})
-	f.Add([]byte{0xE4, 0x01, 0xB8, 0x01, 0xAD, 0x01})
-	f.Add([]byte{0xF0, 0x01, 0x9F, 0x01, 0x98, 0x01, 0x80, 0x01, 0x41, 0x00})
+	f.Add([]byte{0xE4, 0, 0xB8, 0, 0xAD, 0})
+	f.Add([]byte{0xF0, 0, 0x9F, 0, 0x98, 0, 0x80, 0, 0x41, 0, 2, 1})
+	f.Add([]byte{0xF0, 0, 0xFF, 0, 0x41, 0x10, 0xE4, 0})
+	testres.Stories(f)
 	byteLevel, err := Load(filepath.Join("testdata", "bytelevel.json"))
 	if err != nil {
 		f.Fatal(err)
 	}
+	toks := []*Tokenizer{gemma(f), storiesTokenizer(f), byteLevel}
+	// bytePiece[k][b] is tokenizer k's piece for the byte b alone.
+	bytePiece := make([][256]int32, len(toks))
+	for k, tok := range toks {
+		for b := range 256 {
+			if tok.bpe != nil && tok.byteLevel {
+				bytePiece[k][b] = tok.bpe.bl[b]
+			} else {
+				bytePiece[k][b] = byteID(f, tok, byte(b))
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		for _, tok := range []*Tokenizer{gemma(t), byteLevel} {
-			// Two bytes per id; ids near the byte-fallback pieces (<0x00> is
-			// 3+... in Gemma) are common so characters get split.
+		for k, tok := range toks {
+			// Two bytes per id: (b, 0) is the piece of byte b, so that
+			// characters get split and runs go bad; (x, 1..3) the low ids
+			// (specials, controls); anything else an id.
 			var ids []int32
 			for i := 0; i+1 < len(raw); i += 2 {
 				id := int32(raw[i]) | int32(raw[i+1])<<8
-				if raw[i+1] < 4 {
-					id = int32(raw[i]) + 3 // Gemma's byte pieces and specials
+				switch {
+				case raw[i+1] == 0:
+					id = bytePiece[k][raw[i]]
+				case raw[i+1] < 4:
+					id = int32(raw[i])
 				}
 				ids = append(ids, id%int32(tok.VocabSize()+5))
 			}
-			s := tok.NewStream()
-			var all strings.Builder
-			for _, id := range ids {
-				piece := s.Next(id)
-				if !utf8.ValidString(piece) {
-					t.Fatalf("Next(%d) = %q: broken UTF-8", id, piece)
-				}
-				all.WriteString(piece)
-			}
-			all.WriteString(s.Flush())
-			if want := tok.Decode(ids); all.String() != want {
-				t.Fatalf("stream %q != Decode %q for %v", all.String(), want, ids)
-			}
+			checkStream(t, tok, ids, tok.Decode(ids))
 		}
 	})
 }
@@ -326,23 +329,23 @@ func TestConcurrentEncode(t *testing.T) {
 }
 
 // stories260K's SentencePiece vocabulary: BOS + Encode(s) decodes to s for
-// valid UTF-8 without "▁" (byte fallback covers every character); any bytes
-// encode without a panic.
+// valid UTF-8 without "▁" (byte fallback covers every character), and to
+// the lossy text of any other bytes.
 func FuzzStoriesRoundTrip(f *testing.F) {
 	fuzzSeeds(f)
-	testres.Stories(f)
+	tok := storiesTokenizer(f)
 	f.Fuzz(func(t *testing.T, s string) {
-		tok := storiesTokenizer(t)
 		ids := append([]int32{tok.BOS()}, tok.Encode(s)...)
 		_ = tok.EncodeSpecial(s)
-		if !utf8.ValidString(s) || strings.Contains(s, metaspace) {
+		want := lossy(s)
+		if strings.Contains(want, metaspace) {
 			return
 		}
-		if got := tok.Decode(ids); got != s {
-			t.Fatalf("Decode(BOS+Encode(%q)) = %q", s, got)
+		if got := tok.Decode(ids); got != want {
+			t.Fatalf("Decode(BOS+Encode(%q)) = %q, want %q", s, got, want)
 		}
-		if got := streamAll(tok, ids); got != s {
-			t.Fatalf("stream(BOS+Encode(%q)) = %q", s, got)
+		if got := streamAll(tok, ids); got != want {
+			t.Fatalf("stream(BOS+Encode(%q)) = %q, want %q", s, got, want)
 		}
 	})
 }
@@ -371,8 +374,8 @@ func FuzzCutsAreExact(f *testing.F) {
 	f.Add("我爱北京天安门，天安门上太阳升。伟大领袖毛主席")
 	f.Add(`{"key":[1,2,3],"nested":{"a":null},"url":"https://example.org/p?q=1&r=2"}`)
 	f.Add("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa>▁</b> x")
+	tok := gemma(f)
 	f.Fuzz(func(t *testing.T, s string) {
-		tok := gemma(t)
 		w := applyNorm(tok.norm, s)
 		cut := tok.bpe.encodeWord(nil, w, false)
 		whole := tok.bpe.bpe(nil, w, false)

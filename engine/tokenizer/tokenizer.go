@@ -13,6 +13,13 @@
 //
 // Streaming decode (NewStream) emits text as tokens arrive and never a broken
 // UTF-8 sequence; its concatenated output equals Decode of the same ids.
+//
+// Invalid UTF-8 follows Hugging Face's rule on both sides: Decode and the
+// stream write U+FFFD where bytes do not form characters (one per maximal
+// ill-formed subpart for byte-level text, as String::from_utf8_lossy; one per
+// byte of an invalid run of byte-fallback pieces, as the ByteFallback
+// decoder), and Encode first replaces each maximal ill-formed subpart of its
+// input with U+FFFD, as a caller who decoded the bytes lossily would hold.
 package tokenizer
 
 import (
@@ -20,7 +27,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math"
+	"slices"
 	"sync"
+	"unicode/utf8"
 )
 
 // metaspace is SentencePiece's visible space, U+2581.
@@ -32,6 +41,7 @@ type Tokenizer struct {
 	kind   string // "hf-bpe", "gguf-llama", "gguf-gpt2" (part of the fingerprint)
 
 	pieces []string    // id -> piece (model vocabulary and added tokens)
+	text   []string    // id -> validText(piece), what Decode writes (shares pieces when all are valid)
 	vocab  *pieceIndex // piece -> id (model vocabulary and added tokens)
 	byteOf []int16     // id -> byte value of a <0xXX> piece, else -1
 	skip   []bool      // id decodes to nothing (special / control tokens)
@@ -79,7 +89,9 @@ func (t *Tokenizer) TokenID(piece string) (int32, bool) {
 	return t.vocab.get(piece)
 }
 
-// Piece returns the vocabulary entry of id ("" if id is out of range).
+// Piece returns the vocabulary entry of id ("" if id is out of range),
+// exactly as stored: a damaged GGUF vocabulary can hold pieces that are not
+// valid UTF-8 (Decode writes those as validText would).
 func (t *Tokenizer) Piece(id int32) string {
 	if id < 0 || int(id) >= len(t.pieces) {
 		return ""
@@ -91,13 +103,42 @@ func (t *Tokenizer) Piece(id int32) string {
 // looks like a special token, becomes ordinary tokens. Non-special added
 // tokens (Gemma's "\n\n", "<unused0>", ...) are still used, as Hugging Face
 // does with encode_special_tokens=True. No BOS.
-func (t *Tokenizer) Encode(text string) []int32 { return t.encode(text, false) }
+//
+// Text that is not valid UTF-8 is first made valid as validText does (each
+// maximal ill-formed subpart becomes U+FFFD), for every kind of vocabulary
+// and by EncodeSpecial and EncodeTrusted too: the ids are those Hugging Face
+// gives a caller who decoded the same bytes lossily, and no byte is dropped
+// or passed on as a stray byte piece.
+func (t *Tokenizer) Encode(text string) []int32 { return t.encode(text, nil) }
 
 // EncodeSpecial tokenizes text recognising special and added tokens written
 // inline (Hugging Face's default). No BOS.
-func (t *Tokenizer) EncodeSpecial(text string) []int32 { return t.encode(text, true) }
+func (t *Tokenizer) EncodeSpecial(text string) []int32 {
+	return t.encode(text, func(int, int) bool { return true })
+}
 
-func (t *Tokenizer) encode(text string, special bool) []int32 {
+// EncodeTrusted is EncodeSpecial for text that mixes trusted and untrusted
+// bytes (a chat prompt: the template's own text and the messages): a special
+// token written inline at text[lo:hi] becomes that token only when
+// trusted(lo, hi) reports its bytes as trusted; elsewhere it is plain text, as
+// in Encode. The rest of the text is tokenized as one string, so on text
+// without untrusted special tokens the ids equal EncodeSpecial's.
+func (t *Tokenizer) EncodeTrusted(text string, trusted func(lo, hi int) bool) []int32 {
+	if trusted == nil {
+		return t.Encode(text)
+	}
+	return t.encode(text, trusted)
+}
+
+func (t *Tokenizer) encode(text string, special func(lo, hi int) bool) []int32 {
+	if !utf8.ValidString(text) {
+		var orig func(int) int
+		text, orig = validTextOffsets(text)
+		if trusted := special; trusted != nil {
+			// The caller's offsets are in its own text.
+			special = func(lo, hi int) bool { return trusted(orig(lo), orig(hi)) }
+		}
+	}
 	out := make([]int32, 0, len(text)/3+1)
 	// GGUF llama puts a space prefix before the first text and after each
 	// added token (llama.cpp); HF's Metaspace "first" scheme only before
@@ -242,8 +283,17 @@ func hexVal(c byte) (int, bool) {
 // finish fills the per-id tables once pieces are known.
 func (t *Tokenizer) finish() {
 	t.byteOf = make([]int16, len(t.pieces))
+	t.text = t.pieces
+	copied := false
 	for i, p := range t.pieces {
 		t.byteOf[i] = parseBytePiece(p)
+		if v := validText(p); v != p {
+			if !copied {
+				// Only a damaged vocabulary pays for a second table.
+				t.text, copied = slices.Clone(t.pieces), true
+			}
+			t.text[i] = v
+		}
 	}
 	if t.skip == nil {
 		t.skip = make([]bool, len(t.pieces))

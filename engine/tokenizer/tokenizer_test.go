@@ -43,6 +43,12 @@ type expectation struct {
 
 func readExpectations(tb testing.TB, name string) []expectation {
 	tb.Helper()
+	return readJSONL[expectation](tb, name)
+}
+
+// readJSONL reads a gzipped file of one JSON object per line from testdata.
+func readJSONL[T any](tb testing.TB, name string) []T {
+	tb.Helper()
 	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
 		tb.Fatal(err)
@@ -52,11 +58,11 @@ func readExpectations(tb testing.TB, name string) []expectation {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var out []expectation
+	var out []T
 	sc := bufio.NewScanner(zr)
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
-		var e expectation
+		var e T
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			tb.Fatalf("%s line %d: %v", name, len(out)+1, err)
 		}

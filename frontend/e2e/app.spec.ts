@@ -10,16 +10,18 @@ test.beforeEach(async ({ page }) => {
 
 test("the status bar shows what the Go backend reports", async ({ page }) => {
   // The platform and data dir come from app.System.Info over the Wails IPC.
-  await expect(page.getByTestId("status")).toContainText(/anechat .+ · (linux|darwin)\/(amd64|arm64) · \/.+ · schema v\d+/);
+  await expect(page.getByTestId("status")).toContainText(
+    /anechat .+ · (linux|darwin)\/(amd64|arm64) · \/.+ · schema v\d+/,
+  );
   await expect(page.getByTestId("storage-error")).toHaveCount(0);
 });
 
 test("conversations are created, renamed, kept across reloads and deleted", async ({ page }) => {
   await page.getByTestId("new-chat").click();
   await expect(page.getByTestId("chat-title")).toHaveText("New chat");
-  await page.getByTestId("chat-title").dblclick();
+  await page.getByTestId("rename").click();
   await page.getByTestId("title-input").fill("Trip to Lisbon");
-  await page.getByRole("button", { name: "Rename" }).click();
+  await page.getByRole("button", { name: "Save title" }).click();
   await expect(page.getByTestId("chat-title")).toHaveText("Trip to Lisbon");
   await page.reload();
   const item = page.getByTestId("conversations").getByText("Trip to Lisbon");
@@ -33,7 +35,8 @@ test("sending without a model says so and stores nothing", async ({ page }) => {
   await page.getByTestId("new-chat").click();
   await page.getByTestId("composer").fill("Hello?");
   await page.getByTestId("send").click();
-  await expect(page.getByTestId("chat-error")).toContainText("no model available");
+  await expect(page.getByTestId("notice")).toContainText("no model available");
+  await expect(page.getByTestId("notice")).toHaveAttribute("data-kind", "error");
   await expect(page.getByTestId("msg-user")).toHaveCount(0);
 });
 
@@ -78,13 +81,19 @@ test("settings are validated, saved and read back", async ({ page }) => {
   // Out of range: the Go side refuses it with a message naming the field.
   await page.getByTestId("temperature").fill("5");
   await page.getByTestId("save-settings").click();
-  await expect(page.getByTestId("settings-error")).toContainText("temperature");
+  await expect(page.getByTestId("notice")).toContainText("temperature");
   await page.reload();
   await page.getByTestId("nav-settings").click();
   await expect(page.getByTestId("width")).toHaveValue("auto");
   await expect(page.getByTestId("quota")).toHaveValue("1.5");
+  // A refusal, then Reset to defaults: the old error goes with the old values.
+  await page.getByTestId("temperature").fill("5");
+  await page.getByTestId("save-settings").click();
+  await expect(page.getByTestId("notice")).toContainText("temperature");
   await page.getByRole("button", { name: "Reset to defaults" }).click();
   await expect(page.getByTestId("width")).toHaveValue("4");
+  await expect(page.getByTestId("notice")).toHaveCount(0);
+  await expect(page.getByTestId("temperature")).toHaveValue("0");
 });
 
 test("the models page shows the models folder and scans it", async ({ page }) => {
@@ -150,11 +159,13 @@ test("a registered model answers with streamed text, and edit/regenerate make br
   await page.getByTestId("nav-library").click();
   await page.getByTestId("new-prompt").click();
   await page.getByTestId("prompt-title").fill("Lily story");
-  await page.getByTestId("prompt-system").fill(
-    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. " +
-      "One day, Lily saw a big red ball under a tree. She ran to the ball and picked it up. Her friend Tom came and said, " +
-      "\"Can I play with the ball too?\" Lily smiled and said, \"Yes, let's play together!\" They played all day and were very happy.",
-  );
+  await page
+    .getByTestId("prompt-system")
+    .fill(
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. " +
+        "One day, Lily saw a big red ball under a tree. She ran to the ball and picked it up. Her friend Tom came and said, " +
+        '"Can I play with the ball too?" Lily smiled and said, "Yes, let\'s play together!" They played all day and were very happy.',
+    );
   await page.getByTestId("prompt-body").fill("Tell me more.");
   await page.getByTestId("prompt-save").click();
   const story = page.getByTestId("prompt").filter({ hasText: "Lily story" });

@@ -27,6 +27,8 @@ export const test = base.extend<{ context: BrowserContext; page: Page }>({
         "--no-first-run",
       ],
       baseURL: process.env.ANECHAT_E2E_URL ?? "http://127.0.0.1:34115",
+      // The copy buttons write the page's clipboard; the tests read it back.
+      permissions: ["clipboard-read", "clipboard-write"],
     });
     try {
       await use(context);

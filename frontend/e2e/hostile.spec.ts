@@ -8,7 +8,9 @@ import { expect, test } from "./fixtures";
 // Chromium builds must hold nothing that runs script or leaves http, https,
 // mailto and fragments. The unit test (src/markdown.safety.test.ts) tries
 // every span of the same corpus in jsdom; this is the browser's view.
-const corpus = JSON.parse(readFileSync(new URL("../testdata/hostile-markdown.json", import.meta.url), "utf8")) as { docs: string[] };
+const corpus = JSON.parse(readFileSync(new URL("../testdata/hostile-markdown.json", import.meta.url), "utf8")) as {
+  docs: string[];
+};
 // internal/e2eseed stores each document with four span patterns.
 const patterns = 4;
 
@@ -42,7 +44,12 @@ test("hostile Markdown in stored replies renders without script, handlers or uns
     els.map((el) => {
       const tags = Array.from(el.querySelectorAll("*"))
         .filter((e) => e.tagName !== "MARK")
-        .map((e) => `${e.tagName}${Array.from(e.attributes).map((a) => ` ${a.name}=${JSON.stringify(a.value)}`).join("")}`);
+        .map(
+          (e) =>
+            `${e.tagName}${Array.from(e.attributes)
+              .map((a) => ` ${a.name}=${JSON.stringify(a.value)}`)
+              .join("")}`,
+        );
       return `${tags.join()}|${el.textContent ?? ""}`;
     }),
   );

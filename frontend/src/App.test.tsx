@@ -2,137 +2,196 @@ import { render } from "preact";
 import { act } from "preact/test-utils";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { App } from "./App";
-import type { Bridge } from "./bridge";
-import { wailsBridge, NoBackendError } from "./bridge";
-import type { Frames } from "./logic";
-import { renderMarkdown } from "./markdown";
-import type { Thread } from "./types";
+import { NoBackendError, wailsBridge, type Bridge } from "./bridge";
+import { renderBlocks } from "./markdown";
+import { fakeBridge, manualFrames, memoryKeep } from "./testing/fake";
+import type { Model, Preferences, Thread } from "./types";
 
-// renderMarkdown, counted: the streaming test checks how often it runs.
+// renderBlocks, counted: the streaming test checks how often it runs.
 vi.mock("./markdown", async (importOriginal) => {
   const m = await importOriginal<typeof import("./markdown")>();
-  return { ...m, renderMarkdown: vi.fn(m.renderMarkdown) };
+  return { ...m, renderBlocks: vi.fn(m.renderBlocks) };
 });
 
-// Animation frames the test runs by hand: tick() runs the callbacks waiting.
-function manualFrames() {
-  const waiting = new Map<number, () => void>();
-  let next = 1;
-  const frames: Frames = {
-    request: (cb) => {
-      waiting.set(next, cb);
-      return next++;
-    },
-    cancel: (id) => void waiting.delete(id),
-  };
-  const tick = () => {
-    const cbs = [...waiting.values()];
-    waiting.clear();
-    cbs.forEach((cb) => cb());
-  };
-  return { frames, tick, waiting: () => waiting.size };
-}
-
-// A fake backend: answers calls from a table and lets the test fire events.
-function fakeBridge(answers: Record<string, (...a: unknown[]) => unknown>) {
-  const listeners = new Map<string, ((d: unknown) => void)[]>();
-  const calls: string[] = [];
-  const bridge: Bridge = {
-    async call<T>(service: string, method: string, ...args: unknown[]) {
-      const key = `${service}.${method}`;
-      calls.push(key);
-      const f = answers[key];
-      if (!f) throw new Error(`unexpected call ${key}`);
-      return f(...args) as T;
-    },
-    on(event, cb) {
-      listeners.set(event, [...(listeners.get(event) ?? []), cb]);
-      return () => listeners.set(event, (listeners.get(event) ?? []).filter((x) => x !== cb));
-    },
-  };
-  const fire = (event: string, data: unknown) => (listeners.get(event) ?? []).forEach((cb) => cb(data));
-  return { bridge, calls, fire };
-}
-
-const info = { version: "1.0", os: "linux", arch: "amd64", go: "go1", dataDir: "/d", database: "/d/anechat.db", schemaVersion: 1, storageError: "", engineError: "" };
-const conv = { id: 1, title: "Evil", modelId: 0, promptId: 0, systemPrompt: "", activeLeafId: 2, createdAt: "", updatedAt: "" };
+const info = {
+  version: "1.0",
+  os: "linux",
+  arch: "amd64",
+  go: "go1",
+  dataDir: "/d",
+  database: "/d/anechat.db",
+  schemaVersion: 1,
+  storageError: "",
+  engineError: "",
+};
+const conv = {
+  id: 1,
+  title: "Evil",
+  modelId: 0,
+  promptId: 0,
+  systemPrompt: "",
+  activeLeafId: 2,
+  titleSource: "" as const,
+  pinned: false,
+  createdAt: "",
+  updatedAt: "",
+};
 const thread: Thread = {
   conversation: conv,
   messages: [
     { id: 1, conversationId: 1, parentId: 0, role: "user", content: "<b>hi</b>", createdAt: "" },
-    { id: 2, conversationId: 1, parentId: 1, role: "assistant", content: "ok <script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\"> **bold**", createdAt: "" },
+    {
+      id: 2,
+      conversationId: 1,
+      parentId: 1,
+      role: "assistant",
+      content: 'ok <script>window.pwned=1</script><img src=x onerror="window.pwned=2"> **bold**',
+      createdAt: "",
+    },
   ],
   path: [1, 2],
   generating: 0,
+  model: null,
+  settings: { temperature: 0, maxTokens: 10, speculationWidth: 4 },
+};
+const prefs: Preferences = {
+  speculationWidth: 4,
+  kvQuotaBytes: 2 * 1024 ** 3,
+  defaultModelId: 0,
+  maxTokens: 10,
+  temperature: 0,
+  highlightDrafted: true,
+  defaultSystemPrompt: "",
+  theme: "system",
+  modelTitles: false,
+};
+const model: Model = {
+  id: 5,
+  path: "/m/SmolLM2-135M-Instruct.gguf",
+  kind: "gguf",
+  name: "SmolLM2-135M-Instruct",
+  fingerprint: "f",
+  sizeBytes: 1 << 20,
+  meta: { arch: "llama", quant: "Q8_0", contextLen: 8192, backend: "cpu", declaredName: "Smollm2 135M 8k" },
+  addedAt: "",
+  lastUsedAt: "",
 };
 
-const flush = () => act(async () => { for (let i = 0; i < 5; i++) await Promise.resolve(); });
+// What every window asks first.
+const basics = {
+  "System.Info": () => info,
+  "Chat.ListConversations": () => [conv],
+  "Chat.Thread": () => thread,
+  "Settings.Get": () => prefs,
+  "Models.List": () => ({ models: [model], defaultId: 5, modelsDir: "/d/models" }),
+};
+
+const flush = () =>
+  act(async () => {
+    for (let i = 0; i < 30; i++) await Promise.resolve();
+  });
 let root: HTMLElement;
-afterEach(() => { render(null, root); root.remove(); });
+afterEach(() => {
+  render(null, root);
+  root.remove();
+  delete document.documentElement.dataset["theme"];
+});
 
 let frames = manualFrames();
 
-async function mount(bridge: Bridge) {
+async function mount(bridge: Bridge, keep = memoryKeep()) {
   root = document.createElement("div");
   document.body.append(root);
   frames = manualFrames();
-  await act(() => render(<App bridge={bridge} frames={frames.frames} />, root));
+  await act(() => {
+    render(<App bridge={bridge} frames={frames.frames} keep={keep} />, root);
+  });
+  await flush();
 }
+
+const q = <T extends Element = HTMLElement>(sel: string) => root.querySelector<T>(sel);
+const testid = <T extends Element = HTMLElement>(id: string) => q<T>(`[data-testid="${id}"]`);
+const click = async (el: Element | null | undefined) => {
+  expect(el).toBeTruthy();
+  await act(() => {
+    (el as HTMLElement).click();
+  });
+  await flush();
+};
+const type = async (el: HTMLInputElement | HTMLTextAreaElement | null, value: string) => {
+  expect(el).toBeTruthy();
+  await act(() => {
+    el!.value = value;
+    el!.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+  await flush();
+};
+const key = async (init: KeyboardEventInit, target: EventTarget = document.body) => {
+  await act(() => {
+    target.dispatchEvent(new KeyboardEvent("keydown", { bubbles: true, cancelable: true, ...init }));
+  });
+  await flush();
+};
+const openConversation = () => click(q(".conv"));
 
 describe("App", () => {
   it("shows backend info, opens a conversation and renders its reply sanitized", async () => {
-    const f = fakeBridge({
-      "System.Info": () => info,
-      "Chat.ListConversations": () => [conv],
-      "Chat.Thread": () => thread,
-    });
+    const f = fakeBridge(basics);
     await mount(f.bridge);
-    await flush();
-    expect(root.querySelector("[data-testid=status]")?.textContent).toContain("anechat 1.0 · linux/amd64 · /d · schema v1");
+    expect(testid("status")?.textContent).toContain("anechat 1.0 · linux/amd64 · /d · schema v1");
     const item = [...root.querySelectorAll<HTMLButtonElement>(".conv")].find((b) => b.textContent === "Evil");
-    expect(item).toBeDefined();
-    await act(() => item!.click());
-    await flush();
-    const assistant = root.querySelector("[data-testid=msg-assistant]")!;
+    await click(item);
+    const assistant = testid("msg-assistant")!;
     expect(assistant.querySelector("strong")?.textContent).toBe("bold");
     expect(assistant.innerHTML).not.toMatch(/<script|onerror/i);
     expect((window as unknown as { pwned?: number }).pwned).toBeUndefined();
     // The user's own text is shown as text, not HTML.
-    expect(root.querySelector("[data-testid=msg-user] .plain")?.textContent).toBe("<b>hi</b>");
+    expect(q("[data-testid=msg-user] .plain")?.textContent).toBe("<b>hi</b>");
   });
 
   it("streams tokens of the open conversation and reloads when done", async () => {
-    const f = fakeBridge({
-      "System.Info": () => info,
-      "Chat.ListConversations": () => [conv],
-      "Chat.Thread": () => thread,
-    });
+    const f = fakeBridge(basics);
     await mount(f.bridge);
-    await flush();
-    await act(() => root.querySelector<HTMLButtonElement>(".conv")!.click());
-    await flush();
-    await act(() => f.fire("chat:progress", { conversationId: 1, parentId: 2, done: 64, total: 200 }));
-    expect(root.querySelector("[data-testid=progress]")?.textContent).toContain("Reading the prompt: 64/200 tokens (32%)");
-    expect(root.querySelector("[data-testid=stop]")).not.toBeNull(); // Stop cancels the prefill too
+    await openConversation();
     await act(() => {
-      f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 1, text: "lo *you*" });
-      f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 0, text: "Hel" });
+      f.fire("chat:progress", { conversationId: 1, parentId: 2, done: 64, total: 200 });
     });
-    await act(() => frames.tick());
-    const streaming = root.querySelector("[data-testid=streaming]")!;
+    expect(testid("progress")?.textContent).toContain("Reading the prompt: 64/200 tokens (32%)");
+    expect(testid("stop")).not.toBeNull(); // Stop cancels the prefill too
+    await act(() => {
+      f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 1, text: "lo *you*", drafted: false });
+      f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 0, text: "Hel", drafted: false });
+    });
+    await act(() => {
+      frames.tick();
+    });
+    const streaming = testid("streaming")!;
     expect(streaming.textContent?.trim()).toBe("Hello you");
-    expect(root.querySelector("[data-testid=progress]")).toBeNull(); // text arrived: no progress bar
+    expect(testid("progress")).toBeNull(); // text arrived: no progress bar
     expect(streaming.querySelector("em")?.textContent).toBe("you");
-    expect(root.querySelector("[data-testid=stop]")).not.toBeNull();
     const before = f.calls.filter((c) => c === "Chat.Thread").length;
-    await act(() => f.fire("chat:done", { conversationId: 1, parentId: 2, message: null, stats: {} }));
+    await act(() => {
+      f.fire("chat:done", { conversationId: 1, parentId: 2, message: null, stats: {} });
+    });
     await flush();
-    expect(root.querySelector("[data-testid=streaming]")).toBeNull();
+    expect(testid("streaming")).toBeNull();
     expect(f.calls.filter((c) => c === "Chat.Thread").length).toBe(before + 1);
   });
 
-  it("shades drafted text of stored and streamed replies, and shows τ, unless the setting is off", async () => {
-    const stats = { tokens: 6, prefillTokens: 3, resumedTokens: 0, targetCalls: 3, drafted: 4, accepted: 3, ttftMs: 5, decodeTokS: 20, width: 4, stopped: "stop", draftedSpans: [[4, 9]] };
+  it("shades drafted text of stored and streamed replies, shows τ and the legend, unless the setting is off", async () => {
+    const stats = {
+      tokens: 6,
+      prefillTokens: 3,
+      resumedTokens: 0,
+      targetCalls: 3,
+      drafted: 4,
+      accepted: 3,
+      ttftMs: 5,
+      decodeTokS: 20,
+      width: 4,
+      stopped: "stop",
+      draftedSpans: [[4, 9]] as [number, number][],
+    };
     const drafted: Thread = {
       conversation: conv,
       messages: [
@@ -141,51 +200,57 @@ describe("App", () => {
       ],
       path: [1, 2],
       generating: 0,
-    } as Thread;
+      model: null,
+      settings: { temperature: 0, maxTokens: 10, speculationWidth: 4 },
+    };
     for (const highlightDrafted of [true, false]) {
       const f = fakeBridge({
-        "System.Info": () => info,
-        "Chat.ListConversations": () => [conv],
+        ...basics,
         "Chat.Thread": () => drafted,
-        "Settings.Get": () => ({ speculationWidth: 4, kvQuotaBytes: 1, defaultModelId: 0, maxTokens: 10, temperature: 0, highlightDrafted }),
+        "Settings.Get": () => ({ ...prefs, highlightDrafted }),
       });
       await mount(f.bridge);
-      await flush();
-      await act(() => root.querySelector<HTMLButtonElement>(".conv")!.click());
-      await flush();
-      const assistant = root.querySelector("[data-testid=msg-assistant]")!;
+      await openConversation();
+      const assistant = testid("msg-assistant")!;
       const marks = [...assistant.querySelectorAll("mark.drafted")].map((m) => m.textContent);
       expect(marks).toEqual(highlightDrafted ? ["quick"] : []);
       expect(assistant.querySelector(".markdown")?.textContent?.trim()).toBe("The quick fox");
-      expect(root.querySelector("[data-testid=msg-stats]")?.textContent).toBe("6 tokens · τ 2.00 · drafted 4 · accepted 3 · 20.0 tok/s · first token 5 ms · width 4");
+      expect(testid("msg-stats")?.textContent).toBe(
+        "6 tokens · τ 2.00 · drafted 4 · accepted 3 · 20.0 tok/s · first token 5 ms · width 4",
+      );
+      expect(testid("legend") !== null).toBe(highlightDrafted);
       await act(() => {
         f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 0, text: "Hel", drafted: false });
         f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 1, text: "lo", drafted: true });
+        f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 2, text: " w", drafted: true });
+        f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 3, text: "orld", drafted: false });
       });
-      await act(() => frames.tick());
+      await act(() => {
+        frames.tick();
+      });
       const streamed = [...root.querySelectorAll("[data-testid=streaming] mark.drafted")].map((m) => m.textContent);
-      expect(streamed).toEqual(highlightDrafted ? ["lo"] : []);
+      expect(streamed).toEqual(highlightDrafted ? ["lo w"] : []);
+      // The reply in progress: 4 tokens in 2 calls, half of them drafted.
+      expect(testid("live-tau")?.textContent).toBe("τ 2.00");
+      expect(testid("live-share")?.textContent).toBe("50% drafted");
       render(null, root);
       root.remove();
     }
     root = document.createElement("div"); // for afterEach
   });
 
-  it("renders a streamed reply's Markdown once per animation frame, however many tokens it brought", async () => {
-    const f = fakeBridge({
-      "System.Info": () => info,
-      "Chat.ListConversations": () => [conv],
-      "Chat.Thread": () => thread,
-    });
+  it("renders a streamed reply once per animation frame, and puts only the blocks that changed into the DOM", async () => {
+    const f = fakeBridge(basics);
     await mount(f.bridge);
-    await flush();
-    await act(() => root.querySelector<HTMLButtonElement>(".conv")!.click());
-    await flush();
-    const renders = vi.mocked(renderMarkdown);
+    await openConversation();
+    const renders = vi.mocked(renderBlocks);
     const piece = (i: number) => (i % 10 === 9 ? `w${i}\n\n` : `w${i} `);
     // Each token is its own task, as the Wails events are: no batching by act.
     const fire = async (from: number, to: number) => {
-      for (let i = from; i < to; i++) await act(() => f.fire("chat:token", { conversationId: 1, parentId: 2, seq: i, text: piece(i), drafted: i % 4 === 0 }));
+      for (let i = from; i < to; i++)
+        await act(() => {
+          f.fire("chat:token", { conversationId: 1, parentId: 2, seq: i, text: piece(i), drafted: i % 4 === 0 });
+        });
     };
     const text = (n: number) => Array.from({ length: n }, (_, i) => piece(i)).join("");
     const N = 400;
@@ -194,22 +259,38 @@ describe("App", () => {
     await fire(0, N);
     // Nothing is rendered before the frame...
     expect(renders).not.toHaveBeenCalled();
-    expect(root.querySelector("[data-testid=streaming]")).toBeNull();
+    expect(testid("streaming")).toBeNull();
     // ...and the frame renders the reply once, whole.
-    await act(() => frames.tick());
+    await act(() => {
+      frames.tick();
+    });
     expect(renders.mock.calls.map((c) => c[0])).toEqual([text(N)]);
-    const streaming = () => root.querySelector("[data-testid=streaming]")!;
+    const streaming = () => testid("streaming")!;
     expect(streaming().querySelectorAll("p")).toHaveLength(N / 10);
     expect(streaming().querySelectorAll("mark.drafted")).toHaveLength(N / 4);
 
-    // The next frame's tokens: one more render.
+    // The next frame's tokens: one more render, and the paragraphs that were
+    // complete are the same DOM, untouched.
+    const first = streaming().querySelector(".md-block")!;
+    const changes: MutationRecord[] = [];
+    const watch = new MutationObserver((rs) => changes.push(...rs));
+    watch.observe(first, { subtree: true, childList: true, characterData: true, attributes: true });
     renders.mockClear();
     await fire(N, N + 50);
-    await act(() => frames.tick());
+    await act(() => {
+      frames.tick();
+    });
     expect(renders).toHaveBeenCalledTimes(1);
     expect(renders.mock.calls[0]?.[0]).toBe(text(N + 50));
+    expect(streaming().querySelector(".md-block")).toBe(first);
+    expect(streaming().querySelectorAll("p")).toHaveLength((N + 50) / 10);
+    changes.push(...watch.takeRecords());
+    watch.disconnect();
+    expect(changes).toEqual([]);
     // A frame without tokens renders nothing.
-    await act(() => frames.tick());
+    await act(() => {
+      frames.tick();
+    });
     expect(renders).toHaveBeenCalledTimes(1);
 
     // The end comes after the tokens still waiting for a frame: they are shown with the error.
@@ -219,34 +300,312 @@ describe("App", () => {
     });
     expect(frames.waiting()).toBe(0);
     expect(renders.mock.calls.at(-1)?.[0]).toBe(`${text(N + 50)}tail`);
-    expect(streaming().querySelector("p:last-of-type")?.textContent).toBe("tail");
-    expect(root.querySelector("[data-testid=stream-error]")?.textContent).toBe("boom");
+    expect([...streaming().querySelectorAll("p")].at(-1)?.textContent).toBe("tail");
+    expect(testid("stream-error")?.textContent).toBe("boom");
   }, 60_000);
 
   it("shows the storage error with its path", async () => {
     const f = fakeBridge({
-      "System.Info": () => ({ ...info, storageError: "storage: open database /d/anechat.db: database file is corrupt (move it aside)" }),
-      "Chat.ListConversations": () => { throw new Error("storage: corrupt"); },
+      ...basics,
+      "System.Info": () => ({
+        ...info,
+        storageError: "storage: open database /d/anechat.db: database file is corrupt (move it aside)",
+      }),
+      "Chat.ListConversations": () => {
+        throw new Error("storage: corrupt");
+      },
     });
     await mount(f.bridge);
+    expect(testid("storage-error")?.textContent).toContain("/d/anechat.db");
+    expect(testid<HTMLButtonElement>("new-chat")?.disabled).toBe(true);
+  });
+});
+
+describe("the one notice", () => {
+  it("shows a refusal once, and a later success in the same place clears it (Reset to defaults)", async () => {
+    const f = fakeBridge({
+      ...basics,
+      "Settings.Update": () => {
+        throw "settings: temperature 5: want 0 to 2";
+      },
+      "Settings.Reset": () => prefs,
+    });
+    await mount(f.bridge);
+    await click(testid("nav-settings"));
+    await type(testid("temperature"), "5");
+    await click(testid("save-settings"));
+    expect(root.querySelectorAll("[data-testid=notice]")).toHaveLength(1);
+    expect(testid("notice")?.dataset["kind"]).toBe("error");
+    expect(testid("notice")?.getAttribute("role")).toBe("alert");
+    expect(testid("notice")?.textContent).toContain("temperature 5");
+    await click(testid("reset-settings"));
+    expect(testid("notice")).toBeNull();
+    expect(testid<HTMLInputElement>("temperature")?.value).toBe("0");
+  });
+
+  it("tells a prompt too short to prepare as a fact, not an error", async () => {
+    const p = {
+      id: 3,
+      title: "Hi",
+      systemPrompt: "",
+      body: "hi",
+      tags: [],
+      pinnedSnapshotId: 0,
+      createdAt: "",
+      updatedAt: "",
+    };
+    const f = fakeBridge({
+      ...basics,
+      "Library.List": () => [p],
+      "Library.Tags": () => [],
+      "Library.Prepare": () => {
+        throw "library: this prompt is too short to prepare (a snapshot needs at least 64 tokens); it starts quickly anyway";
+      },
+    });
+    await mount(f.bridge);
+    await click(testid("nav-library"));
+    await click(testid("prompt-prepare"));
+    expect(testid("notice")?.dataset["kind"]).toBe("info");
+    expect(testid("notice")?.getAttribute("role")).toBe("status");
+    expect(testid("notice")?.textContent).toContain("too short to prepare");
+    // No tooltip: what Prepare does is said in the page, beside the button.
+    expect(testid("prompt-prepare")?.hasAttribute("title")).toBe(false);
+    const help = testid("prompt-prepare")?.getAttribute("aria-describedby") ?? "";
+    expect(root.querySelector(`[id="${help}"]`)?.textContent).toContain("keeps its KV cache");
+  });
+});
+
+describe("chat actions", () => {
+  it("copies a message and a code block, highlighted, and opens links in the system browser", async () => {
+    const code = 'const x = "hi"; // note';
+    const withCode: Thread = {
+      ...thread,
+      messages: [
+        thread.messages[0]!,
+        {
+          ...thread.messages[1]!,
+          content: `See [the docs](https://example.com/docs) and [top](#top).\n\n\`\`\`js\n${code}\n\`\`\`\n`,
+        },
+      ],
+    };
+    const f = fakeBridge({ ...basics, "Chat.Thread": () => withCode });
+    await mount(f.bridge);
+    await openConversation();
+    const assistant = testid("msg-assistant")!;
+    await click(assistant.querySelector("[data-testid=copy-message]"));
+    expect(f.copied).toEqual([withCode.messages[1]!.content]);
+    expect(assistant.querySelector("[data-testid=copy-message]")?.textContent).toBe("Copied");
+
+    const block = assistant.querySelector("[data-testid=code-block]")!;
+    expect(block.querySelector("code")?.textContent).toBe(code);
+    expect(block.querySelector(".tok-keyword")?.textContent).toBe("const");
+    expect(block.querySelector(".tok-string")?.textContent).toBe('"hi"');
+    expect(block.querySelector(".tok-comment")?.textContent).toBe("// note");
+    await click(block.querySelector("[data-testid=copy-code]"));
+    expect(f.copied.at(-1)).toBe(code);
+
+    const link = assistant.querySelector<HTMLAnchorElement>('a[href^="https:"]')!;
+    const ev = new MouseEvent("click", { bubbles: true, cancelable: true });
+    await act(() => {
+      link.dispatchEvent(ev);
+    });
+    expect(ev.defaultPrevented).toBe(true);
+    expect(f.opened).toEqual(["https://example.com/docs"]);
+    // A fragment stays in the page; the window never navigates away.
+    const frag = new MouseEvent("click", { bubbles: true, cancelable: true });
+    await act(() => {
+      assistant.querySelector<HTMLAnchorElement>('a[href="#top"]')!.dispatchEvent(frag);
+    });
+    expect(f.opened).toHaveLength(1);
+  });
+
+  it("shows the model that answers and remembers another one for the conversation", async () => {
+    const other = { ...model, id: 6, name: "gemma-4-e2b", meta: { arch: "gemma4" } };
+    const f = fakeBridge({
+      ...basics,
+      "Models.List": () => ({ models: [model, other], defaultId: 5, modelsDir: "/d/models" }),
+      "Chat.SetModel": (id, m) => ({ ...conv, id, modelId: m }),
+    });
+    await mount(f.bridge);
+    await openConversation();
+    const picker = testid<HTMLSelectElement>("model-picker")!;
+    expect(picker.selectedOptions[0]?.textContent).toBe("Default: SmolLM2-135M-Instruct");
+    await act(() => {
+      picker.value = "6";
+      picker.dispatchEvent(new Event("change", { bubbles: true }));
+    });
     await flush();
-    expect(root.querySelector("[data-testid=storage-error]")?.textContent).toContain("/d/anechat.db");
-    expect(root.querySelector<HTMLButtonElement>("[data-testid=new-chat]")?.disabled).toBe(true);
+    expect(f.args["Chat.SetModel"]).toEqual([[1, 6]]);
+    expect(testid<HTMLSelectElement>("model-picker")?.selectedOptions[0]?.textContent).toBe("gemma-4-e2b");
+  });
+
+  it("lists a regenerated reply's copies as one hit, and opens it in its branch", async () => {
+    const hit = (messageId: number) => ({
+      messageId,
+      conversationId: 1,
+      parentId: 1,
+      role: "assistant",
+      createdAt: "",
+      conversationTitle: "Evil",
+      snippet: "a fox",
+      segments: [
+        { text: "a ", match: false },
+        { text: "fox", match: true },
+      ],
+      onActiveBranch: true,
+      alternative: 1,
+      alternatives: 1,
+      duplicates: 0,
+    });
+    const f = fakeBridge({
+      ...basics,
+      "Chat.Search": () => [hit(2), hit(7), { ...hit(9), segments: [{ text: "other fox", match: true }] }],
+      "Chat.SelectBranch": () => thread,
+    });
+    await mount(f.bridge);
+    vi.useFakeTimers();
+    try {
+      await type(testid("search"), "fox");
+      await act(() => {
+        vi.advanceTimersByTime(200);
+      });
+    } finally {
+      vi.useRealTimers();
+    }
+    await flush();
+    const hits = [...root.querySelectorAll("[data-testid=hits] button")];
+    expect(hits).toHaveLength(2);
+    await click(hits[0]);
+    expect(f.args["Chat.SelectBranch"]).toEqual([[2]]);
+    expect(document.activeElement?.getAttribute("data-message-id")).toBe("2");
+    expect(testid("hits")).toBeNull();
+  });
+});
+
+describe("keyboard and appearance", () => {
+  it("has shortcuts for a new chat, search, the composer, stop and the help that lists them", async () => {
+    const created = { ...conv, id: 8, title: "New chat" };
+    const f = fakeBridge({
+      ...basics,
+      "Chat.CreateConversation": () => created,
+      "Chat.Thread": (id) => (id === 8 ? { ...thread, conversation: created, messages: [], path: [] } : thread),
+      "Chat.Cancel": () => true,
+    });
+    await mount(f.bridge);
+    await key({ key: "k", ctrlKey: true });
+    expect(document.activeElement).toBe(testid("search"));
+    await key({ key: "n", ctrlKey: true }, document.activeElement!);
+    expect(f.calls).toContain("Chat.CreateConversation");
+    expect(testid("chat-title")?.textContent).toBe("New chat");
+    await key({ key: "l", ctrlKey: true });
+    expect(document.activeElement).toBe(testid("composer"));
+    // Esc stops the reply in progress.
+    await act(() => {
+      f.fire("chat:token", { conversationId: 8, parentId: 1, seq: 0, text: "x", drafted: false });
+      frames.tick();
+    });
+    await key({ key: "Escape" }, document.activeElement!);
+    expect(f.args["Chat.Cancel"]).toEqual([[8]]);
+    // The help lists every shortcut; Esc closes it and focus goes back.
+    await key({ key: "/", ctrlKey: true });
+    const help = testid("help")!;
+    expect(help.querySelector("[role=dialog]")?.getAttribute("aria-modal")).toBe("true");
+    const rows = [...help.querySelectorAll("tr")].map((r) => r.textContent);
+    for (const what of ["New chat", "Search messages", "Focus the message box", "Stop the reply"])
+      expect(rows.some((r) => r?.includes(what))).toBe(true);
+    expect(rows.some((r) => r?.includes("Ctrl + N"))).toBe(true);
+    expect(document.activeElement).toBe(testid("help-close"));
+    await key({ key: "Escape" }, document.activeElement!);
+    expect(testid("help")).toBeNull();
+    expect(document.activeElement).toBe(testid("composer"));
+  });
+
+  it("follows the system's colour scheme until one is chosen, and keeps the choice", async () => {
+    const keep = memoryKeep();
+    await mount(fakeBridge(basics).bridge, keep);
+    expect(document.documentElement.dataset["theme"]).toBeUndefined();
+    const radio = (t: string) => q<HTMLInputElement>(`[data-testid=theme] input[value=${t}]`)!;
+    expect(radio("system").checked).toBe(true);
+    await click(radio("dark"));
+    expect(document.documentElement.dataset["theme"]).toBe("dark");
+    expect(keep.data.get("anechat.theme")).toBe("dark");
+    render(null, root);
+    root.remove();
+    await mount(fakeBridge(basics).bridge, keep);
+    expect(document.documentElement.dataset["theme"]).toBe("dark");
+    expect(radio("dark").checked).toBe(true);
+  });
+});
+
+describe("first run", () => {
+  it("names the default model and starts a chat from an example prompt", async () => {
+    const created = { ...conv, id: 8, title: "New chat" };
+    let listed: (typeof created)[] = [];
+    const f = fakeBridge({
+      ...basics,
+      // The stored title stays "New chat": the rename is the window's.
+      "Chat.ListConversations": () => listed,
+      "Chat.CreateConversation": () => {
+        listed = [created];
+        return created;
+      },
+      "Chat.Thread": () => ({ ...thread, conversation: created, messages: [], path: [] }),
+      "Chat.Send": (_id, text) => ({ conversationId: 8, user: { ...thread.messages[0]!, content: text } }),
+      "Chat.RenameConversation": (id, title) => ({ ...created, id, title }),
+    });
+    await mount(f.bridge);
+    expect(testid("welcome-model")?.textContent).toContain("SmolLM2-135M-Instruct");
+    const examples = [...root.querySelectorAll("[data-testid=examples] button")];
+    expect(examples).toHaveLength(3);
+    await click(examples[1]);
+    expect(f.args["Chat.Send"]?.[0]).toEqual([8, examples[1]!.textContent]);
+    // The first message titles the conversation at once.
+    expect(f.args["Chat.RenameConversation"]).toEqual([[8, examples[1]!.textContent]]);
+    expect(testid("chat-title")?.textContent).toBe(examples[1]!.textContent);
+    // The sidebar too, though the list it asked for after sending predates the title.
+    expect(q(".conv.active")?.textContent).toBe(`● ${examples[1]!.textContent}`); // ●: replying
+    expect(testid("notice")).toBeNull();
   });
 });
 
 describe("wailsBridge", () => {
   it("calls window.go.app.Service.Method and turns Go error strings into Errors", async () => {
     const w = {
-      go: { app: { Chat: {
-        Thread: async (id: unknown) => ({ id }),
-        Send: async () => { throw "chat: the message is empty"; },
-      } } },
+      go: {
+        app: {
+          Chat: {
+            Thread: async (id: unknown) => ({ id }),
+            Send: async () => {
+              throw "chat: the message is empty";
+            },
+          },
+        },
+      },
     };
     const b = wailsBridge(w as never);
     await expect(b.call("Chat", "Thread", 7)).resolves.toEqual({ id: 7 });
     await expect(b.call("Chat", "Send")).rejects.toThrow("chat: the message is empty");
     await expect(b.call("Chat", "Nope")).rejects.toBeInstanceOf(NoBackendError);
     expect(() => b.on("x", () => {})).toThrow(NoBackendError);
+  });
+
+  it("opens URLs and copies through the Wails runtime when the page's clipboard is not there", async () => {
+    const opened: string[] = [];
+    const copied: string[] = [];
+    const runtime = {
+      EventsOnMultiple: () => () => {},
+      BrowserOpenURL: (u: string) => opened.push(u),
+      ClipboardSetText: async (t: string) => {
+        copied.push(t);
+        return true;
+      },
+    };
+    const b = wailsBridge({ runtime } as never);
+    b.openURL("https://a.b/");
+    await b.copyText("x");
+    expect(opened).toEqual(["https://a.b/"]);
+    expect(copied).toEqual(["x"]);
+    const refused = wailsBridge({ runtime: { ...runtime, ClipboardSetText: async () => false } } as never);
+    await expect(refused.copyText("y")).rejects.toThrow("clipboard");
   });
 });

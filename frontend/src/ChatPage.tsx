@@ -1,243 +1,451 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import type { Api } from "./api";
-import { branchRows, pieceSpans, progressLine, statsLine, type Row, type Stream } from "./logic";
+import {
+  branchRows,
+  finalStats,
+  liveStats,
+  modelLabel,
+  pieceSpans,
+  progressLine,
+  statsLine,
+  type Row,
+  type Stream,
+} from "./logic";
 import { Markdown } from "./Markdown";
-import type { Thread, Turn } from "./types";
+import type { Conversation, GenerateStats } from "./types";
+import { useActions, useStore } from "./useStore";
 
-interface Props {
-  api: Api;
-  conversationId: number;
-  stream: Stream | null;
-  finished: number;
-  draft: string;
-  onDraftUsed(): void;
-  onChanged(): void;
-  onDeleted(): void;
-  onStarted(parentId: number): void;
-  onClearStream(): void;
-}
-
-/** One conversation: its active branch, branch switching, edit, regenerate, composer. */
-export function ChatPage(p: Props) {
-  const [thread, setThread] = useState<Thread | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [text, setText] = useState(p.draft);
-  const [editing, setEditing] = useState<{ id: number; text: string } | null>(null);
-  const [title, setTitle] = useState<string | null>(null);
-  const [system, setSystem] = useState<string | null>(null);
+/** One conversation: its header (title, model), its active branch, the composer and its settings. */
+export function ChatPage() {
+  const thread = useStore((s) => s.thread);
+  const current = useStore((s) => s.current);
+  const stream = useStore((s) => (s.current === null ? null : (s.streams[s.current] ?? null)));
+  const highlight = useStore((s) => s.prefs?.highlightDrafted !== false);
+  const focusMessage = useStore((s) => s.focusMessage);
   const bottom = useRef<HTMLDivElement>(null);
-  // Shade drafted text unless the setting says not to (read once per visit).
-  const [highlight, setHighlight] = useState(true);
-  useEffect(() => {
-    p.api.settings.get().then((s) => setHighlight(s.highlightDrafted !== false), () => {});
-  }, []);
+  const list = useRef<HTMLDivElement>(null);
 
-  const load = async () => {
-    try {
-      setThread(await p.api.chat.thread(p.conversationId));
-    } catch (e) {
-      setError((e as Error).message);
-    }
-  };
   useEffect(() => {
-    if (p.draft) p.onDraftUsed();
-  }, []);
+    if (focusMessage) return; // a search hit is being shown
+    scrollIntoView(bottom.current, "end");
+  }, [thread, stream?.text, focusMessage]);
   useEffect(() => {
-    void load();
-  }, [p.conversationId, p.finished]);
-  useEffect(() => {
-    bottom.current?.scrollIntoView?.({ block: "end" });
-  }, [thread, p.stream?.text]);
+    if (!focusMessage || !thread) return;
+    const el = list.current?.querySelector<HTMLElement>(`[data-message-id="${focusMessage}"]`);
+    if (!el) return;
+    scrollIntoView(el, "center");
+    el.focus();
+  }, [focusMessage, thread]);
 
-  const run = async (f: () => Promise<Turn>) => {
-    setError(null);
-    p.onClearStream();
-    try {
-      const turn = await f();
-      p.onStarted(turn.user.id);
-      await load();
-      p.onChanged();
-      return true;
-    } catch (e) {
-      setError((e as Error).message);
-      return false;
-    }
-  };
-  const send = async () => {
-    if (!text.trim()) return;
-    if (await run(() => p.api.chat.send(p.conversationId, text))) setText("");
-  };
-  const switchTo = async (id: number) => {
-    try {
-      setThread(await p.api.chat.selectBranch(id));
-    } catch (e) {
-      setError((e as Error).message);
-    }
-  };
-
-  // The streamed reply's drafted spans change when its pieces do (once per frame).
-  const streamPieces = p.stream?.pieces;
-  const streamDrafted = p.stream?.drafted;
-  const streamSpans = useMemo(() => pieceSpans(streamPieces ?? [], streamDrafted ?? []), [streamPieces, streamDrafted]);
-
-  if (!thread) return <div class="chat">{error ? <div class="banner error">{error}</div> : "Loading…"}</div>;
+  if (!thread || thread.conversation.id !== current) return <div class="chat">Loading…</div>;
   const rows = branchRows(thread);
-  const running = p.stream?.running ?? false;
-  const c = thread.conversation;
-
-  const versions = (r: Row) =>
-    r.siblings.length > 1 && (
-      <span class="versions" data-testid="versions">
-        <button disabled={running || r.index === 0} onClick={() => switchTo(r.siblings[r.index - 1]!)} aria-label="previous version">‹</button>
-        {r.index + 1}/{r.siblings.length}
-        <button disabled={running || r.index === r.siblings.length - 1} onClick={() => switchTo(r.siblings[r.index + 1]!)} aria-label="next version">›</button>
-      </span>
-    );
-
+  const running = stream?.running ?? false;
   return (
     <div class="chat">
-      <header class="chat-head">
-        {title === null ? (
-          <h2 data-testid="chat-title" onDblClick={() => setTitle(c.title)} title="double-click to rename">{c.title}</h2>
-        ) : (
-          <form
-            onSubmit={async (e) => {
-              e.preventDefault();
-              try {
-                await p.api.chat.rename(c.id, title);
-                setTitle(null);
-                await load();
-                p.onChanged();
-              } catch (err) {
-                setError((err as Error).message);
-              }
-            }}
-          >
-            <input data-testid="title-input" value={title} onInput={(e) => setTitle(e.currentTarget.value)} autoFocus />
-            <button type="submit">Rename</button>
-            <button type="button" onClick={() => setTitle(null)}>Cancel</button>
-          </form>
-        )}
-        <div class="spacer" />
-        <button onClick={() => setSystem(system === null ? c.systemPrompt : null)}>System prompt</button>
-        <button
-          class="danger"
-          data-testid="delete-chat"
-          onClick={async () => {
-            if (!confirm(`Delete "${c.title}" and all its messages?`)) return;
-            try {
-              await p.api.chat.remove(c.id);
-              p.onDeleted();
-            } catch (e) {
-              setError((e as Error).message);
-            }
-          }}
-        >
-          Delete
-        </button>
-      </header>
-      {system !== null && (
-        <form
-          class="system"
-          onSubmit={async (e) => {
-            e.preventDefault();
-            try {
-              await p.api.chat.setSystemPrompt(c.id, system);
-              setSystem(null);
-              await load();
-            } catch (err) {
-              setError((err as Error).message);
-            }
-          }}
-        >
-          <textarea rows={3} value={system} onInput={(e) => setSystem(e.currentTarget.value)} placeholder="System prompt for later replies" />
-          <button type="submit">Save system prompt</button>
-        </form>
-      )}
-      <div class="messages" data-testid="messages">
-        {rows.length === 0 && !p.stream && <p class="muted">No messages yet.</p>}
-        {rows.map((r) => (
-          <div key={r.message.id} class={`msg ${r.message.role}`} data-testid={`msg-${r.message.role}`}>
-            {editing?.id === r.message.id ? (
-              <form
-                onSubmit={async (e) => {
-                  e.preventDefault();
-                  if (await run(() => p.api.chat.edit(editing.id, editing.text))) setEditing(null);
-                }}
-              >
-                <textarea rows={3} value={editing.text} onInput={(e) => setEditing({ id: editing.id, text: e.currentTarget.value })} />
-                <button type="submit" class="primary">Send edit</button>
-                <button type="button" onClick={() => setEditing(null)}>Cancel</button>
-              </form>
-            ) : r.message.role === "assistant" ? (
-              <Markdown text={r.message.content} spans={highlight ? r.message.stats?.draftedSpans : undefined} />
-            ) : (
-              <div class="plain">{r.message.content}</div>
-            )}
-            <div class="msg-foot">
-              {versions(r)}
-              {r.message.role === "assistant" && <span class="muted" data-testid="msg-stats">{statsLine(r.message.stats)}</span>}
-              <span class="spacer" />
-              {r.message.role === "user" && !editing && (
-                <button disabled={running} onClick={() => setEditing({ id: r.message.id, text: r.message.content })}>Edit</button>
-              )}
-              {r.message.role === "assistant" && (
-                <button disabled={running} onClick={() => run(() => p.api.chat.regenerate(r.message.id))}>Regenerate</button>
-              )}
-            </div>
-          </div>
-        ))}
-        {p.stream && (p.stream.running || p.stream.error) && (
-          <div class="msg assistant streaming" data-testid="streaming">
-            <Markdown
-              text={p.stream.text || (p.stream.running ? "…" : "")}
-              spans={highlight && p.stream.text ? streamSpans : undefined}
+      <ChatHeader conversation={thread.conversation} />
+      <div class="chat-body">
+        <div class="messages" data-testid="messages" ref={list} aria-live="off">
+          {rows.length === 0 && !stream && <p class="muted">No messages yet.</p>}
+          {rows.map((r) => (
+            <MessageView
+              key={r.message.id}
+              row={r}
+              running={running}
+              highlight={highlight}
+              focused={r.message.id === focusMessage}
             />
-            {p.stream.running && !p.stream.text && progressLine(p.stream.progress) && (
-              <div class="muted" data-testid="progress">
-                <progress max={p.stream.progress!.total} value={p.stream.progress!.done} /> {progressLine(p.stream.progress)}
-              </div>
-            )}
-            {p.stream.error && <div class="error" data-testid="stream-error">{p.stream.error}</div>}
-          </div>
-        )}
-        <div ref={bottom} />
-      </div>
-      {error && (
-        <div class="banner error" role="alert" data-testid="chat-error">
-          {error}
+          ))}
+          {stream && (stream.running || stream.error) && <Streaming stream={stream} highlight={highlight} />}
+          <div ref={bottom} />
         </div>
-      )}
-      <form
-        class="composer"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void send();
-        }}
-      >
-        <textarea
-          data-testid="composer"
-          rows={3}
-          value={text}
-          placeholder="Message (Enter sends, Shift+Enter for a new line)"
-          onInput={(e) => setText(e.currentTarget.value)}
-          onKeyDown={(e) => {
-            if (e.key === "Enter" && !e.shiftKey) {
-              e.preventDefault();
-              void send();
-            }
-          }}
+        <ChatPanel
+          conversation={thread.conversation}
+          stream={stream}
+          last={[...rows].reverse().find((r) => r.message.role === "assistant")?.message.stats}
         />
-        {running ? (
-          <button type="button" class="danger" data-testid="stop" onClick={() => p.api.chat.cancel(c.id)}>
-            Stop
-          </button>
-        ) : (
-          <button type="submit" class="primary" data-testid="send" disabled={!text.trim()}>
-            Send
-          </button>
-        )}
-      </form>
+      </div>
+      <Composer running={running} />
     </div>
   );
+}
+
+function ChatHeader({ conversation: c }: { conversation: Conversation }) {
+  const store = useActions();
+  const models = useStore((s) => s.models);
+  const [title, setTitle] = useState<string | null>(null);
+  const defaultModel = models?.models.find((m) => m.id === models.defaultId);
+  return (
+    <header class="chat-head">
+      {title === null ? (
+        <>
+          {/* eslint-disable-next-line jsx-a11y/no-noninteractive-element-interactions -- a shortcut for the Rename button beside it */}
+          <h2
+            data-testid="chat-title"
+            onDblClick={() => {
+              setTitle(c.title);
+            }}
+          >
+            {c.title}
+          </h2>
+          <button
+            type="button"
+            class="quiet"
+            data-testid="rename"
+            aria-label="Rename the conversation"
+            onClick={() => {
+              setTitle(c.title);
+            }}
+          >
+            Rename
+          </button>
+        </>
+      ) : (
+        <form
+          class="row"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void store.rename(title).then((ok) => {
+              if (ok) setTitle(null);
+            });
+          }}
+        >
+          <input
+            data-testid="title-input"
+            aria-label="Conversation title"
+            value={title}
+            onInput={(e) => {
+              setTitle(e.currentTarget.value);
+            }}
+            // eslint-disable-next-line jsx-a11y/no-autofocus -- the user asked to rename: the field is where they type next
+            autoFocus
+          />
+          <button type="submit">Save title</button>
+          <button
+            type="button"
+            onClick={() => {
+              setTitle(null);
+            }}
+          >
+            Cancel
+          </button>
+        </form>
+      )}
+      <div class="spacer" />
+      <label class="model-pick">
+        Model
+        <select
+          data-testid="model-picker"
+          value={String(c.modelId)}
+          onChange={(e) => void store.setModel(Number(e.currentTarget.value))}
+        >
+          <option value="0">
+            {defaultModel ? `Default: ${modelLabel(defaultModel)}` : "Default model (none yet)"}
+          </option>
+          {models?.models.map((m) => (
+            <option key={m.id} value={String(m.id)}>
+              {modelLabel(m)}
+            </option>
+          ))}
+          {c.modelId !== 0 && !models?.models.some((m) => m.id === c.modelId) && (
+            <option value={String(c.modelId)}>model {c.modelId} (no longer registered)</option>
+          )}
+        </select>
+      </label>
+      <button
+        type="button"
+        class="danger"
+        data-testid="delete-chat"
+        onClick={() => {
+          if (confirm(`Delete "${c.title}" and all its messages?`)) void store.deleteConversation();
+        }}
+      >
+        Delete
+      </button>
+    </header>
+  );
+}
+
+function MessageView({
+  row: r,
+  running,
+  highlight,
+  focused,
+}: {
+  row: Row;
+  running: boolean;
+  highlight: boolean;
+  focused: boolean;
+}) {
+  const store = useActions();
+  const [editing, setEditing] = useState<string | null>(null);
+  const [copied, setCopied] = useState(false);
+  const m = r.message;
+  const who = m.role === "user" ? "You" : m.role === "assistant" ? "Assistant" : "System";
+  return (
+    <article
+      class={`msg ${m.role}${focused ? " focused" : ""}`}
+      data-testid={`msg-${m.role}`}
+      data-message-id={m.id}
+      tabIndex={-1}
+      aria-label={`${who} message`}
+    >
+      {editing !== null ? (
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            void store.edit(m.id, editing).then((ok) => {
+              if (ok) setEditing(null);
+            });
+          }}
+        >
+          <textarea
+            rows={3}
+            aria-label="Edited message"
+            value={editing}
+            onInput={(e) => {
+              setEditing(e.currentTarget.value);
+            }}
+          />
+          <div class="row">
+            <button type="submit" class="primary">
+              Send edit
+            </button>
+            <button
+              type="button"
+              onClick={() => {
+                setEditing(null);
+              }}
+            >
+              Cancel
+            </button>
+          </div>
+        </form>
+      ) : m.role === "assistant" ? (
+        <Markdown text={m.content} spans={highlight ? m.stats?.draftedSpans : undefined} />
+      ) : (
+        <div class="plain">{m.content}</div>
+      )}
+      {m.role === "assistant" && (
+        <div class="muted msg-stats" data-testid="msg-stats">
+          {statsLine(m.stats)}
+        </div>
+      )}
+      <div class="msg-foot">
+        {r.siblings.length > 1 && (
+          <span class="versions" data-testid="versions">
+            <button
+              type="button"
+              disabled={running || r.index === 0}
+              onClick={() => void store.selectBranch(r.siblings[r.index - 1] ?? m.id)}
+              aria-label="previous version"
+            >
+              ‹
+            </button>
+            {r.index + 1}/{r.siblings.length}
+            <button
+              type="button"
+              disabled={running || r.index === r.siblings.length - 1}
+              onClick={() => void store.selectBranch(r.siblings[r.index + 1] ?? m.id)}
+              aria-label="next version"
+            >
+              ›
+            </button>
+          </span>
+        )}
+        <span class="spacer" />
+        <button
+          type="button"
+          data-testid="copy-message"
+          aria-label={`Copy this ${who === "You" ? "message" : "reply"}`}
+          onClick={() =>
+            void store.copy(m.content).then((ok) => {
+              setCopied(ok);
+            })
+          }
+        >
+          {copied ? "Copied" : "Copy"}
+        </button>
+        {m.role === "user" && editing === null && (
+          <button
+            type="button"
+            disabled={running}
+            onClick={() => {
+              setEditing(m.content);
+            }}
+          >
+            Edit
+          </button>
+        )}
+        {m.role === "assistant" && (
+          <button type="button" disabled={running} onClick={() => void store.regenerate(m.id)}>
+            Regenerate
+          </button>
+        )}
+      </div>
+    </article>
+  );
+}
+
+function Streaming({ stream, highlight }: { stream: Stream; highlight: boolean }) {
+  // The streamed reply's drafted spans change when its pieces do (once per frame).
+  const spans = useMemo(() => pieceSpans(stream.pieces, stream.drafted), [stream.pieces, stream.drafted]);
+  const progress = progressLine(stream.progress);
+  return (
+    <article
+      class="msg assistant streaming"
+      data-testid="streaming"
+      aria-label="Reply in progress"
+      aria-busy={stream.running}
+    >
+      <Markdown
+        text={stream.text || (stream.running ? "…" : "")}
+        spans={highlight && stream.text ? spans : undefined}
+      />
+      {stream.running && !stream.text && progress && stream.progress && (
+        <div class="muted" data-testid="progress">
+          <progress max={stream.progress.total} value={stream.progress.done} aria-label="Reading the prompt" />{" "}
+          {progress}
+        </div>
+      )}
+      {stream.error && (
+        <div class="error" data-testid="stream-error">
+          {stream.error}
+        </div>
+      )}
+    </article>
+  );
+}
+
+/**
+ * Beside the messages: the conversation's system prompt, the figures of the
+ * reply in progress (τ and the share of drafted tokens), and what the
+ * drafted shading means.
+ */
+function ChatPanel({
+  conversation: c,
+  stream,
+  last,
+}: {
+  conversation: Conversation;
+  stream: Stream | null;
+  last: GenerateStats | undefined;
+}) {
+  const store = useActions();
+  const highlight = useStore((s) => s.prefs?.highlightDrafted !== false);
+  const [system, setSystem] = useState(c.systemPrompt);
+  const [saved, setSaved] = useState(false);
+  useEffect(() => {
+    setSystem(c.systemPrompt);
+  }, [c.systemPrompt]);
+  const live = stream?.running ? liveStats(stream) : null;
+  const done = !live && last ? finalStats(last) : null;
+  const shown = live ?? done;
+  return (
+    <aside class="chat-panel" aria-label="Conversation settings" data-testid="chat-panel">
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          void store.setSystemPrompt(system).then(setSaved);
+        }}
+      >
+        <label>
+          System prompt
+          <textarea
+            data-testid="system-prompt"
+            rows={4}
+            value={system}
+            placeholder="How the assistant should answer"
+            onInput={(e) => {
+              setSystem(e.currentTarget.value);
+              setSaved(false);
+            }}
+          />
+        </label>
+        <div class="row">
+          <button type="submit" disabled={system === c.systemPrompt}>
+            Save system prompt
+          </button>
+          {saved && system === c.systemPrompt && <span class="muted">Saved.</span>}
+        </div>
+      </form>
+      <section class="live" aria-label="Speculation" data-testid="live-stats">
+        <h3>{live ? "This reply" : "Last reply"}</h3>
+        {shown ? (
+          <p>
+            <span data-testid="live-tau">τ {shown.tau.toFixed(2)}</span> tokens per model call ·{" "}
+            <span data-testid="live-share">{Math.round(shown.share * 100)}% drafted</span> of {shown.tokens} tokens
+          </p>
+        ) : (
+          <p class="muted">τ (tokens per model call) and the drafted share show while a reply is written.</p>
+        )}
+      </section>
+      {highlight && (
+        <p class="legend" data-testid="legend">
+          <mark class="drafted">shaded text</mark> was guessed by speculative drafting and confirmed by the model: the
+          same words, written in fewer model calls.
+        </p>
+      )}
+    </aside>
+  );
+}
+
+function Composer({ running }: { running: boolean }) {
+  const store = useActions();
+  const draft = useStore((s) => s.draft);
+  const [text, setText] = useState(draft);
+  useEffect(() => {
+    if (draft) {
+      setText(draft);
+      store.draftUsed();
+    }
+  }, [draft, store]);
+  const send = async () => {
+    if (!text.trim()) return;
+    if (await store.send(text)) setText("");
+  };
+  return (
+    <form
+      class="composer"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void send();
+      }}
+    >
+      <textarea
+        data-testid="composer"
+        rows={3}
+        value={text}
+        aria-label="Message"
+        placeholder="Message (Enter sends, Shift+Enter for a new line)"
+        onInput={(e) => {
+          setText(e.currentTarget.value);
+        }}
+        onKeyDown={(e) => {
+          if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+            e.preventDefault();
+            void send();
+          }
+        }}
+      />
+      {running ? (
+        <button
+          type="button"
+          class="danger"
+          data-testid="stop"
+          aria-keyshortcuts="Escape"
+          onClick={() => void store.stop()}
+        >
+          Stop
+        </button>
+      ) : (
+        <button type="submit" class="primary" data-testid="send" disabled={!text.trim()}>
+          Send
+        </button>
+      )}
+    </form>
+  );
+}
+
+// Element.scrollIntoView, where the DOM has it (jsdom does not).
+function scrollIntoView(el: Element | null, block: ScrollLogicalPosition) {
+  if (el && "scrollIntoView" in el) el.scrollIntoView({ block });
 }

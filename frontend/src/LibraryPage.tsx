@@ -1,8 +1,8 @@
-import { useEffect, useRef, useState } from "preact/hooks";
-import type { Api } from "./api";
-import { parseTags } from "./logic";
+import { useEffect, useState } from "preact/hooks";
+import { parseTags, promptVariables, promptsFromJSON, promptsToJSON } from "./logic";
 import { Markdown } from "./Markdown";
-import type { Prompt, TagCount } from "./types";
+import type { Prompt } from "./types";
+import { useActions, useStore } from "./useStore";
 
 interface Editing {
   id: number; // 0 for a new prompt
@@ -14,47 +14,28 @@ interface Editing {
 
 const blank: Editing = { id: 0, title: "", systemPrompt: "", body: "", tags: "" };
 
-/** The prompt library: search, filter by tag, edit, start a chat from a prompt. */
-export function LibraryPage({ api, onStartChat }: { api: Api; onStartChat(p: Prompt): void }) {
-  const [prompts, setPrompts] = useState<Prompt[]>([]);
-  const [tags, setTags] = useState<TagCount[]>([]);
-  const [tag, setTag] = useState("");
-  const [query, setQuery] = useState("");
+/** The prompt library: search, filter by tag, edit, prepare, import and export, start a chat (asking for its variables). */
+export function LibraryPage() {
+  const store = useActions();
+  const view = useStore((s) => s.library);
   const [editing, setEditing] = useState<Editing | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [preparing, setPreparing] = useState<number | null>(null);
-
-  // Answers can arrive out of order (typing fires a list per keystroke): only
-  // the latest request's answer is shown.
-  const latest = useRef(0);
-  const load = async () => {
-    const n = ++latest.current;
-    try {
-      const [ps, ts] = await Promise.all([api.library.list(tag, query), api.library.tags()]);
-      if (n !== latest.current) return;
-      setPrompts(ps);
-      setTags(ts);
-    } catch (e) {
-      setError((e as Error).message);
-    }
-  };
-  useEffect(() => {
-    void load();
-  }, [tag, query]);
+  const [asking, setAsking] = useState<Prompt | null>(null);
+  const [transfer, setTransfer] = useState<"import" | "export" | null>(null);
 
   const save = async (e: Event) => {
     e.preventDefault();
     if (!editing) return;
-    const input = { title: editing.title, systemPrompt: editing.systemPrompt, body: editing.body, tags: parseTags(editing.tags) };
-    try {
-      if (editing.id) await api.library.update(editing.id, input);
-      else await api.library.create(input);
-      setEditing(null);
-      setError(null);
-      await load();
-    } catch (err) {
-      setError((err as Error).message);
-    }
+    const input = {
+      title: editing.title,
+      systemPrompt: editing.systemPrompt,
+      body: editing.body,
+      tags: parseTags(editing.tags),
+    };
+    if (await store.savePrompt(editing.id, input)) setEditing(null);
+  };
+  const start = (p: Prompt) => {
+    if (promptVariables(p.body, p.systemPrompt).length > 0) setAsking(p);
+    else void store.startFromPrompt(p);
   };
 
   return (
@@ -62,88 +43,365 @@ export function LibraryPage({ api, onStartChat }: { api: Api; onStartChat(p: Pro
       <header class="page-head">
         <h2>Prompt library</h2>
         <div class="spacer" />
-        <button class="primary" data-testid="new-prompt" onClick={() => setEditing({ ...blank })}>New prompt</button>
+        <button
+          type="button"
+          data-testid="import-prompts"
+          onClick={() => {
+            setTransfer(transfer === "import" ? null : "import");
+          }}
+        >
+          Import
+        </button>
+        <button
+          type="button"
+          data-testid="export-prompts"
+          onClick={() => {
+            setTransfer(transfer === "export" ? null : "export");
+          }}
+        >
+          Export
+        </button>
+        <button
+          type="button"
+          class="primary"
+          data-testid="new-prompt"
+          onClick={() => {
+            setEditing({ ...blank });
+          }}
+        >
+          New prompt
+        </button>
       </header>
+      {transfer === "export" && (
+        <ExportPanel
+          onClose={() => {
+            setTransfer(null);
+          }}
+        />
+      )}
+      {transfer === "import" && (
+        <ImportPanel
+          onClose={() => {
+            setTransfer(null);
+          }}
+        />
+      )}
       <div class="filters">
-        <input type="search" data-testid="prompt-search" placeholder="Search prompts" value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
-        <div class="tags">
-          <button class={tag === "" ? "tag active" : "tag"} onClick={() => setTag("")}>all</button>
-          {tags.map((t) => (
-            <button key={t.tag} class={tag === t.tag ? "tag active" : "tag"} onClick={() => setTag(t.tag)}>
+        <input
+          type="search"
+          data-testid="prompt-search"
+          aria-label="Search prompts"
+          placeholder="Search prompts"
+          value={view.query}
+          onInput={(e) => {
+            store.filterLibrary({ query: e.currentTarget.value });
+          }}
+        />
+        <div class="tags" role="group" aria-label="Filter by tag">
+          <button
+            type="button"
+            class={view.tag === "" ? "tag active" : "tag"}
+            aria-pressed={view.tag === ""}
+            onClick={() => {
+              store.filterLibrary({ tag: "" });
+            }}
+          >
+            all
+          </button>
+          {view.tags.map((t) => (
+            <button
+              type="button"
+              key={t.tag}
+              class={view.tag === t.tag ? "tag active" : "tag"}
+              aria-pressed={view.tag === t.tag}
+              onClick={() => {
+                store.filterLibrary({ tag: t.tag });
+              }}
+            >
               {t.tag} ({t.prompts})
             </button>
           ))}
         </div>
       </div>
-      {error && <div class="banner error" role="alert" data-testid="library-error">{error}</div>}
       {editing && (
-        <form class="editor" onSubmit={save} data-testid="prompt-editor">
-          <label>Title <input data-testid="prompt-title" value={editing.title} onInput={(e) => setEditing({ ...editing, title: e.currentTarget.value })} /></label>
-          <label>System prompt <textarea rows={3} data-testid="prompt-system" value={editing.systemPrompt} onInput={(e) => setEditing({ ...editing, systemPrompt: e.currentTarget.value })} /></label>
-          <label>Body (the first message) <textarea rows={4} data-testid="prompt-body" value={editing.body} onInput={(e) => setEditing({ ...editing, body: e.currentTarget.value })} /></label>
-          <label>Tags (comma separated) <input data-testid="prompt-tags" value={editing.tags} onInput={(e) => setEditing({ ...editing, tags: e.currentTarget.value })} /></label>
+        <form class="editor" onSubmit={(e) => void save(e)} data-testid="prompt-editor">
+          <label>
+            Title
+            <input
+              data-testid="prompt-title"
+              value={editing.title}
+              onInput={(e) => {
+                setEditing({ ...editing, title: e.currentTarget.value });
+              }}
+            />
+          </label>
+          <label>
+            System prompt
+            <textarea
+              rows={3}
+              data-testid="prompt-system"
+              value={editing.systemPrompt}
+              onInput={(e) => {
+                setEditing({ ...editing, systemPrompt: e.currentTarget.value });
+              }}
+            />
+          </label>
+          <label>
+            Body (the first message; {"{{name}}"} marks a variable asked for when a chat starts)
+            <textarea
+              rows={4}
+              data-testid="prompt-body"
+              value={editing.body}
+              onInput={(e) => {
+                setEditing({ ...editing, body: e.currentTarget.value });
+              }}
+            />
+          </label>
+          <label>
+            Tags (comma separated)
+            <input
+              data-testid="prompt-tags"
+              value={editing.tags}
+              onInput={(e) => {
+                setEditing({ ...editing, tags: e.currentTarget.value });
+              }}
+            />
+          </label>
           <div class="row">
-            <button type="submit" class="primary" data-testid="prompt-save">Save</button>
-            <button type="button" onClick={() => setEditing(null)}>Cancel</button>
+            <button type="submit" class="primary" data-testid="prompt-save">
+              Save
+            </button>
+            <button
+              type="button"
+              onClick={() => {
+                setEditing(null);
+              }}
+            >
+              Cancel
+            </button>
           </div>
         </form>
       )}
+      {asking && (
+        <VariablesForm
+          prompt={asking}
+          onDone={() => {
+            setAsking(null);
+          }}
+        />
+      )}
+      <p class="muted small" id="prepare-help">
+        Prepare reads a prompt through the model once and keeps its KV cache, so that chats from it start at once
+        (&ldquo;ready to resume&rdquo;).
+      </p>
       <ul class="prompt-list" data-testid="prompt-list">
-        {prompts.length === 0 && <li class="muted">No prompts{query || tag ? " match" : " yet"}.</li>}
-        {prompts.map((p) => (
+        {view.prompts.length === 0 && <li class="muted">No prompts{view.query || view.tag ? " match" : " yet"}.</li>}
+        {view.prompts.map((p) => (
           <li key={p.id} class="prompt" data-testid="prompt">
             <div class="prompt-head">
               <strong>{p.title}</strong>
-              {p.tags.map((t) => <span key={t} class="chip">{t}</span>)}
+              {p.tags.map((t) => (
+                <span key={t} class="chip">
+                  {t}
+                </span>
+              ))}
               {p.pinnedSnapshotId !== 0 && (
-                <span class="chip ready" data-testid="prompt-ready" title="Its KV cache is stored and pinned: a chat from it skips the prefill">
+                <span class="chip ready" data-testid="prompt-ready">
                   ready to resume
                 </span>
               )}
               <span class="spacer" />
               {p.pinnedSnapshotId === 0 && (
                 <button
+                  type="button"
                   data-testid="prompt-prepare"
-                  disabled={preparing !== null}
-                  title="Run the prompt through the model once and keep its KV cache, so chats from it start instantly"
-                  onClick={async () => {
-                    setPreparing(p.id);
-                    try {
-                      await api.library.prepare(p.id);
-                      setError(null);
-                      await load();
-                    } catch (e) {
-                      setError((e as Error).message);
-                    } finally {
-                      setPreparing(null);
-                    }
-                  }}
+                  disabled={view.preparing !== 0}
+                  aria-describedby="prepare-help"
+                  onClick={() => void store.preparePrompt(p.id)}
                 >
-                  {preparing === p.id ? "Preparing…" : "Prepare"}
+                  {view.preparing === p.id ? "Preparing…" : "Prepare"}
                 </button>
               )}
-              <button onClick={() => onStartChat(p)} data-testid="prompt-start">Start chat</button>
-              <button onClick={() => setEditing({ id: p.id, title: p.title, systemPrompt: p.systemPrompt, body: p.body, tags: p.tags.join(", ") })}>Edit</button>
+              <button type="button" onClick={() => start(p)} data-testid="prompt-start">
+                Start chat
+              </button>
               <button
+                type="button"
+                onClick={() => {
+                  setEditing({
+                    id: p.id,
+                    title: p.title,
+                    systemPrompt: p.systemPrompt,
+                    body: p.body,
+                    tags: p.tags.join(", "),
+                  });
+                }}
+              >
+                Edit
+              </button>
+              <button
+                type="button"
                 class="danger"
-                onClick={async () => {
-                  if (!confirm(`Delete the prompt "${p.title}"?`)) return;
-                  try {
-                    await api.library.remove(p.id);
-                    await load();
-                  } catch (e) {
-                    setError((e as Error).message);
-                  }
+                onClick={() => {
+                  if (confirm(`Delete the prompt "${p.title}"?`)) void store.deletePrompt(p.id);
                 }}
               >
                 Delete
               </button>
             </div>
+
             {p.systemPrompt && <div class="muted">System: {p.systemPrompt}</div>}
             {p.body && <Markdown text={p.body} />}
           </li>
         ))}
       </ul>
     </div>
+  );
+}
+
+/** Asks for the values of a prompt's {{name}} placeholders, then starts the chat. */
+function VariablesForm({ prompt: p, onDone }: { prompt: Prompt; onDone: () => void }) {
+  const store = useActions();
+  const names = promptVariables(p.body, p.systemPrompt);
+  const [values, setValues] = useState<Record<string, string>>({});
+  return (
+    <form
+      class="editor"
+      data-testid="variables"
+      aria-label={`Variables of ${p.title}`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        onDone();
+        void store.startFromPrompt(p, values);
+      }}
+    >
+      <strong>{p.title}: fill in its variables</strong>
+      {names.map((n, i) => (
+        <label key={n}>
+          {n}
+          <input
+            data-testid={`variable-${n}`}
+            value={values[n] ?? ""}
+            // eslint-disable-next-line jsx-a11y/no-autofocus -- the form opened to ask for these
+            autoFocus={i === 0}
+            onInput={(e) => {
+              setValues({ ...values, [n]: e.currentTarget.value });
+            }}
+          />
+        </label>
+      ))}
+      <div class="row">
+        <button type="submit" class="primary" data-testid="variables-start">
+          Start chat
+        </button>
+        <button type="button" onClick={onDone}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** The whole library as JSON, to copy (the window cannot save files itself yet). */
+function ExportPanel({ onClose }: { onClose: () => void }) {
+  const store = useActions();
+  const [text, setText] = useState<string | null>(null);
+  const [copied, setCopied] = useState(false);
+  useEffect(() => {
+    void store.allPrompts().then((ps) => {
+      setText(ps ? promptsToJSON(ps) : "");
+    });
+  }, [store]);
+  return (
+    <section class="editor" data-testid="export-panel" aria-label="Export prompts">
+      <label>
+        The library as JSON
+        <textarea data-testid="export-json" rows={8} readOnly value={text ?? "Loading…"} />
+      </label>
+      <div class="row">
+        <button
+          type="button"
+          disabled={!text}
+          onClick={() =>
+            void store.copy(text ?? "").then((ok) => {
+              setCopied(ok);
+            })
+          }
+        >
+          {copied ? "Copied" : "Copy"}
+        </button>
+        <button type="button" onClick={onClose}>
+          Close
+        </button>
+      </div>
+    </section>
+  );
+}
+
+/** Adds prompts from an export file, pasted or chosen. */
+function ImportPanel({ onClose }: { onClose: () => void }) {
+  const store = useActions();
+  const [text, setText] = useState("");
+  const [done, setDone] = useState<string | null>(null);
+  return (
+    <form
+      class="editor"
+      data-testid="import-panel"
+      aria-label="Import prompts"
+      onSubmit={(e) => {
+        e.preventDefault();
+        let ps;
+        try {
+          ps = promptsFromJSON(text);
+        } catch (err) {
+          store.refuse("library", (err as Error).message);
+          return;
+        }
+        void store.importPrompts(ps).then((n) => {
+          setDone(`Imported ${n} of ${ps.length} prompt${ps.length === 1 ? "" : "s"}.`);
+          if (n === ps.length) setText("");
+        });
+      }}
+    >
+      <label>
+        Paste an export file (JSON)
+        <textarea
+          data-testid="import-json"
+          rows={6}
+          value={text}
+          onInput={(e) => {
+            setText(e.currentTarget.value);
+          }}
+        />
+      </label>
+      <label>
+        or choose one
+        <input
+          type="file"
+          accept="application/json,.json"
+          data-testid="import-file"
+          onChange={(e) => {
+            const f = e.currentTarget.files?.[0];
+            if (f)
+              void f.text().then((t) => {
+                setText(t);
+              });
+          }}
+        />
+      </label>
+      <div class="row">
+        <button type="submit" class="primary" data-testid="import-start" disabled={!text.trim()}>
+          Import
+        </button>
+        <button type="button" onClick={onClose}>
+          Close
+        </button>
+        {done && (
+          <span class="muted" role="status" data-testid="import-done">
+            {done}
+          </span>
+        )}
+      </div>
+    </form>
   );
 }

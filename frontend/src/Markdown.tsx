@@ -1,9 +1,128 @@
-import { useMemo } from "preact/hooks";
-import { renderMarkdown, type Span } from "./markdown";
+import type { JSX } from "preact";
+import { memo } from "preact/compat";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { highlightCode, knownLang } from "./highlight";
+import { allowedUrl, renderBlocks, type Span } from "./markdown";
+import { useActions } from "./useStore";
 
-/** Untrusted Markdown (model output), rendered and sanitized; spans are highlighted (drafted text). */
-export function Markdown({ text, spans }: { text: string; spans?: readonly Span[] }) {
-  const html = useMemo(() => renderMarkdown(text, spans ?? []), [text, spans]);
-  // renderMarkdown runs DOMPurify: the HTML is safe to insert.
-  return <div class="markdown" dangerouslySetInnerHTML={{ __html: html }} />;
+/**
+ * Untrusted Markdown (model output), rendered and sanitized; spans are
+ * highlighted (drafted text). It is shown block by block, so that while a
+ * reply streams only the blocks that changed reach the DOM again. A click on
+ * a link never navigates the window: an http(s) or mailto link opens in the
+ * system's browser.
+ */
+export function Markdown({ text, spans }: { text: string; spans?: readonly Span[] | undefined }) {
+  const blocks = useMemo(() => renderBlocks(text, spans ?? []), [text, spans]);
+  const box = useRef<HTMLDivElement>(null);
+  const store = useActions();
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return undefined;
+    const guard = (e: MouseEvent) => {
+      const a = e.target instanceof Element ? e.target.closest("a[href]") : null;
+      if (!a || !el.contains(a)) return;
+      const href = a.getAttribute("href") ?? "";
+      if (/^\s*#/.test(href)) return; // a footnote: stays on the page
+      e.preventDefault();
+      if (e.type === "click" && allowedUrl(href)) store.openURL(href.trim());
+    };
+    el.addEventListener("click", guard);
+    el.addEventListener("auxclick", guard);
+    return () => {
+      el.removeEventListener("click", guard);
+      el.removeEventListener("auxclick", guard);
+    };
+  }, [store]);
+  return (
+    <div class="markdown" ref={box}>
+      {blocks.map((b, i) =>
+        b.kind === "html" ? (
+          <HtmlBlock key={i} html={b.html} />
+        ) : (
+          <CodeBlock key={i} lang={b.lang} code={b.code} drafted={b.drafted} />
+        ),
+      )}
+    </div>
+  );
+}
+
+// renderBlocks sanitized the HTML: it is safe to insert. Memoized, so a block
+// that did not change is not even compared again.
+const HtmlBlock = memo(function HtmlBlock({ html }: { html: string }) {
+  return <div class="md-block" dangerouslySetInnerHTML={{ __html: html }} />;
+});
+
+/** A code block: its text highlighted (as text, never HTML), its drafted stretches marked, a copy button. */
+export const CodeBlock = memo(function CodeBlock({
+  lang,
+  code,
+  drafted,
+}: {
+  lang: string;
+  code: string;
+  drafted: readonly Span[];
+}) {
+  const store = useActions();
+  const [copied, setCopied] = useState(false);
+  const pieces = useMemo(() => highlightCode(code, lang), [code, lang]);
+  const name = knownLang(lang) ? lang : lang || "code";
+  let at = 0;
+  return (
+    <div class="code-block" data-testid="code-block">
+      <div class="code-head">
+        <span class="code-lang">{name}</span>
+        <button
+          type="button"
+          class="code-copy"
+          data-testid="copy-code"
+          aria-label={`Copy ${name} code`}
+          onClick={() => {
+            void store.copy(code).then((ok) => {
+              setCopied(ok);
+            });
+          }}
+        >
+          {copied ? "Copied" : "Copy"}
+        </button>
+      </div>
+      <pre>
+        <code class={lang ? `language-${lang}` : undefined}>
+          {pieces.map((p, i) => {
+            const start = at;
+            at += p.text.length;
+            const body = markDrafted(p.text, start, drafted);
+            return p.kind ? (
+              <span key={i} class={`tok-${p.kind}`}>
+                {body}
+              </span>
+            ) : (
+              body
+            );
+          })}
+        </code>
+      </pre>
+    </div>
+  );
+});
+
+// The text at [start, start+len) of the code, its drafted stretches in <mark>.
+function markDrafted(text: string, start: number, drafted: readonly Span[]) {
+  const end = start + text.length;
+  const out: (string | JSX.Element)[] = [];
+  let at = start;
+  for (const [s, e] of drafted) {
+    const a = Math.max(s, at);
+    const b = Math.min(e, end);
+    if (a >= b) continue;
+    if (a > at) out.push(text.slice(at - start, a - start));
+    out.push(
+      <mark key={a} class="drafted">
+        {text.slice(a - start, b - start)}
+      </mark>,
+    );
+    at = b;
+  }
+  if (at < end) out.push(text.slice(at - start));
+  return out.length === 1 && typeof out[0] === "string" ? out[0] : out;
 }

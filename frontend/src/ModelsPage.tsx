@@ -1,46 +1,45 @@
-import { useEffect, useState } from "preact/hooks";
-import type { Api } from "./api";
-import { humanBytes } from "./logic";
-import type { ModelList, ScanResult } from "./types";
+import { useState } from "preact/hooks";
+import { humanBytes, modelFacts, modelLabel } from "./logic";
+import type { ScanResult } from "./types";
+import { useActions, useStore } from "./useStore";
 
-/** The model manager: scan the models folder, register a path, choose the default. */
-export function ModelsPage({ api }: { api: Api }) {
-  const [list, setList] = useState<ModelList | null>(null);
+/** The model manager: scan the models folder, register a path, choose the default, see what each model is. */
+export function ModelsPage() {
+  const store = useActions();
+  const list = useStore((s) => s.models);
   const [scan, setScan] = useState<ScanResult | null>(null);
   const [path, setPath] = useState("");
-  const [error, setError] = useState<string | null>(null);
-
-  const act = async (f: () => Promise<unknown>) => {
-    setError(null);
-    try {
-      await f();
-      setList(await api.models.list());
-    } catch (e) {
-      setError((e as Error).message);
-    }
-  };
-  useEffect(() => {
-    void act(async () => undefined);
-  }, []);
 
   return (
     <div class="page models">
       <header class="page-head">
         <h2>Models</h2>
         <div class="spacer" />
-        <button class="primary" data-testid="scan" onClick={() => act(async () => setScan(await api.models.scan()))}>Scan models folder</button>
+        <button
+          type="button"
+          class="primary"
+          data-testid="scan"
+          onClick={() =>
+            void store.scanModels().then((r) => {
+              setScan(r ?? null);
+            })
+          }
+        >
+          Scan models folder
+        </button>
       </header>
       {list && (
         <p class="muted" data-testid="models-dir">
           Put .gguf files or model directories in <code>{list.modelsDir}</code>, then scan.
         </p>
       )}
-      {error && <div class="banner error" role="alert" data-testid="models-error">{error}</div>}
       {scan && (
-        <div class="scan" data-testid="scan-result">
+        <div class="scan" data-testid="scan-result" role="status">
           Scan registered {scan.registered.length} model{scan.registered.length === 1 ? "" : "s"}.
           {scan.problems.map((pr) => (
-            <div key={pr.path} class="error">{pr.path}: {pr.error}</div>
+            <div key={pr.path} class="error">
+              {pr.path}: {pr.error}
+            </div>
           ))}
         </div>
       )}
@@ -48,37 +47,92 @@ export function ModelsPage({ api }: { api: Api }) {
         class="row"
         onSubmit={(e) => {
           e.preventDefault();
-          void act(async () => {
-            await api.models.register(path);
-            setPath("");
+          void store.registerModel(path).then((m) => {
+            if (m) setPath("");
           });
         }}
       >
-        <input class="grow" placeholder="/path/to/model.gguf or a model directory" value={path} onInput={(e) => setPath(e.currentTarget.value)} />
-        <button type="submit" disabled={!path.trim()}>Register</button>
+        <input
+          class="grow"
+          data-testid="model-path"
+          aria-label="Model file or directory to register"
+          placeholder="/path/to/model.gguf or a model directory"
+          value={path}
+          onInput={(e) => {
+            setPath(e.currentTarget.value);
+          }}
+        />
+        <button type="submit" disabled={!path.trim()}>
+          Register
+        </button>
       </form>
-      <table class="model-table" data-testid="model-table">
-        <thead>
-          <tr><th>Default</th><th>Name</th><th>Kind</th><th>Size</th><th>Path</th><th /></tr>
-        </thead>
-        <tbody>
-          {list?.models.length === 0 && (
-            <tr><td colSpan={6} class="muted">No models registered.</td></tr>
-          )}
-          {list?.models.map((m) => (
-            <tr key={m.id}>
-              <td>
-                <input type="radio" name="default" checked={list.defaultId === m.id} onChange={() => act(() => api.models.setDefault(m.id))} aria-label={`make ${m.name} the default`} />
-              </td>
-              <td>{m.name}</td>
-              <td>{m.kind}{m.meta?.arch ? ` (${m.meta.arch})` : ""}</td>
-              <td>{humanBytes(m.sizeBytes)}</td>
-              <td class="path" title={m.fingerprint}>{m.path}</td>
-              <td><button class="danger" onClick={() => act(() => api.models.remove(m.id))}>Forget</button></td>
+      <div class="table-wrap">
+        <table class="model-table" data-testid="model-table">
+          <thead>
+            <tr>
+              <th scope="col">Default</th>
+              <th scope="col">Name</th>
+              <th scope="col">Architecture</th>
+              <th scope="col">Quantisation</th>
+              <th scope="col">Context</th>
+              <th scope="col">Backend</th>
+              <th scope="col">Size</th>
+              <th scope="col">Path</th>
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {list?.models.length === 0 && (
+              <tr>
+                <td colSpan={9} class="muted">
+                  No models registered.
+                </td>
+              </tr>
+            )}
+            {list?.models.map((m) => {
+              const f = modelFacts(m);
+              const name = modelLabel(m);
+              return (
+                <tr key={m.id} data-testid="model-row">
+                  <td>
+                    <input
+                      type="radio"
+                      name="default"
+                      checked={list.defaultId === m.id}
+                      onChange={() => void store.setDefaultModel(m.id)}
+                      aria-label={`make ${name} the default`}
+                    />
+                  </td>
+                  <td data-testid="model-name">
+                    {name}
+                    {m.meta?.declaredName && m.meta.declaredName !== name && (
+                      <div class="muted small">calls itself “{m.meta.declaredName}”</div>
+                    )}
+                  </td>
+                  <td>{f.arch || m.kind}</td>
+                  <td>{f.quant || "—"}</td>
+                  <td>{f.context || "—"}</td>
+                  <td data-testid="model-backend">{f.backend || "—"}</td>
+                  <td>{humanBytes(m.sizeBytes)}</td>
+                  <td class="path">{m.path}</td>
+                  <td>
+                    <button
+                      type="button"
+                      class="danger"
+                      aria-label={`Forget ${name}`}
+                      onClick={() => void store.forgetModel(m.id)}
+                    >
+                      Forget
+                    </button>
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </div>
     </div>
   );
 }

@@ -1,7 +1,35 @@
 import type { Bridge } from "./bridge";
 import type {
-  Conversation, DoneEvent, ErrorEvent, ModelList, Model, NewConversation, Preferences, ProgressEvent, Prompt, PromptInput,
-  ScanResult, SearchHit, SystemInfo, TagCount, Thread, TokenEvent, Turn,
+  BackendInfo,
+  CacheUsage,
+  ClearCacheResult,
+  Conversation,
+  ConversationOptions,
+  DeletedConversation,
+  DoneEvent,
+  Download,
+  DownloadRequest,
+  ErrorEvent,
+  ExportFile,
+  FirstRun,
+  ImportResult,
+  ModelList,
+  Model,
+  NewConversation,
+  Preferences,
+  PrepareResult,
+  ProgressEvent,
+  Prompt,
+  PromptImport,
+  PromptInput,
+  ScanResult,
+  SearchHit,
+  SystemInfo,
+  TagCount,
+  Thread,
+  TitleEvent,
+  TokenEvent,
+  Turn,
 } from "./types";
 
 /** Typed access to the Go services; every call is one bound Go method. */
@@ -10,21 +38,42 @@ export function api(b: Bridge) {
   const lib = <T>(m: string, ...a: unknown[]) => b.call<T>("Library", m, ...a);
   const set = <T>(m: string, ...a: unknown[]) => b.call<T>("Settings", m, ...a);
   const mod = <T>(m: string, ...a: unknown[]) => b.call<T>("Models", m, ...a);
+  const sys = <T>(m: string, ...a: unknown[]) => b.call<T>("System", m, ...a);
+  const dl = <T>(m: string, ...a: unknown[]) => b.call<T>("Downloads", m, ...a);
   return {
     chat: {
       list: () => chat<Conversation[]>("ListConversations"),
       create: (c: Partial<NewConversation>) =>
-        chat<Conversation>("CreateConversation", { title: "", modelId: 0, promptId: 0, ...c } satisfies NewConversation),
+        chat<Conversation>("CreateConversation", {
+          title: "",
+          modelId: 0,
+          promptId: 0,
+          ...c,
+        } satisfies NewConversation),
       rename: (id: number, title: string) => chat<Conversation>("RenameConversation", id, title),
       setSystemPrompt: (id: number, s: string) => chat<Conversation>("SetSystemPrompt", id, s),
-      remove: (id: number) => chat<void>("DeleteConversation", id),
+      /** The header's model picker: 0 follows the default model. */
+      setModel: (id: number, modelId: number) => chat<Conversation>("SetModel", id, modelId),
+      setOptions: (id: number, o: ConversationOptions) => chat<Conversation>("SetOptions", id, o),
+      setPinned: (id: number, pinned: boolean) => chat<Conversation>("SetPinned", id, pinned),
+      /** Hides it at once; undoDelete brings it back until undoUntil. */
+      remove: (id: number) => chat<DeletedConversation>("DeleteConversation", id),
+      undoDelete: (id: number) => chat<Conversation>("UndoDelete", id),
       thread: (id: number) => chat<Thread>("Thread", id),
       selectBranch: (messageId: number) => chat<Thread>("SelectBranch", messageId),
+      /** Opens a search hit: its conversation with the message on the branch shown. */
+      openMessage: (messageId: number) => chat<Thread>("OpenMessage", messageId),
       send: (id: number, text: string) => chat<Turn>("Send", id, text),
       edit: (messageId: number, text: string) => chat<Turn>("Edit", messageId, text),
       regenerate: (messageId: number) => chat<Turn>("Regenerate", messageId),
       cancel: (id: number) => chat<boolean>("Cancel", id),
+      cancelTitle: (id: number) => chat<boolean>("CancelTitle", id),
       search: (q: string) => chat<SearchHit[]>("Search", q),
+      /** A chat from a library prompt, its {{variables}} filled from values. */
+      startFromPrompt: (promptId: number, values: Record<string, string>) =>
+        chat<Turn>("StartFromPrompt", promptId, values),
+      exportAs: (id: number, format: "markdown" | "json") => chat<ExportFile>("Export", id, format),
+      importJSON: (text: string) => chat<Conversation>("Import", text),
     },
     library: {
       list: (tag = "", query = "") => lib<Prompt[]>("List", tag, query),
@@ -33,26 +82,49 @@ export function api(b: Bridge) {
       update: (id: number, p: PromptInput) => lib<Prompt>("Update", id, p),
       remove: (id: number) => lib<void>("Delete", id),
       tags: () => lib<TagCount[]>("Tags"),
-      prepare: (id: number) => lib<Prompt>("Prepare", id),
+      prepare: (id: number) => lib<PrepareResult>("Prepare", id),
+      /** All prompts when ids is empty. */
+      exportJSON: (ids: number[] = []) => lib<ExportFile>("Export", ids),
+      importJSON: (text: string) => lib<PromptImport>("Import", text),
     },
     settings: {
       get: () => set<Preferences>("Get"),
       update: (p: Preferences) => set<Preferences>("Update", p),
       reset: () => set<Preferences>("Reset"),
+      cache: () => set<CacheUsage>("Cache"),
+      clearCache: (includePinned: boolean) => set<ClearCacheResult>("ClearCache", includePinned),
     },
     models: {
       list: () => mod<ModelList>("List"),
       scan: () => mod<ScanResult>("Scan"),
       register: (path: string) => mod<Model>("Register", path),
+      /** A .gguf file, a model folder or a Core ML bundle folder. */
+      importPath: (path: string) => mod<ImportResult>("Import", path),
       setDefault: (id: number) => mod<void>("SetDefault", id),
       remove: (id: number) => mod<void>("Remove", id),
     },
-    system: { info: () => b.call<SystemInfo>("System", "Info") },
+    downloads: {
+      list: () => dl<Download[]>("List"),
+      start: (r: DownloadRequest) => dl<Download>("Start", r),
+      pause: (name: string) => dl<Download>("Pause", name),
+      resume: (name: string) => dl<Download>("Resume", name),
+      cancel: (name: string) => dl<void>("Cancel", name),
+      dismiss: (name: string) => dl<void>("Dismiss", name),
+    },
+    system: {
+      info: () => b.call<SystemInfo>("System", "Info"),
+      backend: () => sys<BackendInfo>("Backend"),
+      openDataDir: () => sys<void>("OpenDataDir"),
+      chooseFolder: (title: string) => sys<string>("ChooseFolder", title),
+      firstRun: () => sys<FirstRun>("FirstRun"),
+    },
     events: {
       onToken: (cb: (e: TokenEvent) => void) => b.on("chat:token", (d) => cb(d as TokenEvent)),
       onDone: (cb: (e: DoneEvent) => void) => b.on("chat:done", (d) => cb(d as DoneEvent)),
       onProgress: (cb: (e: ProgressEvent) => void) => b.on("chat:progress", (d) => cb(d as ProgressEvent)),
       onError: (cb: (e: ErrorEvent) => void) => b.on("chat:error", (d) => cb(d as ErrorEvent)),
+      onTitle: (cb: (e: TitleEvent) => void) => b.on("chat:title", (d) => cb(d as TitleEvent)),
+      onDownload: (cb: (e: Download) => void) => b.on("download:update", (d) => cb(d as Download)),
     },
   };
 }

@@ -1,27 +1,74 @@
 import { describe, expect, it } from "vitest";
 import {
-  branchRows, bytesToGiB, gibToBytes, humanBytes, parseTags, parseWidth, pieceSpans, progressLine, statsLine, tau,
+  branchRows,
+  bytesToGiB,
+  gibToBytes,
+  humanBytes,
+  parseTags,
+  parseWidth,
+  pieceSpans,
+  progressLine,
+  statsLine,
+  tau,
   streamProgress,
-  streamCleared, streamDone, streamError, streamStarted, streamToken, streamTokens, frameBatcher, type Frames, type Streams,
+  streamCleared,
+  streamDone,
+  streamError,
+  streamStarted,
+  streamToken,
+  streamTokens,
+  frameBatcher,
+  type Frames,
+  type Streams,
+  dedupeHits,
+  finalStats,
+  titleFrom,
+  fillVariables,
+  liveStats,
+  modelFacts,
+  modelLabel,
+  promptVariables,
+  promptsFromJSON,
+  promptsToJSON,
 } from "./logic";
 import type { Message, Thread, TokenEvent } from "./types";
 
 const msg = (id: number, parentId: number, role: Message["role"], content = `m${id}`): Message => ({
-  id, parentId, role, content, conversationId: 1, createdAt: "2026-01-01T00:00:00Z",
+  id,
+  parentId,
+  role,
+  content,
+  conversationId: 1,
+  createdAt: "2026-01-01T00:00:00Z",
 });
 
 const thread = (messages: Message[], path: number[]): Thread => ({
   conversation: {
-    id: 1, title: "t", modelId: 0, promptId: 0, systemPrompt: "", activeLeafId: path[path.length - 1] ?? 0,
-    createdAt: "", updatedAt: "",
+    id: 1,
+    title: "t",
+    modelId: 0,
+    promptId: 0,
+    systemPrompt: "",
+    titleSource: "",
+    pinned: false,
+    activeLeafId: path[path.length - 1] ?? 0,
+    createdAt: "",
+    updatedAt: "",
   },
-  messages, path, generating: 0,
+  messages,
+  path,
+  generating: 0,
+  model: null,
+  settings: { temperature: 0, maxTokens: 64, speculationWidth: 4 },
 });
 
 describe("branchRows", () => {
   it("lists the active path with each message's sibling versions", () => {
     // 1 user -> 2 answer; 1 edited as 3 -> 4 answer, regenerated as 5.
-    const t = thread([msg(1, 0, "user"), msg(2, 1, "assistant"), msg(3, 0, "user"), msg(4, 3, "assistant"), msg(5, 3, "assistant")], [3, 5]);
+    const t = thread(
+      [msg(1, 0, "user"), msg(2, 1, "assistant"), msg(3, 0, "user"), msg(4, 3, "assistant"), msg(5, 3, "assistant")],
+      [3, 5],
+    );
     const rows = branchRows(t);
     expect(rows.map((r) => r.message.id)).toEqual([3, 5]);
     expect(rows[0]).toMatchObject({ siblings: [1, 3], index: 1 });
@@ -44,7 +91,14 @@ describe("streams", () => {
     s = streamToken(s, { conversationId: 1, parentId: 10, seq: 0, text: "Hel", drafted: false });
     s = streamToken(s, { conversationId: 1, parentId: 10, seq: 1, text: "lo", drafted: false });
     s = streamToken(s, { conversationId: 2, parentId: 20, seq: 0, text: "other", drafted: false });
-    expect(s[1]).toEqual({ parentId: 10, pieces: ["Hel", "lo"], drafted: [false, false], text: "Hello", error: null, running: true });
+    expect(s[1]).toEqual({
+      parentId: 10,
+      pieces: ["Hel", "lo"],
+      drafted: [false, false],
+      text: "Hello",
+      error: null,
+      running: true,
+    });
     expect(s[2]?.text).toBe("other");
     const failed = streamError(s, { conversationId: 1, parentId: 10, error: "boom" });
     expect(failed[1]).toMatchObject({ parentId: 10, text: "Hello", error: "boom", running: false });
@@ -55,7 +109,9 @@ describe("streams", () => {
     expect(streamStarted(done, 1, 10)[1]?.running).toBe(false);
     expect(streamCleared(done, 1)[1]).toBeUndefined();
     // A token that straggles in after the end is ignored.
-    expect(streamToken(done, { conversationId: 1, parentId: 10, seq: 2, text: "late", drafted: false })[1]?.running).toBe(false);
+    expect(
+      streamToken(done, { conversationId: 1, parentId: 10, seq: 2, text: "late", drafted: false })[1]?.running,
+    ).toBe(false);
   });
 
   it("orders pieces by sequence number, whatever order they arrive in", () => {
@@ -70,7 +126,14 @@ describe("streams", () => {
     let s = streamToken({}, { conversationId: 1, parentId: 10, seq: 0, text: "early", drafted: false });
     s = streamStarted(s, 1, 10);
     expect(s[1]?.text).toBe("early");
-    expect(streamStarted(s, 1, 11)[1]).toEqual({ parentId: 11, pieces: [], drafted: [], text: "", error: null, running: true });
+    expect(streamStarted(s, 1, 11)[1]).toEqual({
+      parentId: 11,
+      pieces: [],
+      drafted: [],
+      text: "",
+      error: null,
+      running: true,
+    });
   });
 
   it("restarts when a token belongs to a new reply", () => {
@@ -81,21 +144,48 @@ describe("streams", () => {
 });
 
 describe("token batches", () => {
-  const tok = (conversationId: number, parentId: number, seq: number, text: string, drafted = false): TokenEvent => ({ conversationId, parentId, seq, text, drafted });
+  const tok = (conversationId: number, parentId: number, seq: number, text: string, drafted = false): TokenEvent => ({
+    conversationId,
+    parentId,
+    seq,
+    text,
+    drafted,
+  });
 
   it("give the same streams as their tokens one by one, and leave the state they start from alone", () => {
     // In order, out of order (holes filled later), a duplicate, two conversations, a new reply, a stream that ended.
     let start = streamStarted({}, 1, 10);
     start = streamToken(start, tok(1, 10, 0, "He"));
-    start = streamDone(streamStarted(start, 3, 30), { conversationId: 3, parentId: 30, message: null, stats: {} as never });
-    const batch = [tok(1, 10, 1, "l"), tok(1, 10, 4, "!"), tok(2, 20, 0, "x", true), tok(1, 10, 2, "l", true), tok(1, 10, 3, "o"),
-      tok(1, 10, 3, "o"), tok(2, 21, 0, "new"), tok(3, 30, 0, "late"), tok(2, 21, 1, " reply", true)];
+    start = streamDone(streamStarted(start, 3, 30), {
+      conversationId: 3,
+      parentId: 30,
+      message: null,
+      stats: {} as never,
+    });
+    const batch = [
+      tok(1, 10, 1, "l"),
+      tok(1, 10, 4, "!"),
+      tok(2, 20, 0, "x", true),
+      tok(1, 10, 2, "l", true),
+      tok(1, 10, 3, "o"),
+      tok(1, 10, 3, "o"),
+      tok(2, 21, 0, "new"),
+      tok(3, 30, 0, "late"),
+      tok(2, 21, 1, " reply", true),
+    ];
     const before = JSON.stringify(start);
     let one: Streams = start;
     for (const e of batch) one = streamToken(one, e);
     const all = streamTokens(start, batch);
     expect(all).toEqual(one);
-    expect(all[1]).toEqual({ parentId: 10, pieces: ["He", "l", "l", "o", "!"], drafted: [false, false, true, false, false], text: "Hello!", error: null, running: true });
+    expect(all[1]).toEqual({
+      parentId: 10,
+      pieces: ["He", "l", "l", "o", "!"],
+      drafted: [false, false, true, false, false],
+      text: "Hello!",
+      error: null,
+      running: true,
+    });
     expect(all[2]).toMatchObject({ parentId: 21, text: "new reply", drafted: [false, true] });
     expect(all[3]).toBe(start[3]);
     expect(JSON.stringify(start)).toBe(before);
@@ -108,7 +198,15 @@ describe("frameBatcher", () => {
     const waiting = new Map<number, () => void>();
     let next = 1;
     const f: Frames = { request: (cb) => (waiting.set(next, cb), next++), cancel: (id) => void waiting.delete(id) };
-    return { f, waiting, tick: () => { const cbs = [...waiting.values()]; waiting.clear(); cbs.forEach((cb) => cb()); } };
+    return {
+      f,
+      waiting,
+      tick: () => {
+        const cbs = [...waiting.values()];
+        waiting.clear();
+        cbs.forEach((cb) => cb());
+      },
+    };
   }
 
   it("hands over what arrived, in order, once per frame", () => {
@@ -171,10 +269,34 @@ describe("settings helpers", () => {
     expect(humanBytes(512)).toBe("512 B");
     expect(humanBytes(1536)).toBe("1.5 KiB");
     expect(humanBytes(2 * 1024 ** 3)).toBe("2.0 GiB");
-    expect(statsLine({ tokens: 5, prefillTokens: 1, resumedTokens: 0, targetCalls: 3, drafted: 4, accepted: 2, ttftMs: 12.4, decodeTokS: 30.25, width: 4, stopped: "cancelled" }))
-      .toBe("5 tokens · τ 1.67 · drafted 4 · accepted 2 · 30.3 tok/s · first token 12 ms · width 4 · cancelled");
-    expect(statsLine({ tokens: 8, prefillTokens: 0, resumedTokens: 40, targetCalls: 8, drafted: 0, accepted: 0, ttftMs: 0, decodeTokS: 0, width: 0, stopped: "stop" }))
-      .toBe("8 tokens · τ 1.00 · drafted 0 · accepted 0 · resumed 40 · width auto");
+    expect(
+      statsLine({
+        tokens: 5,
+        prefillTokens: 1,
+        resumedTokens: 0,
+        targetCalls: 3,
+        drafted: 4,
+        accepted: 2,
+        ttftMs: 12.4,
+        decodeTokS: 30.25,
+        width: 4,
+        stopped: "cancelled",
+      }),
+    ).toBe("5 tokens · τ 1.67 · drafted 4 · accepted 2 · 30.3 tok/s · first token 12 ms · width 4 · cancelled");
+    expect(
+      statsLine({
+        tokens: 8,
+        prefillTokens: 0,
+        resumedTokens: 40,
+        targetCalls: 8,
+        drafted: 0,
+        accepted: 0,
+        ttftMs: 0,
+        decodeTokS: 0,
+        width: 0,
+        stopped: "stop",
+      }),
+    ).toBe("8 tokens · τ 1.00 · drafted 0 · accepted 0 · resumed 40 · width auto");
     expect(statsLine(undefined)).toBe("");
   });
 });
@@ -187,7 +309,10 @@ describe("speculation stats", () => {
 
   it("merges adjacent drafted pieces into UTF-16 spans, as the Go side stores them", () => {
     // Same case as app's TestDraftedPiecesAreMarkedAndTheirSpansStored.
-    expect(pieceSpans(["A", "é", "😀", "b", "c", "d"], [false, true, true, false, true, true])).toEqual([[1, 4], [5, 7]]);
+    expect(pieceSpans(["A", "é", "😀", "b", "c", "d"], [false, true, true, false, true, true])).toEqual([
+      [1, 4],
+      [5, 7],
+    ]);
     // Holes (pieces not arrived yet) and empty pieces take no room.
     expect(pieceSpans(["a", "", "b"], [true, true, true])).toEqual([[0, 2]]);
     const holes: string[] = [];
@@ -214,5 +339,113 @@ describe("prefill progress", () => {
     // After the end, a straggler does not revive the stream.
     const done = streamDone(s, { conversationId: 1, parentId: 10, message: null, stats: {} as never });
     expect(streamProgress(done, { conversationId: 1, parentId: 10, done: 512, total: 512 })).toBe(done);
+  });
+});
+
+describe("dedupeHits", () => {
+  const hit = (messageId: number, conversationId: number, text: string, role: "user" | "assistant" = "assistant") => ({
+    messageId,
+    conversationId,
+    parentId: 1,
+    role,
+    createdAt: "",
+    conversationTitle: "c",
+    snippet: text,
+    segments: [{ text, match: true }],
+    onActiveBranch: true,
+    alternative: 1,
+    alternatives: 1,
+    duplicates: 0,
+  });
+  it("keeps the first of the hits with one conversation, role and text", () => {
+    const hits = [hit(2, 1, "fox"), hit(5, 1, "fox"), hit(6, 1, "fox", "user"), hit(7, 2, "fox"), hit(8, 1, "foxes")];
+    expect(dedupeHits(hits).map((h) => h.messageId)).toEqual([2, 6, 7, 8]);
+  });
+});
+
+describe("liveStats", () => {
+  it("counts the pieces so far, the drafted share and τ (one own token per call)", () => {
+    expect(liveStats({ pieces: [], drafted: [] })).toBeNull();
+    // Calls: [a], [b c d] (two drafted + own), [e]: 5 tokens in 3 calls.
+    const st = { pieces: ["a", "b", "c", "d", "e"], drafted: [false, true, true, false, false] };
+    expect(liveStats(st)).toEqual({ tokens: 5, share: 2 / 5, tau: 5 / 3 });
+    // A hole (a piece not arrived yet) is not counted.
+    const holes: string[] = [];
+    holes[0] = "a";
+    holes[2] = "c";
+    expect(liveStats({ pieces: holes, drafted: [false, false, true] })).toEqual({ tokens: 2, share: 0.5, tau: 2 });
+  });
+  it("reads a finished reply's from its stats", () => {
+    const st = {
+      tokens: 6,
+      prefillTokens: 0,
+      resumedTokens: 0,
+      targetCalls: 3,
+      drafted: 4,
+      accepted: 3,
+      ttftMs: 0,
+      decodeTokS: 0,
+      width: 4,
+      stopped: "stop",
+    };
+    expect(finalStats(st)).toEqual({ tokens: 6, share: 0.5, tau: 2 });
+    expect(finalStats({ ...st, targetCalls: 0 })).toBeNull();
+  });
+});
+
+describe("prompt variables", () => {
+  it("finds each {{name}} once, in order, and fills them in", () => {
+    expect(promptVariables("Hi {{ name }}, {{topic}} and {{name}}", "{{tone-of voice}} {{}} {{ }} {x}")).toEqual([
+      "name",
+      "topic",
+      "tone-of voice",
+    ]);
+    expect(fillVariables("Hi {{ name }}, {{topic}} {{name}} {{other}}", { name: "Ana", topic: "" })).toBe(
+      "Hi Ana,  Ana {{other}}",
+    );
+  });
+});
+
+describe("prompt files", () => {
+  it("round-trips the library and names a wrong field with its place", () => {
+    const ps = [{ title: "A", systemPrompt: "s", body: "b {{x}}", tags: ["t"] }];
+    expect(promptsFromJSON(promptsToJSON(ps))).toEqual(ps);
+    expect(promptsFromJSON('[{"title": " B "}]')).toEqual([{ title: "B", systemPrompt: "", body: "", tags: [] }]);
+    expect(() => promptsFromJSON("{")).toThrow(/prompt file: not JSON/);
+    expect(() => promptsFromJSON('{"x": 1}')).toThrow(/want \{"prompts"/);
+    expect(() => promptsFromJSON('{"prompts": [{"title": "a"}, {"title": ""}]}')).toThrow(
+      "prompt file: prompts[1].title: empty",
+    );
+    expect(() => promptsFromJSON('[{"title": "a", "body": 3}]')).toThrow("prompts[0].body: want a string");
+    expect(() => promptsFromJSON('[{"title": "a", "tags": [1]}]')).toThrow("prompts[0].tags: want a list of strings");
+  });
+});
+
+describe("models for people", () => {
+  it("names a model by its file and lists what it is", () => {
+    const m = {
+      id: 1,
+      path: "/m/qwen2.5-0.5b-instruct-q8_0.gguf",
+      kind: "gguf",
+      name: "",
+      fingerprint: "",
+      sizeBytes: 1,
+      meta: { arch: "qwen2", quant: "Q8_0", contextLen: 32768, backend: "cpu" },
+      addedAt: "",
+      lastUsedAt: "",
+    };
+    expect(modelLabel(m)).toBe("qwen2.5-0.5b-instruct-q8_0.gguf");
+    expect(modelLabel({ ...m, name: "Qwen 2.5" })).toBe("Qwen 2.5");
+    expect(modelFacts(m)).toEqual({ arch: "qwen2", quant: "Q8_0", context: "32,768 tokens", backend: "cpu" });
+    expect(modelFacts({ ...m, meta: undefined })).toEqual({ arch: "", quant: "", context: "", backend: "" });
+  });
+});
+
+describe("titleFrom", () => {
+  it("takes the first line, cut at a word past 60 characters", () => {
+    expect(titleFrom("  Plan a trip\nto Lisbon")).toBe("Plan a trip");
+    expect(titleFrom("word ".repeat(20))).toBe(`${"word ".repeat(12).trim()}…`);
+    expect(titleFrom("x".repeat(70))).toBe(`${"x".repeat(60)}…`);
+    expect(titleFrom(" \n ")).toBe("");
   });
 });

@@ -1,5 +1,18 @@
 // Pure UI logic, kept apart from the components so that unit tests cover it.
-import type { DoneEvent, ErrorEvent, Message, ProgressEvent, Thread, TokenEvent, Width } from "./types";
+import type {
+  DoneEvent,
+  ErrorEvent,
+  GenerateStats,
+  Message,
+  Model,
+  ProgressEvent,
+  Prompt,
+  PromptInput,
+  SearchHit,
+  Thread,
+  TokenEvent,
+  Width,
+} from "./types";
 
 /** A message on the active branch with its alternatives (same parent). */
 export interface Row {
@@ -90,7 +103,7 @@ export function streamTokens(s: Streams, es: readonly TokenEvent[]): Streams {
     }
     const last = e.seq >= st.pieces.length;
     st.pieces[e.seq] = e.text;
-    st.drafted[e.seq] = e.drafted === true;
+    st.drafted[e.seq] = e.drafted;
     st.text = last ? st.text + e.text : st.pieces.join("");
   }
   return out ?? s;
@@ -146,7 +159,10 @@ export function frameBatcher<T>(frames: Frames, flush: (items: T[]) => void) {
 export function streamProgress(s: Streams, e: ProgressEvent): Streams {
   const cur = s[e.conversationId];
   if (cur && cur.parentId === e.parentId && !cur.running) return s;
-  const base = cur && cur.parentId === e.parentId ? cur : { parentId: e.parentId, pieces: [], drafted: [], text: "", error: null, running: true };
+  const base =
+    cur && cur.parentId === e.parentId
+      ? cur
+      : { parentId: e.parentId, pieces: [], drafted: [], text: "", error: null, running: true };
   if (base.progress && base.progress.done >= e.done) return s;
   return { ...s, [e.conversationId]: { ...base, progress: { done: e.done, total: e.total } } };
 }
@@ -159,7 +175,10 @@ export function progressLine(p: Stream["progress"]): string {
 
 /** A stream ended and its reply is stored (the thread reloads): not running. */
 export function streamDone(s: Streams, e: DoneEvent): Streams {
-  return { ...s, [e.conversationId]: { parentId: e.parentId, pieces: [], drafted: [], text: "", error: null, running: false } };
+  return {
+    ...s,
+    [e.conversationId]: { parentId: e.parentId, pieces: [], drafted: [], text: "", error: null, running: false },
+  };
 }
 
 /** Forgets the conversation's stream (before starting another). */
@@ -171,12 +190,25 @@ export function streamCleared(s: Streams, conversationId: number): Streams {
 /** A stream failed: keep what it showed and the error, not running. */
 export function streamError(s: Streams, e: ErrorEvent): Streams {
   const cur = s[e.conversationId];
-  return { ...s, [e.conversationId]: { parentId: e.parentId, pieces: cur?.pieces ?? [], drafted: cur?.drafted ?? [], text: cur?.text ?? "", error: e.error, running: false } };
+  return {
+    ...s,
+    [e.conversationId]: {
+      parentId: e.parentId,
+      pieces: cur?.pieces ?? [],
+      drafted: cur?.drafted ?? [],
+      text: cur?.text ?? "",
+      error: e.error,
+      running: false,
+    },
+  };
 }
 
 /** Splits "a, b ,, C" into tags as typed (the Go side normalises them). */
 export function parseTags(text: string): string[] {
-  return text.split(",").map((t) => t.trim()).filter((t) => t !== "");
+  return text
+    .split(",")
+    .map((t) => t.trim())
+    .filter((t) => t !== "");
 }
 
 /** The speculation widths the settings page offers. */
@@ -257,4 +289,147 @@ export function statsLine(st: Message["stats"]): string {
   else parts.push("width auto");
   if (st.stopped && st.stopped !== "stop") parts.push(st.stopped);
   return parts.join(" · ");
+}
+
+/**
+ * Search hits without the copies a regenerated or edited branch makes: hits
+ * in one conversation with the same role and the same text are one hit (the
+ * first, the best ranked), which opens its own message in its branch.
+ */
+export function dedupeHits(hits: readonly SearchHit[]): SearchHit[] {
+  const seen = new Set<string>();
+  return hits.filter((h) => {
+    const key = JSON.stringify([h.conversationId, h.role, h.segments.map((s) => s.text).join("")]);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/**
+ * Speculation figures of a reply in progress, from its pieces: how many
+ * arrived, the share that came from accepted drafts, and τ, tokens per model
+ * call. Each call yields its accepted drafts and one token of the model's own
+ * (the correction or the next token), so the calls so far are the pieces that
+ * were not drafted. null before the first piece.
+ */
+export function liveStats(
+  st: Pick<Stream, "pieces" | "drafted">,
+): { tokens: number; share: number; tau: number } | null {
+  let tokens = 0;
+  let drafted = 0;
+  for (let i = 0; i < st.pieces.length; i++) {
+    if (st.pieces[i] === undefined) continue;
+    tokens++;
+    if (st.drafted[i]) drafted++;
+  }
+  if (tokens === 0) return null;
+  const calls = tokens - drafted;
+  return { tokens, share: drafted / tokens, tau: calls > 0 ? tokens / calls : tokens };
+}
+
+/** The same figures for a finished reply, from its stored stats; null without tokens or calls. */
+export function finalStats(st: GenerateStats): { tokens: number; share: number; tau: number } | null {
+  const t = tau(st);
+  if (st.tokens <= 0 || t === null) return null;
+  return { tokens: st.tokens, share: Math.min(1, st.accepted / st.tokens), tau: t };
+}
+
+// A {{name}} placeholder: letters, digits, _, - and spaces inside, trimmed.
+const VARIABLE = /\{\{\s*([\p{L}\p{N}_][\p{L}\p{N}_ -]*?)\s*\}\}/gu;
+
+/** The distinct {{name}} placeholders of the texts, in order of appearance. */
+export function promptVariables(...texts: string[]): string[] {
+  const names: string[] = [];
+  for (const t of texts) for (const m of t.matchAll(VARIABLE)) if (m[1] && !names.includes(m[1])) names.push(m[1]);
+  return names;
+}
+
+/** text with each {{name}} replaced by values[name] (placeholders without a value stay). */
+export function fillVariables(text: string, values: Readonly<Record<string, string>>): string {
+  return text.replace(VARIABLE, (whole, name: string) => values[name] ?? whole);
+}
+
+/** The title a conversation gets before its first message. */
+export const UNTITLED = "New chat";
+
+/** A first message as a conversation title: its first line, at most 60 characters, cut at a word. */
+export function titleFrom(text: string): string {
+  const line = text.trim().split("\n")[0]?.trim() ?? "";
+  if (line.length <= 60) return line;
+  const cut = line.slice(0, 60);
+  const space = cut.lastIndexOf(" ");
+  return `${(space > 30 ? cut.slice(0, space) : cut).trimEnd()}…`;
+}
+
+/** A model's readable name: the one the Go side gives it (its file's), else its path's last part. */
+export function modelLabel(m: Pick<Model, "name" | "path">): string {
+  return (
+    m.name.trim() ||
+    m.path
+      .split(/[\\/]/)
+      .filter((p) => p !== "")
+      .pop() ||
+    m.path
+  );
+}
+
+/** What the Models page says of a model: architecture, quantisation, context length, backend. */
+export function modelFacts(m: Model): { arch: string; quant: string; context: string; backend: string } {
+  const meta: Partial<NonNullable<Model["meta"]>> = m.meta ?? {};
+  return {
+    arch: meta.arch ?? "",
+    quant: meta.quant ?? "",
+    context: meta.contextLen ? `${meta.contextLen.toLocaleString("en-US")} tokens` : "",
+    backend: meta.backend ?? "",
+  };
+}
+
+/** The JSON the prompt library exports and imports. */
+export interface PromptFile {
+  anechat: "prompts";
+  version: 1;
+  prompts: { title: string; systemPrompt: string; body: string; tags: string[] }[];
+}
+
+/** The prompts as the library's export file. */
+export function promptsToJSON(ps: readonly Pick<Prompt, "title" | "systemPrompt" | "body" | "tags">[]): string {
+  const file: PromptFile = {
+    anechat: "prompts",
+    version: 1,
+    prompts: ps.map((p) => ({ title: p.title, systemPrompt: p.systemPrompt, body: p.body, tags: [...p.tags] })),
+  };
+  return `${JSON.stringify(file, null, 2)}\n`;
+}
+
+/**
+ * Reads an export file (or a bare list of prompts). Every prompt needs a
+ * title; a wrong field is named with the prompt's place in the file.
+ */
+export function promptsFromJSON(text: string): PromptInput[] {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`prompt file: not JSON (${(e as Error).message})`);
+  }
+  const list: unknown = Array.isArray(v) ? v : (v as { prompts?: unknown } | null)?.prompts;
+  if (!Array.isArray(list)) throw new Error('prompt file: want {"prompts": [...]} or a list of prompts');
+  return list.map((raw: unknown, i) => {
+    const at = `prompt file: prompts[${i}]`;
+    if (typeof raw !== "object" || raw === null) throw new Error(`${at}: want an object`);
+    const p = raw as Record<string, unknown>;
+    const str = (k: string, need: boolean) => {
+      const x = p[k];
+      if (x === undefined && !need) return "";
+      if (typeof x !== "string") throw new Error(`${at}.${k}: want a string`);
+      return x;
+    };
+    const title = str("title", true).trim();
+    if (!title) throw new Error(`${at}.title: empty (every prompt needs a title)`);
+    const tags = p["tags"] ?? [];
+    if (!Array.isArray(tags) || tags.some((t) => typeof t !== "string"))
+      throw new Error(`${at}.tags: want a list of strings`);
+    return { title, systemPrompt: str("systemPrompt", false), body: str("body", false), tags: tags as string[] };
+  });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { markSpans, renderMarkdown } from "./markdown";
+import { markSpans, renderBlocks, renderMarkdown, type Block, type Span } from "./markdown";
 
 describe("renderMarkdown", () => {
   it("renders emphasis, code and lists", () => {
@@ -23,7 +23,9 @@ describe("renderMarkdown", () => {
   });
 
   it("drops iframes, forms and inline styles", () => {
-    const html = renderMarkdown('<iframe src="https://example.invalid"></iframe><form><input></form><p style="color:red">t</p>');
+    const html = renderMarkdown(
+      '<iframe src="https://example.invalid"></iframe><form><input></form><p style="color:red">t</p>',
+    );
     expect(html).not.toMatch(/<iframe|<form|<input|style=/i);
     expect(html).toContain("<p>t</p>");
   });
@@ -33,7 +35,9 @@ describe("renderMarkdown", () => {
 function shape(html: string): { tags: string[]; text: string } {
   const d = document.createElement("div");
   d.innerHTML = html;
-  const tags = Array.from(d.querySelectorAll("*")).map((e) => e.tagName).filter((t) => t !== "MARK");
+  const tags = Array.from(d.querySelectorAll("*"))
+    .map((e) => e.tagName)
+    .filter((t) => t !== "MARK");
   return { tags, text: d.textContent ?? "" };
 }
 
@@ -46,7 +50,10 @@ function marked(html: string): string[] {
 describe("drafted highlighting", () => {
   it("wraps the text of each span in mark.drafted", () => {
     const src = "The quick brown fox";
-    const html = renderMarkdown(src, [[4, 9], [16, 19]]);
+    const html = renderMarkdown(src, [
+      [4, 9],
+      [16, 19],
+    ]);
     expect(marked(html)).toEqual(["quick", "fox"]);
     expect(shape(html)).toEqual(shape(renderMarkdown(src)));
   });
@@ -81,7 +88,10 @@ describe("drafted highlighting", () => {
 
   it("counts offsets in UTF-16 units and stays sanitized", () => {
     const src = "😀 é <img src=x onerror=alert(1)> ok";
-    const html = renderMarkdown(src, [[0, 4], [src.length - 2, src.length]]);
+    const html = renderMarkdown(src, [
+      [0, 4],
+      [src.length - 2, src.length],
+    ]);
     expect(marked(html)).toEqual(["😀 é", "ok"]);
     expect(html).not.toMatch(/onerror/i);
   });
@@ -113,7 +123,11 @@ describe("drafted highlighting, every span", () => {
       for (let e = s + 1; e <= src.length; e++) {
         const got = shape(renderMarkdown(src, [[s, e]]));
         if (got.tags.join() !== want.tags.join() || got.text !== want.text) {
-          expect({ span: [s, e], text: src.slice(s, e), got }).toEqual({ span: [s, e], text: src.slice(s, e), got: want });
+          expect({ span: [s, e], text: src.slice(s, e), got }).toEqual({
+            span: [s, e],
+            text: src.slice(s, e),
+            got: want,
+          });
         }
       }
     }
@@ -128,11 +142,42 @@ describe("drafted highlighting, random documents", () => {
       seed = (seed * 1103515245 + 12345) % 2147483648;
       return seed % n;
     };
-    const atoms = ["# ", "## ", "- ", "* ", "1. ", "> ", "**", "*", "_", "`", "```\n", "[x](http://a.b/c)", "http://e.f/g ", "word", " ", "\n", "\n\n", "|", "~~", "(", ")", "!", "<b>", "</b>", "2", ".", "[r]", "\n[r]: http://a.b/r\n", "&amp;", "a@b.co "];
+    const atoms = [
+      "# ",
+      "## ",
+      "- ",
+      "* ",
+      "1. ",
+      "> ",
+      "**",
+      "*",
+      "_",
+      "`",
+      "```\n",
+      "[x](http://a.b/c)",
+      "http://e.f/g ",
+      "word",
+      " ",
+      "\n",
+      "\n\n",
+      "|",
+      "~~",
+      "(",
+      ")",
+      "!",
+      "<b>",
+      "</b>",
+      "2",
+      ".",
+      "[r]",
+      "\n[r]: http://a.b/r\n",
+      "&amp;",
+      "a@b.co ",
+    ];
     for (let k = 0; k < 600; k++) {
       let src = "";
       const n = 3 + rnd(12);
-      for (let i = 0; i < n; i++) src += atoms[rnd(atoms.length)];
+      for (let i = 0; i < n; i++) src += atoms[rnd(atoms.length)] ?? "";
       const s = rnd(src.length);
       const e = s + 1 + rnd(src.length - s);
       const want = shape(renderMarkdown(src));
@@ -142,4 +187,56 @@ describe("drafted highlighting, random documents", () => {
       }
     }
   }, 120_000);
+});
+
+// The HTML of the blocks put together, each code block as marked renders one
+// (the window shows those as components): what renderMarkdown returns.
+function joined(blocks: Block[]): string {
+  return blocks.map((b) => (b.kind === "html" ? b.html : `[code ${b.lang}: ${b.code}]`)).join("");
+}
+
+describe("renderBlocks", () => {
+  const docs = [
+    "# Title\n\nA [ref] and *em*.\n\n- one\n- two\n  1. nested\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n> quote\n\n[ref]: https://a.example/",
+    "para one\nline two\n\n***\n\npara three <b>raw</b> &amp; more",
+    "1. first\n\n   still first\n2. second\n\nend",
+  ];
+  it("puts together to renderMarkdown's HTML, one block per top-level element", () => {
+    for (const src of docs) {
+      const blocks = renderBlocks(src);
+      expect(joined(blocks), src).toBe(renderMarkdown(src));
+      expect(blocks.length).toBeGreaterThan(1);
+    }
+    // A reference defined after its use (in a later block) still links.
+    expect(joined(renderBlocks(docs[0]!))).toContain('<a href="https://a.example/">ref</a>');
+  });
+
+  it("carries drafted stretches across blocks exactly as the whole document does", () => {
+    for (const src of docs) {
+      for (let s = 0; s < src.length; s += 7) {
+        for (const e of [s + 5, src.length]) {
+          const spans: Span[] = [[s, Math.min(e, src.length)]];
+          expect(joined(renderBlocks(src, spans)), `${src} ${JSON.stringify(spans)}`).toBe(renderMarkdown(src, spans));
+        }
+      }
+    }
+  }, 60_000);
+
+  it("gives code blocks as text with their language and drafted stretches", () => {
+    const src = "Run:\n\n```py\nprint('<b>hi</b>')\n```\n\nthen\n\n    indented <i>\n";
+    const blocks = renderBlocks(src);
+    expect(blocks.map((b) => b.kind)).toEqual(["html", "code", "html", "code"]);
+    expect(blocks[1]).toEqual({ kind: "code", lang: "py", code: "print('<b>hi</b>')", drafted: [] });
+    expect(blocks[3]).toEqual({ kind: "code", lang: "", code: "indented <i>", drafted: [] });
+    // "print" through "then": the span opens in the code and ends after it.
+    const from = src.indexOf("print");
+    const to = src.indexOf("then") + 4;
+    const marked = renderBlocks(src, [[from + 2, to]]);
+    expect(marked[1]).toEqual({ kind: "code", lang: "py", code: "print('<b>hi</b>')", drafted: [[2, 18]] });
+    expect(marked[2]).toEqual({ kind: "html", html: '<p><mark class="drafted">then</mark></p>\n' });
+    // A span that starts before the fence covers the code, but for the
+    // closing ")" at its edge (markSpans keeps syntax out of a span's ends).
+    const all = renderBlocks(src, [[0, src.indexOf("then")]]);
+    expect(all[1]).toMatchObject({ drafted: [[0, 17]] });
+  });
 });

@@ -1,5 +1,5 @@
 import DOMPurify from "dompurify";
-import { Marked } from "marked";
+import { Marked, type Token, type Tokens } from "marked";
 
 // Model output and prompt text are untrusted: they are rendered as Markdown and
 // the resulting HTML always goes through DOMPurify, and the sanitizer's output
@@ -14,7 +14,17 @@ const purifyOptions = {
 };
 
 // The attributes that hold a URL the browser fetches or navigates to.
-const URL_ATTRS = new Set(["href", "src", "cite", "poster", "action", "formaction", "background", "xlink:href", "usemap"]);
+const URL_ATTRS = new Set([
+  "href",
+  "src",
+  "cite",
+  "poster",
+  "action",
+  "formaction",
+  "background",
+  "xlink:href",
+  "usemap",
+]);
 const URL_SCHEMES = new Set(["http:", "https:", "mailto:"]);
 
 /**
@@ -24,6 +34,7 @@ const URL_SCHEMES = new Set(["http:", "https:", "mailto:"]);
  * newlines anywhere). Anything else, relative paths included, is dropped.
  */
 export function allowedUrl(value: string): boolean {
+  // eslint-disable-next-line no-control-regex -- the controls the URL parser skips
   if (/^[\u0000-\u0020]*#/.test(value)) return true;
   try {
     return URL_SCHEMES.has(new URL(value).protocol);
@@ -90,7 +101,11 @@ export function markSpans(src: string, spans: readonly Span[]): string {
       // An ordered list's number ("12. ") at the start of a line.
       const lineStart = clean.lastIndexOf("\n", s - 1) + 1;
       const list = /^\d*[.)]/.exec(clean.slice(s));
-      if (list && LIST_PREFIX_DIGITS.test(clean.slice(lineStart, s)) && LIST_PREFIX_ITEM.test(clean.slice(lineStart, s + list[0].length))) {
+      if (
+        list &&
+        LIST_PREFIX_DIGITS.test(clean.slice(lineStart, s)) &&
+        LIST_PREFIX_ITEM.test(clean.slice(lineStart, s + list[0].length))
+      ) {
         s += list[0].length;
       }
       const zs = inside(s);
@@ -112,7 +127,7 @@ export function markSpans(src: string, spans: readonly Span[]): string {
   for (let i = 0; i <= clean.length; i++) {
     if (closes.has(i)) out += CLOSE;
     if (opens.has(i)) out += OPEN;
-    if (i < clean.length) out += clean[i];
+    if (i < clean.length) out += clean.charAt(i);
   }
   return out;
 }
@@ -159,7 +174,8 @@ function noMarkZones(src: string): [number, number][] {
       if (labels.has(normalLabel(m[1] ?? ""))) zones.push([m.index, m.index + m[0].length]);
     }
   }
-  for (const m of src.matchAll(/&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});/g)) zones.push([m.index, m.index + m[0].length]);
+  for (const m of src.matchAll(/&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});/g))
+    zones.push([m.index, m.index + m[0].length]);
   // Raw HTML tags (and comments) in the text: a marker would break them.
   // At a line's (or list item's) start a tag opens an HTML block: nothing
   // may precede it.
@@ -167,7 +183,9 @@ function noMarkZones(src: string): [number, number][] {
     const lineStart = LIST_PREFIX_ONLY.test(src.slice(src.lastIndexOf("\n", m.index - 1) + 1, m.index));
     zones.push([lineStart ? m.index - 1 : m.index, m.index + m[0].length]);
   }
-  for (const m of src.matchAll(/(?:(?:https?|ftp):\/\/|www\.)[^\s<]*|[A-Za-z0-9._+-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+/g)) {
+  for (const m of src.matchAll(
+    /(?:(?:https?|ftp):\/\/|www\.)[^\s<]*|[A-Za-z0-9._+-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+/g,
+  )) {
     const zs = m.index > 0 && /\s/.test(src.charAt(m.index - 1)) ? m.index - 1 : m.index;
     const end = m.index + m[0].length;
     zones.push([zs, end < src.length && /\s/.test(src.charAt(end)) ? end + 1 : end]);
@@ -189,7 +207,99 @@ function lineEnd(src: string, i: number): number {
 export function renderMarkdown(src: string, spans: readonly Span[] = []): string {
   // Text that holds the markers itself (never seen in practice) is not highlighted.
   if (spans.length === 0 || HAS_MARKER.test(src)) return sanitize(marked.parse(src, { async: false }));
-  return sanitize(highlight(marked.parse(markSpans(src, spans), { async: false })));
+  return sanitize(highlight(marked.parse(markSpans(src, spans), { async: false }), false).html);
+}
+
+/**
+ * A piece of a rendered document: sanitized HTML, safe to assign to
+ * innerHTML as it is, or a code block, whose text the window shows as text
+ * (highlighted, with a copy button), never as HTML. drafted lists the
+ * stretches of code that came from accepted drafts.
+ */
+export type Block = { kind: "html"; html: string } | { kind: "code"; lang: string; code: string; drafted: Span[] };
+
+// Sanitized blocks by their unsanitized HTML and the drafted state at their
+// start: while a reply streams, every block but the last is the same as in
+// the frame before, and is not sanitized again.
+const blockCache = new Map<string, { html: string; on: boolean }>();
+const BLOCK_CACHE_MAX = 4000;
+
+/**
+ * Renders Markdown as blocks: each top-level code block on its own, the
+ * rest as sanitized HTML, one block per top-level element. The document is
+ * parsed whole (references, lists and the drafted state carry across blocks),
+ * so the blocks' HTML put together is what renderMarkdown returns, except
+ * for the code blocks.
+ */
+export function renderBlocks(src: string, spans: readonly Span[] = []): Block[] {
+  const marking = spans.length > 0 && !HAS_MARKER.test(src);
+  const tokens = marked.lexer(marking ? markSpans(src, spans) : src);
+  const blocks: Block[] = [];
+  let on = false;
+  let run: Token[] = [];
+  const flush = () => {
+    if (run.length === 0) return;
+    const raw = marked.parser(run);
+    run = [];
+    if (raw.trim() === "") return;
+    if (!marking) {
+      blocks.push({ kind: "html", html: cachedSanitize(`-${raw}`, () => ({ html: sanitize(raw), on: false })).html });
+      return;
+    }
+    const start = on;
+    const done = cachedSanitize(`${start ? "1" : "0"}${raw}`, () => {
+      const h = highlight(raw, start);
+      return { html: sanitize(h.html), on: h.on };
+    });
+    on = done.on;
+    blocks.push({ kind: "html", html: done.html });
+  };
+  for (const t of tokens) {
+    if (t.type === "code") {
+      flush();
+      const c = t as Tokens.Code;
+      const lang = readMarkers(c.lang ?? "", on);
+      // An indented block's text keeps its last newline; a fenced one's does not.
+      const code = readMarkers(c.text.replace(/\n$/, ""), lang.on);
+      on = code.on;
+      blocks.push({ kind: "code", lang: lang.text.trim().split(/\s+/)[0] ?? "", code: code.text, drafted: code.spans });
+    } else if (t.type === "text" && run.length > 0 && run[run.length - 1]?.type === "text") {
+      run.push(t); // the parser joins consecutive text tokens into one paragraph
+    } else {
+      flush();
+      run.push(t);
+    }
+  }
+  flush();
+  return blocks;
+}
+
+function cachedSanitize(key: string, make: () => { html: string; on: boolean }) {
+  let v = blockCache.get(key);
+  if (!v) {
+    v = make();
+    if (blockCache.size >= BLOCK_CACHE_MAX) blockCache.clear();
+    blockCache.set(key, v);
+  }
+  return v;
+}
+
+// readMarkers removes the drafted markers from s, starting in state on: the
+// text, the drafted stretches of it, and the state at its end.
+function readMarkers(s: string, on: boolean): { text: string; spans: Span[]; on: boolean } {
+  let text = "";
+  const spans: [number, number][] = [];
+  let from = on ? 0 : -1;
+  for (const ch of s) {
+    if (ch === OPEN) {
+      if (from < 0) from = text.length;
+    } else if (ch === CLOSE) {
+      if (from >= 0 && from < text.length) spans.push([from, text.length]);
+      from = -1;
+    } else text += ch;
+  }
+  if (from >= 0 && from < text.length) spans.push([from, text.length]);
+  return { text, spans, on: from >= 0 };
 }
 
 // The document highlight parses into: one of its own, which has no window,
@@ -198,31 +308,45 @@ let inert: Document | undefined;
 
 // highlight turns the markers in html, which is still untrusted, into
 // <mark class="drafted"> and removes them; the caller sanitizes the result.
+// on is the drafted state at html's start; the state at its end comes back.
 // It returns HTML text, not the tree: removing markers can change what the
 // text parses to (a "</sty\uFDD0le>" inside a <style> becomes an end tag),
 // and the sanitizer must judge what the browser will parse, not this tree.
-function highlight(html: string): string {
+function highlight(html: string, on: boolean): { html: string; on: boolean } {
   inert ??= document.implementation.createHTMLDocument("");
   const box = inert.createElement("div");
   box.innerHTML = html;
-  wrapMarked(box);
+  const end = wrapMarked(box, on);
   // A marker can only be left in a tag's or attribute's name.
-  return box.innerHTML.replace(MARKERS, "");
+  return { html: box.innerHTML.replace(MARKERS, ""), on: end };
 }
 
 // Elements whose text is not shown as text (or not kept): their markers
 // switch the state and go, but nothing is wrapped in them.
-const RAW_TEXT = new Set(["SCRIPT", "STYLE", "TEXTAREA", "TITLE", "XMP", "NOSCRIPT", "NOEMBED", "NOFRAMES", "IFRAME", "PLAINTEXT"]);
+const RAW_TEXT = new Set([
+  "SCRIPT",
+  "STYLE",
+  "TEXTAREA",
+  "TITLE",
+  "XMP",
+  "NOSCRIPT",
+  "NOEMBED",
+  "NOFRAMES",
+  "IFRAME",
+  "PLAINTEXT",
+]);
 
 // wrapMarked walks the nodes in document order, strips the markers and wraps
 // each run of text between an OPEN and a CLOSE in <mark class="drafted">. A
 // marker that ended up in an attribute (a link's URL) or a comment still
 // switches the state.
-function wrapMarked(root: Node) {
-  let on = false;
+function wrapMarked(root: Node, start: boolean): boolean {
+  let on = start;
   // The markers in s switch the state; s without them.
   const read = (s: string) => {
-    for (const ch of s) if (ch === OPEN) on = true; else if (ch === CLOSE) on = false;
+    for (const ch of s)
+      if (ch === OPEN) on = true;
+      else if (ch === CLOSE) on = false;
     return s.replace(MARKERS, "");
   };
   const visit = (n: Node, wrap: boolean) => {
@@ -274,4 +398,5 @@ function wrapMarked(root: Node) {
     (n as ChildNode).replaceWith(...parts);
   };
   for (const c of Array.from(root.childNodes)) visit(c, true);
+  return on;
 }

@@ -2,16 +2,52 @@
 // They mirror the Go structs' JSON tags; time.Time arrives as an RFC 3339 string.
 // app/frontend_types_test.go fails when they and api.ts drift from the Go code.
 
+/** Who wrote a conversation's title: "" is the default ("New chat"). */
+export type TitleSource = "" | "message" | "model" | "prompt" | "import" | "user";
+
 export interface Conversation {
   id: number;
   title: string;
+  titleSource: TitleSource;
+  /** The model it answers with (the default at its creation); 0 for the default. */
   modelId: number;
   promptId: number;
   systemPrompt: string;
-  options?: unknown;
+  /** Its own generation settings (Chat.SetOptions); absent: the Settings page's. */
+  options?: ConversationOptions;
   activeLeafId: number;
+  /** Pinned conversations are listed first. */
+  pinned: boolean;
   createdAt: string;
   updatedAt: string;
+}
+
+/** A conversation's own settings; a field left out follows the Settings page. */
+export interface ConversationOptions {
+  temperature?: number;
+  maxTokens?: number;
+  speculationWidth?: Width;
+}
+
+/** What the next reply of a conversation runs with. */
+export interface GenerationSettings {
+  temperature: number;
+  maxTokens: number;
+  speculationWidth: Width;
+}
+
+/** What Chat.DeleteConversation hid, and until when Chat.UndoDelete brings it back. */
+export interface DeletedConversation {
+  conversationId: number;
+  title: string;
+  undoUntil: string;
+}
+
+/** A file to offer for saving (exports). */
+export interface ExportFile {
+  fileName: string;
+  mimeType: string;
+  text: string;
 }
 
 /** What Chat.CreateConversation takes; 0 and "" mean the defaults. */
@@ -38,6 +74,10 @@ export interface Thread {
   messages: Message[];
   path: number[];
   generating: number;
+  /** The model that answers the next message (for the header's picker); null if none. */
+  model: Model | null;
+  /** What the next reply runs with: the conversation's options over the Settings page's. */
+  settings: GenerationSettings;
 }
 
 export interface Turn {
@@ -58,6 +98,8 @@ export interface GenerateStats {
   stopped: string;
   /** Stretches of the reply from accepted drafts: [start, end) in UTF-16 units. */
   draftedSpans?: [number, number][];
+  /** Name of the model that wrote the reply. */
+  model?: string;
 }
 
 export interface TokenEvent {
@@ -91,6 +133,14 @@ export interface ErrorEvent {
   error: string;
 }
 
+/** A conversation's title changed, or the model started (pending) or stopped writing one. */
+export interface TitleEvent {
+  conversationId: number;
+  title: string;
+  source: TitleSource;
+  pending: boolean;
+}
+
 export interface SearchHit {
   messageId: number;
   conversationId: number;
@@ -100,6 +150,13 @@ export interface SearchHit {
   conversationTitle: string;
   snippet: string;
   segments: { text: string; match: boolean }[];
+  /** On the branch on screen; otherwise Chat.OpenMessage selects its branch. */
+  onActiveBranch: boolean;
+  /** Its place (1-based) among its alternatives (edits, regenerations), and how many there are. */
+  alternative: number;
+  alternatives: number;
+  /** Identical copies on other branches folded into this hit. */
+  duplicates: number;
 }
 
 export interface Prompt {
@@ -111,6 +168,36 @@ export interface Prompt {
   pinnedSnapshotId: number;
   createdAt: string;
   updatedAt: string;
+  /** Its {{name}} placeholders, in order: ask for them when a chat starts (Chat.StartFromPrompt). */
+  variables: string[];
+  /** Its prepared KV snapshot; null when not prepared. */
+  snapshot: PromptSnapshot | null;
+}
+
+export interface PromptSnapshot {
+  id: number;
+  tokens: number;
+  bytes: number;
+  createdAt: string;
+  /** The model it was made with (0 and "" when no longer registered). */
+  modelId: number;
+  modelName: string;
+  /** A chat started now resumes from it; otherwise reason says why and what to do. */
+  ready: boolean;
+  reason: string;
+}
+
+/** Library.Prepare's outcome: "too-short" is a fact (message says so), not an error. */
+export interface PrepareResult {
+  prompt: Prompt;
+  status: "prepared" | "too-short";
+  message: string;
+}
+
+export interface PromptImport {
+  created: Prompt[];
+  /** Titles of prompts the library already held. */
+  skipped: string[];
 }
 
 export interface PromptInput {
@@ -128,6 +215,8 @@ export interface TagCount {
 /** Speculation width: 1 (off) to 8, or "auto". */
 export type Width = number | "auto";
 
+export type Theme = "system" | "light" | "dark";
+
 export interface Preferences {
   speculationWidth: Width;
   kvQuotaBytes: number;
@@ -136,18 +225,114 @@ export interface Preferences {
   temperature: number;
   /** Shade reply text that came from accepted drafts. */
   highlightDrafted: boolean;
+  /** The system prompt of new conversations not started from a library prompt. */
+  defaultSystemPrompt: string;
+  theme: Theme;
+  /** After the first reply the model writes a short title in the background. */
+  modelTitles: boolean;
 }
 
 export interface Model {
   id: number;
   path: string;
   kind: string;
+  /** Readable name: the file or folder name. */
   name: string;
   fingerprint: string;
   sizeBytes: number;
-  meta?: { arch?: string };
+  meta?: ModelMeta;
   addedAt: string;
   lastUsedAt: string;
+}
+
+export interface ModelMeta {
+  arch: string;
+  quant?: string;
+  contextLen?: number;
+  vocabSize?: number;
+  /** The backend that runs it here ("cpu"); absent when none does (see unsupported). */
+  backend?: string;
+  /** The name the file gives itself (GGUF general.name), often a training label. */
+  declaredName?: string;
+  /** Why no backend of this build runs it (a Core ML bundle on Linux). */
+  unsupported?: string;
+}
+
+/** Models.Import: registered, and whether this build runs it (note says why not). */
+export interface ImportResult {
+  model: Model;
+  runnable: boolean;
+  backend: string;
+  note: string;
+}
+
+export type DownloadState = "running" | "paused" | "verifying" | "done" | "failed" | "cancelled";
+
+export interface Download {
+  /** The file name in the models folder; identifies the download. */
+  name: string;
+  url: string;
+  sha256: string;
+  state: DownloadState;
+  received: number;
+  /** -1 while unknown. */
+  total: number;
+  bytesPerSec: number;
+  /** -1 while unknown. */
+  etaSeconds: number;
+  /** Why it failed, or why it paused by itself (Resume continues). */
+  error: string;
+  model: Model | null;
+}
+
+export interface DownloadRequest {
+  url: string;
+  /** 64 hex digits, or "" to skip the check. */
+  sha256: string;
+  /** "" takes the URL's file name. */
+  fileName: string;
+}
+
+export interface CacheUsage {
+  usedBytes: number;
+  quotaBytes: number;
+  snapshots: number;
+  /** Prepared prompts' snapshots, kept by Clear cache unless asked. */
+  pinnedBytes: number;
+  pinned: number;
+  dir: string;
+}
+
+export interface ClearCacheResult {
+  removed: number;
+  freedBytes: number;
+  usage: CacheUsage;
+  problems: { path: string; error: string }[];
+}
+
+export interface BackendInfo {
+  /** The backend running the default model ("cpu"), "" if none. */
+  backend: string;
+  model: string;
+  why: string;
+  available: string[];
+  /** Whether this build runs Core ML bundles, and why not. */
+  coreML: string;
+}
+
+export interface Example {
+  title: string;
+  text: string;
+}
+
+/** What an empty window shows. */
+export interface FirstRun {
+  empty: boolean;
+  defaultModel: Model | null;
+  /** What to do when there is no model. */
+  noModel: string;
+  modelsDir: string;
+  examples: Example[];
 }
 
 export interface ModelList {

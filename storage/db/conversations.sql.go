@@ -13,28 +13,35 @@ import (
 )
 
 const createConversation = `-- name: CreateConversation :one
-INSERT INTO conversations (title, model_id, prompt_id, system_prompt, options, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-RETURNING id, title, model_id, prompt_id, system_prompt, options, active_leaf_id, created_at, updated_at
+
+INSERT INTO conversations (title, title_source, model_id, prompt_id, system_prompt, options, pinned, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+RETURNING id, title, model_id, prompt_id, system_prompt, options, active_leaf_id, created_at, updated_at, pinned, deleted_at, title_source
 `
 
 type CreateConversationParams struct {
 	Title        string                `json:"title"`
+	TitleSource  string                `json:"title_source"`
 	ModelID      sql.NullInt64         `json:"model_id"`
 	PromptID     sql.NullInt64         `json:"prompt_id"`
 	SystemPrompt string                `json:"system_prompt"`
 	Options      pqtype.NullRawMessage `json:"options"`
+	Pinned       int64                 `json:"pinned"`
 	CreatedAt    int64                 `json:"created_at"`
 	UpdatedAt    int64                 `json:"updated_at"`
 }
 
+// Deleted conversations (deleted_at set) wait for their undo window to pass;
+// every query but the undo and purge ones skips them.
 func (q *Queries) CreateConversation(ctx context.Context, arg CreateConversationParams) (Conversation, error) {
 	row := q.db.QueryRowContext(ctx, createConversation,
 		arg.Title,
+		arg.TitleSource,
 		arg.ModelID,
 		arg.PromptID,
 		arg.SystemPrompt,
 		arg.Options,
+		arg.Pinned,
 		arg.CreatedAt,
 		arg.UpdatedAt,
 	)
@@ -49,6 +56,9 @@ func (q *Queries) CreateConversation(ctx context.Context, arg CreateConversation
 		&i.ActiveLeafID,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Pinned,
+		&i.DeletedAt,
+		&i.TitleSource,
 	)
 	return i, err
 }
@@ -66,7 +76,7 @@ func (q *Queries) DeleteConversation(ctx context.Context, id int64) (int64, erro
 }
 
 const getConversation = `-- name: GetConversation :one
-SELECT id, title, model_id, prompt_id, system_prompt, options, active_leaf_id, created_at, updated_at FROM conversations WHERE id = ?
+SELECT id, title, model_id, prompt_id, system_prompt, options, active_leaf_id, created_at, updated_at, pinned, deleted_at, title_source FROM conversations WHERE id = ? AND deleted_at IS NULL
 `
 
 func (q *Queries) GetConversation(ctx context.Context, id int64) (Conversation, error) {
@@ -82,12 +92,18 @@ func (q *Queries) GetConversation(ctx context.Context, id int64) (Conversation, 
 		&i.ActiveLeafID,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Pinned,
+		&i.DeletedAt,
+		&i.TitleSource,
 	)
 	return i, err
 }
 
 const listConversations = `-- name: ListConversations :many
-SELECT id, title, model_id, prompt_id, system_prompt, options, active_leaf_id, created_at, updated_at FROM conversations ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?
+SELECT id, title, model_id, prompt_id, system_prompt, options, active_leaf_id, created_at, updated_at, pinned, deleted_at, title_source FROM conversations
+WHERE deleted_at IS NULL
+ORDER BY pinned DESC, updated_at DESC, id DESC
+LIMIT ? OFFSET ?
 `
 
 type ListConversationsParams struct {
@@ -95,6 +111,7 @@ type ListConversationsParams struct {
 	Offset int64 `json:"offset"`
 }
 
+// Pinned first, then the most recently updated.
 func (q *Queries) ListConversations(ctx context.Context, arg ListConversationsParams) ([]Conversation, error) {
 	rows, err := q.db.QueryContext(ctx, listConversations, arg.Limit, arg.Offset)
 	if err != nil {
@@ -114,6 +131,9 @@ func (q *Queries) ListConversations(ctx context.Context, arg ListConversationsPa
 			&i.ActiveLeafID,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Pinned,
+			&i.DeletedAt,
+			&i.TitleSource,
 		); err != nil {
 			return nil, err
 		}
@@ -128,8 +148,40 @@ func (q *Queries) ListConversations(ctx context.Context, arg ListConversationsPa
 	return items, nil
 }
 
+const purgeDeletedConversations = `-- name: PurgeDeletedConversations :execrows
+DELETE FROM conversations WHERE deleted_at IS NOT NULL AND deleted_at < ?1
+`
+
+// Removes for good the conversations deleted before the cutoff.
+func (q *Queries) PurgeDeletedConversations(ctx context.Context, cutoff sql.NullInt64) (int64, error) {
+	result, err := q.db.ExecContext(ctx, purgeDeletedConversations, cutoff)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const restoreConversation = `-- name: RestoreConversation :execrows
+UPDATE conversations SET deleted_at = NULL
+WHERE id = ? AND deleted_at IS NOT NULL AND deleted_at >= ?2
+`
+
+type RestoreConversationParams struct {
+	ID     int64         `json:"id"`
+	Cutoff sql.NullInt64 `json:"cutoff"`
+}
+
+// Undoes a deletion made at or after the cutoff.
+func (q *Queries) RestoreConversation(ctx context.Context, arg RestoreConversationParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, restoreConversation, arg.ID, arg.Cutoff)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const setActiveLeaf = `-- name: SetActiveLeaf :execrows
-UPDATE conversations SET active_leaf_id = ?, updated_at = ? WHERE id = ?
+UPDATE conversations SET active_leaf_id = ?, updated_at = ? WHERE id = ? AND deleted_at IS NULL
 `
 
 type SetActiveLeafParams struct {
@@ -146,14 +198,79 @@ func (q *Queries) SetActiveLeaf(ctx context.Context, arg SetActiveLeafParams) (i
 	return result.RowsAffected()
 }
 
+const setConversationPinned = `-- name: SetConversationPinned :execrows
+UPDATE conversations SET pinned = ? WHERE id = ? AND deleted_at IS NULL
+`
+
+type SetConversationPinnedParams struct {
+	Pinned int64 `json:"pinned"`
+	ID     int64 `json:"id"`
+}
+
+func (q *Queries) SetConversationPinned(ctx context.Context, arg SetConversationPinnedParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, setConversationPinned, arg.Pinned, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const setConversationTitleIf = `-- name: SetConversationTitleIf :execrows
+UPDATE conversations
+SET title = ?, title_source = ?, updated_at = ?
+WHERE id = ? AND deleted_at IS NULL AND title_source = ?5
+`
+
+type SetConversationTitleIfParams struct {
+	Title        string `json:"title"`
+	TitleSource  string `json:"title_source"`
+	UpdatedAt    int64  `json:"updated_at"`
+	ID           int64  `json:"id"`
+	ExpectSource string `json:"expect_source"`
+}
+
+// Sets the title only while its source is still the expected one (an
+// automatic title never replaces one the user typed meanwhile).
+func (q *Queries) SetConversationTitleIf(ctx context.Context, arg SetConversationTitleIfParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, setConversationTitleIf,
+		arg.Title,
+		arg.TitleSource,
+		arg.UpdatedAt,
+		arg.ID,
+		arg.ExpectSource,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const softDeleteConversation = `-- name: SoftDeleteConversation :execrows
+UPDATE conversations SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL
+`
+
+type SoftDeleteConversationParams struct {
+	DeletedAt sql.NullInt64 `json:"deleted_at"`
+	ID        int64         `json:"id"`
+}
+
+func (q *Queries) SoftDeleteConversation(ctx context.Context, arg SoftDeleteConversationParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, softDeleteConversation, arg.DeletedAt, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const updateConversation = `-- name: UpdateConversation :execrows
 UPDATE conversations
-SET title = ?, model_id = ?, system_prompt = ?, options = ?, updated_at = ?
-WHERE id = ?
+SET title = ?, title_source = ?, model_id = ?, system_prompt = ?, options = ?, updated_at = ?
+WHERE id = ? AND deleted_at IS NULL
 `
 
 type UpdateConversationParams struct {
 	Title        string                `json:"title"`
+	TitleSource  string                `json:"title_source"`
 	ModelID      sql.NullInt64         `json:"model_id"`
 	SystemPrompt string                `json:"system_prompt"`
 	Options      pqtype.NullRawMessage `json:"options"`
@@ -164,6 +281,7 @@ type UpdateConversationParams struct {
 func (q *Queries) UpdateConversation(ctx context.Context, arg UpdateConversationParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, updateConversation,
 		arg.Title,
+		arg.TitleSource,
 		arg.ModelID,
 		arg.SystemPrompt,
 		arg.Options,

@@ -292,12 +292,12 @@ func (q *Queries) ListSiblings(ctx context.Context, id int64) ([]Message, error)
 
 const searchMessages = `-- name: SearchMessages :many
 SELECT m.id, m.conversation_id, m.parent_id, m.role, m.created_at,
-       c.title AS conversation_title,
+       c.title AS conversation_title, c.active_leaf_id,
        CAST(snippet(messages_fts, 0, ?1, ?2, ?3, 16) AS TEXT) AS snippet
 FROM messages_fts
 JOIN messages m ON m.id = messages_fts.rowid
 JOIN conversations c ON c.id = m.conversation_id
-WHERE messages_fts MATCH ?4
+WHERE messages_fts MATCH ?4 AND c.deleted_at IS NULL
 ORDER BY bm25(messages_fts), m.id DESC
 LIMIT ?5
 `
@@ -317,9 +317,11 @@ type SearchMessagesRow struct {
 	Role              string        `json:"role"`
 	CreatedAt         int64         `json:"created_at"`
 	ConversationTitle string        `json:"conversation_title"`
+	ActiveLeafID      sql.NullInt64 `json:"active_leaf_id"`
 	Snippet           string        `json:"snippet"`
 }
 
+// Matches in live conversations (not deleted ones), best first.
 func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) ([]SearchMessagesRow, error) {
 	rows, err := q.db.QueryContext(ctx, searchMessages,
 		arg.MarkStart,
@@ -342,6 +344,7 @@ func (q *Queries) SearchMessages(ctx context.Context, arg SearchMessagesParams) 
 			&i.Role,
 			&i.CreatedAt,
 			&i.ConversationTitle,
+			&i.ActiveLeafID,
 			&i.Snippet,
 		); err != nil {
 			return nil, err

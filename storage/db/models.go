@@ -20,6 +20,9 @@ type Conversation struct {
 	ActiveLeafID sql.NullInt64         `json:"active_leaf_id"`
 	CreatedAt    int64                 `json:"created_at"`
 	UpdatedAt    int64                 `json:"updated_at"`
+	Pinned       int64                 `json:"pinned"`
+	DeletedAt    sql.NullInt64         `json:"deleted_at"`
+	TitleSource  string                `json:"title_source"`
 }
 
 type KvSnapshot struct {

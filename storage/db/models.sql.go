@@ -103,6 +103,43 @@ func (q *Queries) ListModels(ctx context.Context) ([]Model, error) {
 	return items, nil
 }
 
+const listModelsByFingerprint = `-- name: ListModelsByFingerprint :many
+SELECT id, path, kind, name, fingerprint, size_bytes, meta, added_at, last_used_at FROM models WHERE fingerprint = ? ORDER BY id
+`
+
+func (q *Queries) ListModelsByFingerprint(ctx context.Context, fingerprint string) ([]Model, error) {
+	rows, err := q.db.QueryContext(ctx, listModelsByFingerprint, fingerprint)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Model{}
+	for rows.Next() {
+		var i Model
+		if err := rows.Scan(
+			&i.ID,
+			&i.Path,
+			&i.Kind,
+			&i.Name,
+			&i.Fingerprint,
+			&i.SizeBytes,
+			&i.Meta,
+			&i.AddedAt,
+			&i.LastUsedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const touchModel = `-- name: TouchModel :execrows
 UPDATE models SET last_used_at = ? WHERE id = ?
 `

@@ -1,21 +1,50 @@
+-- Deleted conversations (deleted_at set) wait for their undo window to pass;
+-- every query but the undo and purge ones skips them.
+
 -- name: CreateConversation :one
-INSERT INTO conversations (title, model_id, prompt_id, system_prompt, options, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+INSERT INTO conversations (title, title_source, model_id, prompt_id, system_prompt, options, pinned, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING *;
 
 -- name: GetConversation :one
-SELECT * FROM conversations WHERE id = ?;
+SELECT * FROM conversations WHERE id = ? AND deleted_at IS NULL;
 
 -- name: ListConversations :many
-SELECT * FROM conversations ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?;
+-- Pinned first, then the most recently updated.
+SELECT * FROM conversations
+WHERE deleted_at IS NULL
+ORDER BY pinned DESC, updated_at DESC, id DESC
+LIMIT ? OFFSET ?;
 
 -- name: UpdateConversation :execrows
 UPDATE conversations
-SET title = ?, model_id = ?, system_prompt = ?, options = ?, updated_at = ?
-WHERE id = ?;
+SET title = ?, title_source = ?, model_id = ?, system_prompt = ?, options = ?, updated_at = ?
+WHERE id = ? AND deleted_at IS NULL;
+
+-- name: SetConversationTitleIf :execrows
+-- Sets the title only while its source is still the expected one (an
+-- automatic title never replaces one the user typed meanwhile).
+UPDATE conversations
+SET title = ?, title_source = ?, updated_at = ?
+WHERE id = ? AND deleted_at IS NULL AND title_source = sqlc.arg(expect_source);
+
+-- name: SetConversationPinned :execrows
+UPDATE conversations SET pinned = ? WHERE id = ? AND deleted_at IS NULL;
 
 -- name: SetActiveLeaf :execrows
-UPDATE conversations SET active_leaf_id = ?, updated_at = ? WHERE id = ?;
+UPDATE conversations SET active_leaf_id = ?, updated_at = ? WHERE id = ? AND deleted_at IS NULL;
+
+-- name: SoftDeleteConversation :execrows
+UPDATE conversations SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL;
+
+-- name: RestoreConversation :execrows
+-- Undoes a deletion made at or after the cutoff.
+UPDATE conversations SET deleted_at = NULL
+WHERE id = ? AND deleted_at IS NOT NULL AND deleted_at >= sqlc.arg(cutoff);
+
+-- name: PurgeDeletedConversations :execrows
+-- Removes for good the conversations deleted before the cutoff.
+DELETE FROM conversations WHERE deleted_at IS NOT NULL AND deleted_at < sqlc.arg(cutoff);
 
 -- name: DeleteConversation :execrows
 DELETE FROM conversations WHERE id = ?;

@@ -37,13 +37,14 @@ ORDER BY b.depth DESC;
 DELETE FROM messages WHERE id = ?;
 
 -- name: SearchMessages :many
+-- Matches in live conversations (not deleted ones), best first.
 SELECT m.id, m.conversation_id, m.parent_id, m.role, m.created_at,
-       c.title AS conversation_title,
+       c.title AS conversation_title, c.active_leaf_id,
        CAST(snippet(messages_fts, 0, sqlc.arg(mark_start), sqlc.arg(mark_end), sqlc.arg(ellipsis), 16) AS TEXT) AS snippet
 FROM messages_fts
 JOIN messages m ON m.id = messages_fts.rowid
 JOIN conversations c ON c.id = m.conversation_id
-WHERE messages_fts MATCH sqlc.arg(query)
+WHERE messages_fts MATCH sqlc.arg(query) AND c.deleted_at IS NULL
 ORDER BY bm25(messages_fts), m.id DESC
 LIMIT sqlc.arg(max_results);
 

@@ -23,3 +23,6 @@ UPDATE models SET last_used_at = ? WHERE id = ?;
 
 -- name: DeleteModel :execrows
 DELETE FROM models WHERE id = ?;
+
+-- name: ListModelsByFingerprint :many
+SELECT * FROM models WHERE fingerprint = ? ORDER BY id;

@@ -6,9 +6,13 @@ import "fmt"
 type Type uint32
 
 // The tensor types, numbered as in GGML. The CPU backend computes with F32,
-// F16, BF16, Q8_0, Q4_0 and Q4_1; the reader knows the layout of the others so
-// that files holding them still open (their tensors can be listed and
-// bounds-checked, not used).
+// F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and the K formats Q2_K..Q6_K
+// (engine/cpu: kquant.go has their layouts); the reader knows the layout of
+// the others so that files holding them still open (their tensors can be
+// listed and bounds-checked, not used). Q8_K is llama.cpp's activation
+// format for the K formats, not a weight type of real files. A tensor's
+// rows must hold whole blocks (256 values for the K formats): the reader
+// refuses other row lengths, naming the tensor.
 const (
 	F32    Type = 0
 	F16    Type = 1

@@ -33,11 +33,12 @@ func (s *mapCostStore) SetSettingRaw(_ context.Context, key string, v json.RawMe
 	return nil
 }
 
-// TestSpecDecoderPersistsCosts: a decoder measures once and stores the
-// table under the model's fingerprint and the CPU's kernel set; a new decoder on the same store loads
-// it without measuring (same ids); a wider request, a table for other widths
+// TestSessionPersistsCosts: a Session measures every width once and stores
+// the table under the model's fingerprint and the CPU's kernel set; a new
+// Session on the same store loads it without measuring, whatever width it
+// is asked for (same ids); a table for other widths (an older build's 1..4)
 // or a failed read measure again, and a fresh measurement overwrites.
-func TestSpecDecoderPersistsCosts(t *testing.T) {
+func TestSessionPersistsCosts(t *testing.T) {
 	b := openStories(t)
 	key := CostsKey(b.Config().Fingerprint, cpu.Kernels())
 	if b.Config().Fingerprint == "" {
@@ -46,46 +47,57 @@ func TestSpecDecoderPersistsCosts(t *testing.T) {
 	store := &mapCostStore{m: map[string]json.RawMessage{}}
 	var logb bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logb, nil))
-	want, _ := specTurns(t, b, PlainDecoder{}, 1, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
-	run := func(width int) *SpecDecoder {
+	opts := GenerateOptions{MaxTokens: 20}
+	want, _ := plainTurns(t, b, [][]int32{storiesPrompt}, opts)
+	run := func(s *Session, width int) *Session {
 		t.Helper()
-		d := NewSpecDecoder(nil, nil)
-		d.PersistCosts(store, log)
-		got, _ := specTurns(t, b, d, width, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
-		if !slices.Equal(tokenIDs(got[0]), tokenIDs(want[0])) {
-			t.Fatalf("width %d: ids %v, want %v", width, tokenIDs(got[0]), tokenIDs(want[0]))
+		if s == nil {
+			var err error
+			if s, err = NewSession(b, SessionOptions{CostStore: store, Log: log}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		return d
+		s.Reset()
+		if got := sessionTurns(t, s, width, [][]int32{storiesPrompt}, opts); !slices.Equal(tokenIDs(got[0]), want[0]) {
+			t.Fatalf("width %d: ids %v, want %v", width, tokenIDs(got[0]), want[0])
+		}
+		return s
 	}
-	if d := run(4); d.Measurements() != 1 {
-		t.Fatalf("first decoder measured %d times, want 1", d.Measurements())
+	all := []int{1, 2, 3, 4, 5, 6, 7, 8}
+	stored := func() storedCosts {
+		t.Helper()
+		var sc storedCosts
+		if err := json.Unmarshal(store.m[key], &sc); err != nil || !slices.Equal(sc.Widths, all) || len(sc.Seconds) != len(all) {
+			t.Fatalf("stored %s (%v), want a table for widths %v", store.m[key], err, all)
+		}
+		return sc
 	}
-	saved := store.m[key]
-	var sc storedCosts
-	if err := json.Unmarshal(saved, &sc); err != nil || !slices.Equal(sc.Widths, []int{1, 2, 3, 4}) || len(sc.Seconds) != 4 {
-		t.Fatalf("stored %s (%v)", saved, err)
+	if s := run(nil, 2); s.Measurements() != 1 {
+		t.Fatalf("first session measured %d times, want 1", s.Measurements())
 	}
-	d := run(4)
-	if d.Measurements() != 0 {
-		t.Fatal("second decoder measured although the store holds the costs")
+	stored()
+	s := run(nil, 4)
+	if s.Measurements() != 0 {
+		t.Fatal("second session measured although the store holds the costs")
 	}
-	// Wider than stored: measured again (1..8) and overwritten.
-	specTurns(t, b, d, 8, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
-	if d.Measurements() != 1 {
-		t.Fatalf("width 8 after a stored 1..4: %d measurements, want 1", d.Measurements())
+	// Wider than the first request: the table already covers it.
+	run(s, 8)
+	run(s, 0)
+	if s.Measurements() != 0 || len(s.Costs().Table()) != len(all) {
+		t.Fatalf("width 8 and auto after a stored table: %d measurements, costs %v", s.Measurements(), s.Costs().Table())
 	}
-	if json.Unmarshal(store.m[key], &sc) != nil || len(sc.Widths) != 8 {
-		t.Fatalf("not overwritten for 1..8: %s", store.m[key])
-	}
-	// Stored for 1..8, asked for 4: other widths, ignored with a warning.
+	// A table an older build stored for widths 1..4 only: ignored with a
+	// warning, measured again, overwritten with every width.
+	store.m[key] = json.RawMessage(`{"widths":[1,2,3,4],"seconds":{"1":0.001,"2":0.0011,"3":0.0012,"4":0.0013}}`)
 	logb.Reset()
-	if d := run(4); d.Measurements() != 1 || !strings.Contains(logb.String(), "stored call costs ignored") {
-		t.Fatalf("table for other widths: %d measurements, log %q", d.Measurements(), logb.String())
+	if s := run(nil, 4); s.Measurements() != 1 || !strings.Contains(logb.String(), "stored call costs ignored") || !strings.Contains(logb.String(), "[1 2 3 4]") {
+		t.Fatalf("table for other widths: %d measurements, log %q", s.Measurements(), logb.String())
 	}
+	stored()
 	store.err = errors.New("disk gone")
 	logb.Reset()
-	if d := run(4); d.Measurements() != 1 || !strings.Contains(logb.String(), "disk gone") {
-		t.Fatalf("failed read: %d measurements, log %q", d.Measurements(), logb.String())
+	if s := run(nil, 4); s.Measurements() != 1 || !strings.Contains(logb.String(), "disk gone") {
+		t.Fatalf("failed read: %d measurements, log %q", s.Measurements(), logb.String())
 	}
 }
 
@@ -119,12 +131,12 @@ func TestParseCosts(t *testing.T) {
 // CPU backend's Kernels).
 type hiddenKernels struct{ model.Backend }
 
-// TestSpecDecoderCostsKeyedByKernels: the key holds the backend's kernel
+// TestSessionCostsKeyedByKernels: the key holds the backend's kernel
 // set, so a table stored by a build without it in the key, or for another
-// kernel set, is not used: the decoder measures and stores under its own
+// kernel set, is not used: the session measures and stores under its own
 // key, leaving the others. A backend that does not name its kernels keeps
 // the plain "spec.costs/<fp>" key.
-func TestSpecDecoderCostsKeyedByKernels(t *testing.T) {
+func TestSessionCostsKeyedByKernels(t *testing.T) {
 	b := openStories(t)
 	fp := b.Config().Fingerprint
 	kernels := model.KernelsOf(b)
@@ -137,19 +149,20 @@ func TestSpecDecoderCostsKeyedByKernels(t *testing.T) {
 	if got, want := CostsKey(fp, ""), "spec.costs/"+fp; got != want {
 		t.Fatalf("CostsKey without kernels = %q, want %q", got, want)
 	}
-	table := json.RawMessage(`{"widths":[1,2,3,4],"seconds":{"1":0.001,"2":0.0011,"3":0.0012,"4":0.0013}}`)
+	table := json.RawMessage(`{"widths":[1,2,3,4,5,6,7,8],"seconds":{"1":0.001,"2":0.0011,"3":0.0012,"4":0.0013,"5":0.0014,"6":0.0015,"7":0.0016,"8":0.0017}}`)
 	plain, other := CostsKey(fp, ""), CostsKey(fp, "cpu/other.0")
 	store := &mapCostStore{m: map[string]json.RawMessage{plain: table, other: table}}
-	want, _ := specTurns(t, b, PlainDecoder{}, 1, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
-	run := func(b model.Backend) *SpecDecoder {
+	want, _ := plainTurns(t, b, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
+	run := func(b model.Backend) *Session {
 		t.Helper()
-		d := NewSpecDecoder(nil, nil)
-		d.PersistCosts(store, slog.New(slog.DiscardHandler))
-		got, _ := specTurns(t, b, d, 4, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20})
-		if !slices.Equal(tokenIDs(got[0]), tokenIDs(want[0])) {
-			t.Fatalf("ids %v, want %v", tokenIDs(got[0]), tokenIDs(want[0]))
+		s, err := NewSession(b, SessionOptions{CostStore: store, Log: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return d
+		if got := sessionTurns(t, s, 4, [][]int32{storiesPrompt}, GenerateOptions{MaxTokens: 20}); !slices.Equal(tokenIDs(got[0]), want[0]) {
+			t.Fatalf("ids %v, want %v", tokenIDs(got[0]), want[0])
+		}
+		return s
 	}
 	if d := run(b); d.Measurements() != 1 {
 		t.Fatalf("tables stored under %q and %q only: %d measurements, want 1", plain, other, d.Measurements())

@@ -1,0 +1,255 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"anechat/engine/chat"
+	"anechat/engine/coreml/mlcore"
+	"anechat/engine/load"
+	"anechat/engine/model"
+	"anechat/engine/spec"
+	"anechat/internal/backends"
+)
+
+// EventModelProgress carries a ModelProgress while Backend.Load loads a
+// model: compiling a Core ML bundle for this Mac takes long the first time.
+const EventModelProgress = "model:progress"
+
+// ModelProgress says how far loading model ModelID is: Done of Total steps
+// (the backend's own units).
+type ModelProgress struct {
+	ModelID int64 `json:"modelId"`
+	Done    int   `json:"done"`
+	Total   int   `json:"total"`
+}
+
+// CoreMLSettings is what Settings show of the Core ML backend beside
+// System.Backend: the compute-units setting, the values it takes, and what
+// runs the loaded model.
+type CoreMLSettings struct {
+	// ComputeUnits is the setting (neural-engine, gpu, cpu or all) and
+	// ComputeUnitChoices the values it takes.
+	ComputeUnits       string   `json:"computeUnits"`
+	ComputeUnitChoices []string `json:"computeUnitChoices"`
+	// Running names the backend of the loaded model ("coreml", "cpu"), ""
+	// when none is loaded; Runner what executes it ("Core ML
+	// (neural-engine)", "reference (CPU kernels, float32)"); Model its
+	// path.
+	Running string `json:"running"`
+	Runner  string `json:"runner"`
+	Model   string `json:"model"`
+	// Available says whether this build runs Core ML here, and Detail what
+	// runs or why not.
+	Available bool   `json:"available"`
+	Detail    string `json:"detail"`
+}
+
+// keyComputeUnits is the settings key of the compute-units setting.
+const keyComputeUnits = "coreml.compute_units"
+
+// CoreML is the service behind the Core ML part of Settings and model
+// loading: the compute-units setting, what runs the loaded model, and
+// loading a model ahead of the first reply (compiling a bundle takes long
+// the first time) with progress events (EventModelProgress) and
+// cancellation. Bound methods: Settings, SetComputeUnits, Load, CancelLoad.
+type CoreML struct {
+	c   *core
+	gen *EngineGenerator // nil without the engine
+
+	mu     sync.Mutex
+	cancel context.CancelFunc // the running Load's
+}
+
+// NewCoreMLService returns the CoreML service of a (gen may be nil). The
+// app wires it beside the other services: a field of App, listed in
+// Services, and Apply called after Startup so that the stored
+// compute-units setting is used by the first load.
+func NewCoreMLService(a *App, gen *EngineGenerator) *CoreML {
+	return &CoreML{c: a.core, gen: gen}
+}
+
+// computeUnits reads the setting ("" = the default, neural-engine).
+func (b *CoreML) computeUnits() (string, error) {
+	d, err := b.c.db()
+	if err != nil {
+		return "", err
+	}
+	raw, found, err := d.SettingRaw(b.c.context(), keyComputeUnits)
+	if err != nil || !found {
+		return "", err
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("settings: %s: %w", keyComputeUnits, err)
+	}
+	if _, err := mlcore.ParseComputeUnits(s); err != nil {
+		return "", fmt.Errorf("settings: %s: %w", keyComputeUnits, err)
+	}
+	return s, nil
+}
+
+// Apply gives the engine the registry of the stored compute-units setting.
+func (b *CoreML) Apply() error {
+	units, err := b.computeUnits()
+	if err != nil {
+		return err
+	}
+	if b.gen != nil {
+		b.gen.UseRegistry(backends.RegistryWith(backends.Options{ComputeUnits: units, Log: b.c.log}))
+	}
+	return nil
+}
+
+// Settings returns the compute-units setting and what runs the loaded
+// model.
+func (b *CoreML) Settings() (CoreMLSettings, error) {
+	units, err := b.computeUnits()
+	if err != nil {
+		return CoreMLSettings{}, err
+	}
+	cu, _ := mlcore.ParseComputeUnits(units)
+	info := CoreMLSettings{ComputeUnits: cu.String()}
+	for _, c := range []mlcore.ComputeUnits{mlcore.ComputeNeuralEngine, mlcore.ComputeGPU, mlcore.ComputeCPU, mlcore.ComputeAll} {
+		info.ComputeUnitChoices = append(info.ComputeUnitChoices, c.String())
+	}
+	for _, s := range backends.Statuses() {
+		if s.Name == "coreml" {
+			info.Available, info.Detail = s.Available, s.Detail
+		}
+	}
+	if b.gen != nil {
+		info.Running, info.Runner, info.Model = b.gen.Running()
+	}
+	return info, nil
+}
+
+// SetComputeUnits stores the compute-units setting (neural-engine, gpu,
+// cpu or all) and makes the next load use it (a loaded bundle is loaded
+// again at the next reply).
+func (b *CoreML) SetComputeUnits(units string) (CoreMLSettings, error) {
+	cu, err := mlcore.ParseComputeUnits(units)
+	if err != nil {
+		return CoreMLSettings{}, fmt.Errorf("settings: compute units: %w", err)
+	}
+	d, err := b.c.db()
+	if err != nil {
+		return CoreMLSettings{}, err
+	}
+	raw, _ := json.Marshal(cu.String())
+	if err := d.SetSettingRaw(b.c.context(), keyComputeUnits, raw); err != nil {
+		return CoreMLSettings{}, err
+	}
+	if err := b.Apply(); err != nil {
+		return CoreMLSettings{}, err
+	}
+	return b.Settings()
+}
+
+// ErrLoadRunning is returned by Load while another Load runs.
+var ErrLoadRunning = errors.New("app: a model is already loading (cancel it first)")
+
+// Load loads model id now rather than at the first reply, sending
+// EventModelProgress as it goes; CancelLoad stops it (between files and
+// chunks: a Core ML compile already started runs to its end). It returns
+// when the model is loaded, or the error (context.Canceled when
+// cancelled).
+func (b *CoreML) Load(id int64) error {
+	if b.gen == nil {
+		return ErrNoEngine
+	}
+	d, err := b.c.db()
+	if err != nil {
+		return err
+	}
+	m, err := d.GetModel(b.c.context(), id)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if b.cancel != nil {
+		b.mu.Unlock()
+		return ErrLoadRunning
+	}
+	ctx, cancel := context.WithCancel(b.c.context())
+	b.cancel = cancel
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.cancel = nil
+		b.mu.Unlock()
+		cancel()
+	}()
+	return b.gen.Preload(ctx, m.Path, func(done, total int) {
+		b.c.send(EventModelProgress, ModelProgress{ModelID: id, Done: done, Total: total})
+	})
+}
+
+// CancelLoad stops the running Load; false when none runs.
+func (b *CoreML) CancelLoad() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cancel == nil {
+		return false
+	}
+	b.cancel()
+	return true
+}
+
+// UseRegistry makes the generator open models through reg from the next
+// load on; a loaded Core ML bundle is unloaded, so that a changed setting
+// (compute units) applies at the next reply.
+func (g *EngineGenerator) UseRegistry(reg *load.Registry) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.registry = reg
+	if g.loaded != nil && strings.HasPrefix(model.KernelsOf(g.loaded.backend), "coreml/") {
+		g.unload()
+	}
+}
+
+// Preload loads the model at path (unloading another) with progress, so
+// that the next reply finds it loaded; ctx cancels it.
+func (g *EngineGenerator) Preload(ctx context.Context, path string, progress func(done, total int)) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.loaded != nil && g.loaded.path == path && model.CheckFiles(g.loaded.backend) == nil {
+		if progress != nil {
+			progress(1, 1)
+		}
+		return nil
+	}
+	g.unload()
+	lm, err := g.registry.Open(ctx, path, load.Options{Progress: progress})
+	if err != nil {
+		return fmt.Errorf("load model %s: %w", path, err)
+	}
+	tmpl, err := chat.ForModel(lm.Backend.Config().Arch, lm.Tokenizer, lm.Chat)
+	if err != nil {
+		lm.Close()
+		return fmt.Errorf("load model %s: chat template: %w", path, err)
+	}
+	g.log.Info("model loaded", "path", path, "backend", lm.BackendName, "template", tmpl.Name())
+	g.loaded = &loadedModel{path: path, backend: lm.Backend, tok: lm.Tokenizer, tmpl: tmpl, corpus: spec.NewCorpus(0), seen: map[string]bool{}}
+	return nil
+}
+
+// Running names the loaded model's backend ("coreml", "cpu"), what runs it
+// and its path; all "" when no model is loaded.
+func (g *EngineGenerator) Running() (backend, runner, path string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.loaded == nil {
+		return "", "", ""
+	}
+	k := model.KernelsOf(g.loaded.backend)
+	backend, runner, _ = strings.Cut(k, "/")
+	if backend != "coreml" {
+		backend, runner = "cpu", "pure Go ("+k+")"
+	}
+	return backend, runner, g.loaded.path
+}

@@ -1,0 +1,137 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"anechat/internal/backends"
+	"anechat/internal/testres"
+)
+
+func coremlTestData(t *testing.T, name string) string {
+	t.Helper()
+	p := filepath.Join(testres.RepoRoot(t), "build", "testdeps", "coreml", name)
+	return testres.Require(t, p, "Core ML test bundles", "run build/scripts/deps-coreml.sh and deps-coremlhost.sh (make test runs them)")
+}
+
+// progressEmitter records model:progress events and, when cancel is set,
+// cancels the running load at the first one.
+type progressEmitter struct {
+	mu     sync.Mutex
+	events []ModelProgress
+	cancel func() bool
+}
+
+func (e *progressEmitter) Emit(name string, data any) {
+	if name != EventModelProgress {
+		return
+	}
+	e.mu.Lock()
+	e.events = append(e.events, data.(ModelProgress))
+	c := e.cancel
+	e.mu.Unlock()
+	if c != nil {
+		c()
+	}
+}
+
+// startBackend opens an app whose models open through the reference
+// registry (the Core ML backend with the reference runner), the Backend
+// service on an engine generator using it, and registers the test bundle.
+func startBackend(t *testing.T) (*CoreML, *EngineGenerator, *progressEmitter, int64) {
+	t.Helper()
+	src := coremlTestData(t, "gemma4-exact")
+	reg := backends.Reference(src)
+	gen := NewEngineGenerator(nil)
+	gen.UseRegistry(reg)
+	a := New(Options{DataDir: t.TempDir(), Version: "test", Generator: gen, Backends: reg})
+	em := &progressEmitter{}
+	a.Startup(context.Background(), em)
+	t.Cleanup(func() { a.Shutdown(); gen.Close() })
+	m, err := a.Models.Register(coremlTestData(t, "gemma4-exact.bundle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Kind != KindCoreML {
+		t.Fatalf("bundle registered as %s", m.Kind)
+	}
+	return NewCoreMLService(a, gen), gen, em, m.ID
+}
+
+// TestCoreMLLoadAndSettings: Load loads a bundle with progress events up
+// to the end, after which Settings say it runs on the Core ML backend and
+// by what; before, no model is loaded, and off Apple silicon Core ML is
+// not available, saying why.
+func TestCoreMLLoadAndSettings(t *testing.T) {
+	svc, _, em, id := startBackend(t)
+	info, err := svc.Settings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Running != "" || info.ComputeUnits != "neural-engine" || len(info.ComputeUnitChoices) != 4 {
+		t.Errorf("settings before loading: %+v", info)
+	}
+	if runtime.GOOS != "darwin" && (info.Available || !strings.Contains(info.Detail, "Neural Engine is not available")) {
+		t.Errorf("settings off a Mac: %+v", info)
+	}
+	if err := svc.Load(id); err != nil {
+		t.Fatal(err)
+	}
+	em.mu.Lock()
+	n := len(em.events)
+	last := em.events[n-1]
+	em.mu.Unlock()
+	if n < 2 || last.Done != last.Total || last.ModelID != id {
+		t.Errorf("%d progress events, last %+v", n, last)
+	}
+	info, err = svc.Settings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Running != "coreml" || info.Runner != "reference (CPU kernels, float32)" {
+		t.Errorf("settings after loading: %+v", info)
+	}
+	if svc.CancelLoad() {
+		t.Error("CancelLoad with no load running returned true")
+	}
+}
+
+// TestCoreMLLoadCancel: cancelling a load stops it with context.Canceled
+// and leaves no model loaded.
+func TestCoreMLLoadCancel(t *testing.T) {
+	svc, gen, em, id := startBackend(t)
+	em.cancel = svc.CancelLoad
+	if err := svc.Load(id); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled load: %v", err)
+	}
+	if b, _, _ := gen.Running(); b != "" {
+		t.Errorf("a model is loaded after a cancelled load (%s)", b)
+	}
+}
+
+// TestCoreMLComputeUnits: the setting is validated, stored and read back;
+// changing it unloads a loaded bundle so the next load uses it.
+func TestCoreMLComputeUnits(t *testing.T) {
+	svc, gen, _, id := startBackend(t)
+	if _, err := svc.SetComputeUnits("tpu"); err == nil {
+		t.Error("compute units tpu accepted")
+	}
+	if err := svc.Load(id); err != nil {
+		t.Fatal(err)
+	}
+	info, err := svc.SetComputeUnits("gpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.ComputeUnits != "gpu" {
+		t.Errorf("compute units %q after setting gpu", info.ComputeUnits)
+	}
+	if b, _, _ := gen.Running(); b != "" {
+		t.Errorf("the bundle stayed loaded (%s) after the compute units changed", b)
+	}
+}

@@ -1,0 +1,356 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"anechat/engine"
+	"anechat/engine/chat"
+	"anechat/engine/coreml"
+	"anechat/engine/kv"
+	"anechat/engine/load"
+	"anechat/engine/model"
+	"anechat/engine/spec"
+	"anechat/internal/backends"
+)
+
+// coremlCheckOptions say which bundle `anechat doctor --bundle` and `anechat
+// bench coreml` check, and how.
+type coremlCheckOptions struct {
+	bundle string
+	// reference, when set, runs the bundle with the reference runner
+	// (its function contract on the CPU kernels) on the checkpoint at this
+	// path instead of Core ML.
+	reference string
+	units     string
+	tokens    int // per prompt and width
+	rowChecks int // tokens checked for row independence
+	progress  func(string)
+}
+
+// coremlReport is what the check measured.
+type coremlReport struct {
+	Bundle       string          `json:"bundle"`
+	Runner       string          `json:"runner"`
+	LoadSeconds  float64         `json:"load_seconds"`
+	Chunks       []coremlChunk   `json:"chunks,omitempty"`
+	Width        int             `json:"generate_width"`
+	Prompts      int             `json:"prompts"`
+	Identical    int             `json:"identical"`
+	Differing    []string        `json:"differing,omitempty"`
+	RowChecks    int             `json:"row_checks"`
+	RowSameBits  int             `json:"row_same_bits"`
+	RowMaxDiff   float64         `json:"row_max_abs_diff"`
+	RowSameIDs   int             `json:"row_same_argmax"`
+	TokSOff      float64         `json:"tok_s_spec_off"`
+	TokSOn       float64         `json:"tok_s_spec_on"`
+	TauOn        float64         `json:"tau_spec_on"`
+	Latency      []coremlLatency `json:"latency"`
+	CostsByWidth map[int]float64 `json:"call_ms_by_width"`
+}
+
+type coremlChunk struct {
+	Package        string     `json:"package"`
+	Compiled       bool       `json:"compiled"`
+	CompileSeconds float64    `json:"compile_seconds"`
+	LoadSeconds    [2]float64 `json:"load_seconds"`
+}
+
+type coremlLatency struct {
+	Kind   string  `json:"kind"`
+	Rows   int     `json:"rows"`
+	Calls  int     `json:"calls"`
+	MeanMs float64 `json:"mean_ms"`
+	MinMs  float64 `json:"min_ms"`
+}
+
+// errNoNeuralEngine: this build or machine has no Core ML, and no
+// reference checkpoint was given.
+var errNoNeuralEngine = errors.New("the Neural Engine is not available")
+
+// noNeuralEngine says plainly what runs instead.
+func noNeuralEngine() string {
+	return fmt.Sprintf("the Neural Engine is not available on %s/%s (Core ML needs an Apple silicon Mac and a darwin/arm64 build); the CPU backend runs every model here. Pass --reference CHECKPOINT (the checkpoint the bundle was converted from) to run the bundle's functions with the reference runner (their contract, on the CPU kernels) instead",
+		runtime.GOOS, runtime.GOARCH)
+}
+
+// checkPrompts are the prompt set: chat-like text, with repeated spans
+// where prompt lookup has drafts to send.
+var checkPrompts = []string{
+	"Once upon a time, there was a little girl named Lily. She loved to play outside.",
+	"Repeat after me: the quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog.",
+	"Write a short list of fruits: apple, banana, cherry, apple, banana, cherry.",
+	"func add(a, b int) int { return a + b }\nRename add to sum:",
+	"Why is the sky blue?",
+}
+
+// runCoreMLCheck loads the bundle, runs the prompt set with speculation off
+// and on, checks the generation function's row independence and collects
+// the latency of every call.
+func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, error) {
+	say := func(format string, args ...any) {
+		if o.progress != nil {
+			o.progress(fmt.Sprintf(format, args...))
+		}
+	}
+	var reg *load.Registry
+	if o.reference != "" {
+		reg = backends.Reference(o.reference)
+	} else {
+		if st := backends.Statuses(); !st[0].Available {
+			return nil, fmt.Errorf("%w: %s", errNoNeuralEngine, noNeuralEngine())
+		}
+		reg = backends.RegistryWith(backends.Options{ComputeUnits: o.units})
+	}
+	src, err := load.Detect(o.bundle)
+	if err != nil {
+		return nil, err
+	}
+	if src.Format != load.CoreML {
+		return nil, fmt.Errorf("%s is a %s model, not a Core ML bundle", o.bundle, src.Format)
+	}
+	if coreml.IsPublished(o.bundle) {
+		return nil, fmt.Errorf("%s: %s", o.bundle, describePublished(o.bundle))
+	}
+	say("loading %s (compiling takes long the first time) ...", o.bundle)
+	t0 := time.Now()
+	lm, err := reg.OpenSource(ctx, src, load.Options{Progress: func(done, total int) {}})
+	if err != nil {
+		return nil, err
+	}
+	defer lm.Close()
+	be, ok := lm.Backend.(*coreml.Backend)
+	if !ok {
+		return nil, fmt.Errorf("%s opened on the %s backend, not Core ML", o.bundle, lm.BackendName)
+	}
+	rep := &coremlReport{Bundle: o.bundle, Runner: be.Runner().Name(), LoadSeconds: time.Since(t0).Seconds(),
+		Width: be.Bundle().Manifest.Geometry.GenerateWidth, CostsByWidth: map[int]float64{}}
+	if cr, ok := be.Runner().(*coreml.CoreMLRunner); ok {
+		for _, l := range cr.Loads() {
+			rep.Chunks = append(rep.Chunks, coremlChunk{Package: l.Package, Compiled: l.Compiled, CompileSeconds: l.Compile.Seconds(),
+				LoadSeconds: [2]float64{l.Load[0].Seconds(), l.Load[1].Seconds()}})
+		}
+	}
+	tmpl, err := chat.ForModel(be.Config().Arch, lm.Tokenizer, lm.Chat)
+	if err != nil {
+		return nil, err
+	}
+	costs, err := spec.Measure(ctx, be, spec.MeasureOptions{Reps: 3})
+	if err != nil {
+		return nil, err
+	}
+	for w := 1; w <= spec.MaxWidth; w++ {
+		if s := costs.Seconds(w); s > 0 {
+			rep.CostsByWidth[w] = s * 1000
+		}
+	}
+	width := min(rep.Width, spec.MaxWidth)
+	var offTok, onTok, onCalls int
+	var offSec, onSec float64
+	for i, p := range checkPrompts {
+		ids, err := tmpl.Render([]chat.Message{{Role: chat.RoleUser, Content: p}}, true)
+		if err != nil {
+			return nil, err
+		}
+		if len(ids)+o.tokens > be.Config().ContextLen {
+			ids = ids[:max(1, be.Config().ContextLen-o.tokens-1)]
+		}
+		var out [2][]int32
+		var text [2]string
+		for k, w := range []int{1, width} {
+			s, err := engine.NewSession(be, engine.SessionOptions{Costs: costs.Clone(), Text: func() engine.TextStream { return lm.Tokenizer.NewStream() }})
+			if err != nil {
+				return nil, err
+			}
+			if err := s.Prefill(ctx, ids, nil); err != nil {
+				return nil, err
+			}
+			var b strings.Builder
+			st, err := s.Generate(ctx, engine.GenerateOptions{MaxTokens: o.tokens, Width: w, Stop: tmpl.Stops()}, func(t engine.Token) error {
+				if t.ID >= 0 {
+					out[k] = append(out[k], t.ID)
+				}
+				b.WriteString(t.Text)
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			text[k] = b.String()
+			if k == 0 {
+				offTok, offSec = offTok+st.Tokens, offSec+st.Decode.Seconds()
+			} else {
+				onTok, onSec, onCalls = onTok+st.Tokens, onSec+st.Decode.Seconds(), onCalls+st.TargetCalls
+			}
+		}
+		rep.Prompts++
+		if slices.Equal(out[0], out[1]) && text[0] == text[1] {
+			rep.Identical++
+		} else {
+			rep.Differing = append(rep.Differing, fmt.Sprintf("prompt %d", i+1))
+		}
+		say("prompt %d: %d tokens, speculation on and off %s", i+1, len(out[0]), map[bool]string{true: "identical", false: "DIFFER"}[slices.Equal(out[0], out[1]) && text[0] == text[1]])
+	}
+	if offSec > 0 {
+		rep.TokSOff = float64(offTok) / offSec
+	}
+	if onSec > 0 {
+		rep.TokSOn = float64(onTok) / onSec
+	}
+	if onCalls > 0 {
+		rep.TauOn = float64(onTok) / float64(onCalls)
+	}
+	if err := rowIndependence(ctx, be, o.rowChecks, rep); err != nil {
+		return nil, err
+	}
+	for _, c := range be.CallStats() {
+		rep.Latency = append(rep.Latency, coremlLatency{Kind: c.Kind, Rows: c.Rows, Calls: c.Calls,
+			MeanMs: float64(c.Total.Microseconds()) / 1000 / float64(c.Calls), MinMs: float64(c.Min.Microseconds()) / 1000})
+	}
+	return rep, nil
+}
+
+// rowIndependence checks that the generation function computes a token's
+// row from its own inputs only: token x at position p after the rows of
+// a[0..s-1] gives the same logits whether those rows come from the same
+// call (x in slot s) or from the cache (x alone in slot 0), for every slot
+// s of the function.
+func rowIndependence(ctx context.Context, be *coreml.Backend, checks int, rep *coremlReport) error {
+	cfg := be.Config()
+	K := min(rep.Width, cfg.ContextLen-20)
+	V := int32(cfg.VocabSize)
+	prefix := []int32{max(cfg.BOS, 0), 17 % V, 250 % V, 3 % V}
+	for c := range checks {
+		s := 1 + c%max(K-1, 1)
+		if s >= K {
+			s = K - 1
+		}
+		a := make([]int32, s)
+		for i := range a {
+			a[i] = int32((1000 + 37*c + 11*i) % int(V))
+		}
+		x := int32((5 + 101*c) % int(V))
+		cache, err := kv.New(cfg.KV, max(spec.MaxWidth, K, len(prefix)))
+		if err != nil {
+			return err
+		}
+		if _, err := be.Forward(ctx, prefix, 0, cache, model.Argmax|model.Last); err != nil {
+			return err
+		}
+		if err := cache.Commit(len(prefix)); err != nil {
+			return err
+		}
+		together, err := be.Forward(ctx, append(slices.Clone(a), x), cache.Len(), cache, model.Logits|model.Argmax)
+		if err != nil {
+			return err
+		}
+		cache.Rollback()
+		if _, err := be.Forward(ctx, a, cache.Len(), cache, model.Argmax); err != nil {
+			return err
+		}
+		if err := cache.Commit(len(a)); err != nil {
+			return err
+		}
+		alone, err := be.Forward(ctx, []int32{x}, cache.Len(), cache, model.Logits|model.Argmax)
+		if err != nil {
+			return err
+		}
+		got, want := together.Logits[s], alone.Logits[0]
+		rep.RowChecks++
+		if model.SameBits(got, want) {
+			rep.RowSameBits++
+		}
+		for i := range got {
+			rep.RowMaxDiff = max(rep.RowMaxDiff, float64(abs32(got[i]-want[i])))
+		}
+		if together.Argmax[s] == alone.Argmax[0] {
+			rep.RowSameIDs++
+		}
+	}
+	return nil
+}
+
+func abs32(x float32) float32 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// printCoreMLReport prints the report as doctor's lines (table false) or
+// bench's tables.
+func printCoreMLReport(w io.Writer, rep *coremlReport, table bool) {
+	yes := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "NO"
+	}
+	if !table {
+		line := func(label, format string, args ...any) {
+			fmt.Fprintf(w, "%-10s %s\n", label+":", fmt.Sprintf(format, args...))
+		}
+		line("bundle", "%s", rep.Bundle)
+		line("runs on", "%s", rep.Runner)
+		line("load", "%.2f s in all", rep.LoadSeconds)
+		for _, c := range rep.Chunks {
+			what := "found in the compile cache"
+			if c.Compiled {
+				what = "compiled now"
+			}
+			fmt.Fprintf(w, "  %s: %s in %.2f s, generate loaded in %.2f s, prefill in %.2f s\n", c.Package, what, c.CompileSeconds, c.LoadSeconds[0], c.LoadSeconds[1])
+		}
+		line("identity", "%s: %d of %d prompts byte-identical with speculation on (width %d) and off", yes(rep.Identical == rep.Prompts), rep.Identical, rep.Prompts, min(rep.Width, spec.MaxWidth))
+		line("rows", "%s: the same token in slots 1..%d and alone in slot 0 gives the same bits in %d of %d checks (max |diff| %.3g, same argmax %d)",
+			yes(rep.RowSameBits == rep.RowChecks), rep.Width-1, rep.RowSameBits, rep.RowChecks, rep.RowMaxDiff, rep.RowSameIDs)
+		line("speed", "%.1f tok/s speculation off, %.1f tok/s on (τ %.2f)", rep.TokSOff, rep.TokSOn, rep.TauOn)
+		var ms []string
+		for wd := 1; wd <= spec.MaxWidth; wd++ {
+			if v, ok := rep.CostsByWidth[wd]; ok {
+				ms = append(ms, fmt.Sprintf("w%d %.2f", wd, v))
+			}
+		}
+		line("call ms", "%s (measured per width, generation function)", strings.Join(ms, ", "))
+		for _, l := range rep.Latency {
+			fmt.Fprintf(w, "  %-8s %2d rows: %4d calls, mean %.2f ms, min %.2f ms\n", l.Kind, l.Rows, l.Calls, l.MeanMs, l.MinMs)
+		}
+		return
+	}
+	fmt.Fprintf(w, "bundle %s on %s, loaded in %.2f s\n\n", rep.Bundle, rep.Runner, rep.LoadSeconds)
+	if len(rep.Chunks) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "chunk\tcompiled now\tcompile s\tload generate s\tload prefill s\t")
+		for _, c := range rep.Chunks {
+			fmt.Fprintf(tw, "%s\t%v\t%.2f\t%.2f\t%.2f\t\n", c.Package, c.Compiled, c.CompileSeconds, c.LoadSeconds[0], c.LoadSeconds[1])
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "call kind\trows\tcalls\tmean ms\tmin ms\t")
+	for _, l := range rep.Latency {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t\n", l.Kind, l.Rows, l.Calls, l.MeanMs, l.MinMs)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "prompts\tidentical\trow checks\tsame bits\tmax |diff|\ttok/s off\ttok/s on\tτ on\t")
+	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.3g\t%.1f\t%.1f\t%.2f\t\n", rep.Prompts, rep.Identical, rep.RowChecks, rep.RowSameBits, rep.RowMaxDiff, rep.TokSOff, rep.TokSOn, rep.TauOn)
+	tw.Flush()
+}
+
+// describePublished says what a CoreML-LLM bundle is and why it is not run.
+func describePublished(dir string) string {
+	p, err := coreml.ReadPublished(dir)
+	if err != nil {
+		return err.Error()
+	}
+	return p.Describe()
+}

@@ -1,0 +1,175 @@
+package chat
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"anechat/engine/chat/jinja"
+	"anechat/engine/tokenizer"
+)
+
+// ErrTemplate marks a model's own chat template that does not parse or
+// fails while rendering; the message names the template's file and line.
+var ErrTemplate = errors.New("chat: the model's chat template failed")
+
+// Jinja renders a model's own chat template, as transformers'
+// apply_chat_template does: the template sees messages (role and content),
+// add_generation_prompt, tools and documents (None) and the model's named
+// special tokens (bos_token, eos_token, …), and the rendered text is
+// tokenized as a whole, with no BOS added (the template writes its own).
+//
+// Message text stays text: the renderer tracks which bytes of the output came
+// from message content, and a special token spelled there is tokenized as
+// plain text (Tokenizer.EncodeTrusted); only the template's own text yields
+// control tokens. On conversations whose text spells no special token, the
+// ids equal transformers' exactly. Where it does, transformers
+// (sanitize_control_tokens=False) would emit the control token; we emit the
+// text's ordinary tokens instead.
+type Jinja struct {
+	tok    *tokenizer.Tokenizer
+	tmpl   *jinja.Template
+	source string
+	vars   map[string]jinja.Value
+	stops  []int32
+	hash   string
+}
+
+// NewJinja parses spec's template for tok. A template that does not parse
+// is an error naming spec.Source and the line.
+func NewJinja(tok *tokenizer.Tokenizer, spec Spec) (*Jinja, error) {
+	t, err := jinja.Parse(spec.Template)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrTemplate, spec.Source, err)
+	}
+	j := &Jinja{tok: tok, tmpl: t, source: spec.Source, vars: map[string]jinja.Value{}}
+	names := make([]string, 0, len(spec.Tokens))
+	for k, v := range spec.Tokens {
+		j.vars[k] = jinja.Str(v)
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	fmt.Fprintf(h, "jinja-v1\x00%d\x00%s\x00", len(spec.Template), spec.Template)
+	for _, k := range names {
+		fmt.Fprintf(h, "%s=%s\x00", k, spec.Tokens[k])
+	}
+	j.hash = hex.EncodeToString(h.Sum(nil)[:16])
+	j.stops = j.deriveStops()
+	return j, nil
+}
+
+// Name implements Template.
+func (j *Jinja) Name() string { return "jinja" }
+
+// Stops implements Template: the tokenizer's end-of-sequence ids plus the
+// control token the template writes right after a model's answer (its
+// end-of-turn token).
+func (j *Jinja) Stops() []int32 { return append([]int32(nil), j.stops...) }
+
+// Hash implements Template: it covers the template text and the special
+// token names it is rendered with.
+func (j *Jinja) Hash() string { return j.hash }
+
+// Source says where the template was read.
+func (j *Jinja) Source() string { return j.source }
+
+// Render implements Template.
+func (j *Jinja) Render(msgs []Message, addGenerationPrompt bool) ([]int32, error) {
+	out, err := j.render(msgs, addGenerationPrompt)
+	if err != nil {
+		return nil, err
+	}
+	return j.encode(out), nil
+}
+
+// RenderText renders the conversation to text, as the model will read it.
+func (j *Jinja) RenderText(msgs []Message, addGenerationPrompt bool) (string, error) {
+	out, err := j.render(msgs, addGenerationPrompt)
+	return out.Text, err
+}
+
+func (j *Jinja) encode(out jinja.Output) []int32 {
+	spans := out.Untrusted
+	return j.tok.EncodeTrusted(out.Text, func(lo, hi int) bool {
+		// The first span that ends after lo is the only one that can overlap.
+		i := sort.Search(len(spans), func(i int) bool { return spans[i].Hi > lo })
+		return i == len(spans) || spans[i].Lo >= hi
+	})
+}
+
+func (j *Jinja) render(msgs []Message, addGenerationPrompt bool) (jinja.Output, error) {
+	if len(msgs) == 0 {
+		return jinja.Output{}, fmt.Errorf("%w: no messages", ErrConversation)
+	}
+	list := make([]jinja.Value, len(msgs))
+	for i, m := range msgs {
+		if err := checkRole(i, m); err != nil {
+			return jinja.Output{}, err
+		}
+		// Roles are one of three fixed words, so they are trusted (a
+		// template may build control tokens from them, '<|' + role + '|>');
+		// the content is what users wrote.
+		list[i] = jinja.Dict(jinja.Str("role"), jinja.Str(m.Role), jinja.Str("content"), jinja.Untrusted(m.Content))
+	}
+	vars := make(map[string]jinja.Value, len(j.vars)+4)
+	for k, v := range j.vars {
+		vars[k] = v
+	}
+	vars["messages"] = jinja.List(list...)
+	vars["add_generation_prompt"] = jinja.Bool(addGenerationPrompt)
+	vars["tools"] = jinja.None()
+	vars["documents"] = jinja.None()
+	out, err := j.tmpl.Render(vars, jinja.Options{})
+	if err != nil {
+		var je *jinja.Error
+		if errors.As(err, &je) && je.Raised {
+			// The template refused the conversation (roles out of order, …).
+			return jinja.Output{}, fmt.Errorf("%w: %w: %s: %v", ErrConversation, ErrTemplate, j.source, err)
+		}
+		return jinja.Output{}, fmt.Errorf("%w: %s: %v", ErrTemplate, j.source, err)
+	}
+	return out, nil
+}
+
+// probeAnswer is a model answer whose text no template changes.
+const probeAnswer = "anechatProbeAnswer"
+
+// deriveStops renders a user question and a model answer and takes the
+// first control token the template writes after the answer: ChatML's
+// <|im_end|>, Llama 3's <|eot_id|>, Gemma's <end_of_turn> or <turn|>.
+func (j *Jinja) deriveStops() []int32 {
+	stops := j.tok.EOS()
+	out, err := j.render([]Message{{RoleUser, "Hi"}, {RoleAssistant, probeAnswer}}, false)
+	if err != nil {
+		return stops
+	}
+	at := strings.LastIndex(out.Text, probeAnswer)
+	if at < 0 {
+		return stops
+	}
+	for _, id := range j.tok.EncodeSpecial(out.Text[at+len(probeAnswer):]) {
+		if j.isControl(id) {
+			if !slices.Contains(stops, id) {
+				stops = append(stops, id)
+			}
+			break
+		}
+	}
+	return stops
+}
+
+// isControl reports whether id is a special token: one EncodeSpecial finds in
+// its own spelling but Encode does not.
+func (j *Jinja) isControl(id int32) bool {
+	p := j.tok.Piece(id)
+	if p == "" {
+		return false
+	}
+	sp := j.tok.EncodeSpecial(p)
+	return len(sp) == 1 && sp[0] == id && !slices.Equal(j.tok.Encode(p), sp)
+}

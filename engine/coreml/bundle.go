@@ -1,0 +1,150 @@
+package coreml
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"anechat/engine/arch/gemma4"
+	"anechat/engine/arch/llama"
+	"anechat/engine/model"
+	"anechat/engine/model/mmap"
+)
+
+// Bundle is an open bundle: its validated manifest, the architecture plan
+// the host builds inputs by, and the mapped sidecars. The chunk packages
+// are loaded by a Runner.
+type Bundle struct {
+	// Dir is the bundle directory.
+	Dir string
+	// Manifest is its manifest.json, validated.
+	Manifest *Manifest
+	plan     *plan
+	embed    *Sidecar
+	ple      *Sidecar // nil without per-layer embeddings
+}
+
+// OpenBundle reads the bundle in dir: the manifest (format, version,
+// architecture, every function's shapes), the architecture it describes
+// checked against engine/arch, every file it names present, and the sha256
+// of the sidecars and the tokenizer. progress, when set, receives the bytes
+// checksummed so far and the total; ctx cancels the checks. Every error
+// wraps ErrBundle (or is ctx's) and names the file and what is wrong.
+func OpenBundle(ctx context.Context, dir string, progress func(done, total int64)) (_ *Bundle, err error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	p, err := planFor(m)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBundle, filepath.Join(dir, ManifestName), err)
+	}
+	for j, c := range m.Chunks {
+		pkg := filepath.Join(dir, c.Package)
+		st, err := os.Stat(pkg)
+		if err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("%w: %s (chunks[%d].package) is missing or not a directory: the bundle is incomplete", ErrBundle, pkg, j)
+		}
+		if _, err := os.Stat(filepath.Join(pkg, "Manifest.json")); err != nil {
+			if _, err2 := os.Stat(filepath.Join(pkg, "coremldata.bin")); err2 != nil {
+				return nil, fmt.Errorf("%w: %s (chunks[%d].package) is not a Core ML package (no Manifest.json): the bundle is incomplete", ErrBundle, pkg, j)
+			}
+		}
+	}
+	if f := m.ChatTemplate.File; f != "" {
+		if !localName(f) {
+			return nil, fmt.Errorf("%w: %s: chat_template.file %q is not a file of the bundle", ErrBundle, filepath.Join(dir, ManifestName), f)
+		}
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return nil, fmt.Errorf("%w: %s (chat_template.file): %w", ErrBundle, filepath.Join(dir, f), err)
+		}
+	}
+	files := []checksum{{filepath.Join(dir, m.Tokenizer.File), m.Tokenizer.SHA256, "tokenizer.sha256"}}
+	for _, name := range []string{"embed", "per_layer"} {
+		s, ok := m.Sidecars[name]
+		if !ok {
+			continue
+		}
+		files = append(files, checksum{filepath.Join(dir, s.Data.File), s.Data.SHA256, "sidecars." + name + ".data.sha256"})
+		if s.Scales != nil {
+			files = append(files, checksum{filepath.Join(dir, s.Scales.File), s.Scales.SHA256, "sidecars." + name + ".scales.sha256"})
+		}
+	}
+	b := &Bundle{Dir: dir, Manifest: m, plan: p}
+	defer func() {
+		if err != nil {
+			b.Close()
+		}
+	}()
+	// Sizes first (cheap, and a truncated file gets the clearer message),
+	// then the checksums.
+	if b.embed, err = openSidecar(dir, "embed", m.Sidecars["embed"]); err != nil {
+		return nil, err
+	}
+	if s, ok := m.Sidecars["per_layer"]; ok {
+		if b.ple, err = openSidecar(dir, "per_layer", s); err != nil {
+			return nil, err
+		}
+	}
+	if err := verifyFiles(ctx, files, progress); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Config is the model the bundle runs (without a fingerprint: engine/load
+// sets it).
+func (b *Bundle) Config() model.Config {
+	c := b.plan.cfg
+	c.EOS = append([]int32(nil), c.EOS...)
+	return c
+}
+
+// PackagePath is the path of chunk j's package.
+func (b *Bundle) PackagePath(j int) string { return filepath.Join(b.Dir, b.Manifest.Chunks[j].Package) }
+
+// Embed and PerLayer are the embedding tables (PerLayer is nil without
+// per-layer embeddings).
+func (b *Bundle) Embed() *Sidecar    { return b.embed }
+func (b *Bundle) PerLayer() *Sidecar { return b.ple }
+
+// checkFiles reports a sidecar that changed on disk since it was mapped.
+func (b *Bundle) checkFiles() error {
+	for _, s := range []*Sidecar{b.embed, b.ple} {
+		if s != nil {
+			if err := s.check(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (b *Bundle) mappings() []*mmap.Mapping {
+	var out []*mmap.Mapping
+	for _, s := range []*Sidecar{b.embed, b.ple} {
+		if s != nil {
+			out = append(out, s.mappings()...)
+		}
+	}
+	return out
+}
+
+// Close unmaps the sidecars.
+func (b *Bundle) Close() error {
+	var first error
+	for _, s := range []*Sidecar{b.embed, b.ple} {
+		if s != nil {
+			if err := s.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	b.embed, b.ple = nil, nil
+	return first
+}
+
+// Arch returns the architecture the bundle runs, as engine/arch describes
+// it: exactly one of the two is not nil.
+func (b *Bundle) Arch() (g *gemma4.Config, l *llama.Config) { return b.plan.Gemma4, b.plan.Llama }

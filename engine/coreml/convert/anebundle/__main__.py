@@ -1,0 +1,43 @@
+"""python -m anebundle MODEL OUT [flags]: convert a checkpoint to a bundle."""
+import argparse
+import logging
+import os
+import sys
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="anebundle", description=(
+        "Convert a gemma4 Hugging Face directory or a llama GGUF file into an anechat Core ML bundle "
+        "(chunked multifunction .mlpackage files, INT8 embedding sidecars, manifest.json)."))
+    p.add_argument("model", help="a directory with config.json and *.safetensors (gemma4), or a .gguf file (llama)")
+    p.add_argument("out", help="the bundle directory to write (written atomically; must not exist unless --force)")
+    p.add_argument("--width", type=int, default=8, help="width K of the generation function (default 8)")
+    p.add_argument("--prefill", type=int, default=64, help="width N of the prefill function (default 64)")
+    p.add_argument("--context", type=int, default=2048,
+                   help="KV positions of the bundle (default 2048, at most the model's)")
+    p.add_argument("--chunk-mb", type=float, default=1024.0, help="weight size limit per chunk in MiB (default 1024)")
+    p.add_argument("--chunks", help="explicit layer ranges per chunk, e.g. 0-7,8-24,25-34 (overrides --chunk-mb)")
+    p.add_argument("--weights", default="fp16", choices=["fp16", "int8", "int4"],
+                   help="weight storage: fp16 (default), int8 (per-channel linear), int4 (blockwise, block 32)")
+    p.add_argument("--sidecars", default="int8", choices=["int8", "fp16"],
+                   help="embedding sidecars: int8 rows with per-row fp16 scales (default), or fp16 rows")
+    p.add_argument("--force", action="store_true", help="replace an existing bundle directory")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    from .bundle import Options, convert
+    from .checkpoint import CheckpointError
+    opt = Options(width=args.width, prefill=args.prefill, context=args.context, chunk_mb=args.chunk_mb,
+                  chunks=args.chunks, weights=args.weights, sidecars=args.sidecars, force=args.force)
+    try:
+        m = convert(args.model, args.out, opt)
+    except CheckpointError as e:
+        print(f"anebundle: {e}", file=sys.stderr)
+        return 2
+    print(f"anebundle: wrote {args.out}: {len(m['chunks'])} chunk(s), functions "
+          f"{', '.join(f['name'] for f in m['chunks'][0]['functions'])}, {m['conversion_seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

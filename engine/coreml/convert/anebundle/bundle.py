@@ -1,0 +1,327 @@
+"""Writing a bundle: chunk packages (multifunction, weights stored once),
+INT8 sidecars, the tokenizer and manifest.json, into a directory that
+appears complete or not at all."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from . import checkpoint as ckpt
+from .checkpoint import Arch, Checkpoint, CheckpointError
+from .graph import Chunk, Geometry, TensorDesc, Weights, build_function
+
+FORMAT = "anechat-coreml-bundle"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+
+log = logging.getLogger("anebundle")
+
+
+@dataclasses.dataclass
+class Options:
+    width: int = 8  # generation function width K
+    prefill: int = 64  # prefill function width N
+    context: int = 2048  # at most; never more than the checkpoint's
+    chunk_mb: float = 1024.0  # weight size limit per chunk
+    chunks: Optional[str] = None  # explicit "0-7,8-24,25-34"
+    weights: str = "fp16"  # fp16 | int8 | int4
+    sidecars: str = "int8"  # int8 (per-row fp16 scales) | fp16
+    force: bool = False  # replace an existing output directory
+
+
+def layer_roles(arch: Arch, i: int, ck: Checkpoint) -> List[str]:
+    p = f"layers.{i}."
+    return [r for r in ck.roles() if r.startswith(p)]
+
+
+def role_elements(ck: Checkpoint, role: str) -> int:
+    return int(np.prod(_shape(ck, role)))
+
+
+def _shape(ck: Checkpoint, role: str):
+    # Shapes were validated at load; the weight itself is not read here.
+    return ck.shapes[role]
+
+
+def plan_chunks(ck: Checkpoint, opt: Options) -> List[Chunk]:
+    """Splits the layers into chunks: the explicit ranges of opt.chunks, or
+    greedily so that no chunk's weights exceed opt.chunk_mb (a single layer
+    larger than the limit gets a chunk of its own). Chunk 0 also holds the
+    per-layer projection, the last chunk the final norm and the output
+    projection."""
+    a = ck.arch
+    L = len(a.layers)
+    if opt.chunks:
+        ranges = []
+        for part in opt.chunks.split(","):
+            try:
+                lo, hi = (int(x) for x in part.split("-"))
+            except ValueError:
+                raise CheckpointError(f"--chunks {opt.chunks!r}: {part!r} is not a range like 0-7")
+            ranges.append((lo, hi + 1))
+        want = 0
+        for lo, hi in ranges:
+            if lo != want or hi <= lo:
+                raise CheckpointError(f"--chunks {opt.chunks!r}: the ranges must cover layers 0..{L - 1} in order")
+            want = hi
+        if want != L:
+            raise CheckpointError(f"--chunks {opt.chunks!r}: the ranges must cover layers 0..{L - 1} in order")
+    else:
+        per = bytes_per_weight(opt.weights)
+        sizes = [sum(role_elements(ck, r) for r in layer_roles(a, i, ck)) * per for i in range(L)]
+        head = role_elements(ck, "embed" if a.tied else "output") * per
+        first = role_elements(ck, "ple_proj") * per if ck.has("ple_proj") else 0
+        sizes[0] += first
+        sizes[-1] += head
+        limit = opt.chunk_mb * (1 << 20)
+        ranges, lo, acc = [], 0, 0.0
+        for i, s in enumerate(sizes):
+            if i > lo and acc + s > limit:
+                ranges.append((lo, i))
+                lo, acc = i, 0.0
+            acc += s
+        ranges.append((lo, L))
+    return [Chunk(j, lo, hi, j == len(ranges) - 1) for j, (lo, hi) in enumerate(ranges)]
+
+
+def bytes_per_weight(kind: str) -> float:
+    return {"fp16": 2.0, "int8": 1.0, "int4": 0.5}[kind]
+
+
+def quantize_rows(m: np.ndarray):
+    """Per-row symmetric INT8: scale = max|row|/127 rounded to fp16, q =
+    round(row/scale) clipped to +-127; a row reads back as q*scale."""
+    m = np.asarray(m, dtype=np.float32)
+    amax = np.abs(m).max(axis=1)
+    scale = (amax / np.float32(127)).astype(np.float16)
+    if not np.all(np.isfinite(scale)):
+        raise CheckpointError("an embedding row is too large for an fp16 scale")
+    s32 = scale.astype(np.float32)
+    safe = np.where(s32 > 0, s32, np.float32(1))
+    q = np.clip(np.rint(m / safe[:, None]), -127, 127).astype(np.int8)
+    q[s32 == 0] = 0
+    return q, scale
+
+
+def _write_sidecar(out: str, name: str, ck: Checkpoint, role: str, value_scale: float, kind: str) -> dict:
+    """Writes the table of role, times value_scale (in float32), as INT8
+    rows with fp16 scales (kind "int8") or as fp16 rows ("fp16"), a block
+    of rows at a time (the per-layer table of E2B is 262144 x 8960)."""
+    rows, cols = ck.shapes[role]
+    data = f"{name}.q8" if kind == "int8" else f"{name}.f16"
+    scales = f"{name}.scales.f16"
+    block = max(1, (64 << 20) // (4 * cols))
+    fs = open(os.path.join(out, scales), "wb") if kind == "int8" else None
+    try:
+        with open(os.path.join(out, data), "wb") as fq:
+            for lo in range(0, rows, block):
+                m = ck.rows(role, lo, min(rows, lo + block))
+                if value_scale != 1.0:
+                    m = m * np.float32(value_scale)
+                if kind == "int8":
+                    q, scale = quantize_rows(m)
+                    fq.write(q.tobytes())
+                    fs.write(scale.astype("<f2").tobytes())
+                else:
+                    h = m.astype("<f2")
+                    if not np.all(np.isfinite(h)):
+                        raise CheckpointError(f"{ck.path}: {ck._names[role]} overflows fp16")
+                    fq.write(h.tobytes())
+    finally:
+        if fs is not None:
+            fs.close()
+    d = {"rows": int(rows), "cols": int(cols),
+         "data": {"file": data, "dtype": "int8" if kind == "int8" else "float16",
+                  "sha256": ckpt.sha256_file(os.path.join(out, data))},
+         "value_scale": float(value_scale)}
+    if kind == "int8":
+        d["scales"] = {"file": scales, "dtype": "float16", "sha256": ckpt.sha256_file(os.path.join(out, scales))}
+    return d
+
+
+def _write_tokenizer(ck: Checkpoint, out: str) -> dict:
+    t = ck.tokenizer
+    if t["kind"] == "tokenizer.json":
+        shutil.copyfile(t["src"], os.path.join(out, "tokenizer.json"))
+        d = {"kind": "tokenizer.json", "file": "tokenizer.json"}
+        cfg = os.path.join(os.path.dirname(t["src"]), "tokenizer_config.json")
+        if os.path.exists(cfg):
+            shutil.copyfile(cfg, os.path.join(out, "tokenizer_config.json"))
+            d["config"] = "tokenizer_config.json"
+    else:
+        # A GGUF holding only the source's tokenizer.* metadata, which the
+        # engine's tokenizer reads as it reads any GGUF vocabulary.
+        import gguf
+        r = gguf.GGUFReader(t["src"])
+        w = gguf.GGUFWriter(os.path.join(out, "tokenizer.gguf"), "llama")
+        for key, f in r.fields.items():
+            if not key.startswith("tokenizer."):
+                continue
+            vt = f.types[0]
+            sub = f.types[-1] if vt == gguf.GGUFValueType.ARRAY else None
+            w.add_key_value(key, f.contents(), vt, sub)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        d = {"kind": "gguf", "file": "tokenizer.gguf"}
+    d["sha256"] = ckpt.sha256_file(os.path.join(out, d["file"]))
+    return d
+
+
+def _convert_one(prog, path: str, weights: str):
+    import coremltools as ct
+    m = ct.convert(prog, convert_to="mlprogram", minimum_deployment_target=ct.target.iOS18,
+                   pass_pipeline=ct.PassPipeline.EMPTY, compute_units=ct.ComputeUnit.CPU_AND_NE,
+                   skip_model_load=True)
+    if weights in ("int8", "int4"):
+        from coremltools.optimize.coreml import OpLinearQuantizerConfig, OptimizationConfig, linear_quantize_weights
+        if weights == "int8":  # per output channel
+            q = OpLinearQuantizerConfig(mode="linear_symmetric", dtype="int8", granularity="per_channel",
+                                        weight_threshold=2048)
+        else:  # blocks of 32 input columns; coremltools leaves (with a warning)
+            # weights whose input width is no multiple of 32 in fp16
+            q = OpLinearQuantizerConfig(mode="linear_symmetric", dtype="int4", granularity="per_block",
+                                        block_size=32, weight_threshold=2048)
+        # Only the linear layers' weights: the RoPE rotation (matmul) and
+        # the norm gammas stay fp16, so the rotation stays exact.
+        cfg = OptimizationConfig(global_config=None, op_type_configs={"linear": q})
+        m = linear_quantize_weights(m, config=cfg)
+    m.save(path)
+
+
+def function_names(opt: Options) -> List[tuple]:
+    return [("generate", opt.width, f"generate_{opt.width}"), ("prefill", opt.prefill, f"prefill_{opt.prefill}")]
+
+
+def convert(model: str, out: str, opt: Options) -> dict:
+    """Converts the checkpoint at model into a bundle directory out and
+    returns the manifest. Nothing is written before the checkpoint is
+    validated; the bundle is built under a temporary name beside out and
+    renamed into place when complete."""
+    t0 = time.time()
+    ck = ckpt.load(model)
+    a = ck.arch
+    if opt.weights not in ("fp16", "int8", "int4"):
+        raise CheckpointError(f"--weights {opt.weights!r} is not one of fp16, int8, int4")
+    if opt.sidecars not in ("int8", "fp16"):
+        raise CheckpointError(f"--sidecars {opt.sidecars!r} is not one of int8, fp16")
+    if opt.width < 1 or opt.prefill < 1:
+        raise CheckpointError(f"--width {opt.width} and --prefill {opt.prefill} must be positive")
+    context = min(opt.context, a.context)
+    tmax = max(opt.width, opt.prefill)
+    if tmax > context:
+        raise CheckpointError(f"function widths up to {tmax} do not fit a context of {context}")
+    sliding = min(context, a.window + tmax) if a.window else 0
+    geo = Geometry(context=context, sliding_slots=sliding)
+    chunks = plan_chunks(ck, opt)
+    out = os.path.abspath(out)
+    if os.path.exists(out) and not opt.force:
+        raise CheckpointError(f"{out} exists (pass --force to replace it)")
+    parent = os.path.dirname(out)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=os.path.basename(out) + ".partial-", dir=parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it 0700
+    try:
+        manifest = _build(ck, tmp, opt, geo, chunks)
+        manifest["conversion_seconds"] = round(time.time() - t0, 3)
+        with open(os.path.join(tmp, MANIFEST), "w") as f:
+            json.dump(manifest, f, indent=1)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        _fsync_dir(tmp)
+        if os.path.exists(out):
+            old = tempfile.mkdtemp(prefix=os.path.basename(out) + ".old-", dir=parent)
+            os.rename(out, os.path.join(old, "b"))
+            os.rename(tmp, out)
+            shutil.rmtree(old)
+        else:
+            os.rename(tmp, out)
+        _fsync_dir(parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _fsync_dir(d: str):
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _build(ck: Checkpoint, out: str, opt: Options, geo: Geometry, chunks: List[Chunk]) -> dict:
+    import coremltools as ct
+    a = ck.arch
+    w = Weights(ck)
+    work = os.path.join(out, ".work")
+    os.makedirs(work)
+    man_chunks = []
+    for c in chunks:
+        fns = []
+        paths = []
+        for kind, width, name in function_names(opt):
+            prog, ins, outs = build_function(ck, w, geo, c, len(chunks), kind, width)
+            p = os.path.join(work, f"chunk{c.index}_{name}.mlpackage")
+            _convert_one(prog, p, opt.weights)
+            paths.append((p, name))
+            fns.append({"name": name, "kind": kind, "width": width,
+                        "inputs": [d.to_json() for d in ins], "outputs": [d.to_json() for d in outs]})
+        desc = ct.utils.MultiFunctionDescriptor()
+        for p, name in paths:
+            desc.add_function(p, "main", name)
+        desc.default_function_name = paths[0][1]
+        pkg = f"chunk_{c.index}.mlpackage"
+        ct.utils.save_multifunction(desc, os.path.join(out, pkg))
+        for p, _ in paths:
+            shutil.rmtree(p)
+        man_chunks.append({"index": c.index, "package": pkg, "layers": [c.first, c.last],
+                           "weight_bytes": int(sum(v.nbytes for v in w.cache.values())),
+                           "functions": fns})
+        w.drop()
+    shutil.rmtree(work)
+
+    sidecars = {"embed": _write_sidecar(out, "embed", ck, "embed", a.embed_scale, opt.sidecars)}
+    if a.ple_dim > 0:
+        sidecars["per_layer"] = _write_sidecar(out, "per_layer", ck, "ple_embed", float(np.float32(np.sqrt(a.ple_dim))),
+                                               opt.sidecars)
+    tok = _write_tokenizer(ck, out)
+    chat = {"format": ck.chat["format"]}
+    if ck.chat.get("template_src"):
+        dst = os.path.basename(ck.chat["template_src"])
+        shutil.copyfile(ck.chat["template_src"], os.path.join(out, dst))
+        chat["file"] = dst
+    source = {"path": os.path.basename(os.path.normpath(ck.path)),
+              "files": [{"file": os.path.relpath(f, ck.path) if os.path.isdir(ck.path) else os.path.basename(f),
+                         "sha256": ckpt.sha256_file(f)} for f in ck.files]}
+    import coremltools
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "architecture": a.arch,  # what engine/load.Detect reads
+        "converter": {"coremltools": coremltools.__version__, "numpy": np.__version__,
+                      "weights": opt.weights, "sidecars": opt.sidecars, "python": sys.version.split()[0]},
+        "source": source,
+        "arch": a.to_json(),
+        "geometry": {"context": geo.context, "sliding_slots": geo.sliding_slots,
+                     "generate_width": opt.width, "prefill_width": opt.prefill,
+                     "rope_layout": a.ropes[a.layers[0].rope].layout},
+        "tokenizer": tok,
+        "chat_template": chat,
+        "sidecars": sidecars,
+        "chunks": man_chunks,
+    }

@@ -1,0 +1,313 @@
+"""The MIL functions of a bundle, built op by op with coremltools' MIL
+builder (mb.* ops inside a mil.Function, which is what mb.program does; a
+Function is used directly because the input list depends on the chunk).
+
+Every function computes in fp16: fp16 inputs, fp16 weights (or
+constexpr-decompressed ones), fp16 intermediates; only argmax is int32.
+The ops are chosen so that each output row depends on its own input row
+only (linear, per-row norms, per-row softmax), and so that the call's new
+K/V rows reach the attention exactly: they are placed into the host's cache
+tensor at their positions by a 0/1 placement matrix (x*1 + 0 + ... + 0 is
+exact) before one softmax over the cache slots (docs/gemma4-on-ane.md,
+"Exact on the Neural Engine, by construction", point 2).
+
+See README.md for the input and output conventions.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Dict, List, Tuple
+
+import numpy as np
+
+from coremltools.converters.mil import Builder as mb
+from coremltools.converters.mil.mil import Function, Program, types
+
+from .checkpoint import Arch, Checkpoint, CheckpointError
+
+FP16 = "fp16"
+INT32 = "int32"
+
+
+@dataclasses.dataclass
+class Geometry:
+    """The bundle's fixed shapes."""
+    context: int  # cache slots of a full layer: positions 0..context-1
+    sliding_slots: int  # cache slots of a sliding layer: position p in slot p % sliding_slots
+
+    def slots(self, kind: str) -> int:
+        return self.context if kind == "full" else self.sliding_slots
+
+
+@dataclasses.dataclass
+class Chunk:
+    index: int
+    first: int  # layers first..last-1
+    last: int
+    is_last: bool
+
+
+@dataclasses.dataclass
+class TensorDesc:
+    name: str
+    shape: List[int]
+    dtype: str
+
+    def to_json(self):
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
+
+
+class Weights:
+    """fp16 copies of a checkpoint's weights, made once and shared by the
+    functions of a chunk (save_multifunction then stores each once)."""
+
+    def __init__(self, ck: Checkpoint):
+        self.ck = ck
+        self.cache: Dict[str, np.ndarray] = {}
+
+    def get(self, role: str) -> np.ndarray:
+        w = self.cache.get(role)
+        if w is None:
+            w32 = self.ck.weight(role)
+            w = w32.astype(np.float16)
+            if not np.all(np.isfinite(w[np.isfinite(w32)])):
+                raise CheckpointError(f"{self.ck.path}: tensor {self.ck._names[role]!r} overflows fp16 "
+                                      f"(max |w| {np.abs(w32).max():g}; fp16 holds up to 65504)")
+            self.cache[role] = w
+        return w
+
+    def drop(self):
+        self.cache.clear()
+
+
+def rot_matrix(head_dim: int, layout: str) -> np.ndarray:
+    """R with (x @ R) = x's pair partners, the first of each pair negated:
+    RoPE is then x*cos + (x@R)*sin with cos/sin repeated over both elements
+    of a pair. One +-1 per column, so x @ R is exact."""
+    R = np.zeros((head_dim, head_dim), dtype=np.float16)
+    half = head_dim // 2
+    for i in range(half):
+        if layout == "halves":
+            a, b = i, i + half
+        else:
+            a, b = 2 * i, 2 * i + 1
+        R[b, a] = -1  # out[a] = -x[b]
+        R[a, b] = 1  # out[b] = x[a]
+    return R
+
+
+class _Builder:
+    def __init__(self, arch: Arch, w: Weights, geo: Geometry, width: int):
+        self.a = arch
+        self.w = w
+        self.geo = geo
+        self.T = width
+        self.n = 0
+
+    def name(self, s: str) -> str:
+        self.n += 1
+        return f"{s}_{self.n}"
+
+    def c16(self, v) -> np.float16:
+        return np.float16(v)
+
+    def rms(self, x, weight, eps, tag):
+        """RMSNorm over the last axis: layer_norm of [x, -x] (whose mean is
+        exactly 0, so it is x/sqrt(mean(x^2)+eps) with no x^2 in fp16),
+        times weight, first half."""
+        shape = list(x.shape)
+        d = shape[-1]
+        neg = mb.mul(x=x, y=self.c16(-1.0), name=self.name(tag + "_neg"))
+        xx = mb.concat(values=[x, neg], axis=-1, name=self.name(tag + "_cat"))
+        gamma = None if weight is None else np.concatenate([weight, weight]).astype(np.float16)
+        kw = {} if gamma is None else {"gamma": gamma}
+        n = mb.layer_norm(x=xx, axes=[-1], epsilon=self.c16(eps), name=self.name(tag + "_ln"), **kw)
+        end = shape[:-1] + [d]
+        return mb.slice_by_index(x=n, begin=[0] * len(shape), end=end, name=self.name(tag))
+
+    def linear(self, x, role, tag):
+        return mb.linear(x=x, weight=self.w.get(role), name=self.name(tag))
+
+    def rope(self, x, cos, sin, R, tag, exact_name=None):
+        xr = mb.matmul(x=x, y=R, name=self.name(tag + "_rot"))
+        a = mb.mul(x=x, y=cos, name=self.name(tag + "_c"))
+        b = mb.mul(x=xr, y=sin, name=self.name(tag + "_s"))
+        return mb.add(x=a, y=b, name=exact_name or self.name(tag))
+
+    def heads(self, x, n, hd, tag):
+        """[1,T,n*hd] -> [1,T,n,hd]"""
+        return mb.reshape(x=x, shape=[1, self.T, n, hd], name=self.name(tag))
+
+    def to_heads_first(self, x, tag):
+        return mb.transpose(x=x, perm=[0, 2, 1, 3], name=self.name(tag))
+
+
+def build_function(ck: Checkpoint, w: Weights, geo: Geometry, chunk: Chunk, n_chunks: int, kind: str,
+                   width: int) -> Tuple[Program, List[TensorDesc], List[TensorDesc]]:
+    """One function of a chunk: kind "generate" (every row's logits and
+    argmax) or "prefill" (the logits and argmax of the row the `last`
+    one-hot input selects). Returns the program and its input and output
+    descriptions."""
+    a = ck.arch
+    T, H = width, a.hidden
+    L, P = len(a.layers), a.ple_dim
+    b = _Builder(a, w, geo, T)
+    layers = range(chunk.first, chunk.last)
+    ins: List[TensorDesc] = [TensorDesc("hidden_in", [1, T, H], FP16)]
+    if P > 0:
+        ins.append(TensorDesc("ple_rows" if chunk.index == 0 else "per_layer", [1, T, L * P], FP16))
+    ropes = sorted({a.layers[i].rope for i in layers})
+    for r in ropes:
+        hd = a.ropes[r].head_dim
+        ins += [TensorDesc(f"rope_cos_{r}", [1, 1, T, hd], FP16), TensorDesc(f"rope_sin_{r}", [1, 1, T, hd], FP16)]
+    kinds = sorted({a.layers[i].kind for i in layers})
+    for k in kinds:
+        S = geo.slots(k)
+        ins += [TensorDesc(f"mask_{k}", [1, 1, T, S], FP16), TensorDesc(f"place_{k}", [1, 1, S, T], FP16)]
+    sources = sorted({a.layers[i].source for i in layers})
+    for s in sources:
+        ls = a.layers[s]
+        S = geo.slots(ls.kind)
+        ins += [TensorDesc(f"k_cache_{s}", [1, ls.kv_heads, S, ls.head_dim], FP16),
+                TensorDesc(f"v_cache_{s}", [1, ls.kv_heads, S, ls.head_dim], FP16)]
+        if s < chunk.first:
+            ins += [TensorDesc(f"k_new_{s}", [1, ls.kv_heads, T, ls.head_dim], FP16),
+                    TensorDesc(f"v_new_{s}", [1, ls.kv_heads, T, ls.head_dim], FP16)]
+    if chunk.is_last and kind == "prefill":
+        ins.append(TensorDesc("last", [1, 1, T], FP16))
+
+    specs = {d.name: mb.placeholder(shape=tuple(d.shape), dtype=types.fp16) for d in ins}
+    outs: List[TensorDesc] = []
+    with Function(specs, opset_version=_target()) as fn:
+        I = fn.inputs
+        x = I["hidden_in"]
+        out_vars = []
+        per_layer = None
+        if P > 0:
+            if chunk.index == 0:
+                proj = b.linear(x, "ple_proj", "ple_proj")
+                proj = mb.mul(x=proj, y=b.c16(np.float32(1 / math.sqrt(H))), name=b.name("ple_proj_scaled"))
+                proj = mb.reshape(x=proj, shape=[1, T, L, P], name=b.name("ple_proj_heads"))
+                proj = b.rms(proj, w.get("ple_norm"), a.eps, "ple_proj_norm")
+                proj = mb.reshape(x=proj, shape=[1, T, L * P], name=b.name("ple_proj_flat"))
+                s = mb.add(x=proj, y=I["ple_rows"], name=b.name("ple_sum"))
+                per_layer = mb.mul(x=s, y=b.c16(np.float32(1 / math.sqrt(2))), name="per_layer")
+                if not chunk.is_last:
+                    out_vars.append(per_layer)
+                    outs.append(TensorDesc("per_layer", [1, T, L * P], FP16))
+            else:
+                per_layer = I["per_layer"]
+        R = {r: rot_matrix(a.ropes[r].head_dim, a.ropes[r].layout) for r in ropes}
+        placed: Dict[int, tuple] = {}
+
+        def place(s, k_new, v_new):
+            ls = a.layers[s]
+            pm = I[f"place_{ls.kind}"]
+            pk = mb.add(x=I[f"k_cache_{s}"], y=mb.matmul(x=pm, y=k_new, name=b.name(f"l{s}_kplace")),
+                        name=b.name(f"l{s}_kall"))
+            pv = mb.add(x=I[f"v_cache_{s}"], y=mb.matmul(x=pm, y=v_new, name=b.name(f"l{s}_vplace")),
+                        name=b.name(f"l{s}_vall"))
+            placed[s] = (pk, pv)
+
+        for s in sources:
+            if s < chunk.first:
+                place(s, I[f"k_new_{s}"], I[f"v_new_{s}"])
+
+        for i in layers:
+            lo = a.layers[i]
+            hd, kvh, nh = lo.head_dim, lo.kv_heads, a.heads
+            p = f"layers.{i}."
+            tag = f"l{i}"
+            cos, sin = I[f"rope_cos_{lo.rope}"], I[f"rope_sin_{lo.rope}"]
+            h = b.rms(x, w.get(p + "in_norm"), a.eps, tag + "_in_norm")
+            q = b.heads(b.linear(h, p + "wq", tag + "_q"), nh, hd, tag + "_q_heads")
+            if a.family == "gemma4":
+                q = b.rms(q, w.get(p + "q_norm"), a.eps, tag + "_q_norm")
+            q = b.rope(b.to_heads_first(q, tag + "_q_t"), cos, sin, R[lo.rope], tag + "_q_rope")
+            if lo.source == i:
+                k = b.heads(b.linear(h, p + "wk", tag + "_k"), kvh, hd, tag + "_k_heads")
+                v = b.heads(b.linear(h, p + "wv", tag + "_v"), kvh, hd, tag + "_v_heads")
+                if a.family == "gemma4":
+                    k = b.rms(k, w.get(p + "k_norm"), a.eps, tag + "_k_norm")
+                    v = b.rms(v, None, a.eps, tag + "_v_norm")
+                k = b.rope(b.to_heads_first(k, tag + "_k_t"), cos, sin, R[lo.rope], tag + "_k_rope", f"k_new_{i}")
+                v = mb.transpose(x=v, perm=[0, 2, 1, 3], name=f"v_new_{i}")
+                out_vars += [k, v]
+                outs += [TensorDesc(f"k_new_{i}", [1, kvh, T, hd], FP16), TensorDesc(f"v_new_{i}", [1, kvh, T, hd], FP16)]
+                place(i, k, v)
+            pk, pv = placed[lo.source]
+            S = geo.slots(lo.kind)
+            group = nh // kvh
+            if a.attn_scale != 1.0:
+                q = mb.mul(x=q, y=b.c16(a.attn_scale), name=b.name(tag + "_q_scaled"))
+            qg = mb.reshape(x=q, shape=[1, kvh, group * T, hd], name=b.name(tag + "_q_groups"))
+            sc = mb.matmul(x=qg, y=pk, transpose_y=True, name=b.name(tag + "_scores"))
+            sc = mb.reshape(x=sc, shape=[1, nh, T, S], name=b.name(tag + "_scores_heads"))
+            sc = mb.add(x=sc, y=I[f"mask_{lo.kind}"], name=b.name(tag + "_masked"))
+            pr = mb.softmax(x=sc, axis=-1, name=b.name(tag + "_probs"))
+            pr = mb.reshape(x=pr, shape=[1, kvh, group * T, S], name=b.name(tag + "_probs_groups"))
+            at = mb.matmul(x=pr, y=pv, name=b.name(tag + "_att"))
+            at = mb.reshape(x=at, shape=[1, nh, T, hd], name=b.name(tag + "_att_heads"))
+            at = mb.transpose(x=at, perm=[0, 2, 1, 3], name=b.name(tag + "_att_t"))
+            at = mb.reshape(x=at, shape=[1, T, nh * hd], name=b.name(tag + "_att_flat"))
+            o = b.linear(at, p + "wo", tag + "_o")
+            if a.family == "gemma4":
+                o = b.rms(o, w.get(p + "post_attn_norm"), a.eps, tag + "_post_attn_norm")
+                x = mb.add(x=x, y=o, name=b.name(tag + "_res1"))
+                h = b.rms(x, w.get(p + "pre_ffn_norm"), a.eps, tag + "_pre_ffn_norm")
+                g = mb.gelu(x=b.linear(h, p + "gate", tag + "_gate"), mode="TANH_APPROXIMATION", name=b.name(tag + "_gelu"))
+                u = b.linear(h, p + "up", tag + "_up")
+                d = b.linear(mb.mul(x=g, y=u, name=b.name(tag + "_gated")), p + "down", tag + "_down")
+                d = b.rms(d, w.get(p + "post_ffn_norm"), a.eps, tag + "_post_ffn_norm")
+                x = mb.add(x=x, y=d, name=b.name(tag + "_res2"))
+                if P > 0:
+                    gg = b.linear(x, p + "ple_gate", tag + "_ple_gate")
+                    gg = mb.gelu(x=gg, mode="TANH_APPROXIMATION", name=b.name(tag + "_ple_gelu"))
+                    sl = mb.slice_by_index(x=per_layer, begin=[0, 0, i * P], end=[1, T, (i + 1) * P],
+                                           name=b.name(tag + "_ple_in"))
+                    gg = mb.mul(x=gg, y=sl, name=b.name(tag + "_ple_gated"))
+                    pp = b.linear(gg, p + "ple_proj", tag + "_ple_proj")
+                    pp = b.rms(pp, w.get(p + "ple_post_norm"), a.eps, tag + "_ple_post_norm")
+                    x = mb.add(x=x, y=pp, name=b.name(tag + "_res3"))
+                if ck.has(p + "scalar"):
+                    sc_ = float(ck.weight(p + "scalar").reshape(-1)[0])
+                    if sc_ != 1.0:
+                        x = mb.mul(x=x, y=b.c16(sc_), name=b.name(tag + "_scaled"))
+            else:
+                x = mb.add(x=x, y=o, name=b.name(tag + "_res1"))
+                h = b.rms(x, w.get(p + "ffn_norm"), a.eps, tag + "_ffn_norm")
+                g = mb.silu(x=b.linear(h, p + "gate", tag + "_gate"), name=b.name(tag + "_silu"))
+                u = b.linear(h, p + "up", tag + "_up")
+                d = b.linear(mb.mul(x=g, y=u, name=b.name(tag + "_gated")), p + "down", tag + "_down")
+                x = mb.add(x=x, y=d, name=b.name(tag + "_res2"))
+
+        if chunk.is_last:
+            rows = T
+            if kind == "prefill":
+                x = mb.matmul(x=I["last"], y=x, name=b.name("last_row"))
+                rows = 1
+            x = b.rms(x, w.get("norm"), a.eps, "final_norm")
+            z = mb.linear(x=x, weight=w.get("embed" if a.tied else "output"), name=b.name("lm_head"))
+            am = mb.reduce_argmax(x=z, axis=-1, keep_dims=False, name="argmax")
+            if a.softcap > 0:
+                z = mb.mul(x=z, y=b.c16(np.float32(1 / a.softcap)), name=b.name("softcap_in"))
+                z = mb.tanh(x=z, name=b.name("softcap_tanh"))
+                z = mb.mul(x=z, y=b.c16(a.softcap), name="logits")
+            else:
+                z = mb.identity(x=z, name="logits")
+            out_vars += [z, am]
+            outs += [TensorDesc("logits", [1, rows, a.vocab], FP16), TensorDesc("argmax", [1, rows], INT32)]
+        else:
+            x = mb.identity(x=x, name="hidden_out")
+            out_vars.insert(0, x)
+            outs.insert(0, TensorDesc("hidden_out", [1, T, H], FP16))
+        fn.set_outputs(out_vars)
+    prog = Program()
+    prog.add_function("main", fn)
+    return prog, ins, outs
+
+
+def _target():
+    import coremltools as ct
+    return ct.target.iOS18

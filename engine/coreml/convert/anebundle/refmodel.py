@@ -1,0 +1,104 @@
+"""The checkpoint a bundle computes, written back for the CPU backend.
+
+A bundle is lossy in two documented places: its weights are fp16 (or
+int8/int4) and its embedding rows come from INT8 sidecars. To prove that the
+*graph and host pipeline* compute what the CPU backend computes, the tests
+run the CPU backend on the model the bundle really holds: every weight
+rounded to fp16, the input embeddings (and per-layer embeddings) equal to
+the sidecars' values, and the output projection the bundle's fp16 matrix
+(so a tied model becomes untied). The CPU backend then differs from the
+bundle only by computing in float32 where the bundle computes in fp16. The
+error of the format itself (against the original checkpoint) is measured
+separately and reported.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+
+from . import checkpoint as ckpt
+from .host import Sidecar
+
+
+def _f16(a: np.ndarray) -> np.ndarray:
+    return np.asarray(a, dtype=np.float32).astype(np.float16).astype(np.float32)
+
+
+def _sidecar_values(bundle_dir: str, name: str) -> np.ndarray:
+    with open(os.path.join(bundle_dir, "manifest.json")) as f:
+        m = json.load(f)
+    sc = Sidecar(bundle_dir, m["sidecars"][name])
+    return sc.rows_of(np.arange(sc.rows)).astype(np.float32), m["sidecars"][name]["value_scale"]
+
+
+def write_llama_gguf(src: str, bundle_dir: str, out: str) -> str:
+    """The bundle's llama model as a GGUF file (all tensors F32)."""
+    import gguf
+    r = gguf.GGUFReader(src)
+    ck = ckpt.load_llama_gguf(src)
+    w = gguf.GGUFWriter(out, "llama")
+    for key, f in r.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture":
+            continue
+        vt = f.types[0]
+        sub = f.types[-1] if vt == gguf.GGUFValueType.ARRAY else None
+        w.add_key_value(key, f.contents(), vt, sub)
+    emb, scale = _sidecar_values(bundle_dir, "embed")
+    if scale != 1.0:
+        raise ValueError("a llama bundle's embedding sidecar is not prescaled")
+    names = {v: k for k, v in ck._names.items()}
+    for t in r.tensors:
+        role = names.get(t.name)
+        if role is None:
+            raise ValueError(f"{src}: tensor {t.name} has no role in the bundle")
+        if role == "embed":
+            a = emb
+            if ck.arch.tied:
+                w.add_tensor("output.weight", _f16(ck.weight("embed")))
+        else:
+            a = _f16(ck.weight(role))
+        w.add_tensor(t.name, np.ascontiguousarray(a, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return out
+
+
+def write_gemma4_dir(src: str, bundle_dir: str, out: str) -> str:
+    """The bundle's gemma4 model as a Hugging Face directory (F32 tensors,
+    untied output projection)."""
+    from safetensors.numpy import save_file
+    ck = ckpt.load_gemma4(src)
+    a = ck.arch
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = json.load(f)
+    tgt = cfg.get("text_config", cfg)
+    tgt["tie_word_embeddings"] = False
+    cfg["tie_word_embeddings"] = False
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    for name in ("tokenizer.json", "generation_config.json"):
+        if os.path.exists(os.path.join(src, name)):
+            shutil.copyfile(os.path.join(src, name), os.path.join(out, name))
+    tensors = {}
+    for role in ck.roles():
+        name = ck._names[role]
+        if role == "embed":
+            emb, scale = _sidecar_values(bundle_dir, "embed")
+            tensors[name] = emb / np.float32(scale)
+            tensors["lm_head.weight"] = _f16(ck.weight("embed")) if a.tied else _f16(ck.weight("output"))
+        elif role == "ple_embed":
+            ple, scale = _sidecar_values(bundle_dir, "per_layer")
+            tensors[name] = ple / np.float32(scale)
+        elif role == "output":
+            continue
+        else:
+            tensors[name] = _f16(ck.weight(role))
+    save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()},
+              os.path.join(out, "model.safetensors"))
+    return out

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Writes a gemma4 checkpoint of Gemma 4 E2B's layer geometry with random
+BF16 weights (what engine/cpu's Gemma4E2B(layers, vocab) benchmarks use):
+hidden 1536, 8 heads, 1 KV head, head dims 256 sliding / 512 full (every 5th
+layer), window 512, MLP 6144 (12288 on the KV-shared last layers, 20 of 35
+scaled to the layer count), PLE 256, softcap 30, tied embeddings.
+
+    python bench/random_e2b.py OUT_DIR [--layers 10] [--vocab 65536]
+
+For conversion figures only (time, memory, sizes): the weights mean nothing.
+The tokenizer is the Gemma 4 fixture's (the converter copies it as is).
+"""
+import argparse
+import json
+import os
+import shutil
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURE = os.path.join(HERE, "..", "..", "..", "cpu", "testdata", "gemma4", "model")
+
+
+def bf16(rng, shape, scale):
+    x = (rng.standard_normal(shape, dtype=np.float32) * np.float32(scale)).view(np.uint32)
+    return (x >> 16).astype(np.uint16)  # truncation: fine for random weights
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("out")
+    p.add_argument("--layers", type=int, default=10)
+    p.add_argument("--vocab", type=int, default=65536)
+    a = p.parse_args()
+    L, V, H, P = a.layers, a.vocab, 1536, 256
+    shared = L * 20 // 35
+    types = ["full_attention" if i % 5 == 4 else "sliding_attention" for i in range(L)]
+    cfg = {
+        "architectures": ["Gemma4ForCausalLM"], "model_type": "gemma4_text", "vocab_size": V, "hidden_size": H,
+        "intermediate_size": 6144, "num_hidden_layers": L, "num_attention_heads": 8, "num_key_value_heads": 1,
+        "head_dim": 256, "global_head_dim": 512, "layer_types": types, "sliding_window": 512,
+        "final_logit_softcapping": 30.0, "vocab_size_per_layer_input": V, "hidden_size_per_layer_input": P,
+        "num_kv_shared_layers": shared, "use_double_wide_mlp": True, "max_position_embeddings": 32768,
+        "rms_norm_eps": 1e-6, "eos_token_id": [1, 106], "bos_token_id": 2, "tie_word_embeddings": True,
+        "hidden_activation": "gelu_pytorch_tanh",
+        "rope_parameters": {"full_attention": {"partial_rotary_factor": 0.25, "rope_theta": 1e6,
+                                               "rope_type": "proportional"},
+                            "sliding_attention": {"rope_theta": 1e4, "rope_type": "default"}},
+    }
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    shutil.copyfile(os.path.join(FIXTURE, "tokenizer.json"), os.path.join(a.out, "tokenizer.json"))
+    rng = np.random.default_rng(1)
+    t = {}
+    pre = "model."
+    t[pre + "embed_tokens.weight"] = bf16(rng, (V, H), 0.03)
+    t[pre + "norm.weight"] = bf16(rng, (H,), 1.0)
+    t[pre + "embed_tokens_per_layer.weight"] = bf16(rng, (V, L * P), 0.03)
+    t[pre + "per_layer_model_projection.weight"] = bf16(rng, (L * P, H), H ** -0.5)
+    t[pre + "per_layer_projection_norm.weight"] = bf16(rng, (P,), 1.0)
+    first_shared = L - shared
+    for i, typ in enumerate(types):
+        hd = 512 if typ == "full_attention" else 256
+        ffn = 12288 if i >= first_shared else 6144
+        q = f"{pre}layers.{i}."
+        for n in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                  "post_feedforward_layernorm", "post_per_layer_input_norm"):
+            t[q + n + ".weight"] = bf16(rng, (H,), 1.0)
+        t[q + "self_attn.q_norm.weight"] = bf16(rng, (hd,), 1.0)
+        t[q + "self_attn.q_proj.weight"] = bf16(rng, (8 * hd, H), H ** -0.5)
+        t[q + "self_attn.o_proj.weight"] = bf16(rng, (H, 8 * hd), (8 * hd) ** -0.5)
+        if i < first_shared:
+            t[q + "self_attn.k_norm.weight"] = bf16(rng, (hd,), 1.0)
+            t[q + "self_attn.k_proj.weight"] = bf16(rng, (hd, H), H ** -0.5)
+            t[q + "self_attn.v_proj.weight"] = bf16(rng, (hd, H), H ** -0.5)
+        t[q + "mlp.gate_proj.weight"] = bf16(rng, (ffn, H), H ** -0.5)
+        t[q + "mlp.up_proj.weight"] = bf16(rng, (ffn, H), H ** -0.5)
+        t[q + "mlp.down_proj.weight"] = bf16(rng, (H, ffn), ffn ** -0.5)
+        t[q + "per_layer_input_gate.weight"] = bf16(rng, (P, H), H ** -0.5)
+        t[q + "per_layer_projection.weight"] = bf16(rng, (H, P), P ** -0.5)
+    # safetensors with BF16 tensors, written by hand (numpy has no bfloat16).
+    header, off = {}, 0
+    names = sorted(t)
+    for n in names:
+        size = t[n].nbytes
+        header[n] = {"dtype": "BF16", "shape": list(t[n].shape), "data_offsets": [off, off + size]}
+        off += size
+    hb = json.dumps(header).encode()
+    hb += b" " * (-len(hb) % 8)
+    with open(os.path.join(a.out, "model.safetensors"), "wb") as f:
+        f.write(len(hb).to_bytes(8, "little"))
+        f.write(hb)
+        for n in names:
+            f.write(t[n].tobytes())
+    print(f"wrote {a.out}: {L} layers, vocab {V}, {off / 2 / 1e6:.0f}M parameters")
+
+
+if __name__ == "__main__":
+    main()

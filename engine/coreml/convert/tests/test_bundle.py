@@ -1,0 +1,248 @@
+"""The bundle on disk: what the saved packages declare matches the
+manifest, each chunk stores its weights once, and bad input fails before
+anything is written."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from anebundle import bundle as bundle_mod
+from anebundle import interp
+from anebundle.checkpoint import CheckpointError
+from conftest import CONVERT, GEMMA, STORIES
+
+DTYPES = {65552: "fp16", 131104: "int32", 65568: "fp32"}  # Core ML ArrayFeatureType codes
+
+
+# weight.bin / the chunk's weights at fp16, per weight option: about one
+# copy (norm gammas are stored doubled for the [x, -x] trick, each linear
+# has a zero bias, quantised weights carry scales; int4 leaves weights whose
+# input width is not a multiple of its block of 32 in fp16). One copy per
+# function would double these.
+SIZE_RATIO = {"fp16": (0.9, 1.3), "int8": (0.45, 0.75), "int4": (0.2, 0.65)}
+
+
+def check_manifest(root):
+    """Every chunk package has exactly the manifest's functions, each with
+    the manifest's inputs and outputs (names, shapes, dtypes) both in the
+    model description and in the MIL program read back; returns the
+    packages."""
+    with open(os.path.join(root, "manifest.json")) as f:
+        m = json.load(f)
+    assert m["format"] == "anechat-coreml-bundle" and m["format_version"] == 1
+    pkgs = []
+    for c in m["chunks"]:
+        pkg = interp.Package(os.path.join(root, c["package"]))
+        pkgs.append(pkg)
+        descs = {f.name: f for f in pkg.spec.description.functions}
+        assert sorted(descs) == sorted(f["name"] for f in c["functions"])
+        assert sorted(pkg.functions()) == sorted(descs)
+        for f in c["functions"]:
+            d = descs[f["name"]]
+            for side, feats in (("inputs", d.input), ("outputs", d.output)):
+                got = [{"name": x.name, "shape": list(x.type.multiArrayType.shape),
+                        "dtype": DTYPES[x.type.multiArrayType.dataType]} for x in feats]
+                assert got == f[side], f"{c['package']} {f['name']} {side}"
+            fn = pkg.prog.functions[f["name"]]
+            got = [{"name": k, "shape": [int(s) for s in v.shape], "dtype": interp._dtype_name(v.sym_type)}
+                   for k, v in fn.inputs.items()]
+            assert got == f["inputs"]
+            got = [{"name": v.name, "shape": [int(s) for s in v.shape], "dtype": interp._dtype_name(v.sym_type)}
+                   for v in fn.outputs]
+            assert got == f["outputs"]
+        wbin = os.path.join(root, c["package"], "Data", "com.apple.CoreML", "weights", "weight.bin")
+        size = os.path.getsize(wbin)
+        lo, hi = SIZE_RATIO[m["converter"]["weights"]]
+        assert lo * c["weight_bytes"] <= size <= hi * c["weight_bytes"] + 8192, (size, c["weight_bytes"])
+    from anebundle.checkpoint import sha256_file
+    for name, sc in m["sidecars"].items():
+        int8 = sc["data"]["dtype"] == "int8"
+        assert int8 == (m["converter"]["sidecars"] == "int8") == ("scales" in sc)
+        for part in ("data", "scales") if int8 else ("data",):
+            assert sha256_file(os.path.join(root, sc[part]["file"])) == sc[part]["sha256"]
+        assert os.path.getsize(os.path.join(root, sc["data"]["file"])) == sc["rows"] * sc["cols"] * (1 if int8 else 2)
+        if int8:
+            assert os.path.getsize(os.path.join(root, sc["scales"]["file"])) == 2 * sc["rows"]
+    return m, pkgs
+
+
+def test_manifest_matches_packages(model):
+    m, pkgs = check_manifest(model.dir)
+    assert [c["layers"] for c in m["chunks"]] == ([[0, 5]] if model.name == "stories" else [[0, 2], [2, 4], [4, 6]])
+    ops = set()
+    for p in pkgs:
+        ops |= set(p.op_types())
+    # Only ops the interpreter implements (and tests op by op).
+    assert ops <= {"const", "linear", "matmul", "add", "mul", "concat", "layer_norm", "slice_by_index", "reshape",
+                   "transpose", "softmax", "silu", "gelu", "tanh", "identity", "reduce_argmax"}, ops
+
+
+def test_default_shapes(tmp_path):
+    """The defaults: generation width 8, prefill 64, context 2048."""
+    out = str(tmp_path / "b")
+    bundle_mod.convert(STORIES, out, bundle_mod.Options())
+    m, _ = check_manifest(out)
+    names = [f["name"] for f in m["chunks"][0]["functions"]]
+    assert names == ["generate_8", "prefill_64"]
+    g = m["geometry"]
+    assert (g["context"], g["generate_width"], g["prefill_width"]) == (2048, 8, 64)
+    f = {f["name"]: f for f in m["chunks"][0]["functions"]}
+    shapes = {d["name"]: d["shape"] for d in f["prefill_64"]["inputs"]}
+    assert shapes["hidden_in"] == [1, 64, 64] and shapes["mask_full"] == [1, 1, 64, 2048]
+    assert shapes["k_cache_0"] == [1, 4, 2048, 8] and shapes["last"] == [1, 1, 64]
+    outs = {d["name"]: (d["shape"], d["dtype"]) for d in f["generate_8"]["outputs"]}
+    assert outs["argmax"] == ([1, 8], "int32") and outs["logits"] == ([1, 8, 512], "fp16")
+
+
+def _gemma_copy(tmp_path, edit_config=None, drop=None, reshape=None):
+    from safetensors.numpy import load_file, save_file
+    d = tmp_path / "ckpt"
+    shutil.copytree(GEMMA, d)
+    if edit_config:
+        cfg = json.loads((d / "config.json").read_text())
+        edit_config(cfg)
+        (d / "config.json").write_text(json.dumps(cfg))
+    if drop or reshape:
+        t = load_file(str(d / "model.safetensors"))
+        if drop:
+            del t[drop]
+        if reshape:
+            t[reshape] = t[reshape][:-1]
+        save_file(t, str(d / "model.safetensors"))
+    return str(d)
+
+
+@pytest.mark.parametrize("case,needle", [
+    ("missing", "model.layers.3.mlp.up_proj.weight"),
+    ("shape", "model.layers.1.self_attn.k_proj.weight"),
+    ("config", "model.layers.0.mlp.gate_proj.weight"),  # intermediate_size disagrees with the tensor
+    ("moe", "enable_moe_block"),
+    ("layer_type", "chunked_attention"),
+])
+def test_bad_checkpoint_fails_before_writing(tmp_path, case, needle):
+    def cfg_edit(c):
+        if case == "config":
+            c["intermediate_size"] = 100
+        elif case == "moe":
+            c["enable_moe_block"] = True
+        elif case == "layer_type":
+            c["layer_types"][2] = "chunked_attention"
+    src = _gemma_copy(tmp_path, edit_config=cfg_edit if case in ("config", "moe", "layer_type") else None,
+                      drop=needle if case == "missing" else None, reshape=needle if case == "shape" else None)
+    out = tmp_path / "out"
+    with pytest.raises(CheckpointError) as e:
+        bundle_mod.convert(src, str(out), bundle_mod.Options(prefill=16, context=64))
+    assert needle in str(e.value)
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt"], "something was written"
+
+
+def test_cli_reports_bad_input(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "anebundle", str(tmp_path / "nope.gguf"), str(tmp_path / "out")],
+                       cwd=CONVERT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and "nope.gguf" in p.stderr and "no such file" in p.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_interrupted_conversion_leaves_no_bundle(tmp_path, monkeypatch):
+    """The bundle is built under a temporary name and renamed when
+    complete: an interruption (here, after the chunk packages) leaves
+    neither the bundle nor its temporary directory."""
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(bundle_mod, "_write_tokenizer", boom)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        bundle_mod.convert(STORIES, str(out), bundle_mod.Options(prefill=16, context=64))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_existing_output_is_kept_without_force(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep").write_text("x")
+    with pytest.raises(CheckpointError, match="--force"):
+        bundle_mod.convert(STORIES, str(out), bundle_mod.Options(prefill=16, context=64))
+    assert (out / "keep").read_text() == "x"
+
+
+@pytest.mark.parametrize("weights", ["int8", "int4"])
+def test_quantised_weights(tmp_path, weights):
+    """--weights int8 (per-channel linear) and int4 (blockwise, block 32)
+    store the weights once and quantised; the interpreter's decompression
+    of every constexpr op equals coremltools' own, bit for bit; the bundle
+    runs."""
+    from anebundle.host import Bundle, generate
+    out = str(tmp_path / weights)
+    bundle_mod.convert(STORIES, out, bundle_mod.Options(prefill=16, context=64, weights=weights))
+    m, pkgs = check_manifest(out)
+    assert m["converter"]["weights"] == weights
+    n = 0
+    for p in pkgs:
+        assert "constexpr_blockwise_shift_scale" in p.op_types()
+        for fn in p.prog.functions.values():
+            for op in fn.operations:
+                if op.op_type.startswith("constexpr_"):
+                    # only linear weights are quantised (the RoPE rotation stays exact)
+                    assert all(u.op_type == "linear" for u in op.outputs[0].child_ops), op.name
+                    mine = interp.run_op(op, {})[0]
+                    ref = op.materialized_val_inference()
+                    assert mine.dtype == ref.dtype and np.array_equal(mine, ref), op.name
+                    n += 1
+    assert n > 0
+    ids = generate(Bundle(out), [1, 403, 407, 261, 378], 8)
+    assert len(ids) == 8 and all(0 <= i < 512 for i in ids)
+
+
+def test_fp16_sidecars(tmp_path):
+    """--sidecars fp16: plain fp16 embedding rows (no scales), equal to the
+    checkpoint's rows times the value scale rounded to fp16."""
+    from anebundle import checkpoint as ckpt
+    from anebundle.host import Bundle
+    out = str(tmp_path / "b")
+    bundle_mod.convert(GEMMA, out, bundle_mod.Options(prefill=16, context=64, sidecars="fp16"))
+    m, _ = check_manifest(out)
+    ck = ckpt.load(GEMMA)
+    b = Bundle(out)
+    ids = [0, 5, 300, 511]
+    assert np.array_equal(b.embed.rows_of(ids), (ck.weight("embed")[ids] * np.float32(8)).astype(np.float16))
+    assert np.array_equal(b.ple.rows_of(ids), (ck.weight("ple_embed")[ids] * np.float32(4)).astype(np.float16))
+
+
+@pytest.mark.parametrize("case,needle", [
+    ("scaling", "llama.rope.scaling.type"),
+    ("missing", "blk.2.ffn_up.weight"),
+    ("shape", "blk.1.attn_k.weight"),
+])
+def test_bad_gguf_fails_before_writing(tmp_path, case, needle):
+    import gguf
+    r = gguf.GGUFReader(STORIES)
+    src = str(tmp_path / "bad.gguf")
+    w = gguf.GGUFWriter(src, "llama")
+    for key, f in r.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture":
+            continue
+        vt = f.types[0]
+        w.add_key_value(key, f.contents(), vt, f.types[-1] if vt == gguf.GGUFValueType.ARRAY else None)
+    if case == "scaling":
+        w.add_string("llama.rope.scaling.type", "linear")
+    for t in r.tensors:
+        if case == "missing" and t.name == needle:
+            continue
+        a = np.asarray(t.data, dtype=np.float32).reshape([int(x) for x in reversed(t.shape)])
+        if case == "shape" and t.name == needle:
+            a = a[:-1]
+        w.add_tensor(t.name, np.ascontiguousarray(a))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    out = tmp_path / "out"
+    with pytest.raises(CheckpointError) as e:
+        bundle_mod.convert(src, str(out), bundle_mod.Options(prefill=16, context=64))
+    assert needle in str(e.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.gguf"], "something was written"

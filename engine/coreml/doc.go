@@ -1,0 +1,41 @@
+// Package coreml is the Core ML backend: it runs the bundles of the anechat
+// converter (engine/coreml/convert, whose README documents the format) as a
+// model.Backend, on the Neural Engine through Core ML on darwin/arm64, and
+// through the reference runner anywhere.
+//
+// The package is the host side, the same on every platform:
+//
+//   - reading a bundle (OpenBundle, ReadManifest): the manifest's format and
+//     version, every function's inputs and outputs checked against what the
+//     format derives from the architecture and geometry, the architecture
+//     checked against engine/arch (RoPE, scales, KV sharing), the sha256 of
+//     the sidecars and the tokenizer; a bundle that fails any check is
+//     refused with an error (wrapping ErrBundle) naming the file and what
+//     is wrong, and nothing panics on a damaged manifest (FuzzReadManifest);
+//   - the inputs of a call (inputs.go): INT8 or fp16 sidecar rows of the
+//     call's tokens, the cos/sin rows of each RoPE spec from engine/arch's
+//     tables, the exact masks per layer kind (DESIGN.md invariant 2), the
+//     placement matrices, the cache tensors built from the caller's
+//     kv.Cache with the call's own slots zero, and padding: rows past the
+//     real ones repeat the last real row and are placed nowhere;
+//   - the chunk pipeline (Backend.Forward): every chunk in order, the
+//     hidden state, the per-layer inputs and KV-shared layers' rows handed
+//     from chunk to chunk, and the new K/V rows written into the cache's
+//     pending rows at their positions, never committed (invariant 3: the
+//     Session commits the accepted ones; the others are dropped for free).
+//     Every generation call runs the one generation function (its unused
+//     rows padded), so speculation on and off compute every generated row
+//     with the same function; calls asking for the last row only
+//     (model.Last) run the prefill function;
+//   - the Runner interface between that and "run function F of chunk C on
+//     these buffers": CoreMLRunner (mlcore: compile cache, both functions
+//     of every chunk loaded and checked against the manifest) and the
+//     reference runner in engine/coreml/refrun (the function contract in
+//     float32 on the CPU backend's kernels);
+//   - Loader, the engine/load Backend that opens bundles (registered by
+//     internal/backends, first on darwin/arm64), with progress and
+//     cancellation between files and chunks.
+//
+// It also reads the layout the CoreML-LLM project publishes (Published),
+// to describe such a bundle; it does not run it (see Published).
+package coreml

@@ -1,0 +1,99 @@
+package coreml
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"anechat/engine/load"
+	"anechat/engine/model"
+)
+
+// OpenRunner opens the runner of an open bundle; progress, when set,
+// receives the steps done and the total (a chunk function compiled and
+// loaded is a step). ctx cancels it between steps.
+type OpenRunner func(ctx context.Context, b *Bundle, progress func(done, total int)) (Runner, error)
+
+// Loader is the Core ML backend's engine/load Backend: it opens Core ML
+// bundles of the anechat converter (load.CoreML sources with a
+// manifest.json) and runs them through the runner Open makes.
+type Loader struct {
+	// Runner makes the runner: Core ML on darwin/arm64
+	// (CoreMLRunnerOpener), the reference runner in tests and `anechat
+	// doctor --reference`.
+	Runner OpenRunner
+	// Why, when Runner is nil, says why this build cannot run bundles (the
+	// platform has no Core ML): Supports reports it.
+	Why string
+}
+
+// Name implements load.Backend.
+func (Loader) Name() string { return "coreml" }
+
+// Supports implements load.Backend: a directory holding a manifest.json of
+// the anechat bundle format, on a build that can run it.
+func (l Loader) Supports(src load.Source) error {
+	if src.Format != load.CoreML {
+		return fmt.Errorf("%s is not a Core ML bundle", src.Format)
+	}
+	if _, err := os.Stat(filepath.Join(src.Path, ManifestName)); err != nil {
+		if IsPublished(src.Path) {
+			return errors.New("a CoreML-LLM bundle (model_config.json layout): this build reads it (anechat doctor describes it) but runs only bundles of the anechat converter, whose one generation function makes speculation lossless by construction; convert the checkpoint with `make bundle`")
+		}
+		return fmt.Errorf("%s has no %s (a bundle of the anechat converter has one)", src.Path, ManifestName)
+	}
+	if l.Runner == nil {
+		if l.Why != "" {
+			return errors.New(l.Why)
+		}
+		return errors.New("this build cannot run Core ML bundles")
+	}
+	return nil
+}
+
+// loadSteps is how Open's progress divides its units: the checksums of
+// the sidecars take the first tenth, the runner's steps the rest.
+const loadSteps = 1000
+
+// Open implements load.Backend: it reads and checks the bundle
+// (OpenBundle), opens the runner and allocates the backend's buffers.
+// opts.Progress receives done/total in thousandths; ctx cancels between
+// files and between chunks.
+func (l Loader) Open(ctx context.Context, src load.Source, opts load.Options) (model.Backend, error) {
+	if err := l.Supports(src); err != nil {
+		return nil, fmt.Errorf("coreml: %s: %w", src.Path, err)
+	}
+	report := func(done int) {
+		if opts.Progress != nil {
+			opts.Progress(min(done, loadSteps), loadSteps)
+		}
+	}
+	b, err := OpenBundle(ctx, src.Path, func(done, total int64) {
+		if total > 0 {
+			report(int(done * loadSteps / 10 / total))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	report(loadSteps / 10)
+	r, err := l.Runner(ctx, b, func(done, total int) {
+		if total > 0 {
+			report(loadSteps/10 + done*(loadSteps-loadSteps/10)/total)
+		}
+	})
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	be, err := NewBackend(b, r, src.Fingerprint)
+	if err != nil {
+		r.Close()
+		b.Close()
+		return nil, err
+	}
+	report(loadSteps)
+	return be, nil
+}

@@ -1,0 +1,181 @@
+package coreml
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"anechat/engine/coreml/mlcore"
+)
+
+// CoreMLOptions configure the Core ML runner.
+type CoreMLOptions struct {
+	// ComputeUnits says where Core ML may run the functions (the zero
+	// value: the CPU and the Neural Engine).
+	ComputeUnits mlcore.ComputeUnits
+	// CacheDir keeps the compiled packages (compiling a chunk takes long
+	// the first time); "" means <user cache dir>/anechat/coreml.
+	CacheDir string
+	// Log receives the compile cache's notices; nil means slog.Default().
+	Log *slog.Logger
+}
+
+// ChunkLoad is what loading one chunk took.
+type ChunkLoad struct {
+	Package string
+	// Compiled is true when the package was compiled by this load (not
+	// found in the compile cache).
+	Compiled bool
+	// Compile is the time to find or compile the package (hashing it to
+	// find its cache entry included); Load the time to load each of its
+	// functions, generate then prefill.
+	Compile time.Duration
+	Load    [2]time.Duration
+}
+
+// CoreMLRunner runs the bundle's chunk packages with Core ML (package
+// mlcore). It is a Runner.
+type CoreMLRunner struct {
+	units mlcore.ComputeUnits
+	fns   []map[string]mlcore.Function // per chunk, by function name
+	loads []ChunkLoad
+}
+
+// CoreMLRunnerOpener returns the OpenRunner of the Core ML runner on rt
+// (mlcore.New()).
+func CoreMLRunnerOpener(rt mlcore.Runtime, o CoreMLOptions) OpenRunner {
+	return func(ctx context.Context, b *Bundle, progress func(done, total int)) (Runner, error) {
+		return NewCoreMLRunner(ctx, rt, b, o, progress)
+	}
+}
+
+// DefaultCacheDir is where compiled packages go when CoreMLOptions.CacheDir
+// is empty.
+func DefaultCacheDir() (string, error) {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("coreml: compiled model cache: %w", err)
+	}
+	return filepath.Join(d, "anechat", "coreml"), nil
+}
+
+// NewCoreMLRunner compiles (once, through the compile cache) and loads both
+// functions of every chunk of b, and checks each loaded function's inputs
+// and outputs against the manifest. progress receives the functions loaded
+// so far and their total; ctx is checked between chunks and functions (a
+// compile Core ML has started cannot be interrupted).
+func NewCoreMLRunner(ctx context.Context, rt mlcore.Runtime, b *Bundle, o CoreMLOptions, progress func(done, total int)) (_ *CoreMLRunner, err error) {
+	if o.CacheDir == "" {
+		if o.CacheDir, err = DefaultCacheDir(); err != nil {
+			return nil, err
+		}
+	}
+	cache := mlcore.NewCache(o.CacheDir, rt.Compile, o.Log)
+	r := &CoreMLRunner{units: o.ComputeUnits}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	m := b.Manifest
+	total := 2 * len(m.Chunks)
+	done := 0
+	for j := range m.Chunks {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		pkg := b.PackagePath(j)
+		cl := ChunkLoad{Package: pkg}
+		t0 := time.Now()
+		entry, err := cache.Compiled(ctx, pkg)
+		if err != nil {
+			return nil, fmt.Errorf("coreml: %s: %w", pkg, err)
+		}
+		cl.Compile, cl.Compiled = time.Since(t0), entry.Fresh
+		fns := map[string]mlcore.Function{}
+		r.fns = append(r.fns, fns)
+		for i, kind := range []string{KindGenerate, KindPrefill} {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			info := m.Chunks[j].Function(kind)
+			opts := mlcore.LoadOptions{ComputeUnits: o.ComputeUnits, FunctionName: info.Name}
+			t1 := time.Now()
+			fn, err := rt.Load(ctx, entry.Path, opts)
+			var nserr *mlcore.NSError
+			if err != nil && !entry.Fresh && errors.As(err, &nserr) {
+				// Perhaps a damaged cache entry: LoadPackage verifies it and
+				// recompiles when it is.
+				fn, err = mlcore.LoadPackage(ctx, rt, cache, pkg, opts)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("coreml: loading function %s of %s: %w", info.Name, pkg, err)
+			}
+			cl.Load[i] = time.Since(t1)
+			fns[info.Name] = fn
+			if err := CheckFunction(pkg, info, fn.Inputs(), fn.Outputs()); err != nil {
+				return nil, err
+			}
+			done++
+			if progress != nil {
+				progress(done, total)
+			}
+		}
+		r.loads = append(r.loads, cl)
+	}
+	return r, nil
+}
+
+// Name implements Runner.
+func (r *CoreMLRunner) Name() string { return "Core ML (" + r.units.String() + ")" }
+
+// Float implements Runner: Core ML's fp16 features take fp16 buffers.
+func (r *CoreMLRunner) Float() mlcore.DType { return mlcore.Float16 }
+
+// Run implements Runner.
+func (r *CoreMLRunner) Run(ctx context.Context, chunk int, fn *FunctionInfo, inputs, outputs map[string]mlcore.Buffer) error {
+	if chunk < 0 || chunk >= len(r.fns) {
+		return fmt.Errorf("coreml: no chunk %d", chunk)
+	}
+	f, ok := r.fns[chunk][fn.Name]
+	if !ok {
+		return fmt.Errorf("coreml: chunk %d has no function %s loaded", chunk, fn.Name)
+	}
+	return f.Predict(ctx, inputs, outputs)
+}
+
+// Loads reports what loading each chunk took.
+func (r *CoreMLRunner) Loads() []ChunkLoad { return append([]ChunkLoad(nil), r.loads...) }
+
+// ComputeUnits is where Core ML may run the functions.
+func (r *CoreMLRunner) ComputeUnits() mlcore.ComputeUnits { return r.units }
+
+// Stats returns each loaded function's counters, by chunk and name.
+func (r *CoreMLRunner) Stats() []map[string]mlcore.Stats {
+	out := make([]map[string]mlcore.Stats, len(r.fns))
+	for j, fns := range r.fns {
+		out[j] = map[string]mlcore.Stats{}
+		for name, f := range fns {
+			out[j][name] = f.Stats()
+		}
+	}
+	return out
+}
+
+// Close releases every loaded function.
+func (r *CoreMLRunner) Close() error {
+	var first error
+	for _, fns := range r.fns {
+		for _, f := range fns {
+			if err := f.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	r.fns = nil
+	return first
+}

@@ -1,0 +1,249 @@
+package coreml
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// IsPublished reports whether dir looks like a bundle of the CoreML-LLM
+// project (model_config.json beside chunk models) rather than one of the
+// anechat converter.
+func IsPublished(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, ManifestName)); err == nil {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(dir, "model_config.json"))
+	return err == nil
+}
+
+// Published is a bundle in the layout the CoreML-LLM project publishes for
+// Gemma 4 E2B (../shared/docs/gemma4-on-ane.md): model_config.json, INT8
+// embedding sidecars with fp16 per-row scales, RoPE cos/sin tables as .npy
+// files, decode chunks (chunkN.mlmodelc or .mlpackage, each a multifunction
+// model with a one-token decode function and a verify_qK function) and,
+// optionally, prefill chunks.
+//
+// This package reads and checks that layout (ReadPublished) so that
+// `anechat doctor` can say what such a bundle holds; the backend does not
+// run it. Its decode and verify functions are different functions, so
+// speculation on and off could round differently: identity there would be
+// a measurement, not a property of the bundle (the shared doc reports
+// 12-100% agreement over 20 tokens). A bundle of the anechat converter
+// makes it hold by construction: one generation function for every call.
+type Published struct {
+	Dir string
+	// Config is model_config.json.
+	Config PublishedConfig
+	// Decode and Prefill list the chunk models found, in order.
+	Decode, Prefill []string
+	// Sidecars maps each sidecar file to its size.
+	Sidecars map[string]int64
+	// Ropes maps each RoPE table to its shape and dtype.
+	Ropes map[string]NPYHeader
+	// Tokenizer is tokenizer.json's path, "" when absent.
+	Tokenizer string
+}
+
+// PublishedConfig is the part of model_config.json the layout defines.
+type PublishedConfig struct {
+	ModelName     string  `json:"model_name"`
+	Architecture  string  `json:"architecture"`
+	HiddenSize    int     `json:"hidden_size"`
+	ContextLength int     `json:"context_length"`
+	VocabSize     int     `json:"vocab_size"`
+	BOS           int     `json:"bos_token_id"`
+	EOS           int     `json:"eos_token_id"`
+	PerLayerDim   int     `json:"per_layer_dim"`
+	NumLayers     int     `json:"num_layers"`
+	SlidingWindow int     `json:"sliding_window"`
+	EmbedScale    float64 `json:"embed_scale"`
+}
+
+// NPYHeader is the header of a .npy file.
+type NPYHeader struct {
+	DType string
+	Shape []int
+}
+
+var chunkName = regexp.MustCompile(`^(prefill_)?chunk(\d+)\.(mlmodelc|mlpackage)$`)
+
+// ReadPublished reads a CoreML-LLM bundle's model_config.json and checks
+// that the files it needs are present and of the sizes the config implies.
+// Errors wrap ErrBundle and name the file.
+func ReadPublished(dir string) (*Published, error) {
+	p := &Published{Dir: dir, Sidecars: map[string]int64{}, Ropes: map[string]NPYHeader{}}
+	cfgPath := filepath.Join(dir, "model_config.json")
+	raw, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBundle, err)
+	}
+	if err := json.Unmarshal(raw, &p.Config); err != nil {
+		return nil, fmt.Errorf("%w: %s is not valid JSON: %w", ErrBundle, cfgPath, err)
+	}
+	c := &p.Config
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"hidden_size", c.HiddenSize}, {"context_length", c.ContextLength}, {"vocab_size", c.VocabSize}, {"num_layers", c.NumLayers}, {"per_layer_dim", c.PerLayerDim}} {
+		if f.v <= 0 || f.v > 1<<24 {
+			return nil, fmt.Errorf("%w: %s: %s = %d is missing or out of range", ErrBundle, cfgPath, f.name, f.v)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBundle, err)
+	}
+	type numbered struct {
+		n    int
+		name string
+	}
+	var dec, pre []numbered
+	for _, e := range entries {
+		m := chunkName.FindStringSubmatch(e.Name())
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(m[2])
+		if m[1] == "" {
+			dec = append(dec, numbered{n, e.Name()})
+		} else {
+			pre = append(pre, numbered{n, e.Name()})
+		}
+	}
+	for _, l := range []struct {
+		in  []numbered
+		out *[]string
+	}{{dec, &p.Decode}, {pre, &p.Prefill}} {
+		slices.SortFunc(l.in, func(a, b numbered) int { return a.n - b.n })
+		for i, x := range l.in {
+			if x.n != i+1 {
+				return nil, fmt.Errorf("%w: %s: chunk %d is missing (found %s)", ErrBundle, dir, i+1, x.name)
+			}
+			*l.out = append(*l.out, x.name)
+		}
+	}
+	if len(p.Decode) == 0 {
+		return nil, fmt.Errorf("%w: %s: no decode chunks (chunk1.mlmodelc ...)", ErrBundle, dir)
+	}
+	V, H, LP := int64(c.VocabSize), int64(c.HiddenSize), int64(c.NumLayers*c.PerLayerDim)
+	for name, size := range map[string]int64{
+		"embed_tokens_q8.bin": V * H, "embed_tokens_scales.bin": V * 2,
+		"embed_tokens_per_layer_q8.bin": V * LP, "embed_tokens_per_layer_scales.bin": V * 2,
+		"per_layer_projection.bin": LP * H * 2,
+	} {
+		path := filepath.Join(dir, name)
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBundle, err)
+		}
+		if st.Size() != size {
+			return nil, fmt.Errorf("%w: %s is %d bytes, model_config.json implies %d", ErrBundle, path, st.Size(), size)
+		}
+		p.Sidecars[name] = size
+	}
+	for _, name := range []string{"cos_sliding.npy", "sin_sliding.npy", "cos_full.npy", "sin_full.npy"} {
+		path := filepath.Join(dir, name)
+		h, err := readNPYHeader(path)
+		if err != nil {
+			return nil, err
+		}
+		if len(h.Shape) < 2 || h.Shape[0] < c.ContextLength {
+			return nil, fmt.Errorf("%w: %s has shape %v: fewer rows than context_length %d", ErrBundle, path, h.Shape, c.ContextLength)
+		}
+		p.Ropes[name] = h
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil {
+		p.Tokenizer = filepath.Join(dir, "tokenizer.json")
+	}
+	return p, nil
+}
+
+// readNPYHeader reads a .npy file's header (format versions 1-3).
+func readNPYHeader(path string) (NPYHeader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return NPYHeader{}, fmt.Errorf("%w: %w", ErrBundle, err)
+	}
+	defer f.Close()
+	var pre [10]byte
+	if _, err := io.ReadFull(f, pre[:8]); err != nil || string(pre[:6]) != "\x93NUMPY" {
+		return NPYHeader{}, fmt.Errorf("%w: %s is not a .npy file", ErrBundle, path)
+	}
+	var n int
+	switch pre[6] {
+	case 1:
+		if _, err := io.ReadFull(f, pre[8:10]); err != nil {
+			return NPYHeader{}, fmt.Errorf("%w: %s: %w", ErrBundle, path, err)
+		}
+		n = int(binary.LittleEndian.Uint16(pre[8:10]))
+	case 2, 3:
+		var b [4]byte
+		if _, err := io.ReadFull(f, b[:]); err != nil {
+			return NPYHeader{}, fmt.Errorf("%w: %s: %w", ErrBundle, path, err)
+		}
+		n = int(binary.LittleEndian.Uint32(b[:]))
+	default:
+		return NPYHeader{}, fmt.Errorf("%w: %s: .npy version %d is unknown", ErrBundle, path, pre[6])
+	}
+	if n > 1<<16 {
+		return NPYHeader{}, fmt.Errorf("%w: %s: a %d-byte .npy header", ErrBundle, path, n)
+	}
+	hdr := make([]byte, n)
+	if _, err := io.ReadFull(f, hdr); err != nil {
+		return NPYHeader{}, fmt.Errorf("%w: %s: %w", ErrBundle, path, err)
+	}
+	return parseNPYDict(path, string(hdr))
+}
+
+var (
+	npyDescr = regexp.MustCompile(`'descr'\s*:\s*'([^']*)'`)
+	npyShape = regexp.MustCompile(`'shape'\s*:\s*\(([^)]*)\)`)
+)
+
+func parseNPYDict(path, h string) (NPYHeader, error) {
+	d, s := npyDescr.FindStringSubmatch(h), npyShape.FindStringSubmatch(h)
+	if d == nil || s == nil || strings.Contains(h, "'fortran_order': True") {
+		return NPYHeader{}, fmt.Errorf("%w: %s: .npy header %q is not a C-order array", ErrBundle, path, h)
+	}
+	out := NPYHeader{DType: d[1]}
+	for _, f := range strings.Split(s[1], ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil || v < 0 {
+			return NPYHeader{}, fmt.Errorf("%w: %s: .npy shape (%s)", ErrBundle, path, s[1])
+		}
+		out.Shape = append(out.Shape, v)
+	}
+	return out, nil
+}
+
+// Describe says what the bundle holds and plainly why this build does not
+// run it.
+func (p *Published) Describe() string {
+	c := p.Config
+	var ropes []string
+	for _, name := range []string{"cos_sliding.npy", "cos_full.npy"} {
+		if h, ok := p.Ropes[name]; ok {
+			ropes = append(ropes, fmt.Sprintf("%s %s%v", name, h.DType, h.Shape))
+		}
+	}
+	prefill := "none"
+	if len(p.Prefill) > 0 {
+		prefill = strings.Join(p.Prefill, ", ")
+	}
+	return fmt.Sprintf("a CoreML-LLM bundle (%s, %s: %d layers, hidden %d, context %d, vocab %d, window %d); decode chunks %s; prefill chunks %s; INT8 sidecars and %s present. "+
+		"This build reads it but does not run it: its decode and verify (verify_qK) functions are different functions, so identity with speculation on and off is not built in there: it would have to be measured. "+
+		"Convert the checkpoint with `make bundle` for a bundle whose one generation function makes it hold by construction",
+		c.ModelName, c.Architecture, c.NumLayers, c.HiddenSize, c.ContextLength, c.VocabSize, c.SlidingWindow,
+		strings.Join(p.Decode, ", "), prefill, strings.Join(ropes, ", "))
+}

@@ -1,0 +1,412 @@
+package refrun
+
+import (
+	"fmt"
+	"math"
+
+	"anechat/engine/coreml"
+	"anechat/engine/cpu"
+)
+
+// exec is one function call of one chunk: T rows, every input read from
+// the host's buffers, every output written.
+type exec struct {
+	r       *Runner
+	c       *coreml.ChunkInfo
+	j, T    int
+	in, out map[string][]float32
+	argmax  []int32
+	last    bool
+	prefill bool
+
+	x        []float32 // the residual stream [T, H]
+	perLayer []float32 // [T, L*P]
+	placed   map[int][2][]float32
+}
+
+func (e *exec) input(name string) ([]float32, error) {
+	v, ok := e.in[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: function of chunk %d has no input %q", ErrContract, e.j, name)
+	}
+	return v, nil
+}
+
+func (e *exec) output(name string) ([]float32, error) {
+	v, ok := e.out[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: function of chunk %d has no output %q", ErrContract, e.j, name)
+	}
+	return v, nil
+}
+
+func (e *exec) run() error {
+	m := &e.r.m.Arch
+	H, T := m.Hidden, e.T
+	hin, err := e.input("hidden_in")
+	if err != nil {
+		return err
+	}
+	e.x = append([]float32(nil), hin...)
+	if P := m.PLEDim; P > 0 {
+		if err := e.perLayerInputs(); err != nil {
+			return err
+		}
+	}
+	e.placed = map[int][2][]float32{}
+	first, end := e.c.Layers[0], e.c.Layers[1]
+	// Rows of a source layer computed in an earlier chunk are placed
+	// into the cache tensor here, as the chunk that owns them does.
+	for i := first; i < end; i++ {
+		s := m.Layers[i].Source
+		if s < first {
+			if _, ok := e.placed[s]; !ok {
+				kn, err := e.input(name("k_new_", s))
+				if err != nil {
+					return err
+				}
+				vn, err := e.input(name("v_new_", s))
+				if err != nil {
+					return err
+				}
+				if err := e.place(s, kn, vn); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for i := first; i < end; i++ {
+		if err := e.layer(i); err != nil {
+			return err
+		}
+	}
+	if !e.last {
+		out, err := e.output("hidden_out")
+		if err != nil {
+			return err
+		}
+		copy(out, e.x)
+		return nil
+	}
+	rows := T
+	x := e.x
+	if e.prefill {
+		// last @ x: the one-hot row selects the last real row.
+		last, err := e.input("last")
+		if err != nil {
+			return err
+		}
+		sel := make([]float32, H)
+		for t, w := range last {
+			if w != 0 {
+				for d := range H {
+					sel[d] += w * x[t*H+d]
+				}
+			}
+		}
+		x, rows = sel, 1
+	}
+	cpu.RMSNormRows(x, x, e.r.norm, H, float32(m.Eps))
+	logits, err := e.output("logits")
+	if err != nil {
+		return err
+	}
+	V := m.Vocab
+	e.r.out.MatMul(e.r.pool, logits[:rows*V], x[:rows*H])
+	if len(e.argmax) != rows {
+		return fmt.Errorf("%w: argmax has %d rows, want %d", ErrContract, len(e.argmax), rows)
+	}
+	for t := range rows {
+		row := logits[t*V : (t+1)*V]
+		// The contract's argmax is taken before the softcap.
+		e.argmax[t] = cpu.Argmax(row)
+		if c := float32(m.Softcap); c > 0 {
+			for i, z := range row {
+				row[i] = float32(math.Tanh(float64(z/c))) * c
+			}
+		}
+	}
+	return nil
+}
+
+// perLayerInputs: chunk 0 computes the per-layer inputs from hidden_in and
+// ple_rows (and passes them on when it is not the last chunk); later
+// chunks read them.
+func (e *exec) perLayerInputs() error {
+	m := &e.r.m.Arch
+	H, T, L, P := m.Hidden, e.T, len(m.Layers), m.PLEDim
+	if e.j > 0 {
+		pl, err := e.input("per_layer")
+		if err != nil {
+			return err
+		}
+		e.perLayer = pl
+		return nil
+	}
+	rows, err := e.input("ple_rows")
+	if err != nil {
+		return err
+	}
+	k := e.r.g.PLEScales()
+	pl := make([]float32, T*L*P)
+	e.r.pleIn.MatMul(e.r.pool, pl, e.x[:T*H])
+	for i := range pl {
+		pl[i] *= k.Proj
+	}
+	cpu.RMSNormRows(pl, pl, e.r.pleNorm, P, float32(m.Eps))
+	for i := range pl {
+		pl[i] = (pl[i] + rows[i]) * k.Mix
+	}
+	e.perLayer = pl
+	if !e.last {
+		out, err := e.output("per_layer")
+		if err != nil {
+			return err
+		}
+		copy(out, pl)
+	}
+	return nil
+}
+
+// place adds the call's new rows of source layer s to its cache tensor
+// through the placement matrix: slot[p] = cache[p] + Σ_t place[p,t]·new[t]
+// ([1,kv_heads,slots,head_dim] and [1,kv_heads,T,head_dim]).
+func (e *exec) place(s int, kn, vn []float32) error {
+	m := &e.r.m.Arch
+	l := m.Layers[s]
+	kc, err := e.input(name("k_cache_", s))
+	if err != nil {
+		return err
+	}
+	vc, err := e.input(name("v_cache_", s))
+	if err != nil {
+		return err
+	}
+	pl, err := e.input("place_" + l.Kind)
+	if err != nil {
+		return err
+	}
+	T, hd := e.T, l.HeadDim
+	S := len(pl) / T
+	pk, pv := append([]float32(nil), kc...), append([]float32(nil), vc...)
+	for p := range S {
+		for t := range T {
+			w := pl[p*T+t]
+			if w == 0 {
+				continue
+			}
+			for h := range l.KVHeads {
+				dk, dv := pk[(h*S+p)*hd:(h*S+p+1)*hd], pv[(h*S+p)*hd:(h*S+p+1)*hd]
+				sk, sv := kn[(h*T+t)*hd:(h*T+t+1)*hd], vn[(h*T+t)*hd:(h*T+t+1)*hd]
+				for d := range hd {
+					dk[d] += float32(w * sk[d])
+					dv[d] += float32(w * sv[d])
+				}
+			}
+		}
+	}
+	e.placed[s] = [2][]float32{pk, pv}
+	return nil
+}
+
+// rope rotates every head of x ([T, heads*hd], row-major) by the cos/sin
+// rows: x*cos + (x@R)*sin, R the layout's signed pair permutation. Each
+// product is rounded before the sum (no fused multiply-add).
+func rope(x []float32, cos, sin []float32, T, heads, hd int, halves bool) {
+	half := hd / 2
+	rot := make([]float32, hd)
+	for t := range T {
+		c, s := cos[t*hd:(t+1)*hd], sin[t*hd:(t+1)*hd]
+		for h := range heads {
+			v := x[(t*heads+h)*hd : (t*heads+h+1)*hd]
+			for i := range half {
+				a, b := i, i+half
+				if !halves {
+					a, b = 2*i, 2*i+1
+				}
+				rot[a], rot[b] = -v[b], v[a]
+			}
+			for j := range hd {
+				v[j] = float32(v[j]*c[j]) + float32(rot[j]*s[j])
+			}
+		}
+	}
+}
+
+// headsFirst writes rows [T, heads*hd] as [heads, T, hd].
+func headsFirst(dst, src []float32, T, heads, hd int) {
+	for t := range T {
+		for h := range heads {
+			copy(dst[(h*T+t)*hd:(h*T+t+1)*hd], src[(t*heads+h)*hd:(t*heads+h+1)*hd])
+		}
+	}
+}
+
+// layer runs decoder layer i on e.x.
+func (e *exec) layer(i int) error {
+	m := &e.r.m.Arch
+	w := &e.r.layers[i]
+	l := m.Layers[i]
+	H, T, hd, nh, kvh := m.Hidden, e.T, l.HeadDim, m.Heads, l.KVHeads
+	eps := float32(m.Eps)
+	gemma := e.r.g != nil
+	r := m.Ropes[l.Rope]
+	cos, err := e.input("rope_cos_" + l.Rope)
+	if err != nil {
+		return err
+	}
+	sin, err := e.input("rope_sin_" + l.Rope)
+	if err != nil {
+		return err
+	}
+	halves := r.Layout == "halves"
+
+	h := make([]float32, T*H)
+	normW := w.inNorm
+	cpu.RMSNormRows(h, e.x, normW, H, eps)
+	q := make([]float32, T*nh*hd)
+	w.wq.MatMul(e.r.pool, q, h)
+	if gemma {
+		cpu.RMSNormRows(q, q, w.qNorm, hd, eps)
+	}
+	rope(q, cos, sin, T, nh, hd, halves)
+	if l.Source == i {
+		kvd := kvh * hd
+		k, v := make([]float32, T*kvd), make([]float32, T*kvd)
+		w.wk.MatMul(e.r.pool, k, h)
+		w.wv.MatMul(e.r.pool, v, h)
+		if gemma {
+			cpu.RMSNormRows(k, k, w.kNorm, hd, eps)
+			cpu.RMSNormRows(v, v, nil, hd, eps)
+		}
+		rope(k, cos, sin, T, kvh, hd, halves)
+		kn, err := e.output(name("k_new_", i))
+		if err != nil {
+			return err
+		}
+		vn, err := e.output(name("v_new_", i))
+		if err != nil {
+			return err
+		}
+		headsFirst(kn, k, T, kvh, hd)
+		headsFirst(vn, v, T, kvh, hd)
+		if err := e.place(i, kn, vn); err != nil {
+			return err
+		}
+	}
+	pkv, ok := e.placed[l.Source]
+	if !ok {
+		return fmt.Errorf("%w: layer %d reads layer %d's rows, which chunk %d neither computes nor takes", ErrContract, i, l.Source, e.j)
+	}
+	mask, err := e.input("mask_" + l.Kind)
+	if err != nil {
+		return err
+	}
+	if scale := float32(m.AttnScale); scale != 1 {
+		for j := range q {
+			q[j] *= scale
+		}
+	}
+	att := make([]float32, T*nh*hd)
+	attend(att, q, pkv[0], pkv[1], mask, T, nh, kvh, hd)
+	o := make([]float32, T*H)
+	w.wo.MatMul(e.r.pool, o, att)
+	if gemma {
+		cpu.RMSNormRows(o, o, w.postAttnNorm, H, eps)
+		cpu.Add(e.x, o)
+		cpu.RMSNormRows(h, e.x, w.preFFNorm, H, eps)
+	} else {
+		cpu.Add(e.x, o)
+		cpu.RMSNormRows(h, e.x, w.ffnNorm, H, eps)
+	}
+	g, u := make([]float32, T*l.FFN), make([]float32, T*l.FFN)
+	w.gate.MatMul(e.r.pool, g, h)
+	w.up.MatMul(e.r.pool, u, h)
+	for j := range g {
+		if gemma {
+			g[j] = cpu.GELUTanh(g[j]) * u[j]
+		} else {
+			g[j] = cpu.SiLU(g[j]) * u[j]
+		}
+	}
+	d := make([]float32, T*H)
+	w.down.MatMul(e.r.pool, d, g)
+	if gemma {
+		cpu.RMSNormRows(d, d, w.postFFNorm, H, eps)
+	}
+	cpu.Add(e.x, d)
+	if gemma && m.PLEDim > 0 {
+		L, P := len(m.Layers), m.PLEDim
+		gg := make([]float32, T*P)
+		w.pleGate.MatMul(e.r.pool, gg, e.x)
+		for t := range T {
+			for j := range P {
+				gg[t*P+j] = cpu.GELUTanh(gg[t*P+j]) * e.perLayer[t*L*P+i*P+j]
+			}
+		}
+		pp := make([]float32, T*H)
+		w.pleProj.MatMul(e.r.pool, pp, gg)
+		cpu.RMSNormRows(pp, pp, w.plePostNorm, H, eps)
+		cpu.Add(e.x, pp)
+	}
+	if w.scalar != 1 {
+		for j := range e.x {
+			e.x[j] *= w.scalar
+		}
+	}
+	return nil
+}
+
+// attend is the contract's attention: for each row t and query head, the
+// scores q·k over the slots its mask row leaves finite (plus the mask's
+// value there), softmax, and the weighted sum of V — the slots taken in
+// position order: the finite entries of a row form a run of slots that
+// may wrap around the ring, walked from its start. (Any other order is
+// the same function; this one is the CPU backend's, which keeps the two
+// comparable bit for bit.)
+func attend(out, q, pk, pv, mask []float32, T, nh, kvh, hd int) {
+	S := len(mask) / T
+	group := nh / kvh
+	order := make([]int, 0, S)
+	sc := make([]float32, S)
+	for t := range T {
+		mrow := mask[t*S : (t+1)*S]
+		order = slotsInOrder(order[:0], mrow)
+		for hq := range nh {
+			g := hq / group
+			qh := q[(t*nh+hq)*hd : (t*nh+hq+1)*hd]
+			s := sc[:len(order)]
+			for i, p := range order {
+				s[i] = cpu.Dot(qh, pk[(g*S+p)*hd:(g*S+p+1)*hd]) + mrow[p]
+			}
+			cpu.Softmax(s)
+			o := out[(t*nh+hq)*hd : (t*nh+hq+1)*hd]
+			clear(o)
+			for i, p := range order {
+				cpu.Axpy(o, s[i], pv[(g*S+p)*hd:(g*S+p+1)*hd])
+			}
+		}
+	}
+}
+
+// slotsInOrder appends the slots of a mask row whose value is finite,
+// starting after the last masked (-inf) slot before the first finite run
+// and going around the ring once.
+func slotsInOrder(order []int, mrow []float32) []int {
+	S := len(mrow)
+	masked := func(p int) bool { return math.IsInf(float64(mrow[p]), -1) }
+	start := 0
+	for p := range S {
+		if !masked(p) && masked((p-1+S)%S) {
+			start = p
+			break
+		}
+	}
+	for i := range S {
+		p := (start + i) % S
+		if !masked(p) {
+			order = append(order, p)
+		}
+	}
+	return order
+}

@@ -1,0 +1,190 @@
+package coreml
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"anechat/engine/model/mmap"
+)
+
+// Sidecar is an embedding table of a bundle, memory-mapped: INT8 rows with
+// one fp16 scale per row, or fp16 rows. Row r reads back as
+// fp16(float32(q[r][j]) * float32(scale[r])) (int8) or as the stored fp16
+// value: the value the bundle's functions take, already multiplied by the
+// architecture's embedding scale (the manifest's value_scale).
+type Sidecar struct {
+	Rows, Cols int
+	int8       bool
+	data       *mmap.Mapping // int8: rows*cols bytes; fp16: rows*cols*2
+	scales     *mmap.Mapping // int8 only: rows*2 bytes
+}
+
+// openSidecar maps the table's files and checks their sizes (the checksums
+// are checked by verifyFiles).
+func openSidecar(dir, name string, s SidecarInfo) (*Sidecar, error) {
+	sc := &Sidecar{Rows: s.Rows, Cols: s.Cols, int8: s.Data.DType == "int8"}
+	elem := int64(2)
+	if sc.int8 {
+		elem = 1
+	}
+	var err error
+	if sc.data, err = mapSized(filepath.Join(dir, s.Data.File), int64(s.Rows)*int64(s.Cols)*elem,
+		fmt.Sprintf("%d x %d %s values (sidecars.%s)", s.Rows, s.Cols, s.Data.DType, name)); err != nil {
+		return nil, err
+	}
+	if sc.int8 {
+		if sc.scales, err = mapSized(filepath.Join(dir, s.Scales.File), int64(s.Rows)*2,
+			fmt.Sprintf("%d float16 scales (sidecars.%s)", s.Rows, name)); err != nil {
+			sc.Close()
+			return nil, err
+		}
+	}
+	return sc, nil
+}
+
+// mapSized maps path and checks it holds exactly size bytes (what says
+// what they are, for the message).
+func mapSized(path string, size int64, what string) (*mmap.Mapping, error) {
+	m, err := mmap.Map(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBundle, err)
+	}
+	if got := int64(len(m.Data())); got != size {
+		m.Close()
+		return nil, fmt.Errorf("%w: %s is %d bytes, want %d for %s (the file is truncated or of another model)", ErrBundle, path, got, size, what)
+	}
+	return m, nil
+}
+
+// Row writes the values of row r to dst[:Cols] (as float32; each is an
+// fp16 value exactly) and returns dst[:Cols].
+func (s *Sidecar) Row(dst []float32, r int) []float32 {
+	dst = dst[:s.Cols]
+	if s.int8 {
+		q := s.data.Data()[r*s.Cols : (r+1)*s.Cols]
+		scale := fromHalf(binary.LittleEndian.Uint16(s.scales.Data()[2*r:]))
+		for j, v := range q {
+			dst[j] = roundHalf(float32(int8(v)) * scale)
+		}
+		return dst
+	}
+	b := s.data.Data()[2*r*s.Cols : 2*(r+1)*s.Cols]
+	for j := range dst {
+		dst[j] = fromHalf(binary.LittleEndian.Uint16(b[2*j:]))
+	}
+	return dst
+}
+
+// rowHalf writes row r as fp16 bits to dst[:Cols] (the values Row
+// returns, without the round trip through float32).
+func (s *Sidecar) rowHalf(dst []uint16, r int) {
+	dst = dst[:s.Cols]
+	if s.int8 {
+		q := s.data.Data()[r*s.Cols : (r+1)*s.Cols]
+		scale := fromHalf(binary.LittleEndian.Uint16(s.scales.Data()[2*r:]))
+		for j, v := range q {
+			dst[j] = toHalf(float32(int8(v)) * scale)
+		}
+		return
+	}
+	b := s.data.Data()[2*r*s.Cols : 2*(r+1)*s.Cols]
+	for j := range dst {
+		dst[j] = binary.LittleEndian.Uint16(b[2*j:])
+	}
+}
+
+// check reports an error wrapping mmap.ErrChanged when a file changed on
+// disk since it was mapped.
+func (s *Sidecar) check() error {
+	for _, m := range []*mmap.Mapping{s.data, s.scales} {
+		if m != nil {
+			if err := m.Check(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// mappings returns the sidecar's mappings (for fault guards).
+func (s *Sidecar) mappings() []*mmap.Mapping {
+	var out []*mmap.Mapping
+	for _, m := range []*mmap.Mapping{s.data, s.scales} {
+		if m != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Close unmaps the table.
+func (s *Sidecar) Close() error {
+	var first error
+	for _, m := range []*mmap.Mapping{s.data, s.scales} {
+		if m != nil {
+			if err := m.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	s.data, s.scales = nil, nil
+	return first
+}
+
+// checksum is one file to verify against the manifest.
+type checksum struct {
+	path, want, field string
+}
+
+// verifyFiles reads every file and compares its sha256 with the
+// manifest's, calling progress with the bytes read so far and the total;
+// ctx cancels it between blocks.
+func verifyFiles(ctx context.Context, files []checksum, progress func(done, total int64)) error {
+	var total, done int64
+	for _, f := range files {
+		st, err := os.Stat(f.path)
+		if err != nil {
+			return fmt.Errorf("%w: %s (%s): %w", ErrBundle, f.path, f.field, err)
+		}
+		total += st.Size()
+	}
+	buf := make([]byte, 4<<20)
+	for _, f := range files {
+		fh, err := os.Open(f.path)
+		if err != nil {
+			return fmt.Errorf("%w: %s (%s): %w", ErrBundle, f.path, f.field, err)
+		}
+		h := sha256.New()
+		for {
+			if err := ctx.Err(); err != nil {
+				fh.Close()
+				return err
+			}
+			n, err := fh.Read(buf)
+			h.Write(buf[:n])
+			done += int64(n)
+			if progress != nil && n > 0 {
+				progress(done, total)
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				fh.Close()
+				return fmt.Errorf("%w: reading %s: %w", ErrBundle, f.path, err)
+			}
+		}
+		fh.Close()
+		if got := hex.EncodeToString(h.Sum(nil)); got != f.want {
+			return fmt.Errorf("%w: %s: sha256 %s differs from the manifest's %s (%s): the file is damaged or was replaced; copy or convert the bundle again",
+				ErrBundle, f.path, got, f.want, f.field)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+import { modelLabel } from "./logic";
+import { useActions, useStore } from "./useStore";
+
+/** Prompts a new user can try with one click (any small model can answer them). */
+export const EXAMPLES = [
+  "Write a short story about a robot who learns to paint.",
+  "Explain what a hash map is, with a small example in Python.",
+  "Give me three ideas for a rainy Sunday afternoon.",
+];
+
+/** The start page: which model answers, three prompts to try, how to begin. */
+export function Welcome() {
+  const store = useActions();
+  const models = useStore((s) => s.models);
+  const engineError = useStore((s) => s.info?.engineError ?? "");
+  const storageError = useStore((s) => s.info?.storageError ?? "");
+  const model = models?.models.find((m) => m.id === models.defaultId);
+  return (
+    <div class="welcome" data-testid="welcome">
+      <h1>anechat</h1>
+      <p data-testid="welcome-model">
+        {model ? (
+          <>
+            Replies come from <strong>{modelLabel(model)}</strong>
+            {model.meta?.backend ? ` on the ${model.meta.backend} backend` : ""}, on this machine.
+          </>
+        ) : models ? (
+          <>
+            No model yet: add one on the{" "}
+            <button
+              type="button"
+              class="link"
+              onClick={() => {
+                store.go("models");
+              }}
+            >
+              Models page
+            </button>
+            .
+          </>
+        ) : (
+          "Loading models…"
+        )}
+      </p>
+      {engineError && <p class="muted">{engineError}</p>}
+      <h2>Try one</h2>
+      <ul class="examples" data-testid="examples">
+        {EXAMPLES.map((e) => (
+          <li key={e}>
+            <button
+              type="button"
+              class="example"
+              disabled={!!storageError}
+              onClick={() =>
+                void (async () => {
+                  await store.newChat();
+                  if (model) await store.send(e);
+                  else store.setDraft(e);
+                })()
+              }
+            >
+              {e}
+            </button>
+          </li>
+        ))}
+      </ul>
+      <p class="muted">Or start a new chat, or pick one on the left. Press Ctrl/⌘ + / for the keyboard shortcuts.</p>
+    </div>
+  );
+}

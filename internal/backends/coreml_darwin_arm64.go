@@ -1,0 +1,35 @@
+package backends
+
+import (
+	"context"
+	"fmt"
+
+	"anechat/engine/coreml"
+	"anechat/engine/coreml/mlcore"
+)
+
+// coreMLLoader is the Core ML backend with the Core ML runner: registered
+// first on darwin/arm64. Core ML itself is opened at the first bundle that
+// loads; where it cannot be (a macOS without it), that load fails saying
+// so, and the CPU backend still runs every other model.
+func coreMLLoader(o Options) (coreml.Loader, bool) {
+	units, err := mlcore.ParseComputeUnits(o.ComputeUnits)
+	if err != nil {
+		return coreml.Loader{Why: fmt.Sprintf("compute units: %v", err)}, true
+	}
+	open := func(ctx context.Context, b *coreml.Bundle, progress func(done, total int)) (coreml.Runner, error) {
+		rt, err := mlcore.New()
+		if err != nil {
+			return nil, err
+		}
+		return coreml.NewCoreMLRunner(ctx, rt, b, coreml.CoreMLOptions{ComputeUnits: units, CacheDir: o.CoreMLCache, Log: o.Log}, progress)
+	}
+	return coreml.Loader{Runner: open}, true
+}
+
+func coreMLStatus() Status {
+	if _, err := mlcore.New(); err != nil {
+		return Status{Name: "coreml", Detail: "Core ML cannot be opened on this Mac: " + err.Error()}
+	}
+	return Status{Name: "coreml", Available: true, Detail: "Core ML (the Neural Engine with compute units neural-engine): runs Core ML bundles of the anechat converter"}
+}

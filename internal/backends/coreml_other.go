@@ -1,0 +1,18 @@
+//go:build !(darwin && arm64)
+
+package backends
+
+import (
+	"fmt"
+	"runtime"
+
+	"anechat/engine/coreml"
+)
+
+// coreMLLoader: no Core ML here, so the Core ML backend is not registered
+// for the app (Reference builds a registry with the reference runner).
+func coreMLLoader(Options) (coreml.Loader, bool) { return coreml.Loader{}, false }
+
+func coreMLStatus() Status {
+	return Status{Name: "coreml", Detail: fmt.Sprintf("the Neural Engine is not available: Core ML needs a darwin/arm64 build on an Apple silicon Mac (this is %s/%s); the CPU backend runs every model here, and `anechat doctor --reference CHECKPOINT` runs a bundle's function contract on the CPU kernels", runtime.GOOS, runtime.GOARCH)}
+}
