@@ -93,3 +93,11 @@
 #define FCMGE_4S(d, n, m) WORD $(0x6E20E400 | (m)<<16 | (n)<<5 | (d)) // fcmge vd.4s, vn.4s, vm.4s
 #define EOR_16B(d, n, m) WORD $(0x6E201C00 | (m)<<16 | (n)<<5 | (d)) // eor vd.16b, vn.16b, vm.16b
 #define MOVV(d, n) ORR_16B(d, n, n) // mov vd.16b, vn.16b
+#define MLA_4S(d, n, m) WORD $(0x4EA09400 | (m)<<16 | (n)<<5 | (d)) // mla vd.4s, vn.4s, vm.4s
+#define SMLAL_4S_E(d, n, m, i) WORD $(0x0F402000 | ((i)>>2)<<11 | (((i)>>1)&1)<<21 | ((i)&1)<<20 | (m)<<16 | (n)<<5 | (d)) // smlal vd.4s, vn.4h, vm.h[i] (m < 16)
+#define SMLAL2_4S_E(d, n, m, i) WORD $(0x4F402000 | ((i)>>2)<<11 | (((i)>>1)&1)<<21 | ((i)&1)<<20 | (m)<<16 | (n)<<5 | (d)) // smlal2 vd.4s, vn.8h, vm.h[i] (m < 16)
+#define TBL_16B(d, n, m) WORD $(0x4E000000 | (m)<<16 | (n)<<5 | (d)) // tbl vd.16b, {vn.16b}, vm.16b
+#define USHL_16B(d, n, m) WORD $(0x6E204400 | (m)<<16 | (n)<<5 | (d)) // ushl vd.16b, vn.16b, vm.16b
+#define ZIP1_16B(d, n, m) WORD $(0x4E003800 | (m)<<16 | (n)<<5 | (d)) // zip1 vd.16b, vn.16b, vm.16b
+#define ZIP2_16B(d, n, m) WORD $(0x4E007800 | (m)<<16 | (n)<<5 | (d)) // zip2 vd.16b, vn.16b, vm.16b
+#define USHR_16B_2(d, n) WORD $(0x6F0E0400 | (n)<<5 | (d)) // ushr vd.16b, vn.16b, #2

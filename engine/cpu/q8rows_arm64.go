@@ -65,6 +65,8 @@ func rowKernels(t gguf.Type) (k [9]rowKernel) {
 		k[1], k[2], k[4], k[8] = rowsQ41x1N, rowsQ41x2N, rowsQ41x4N, rowsQ41x8N
 	case gguf.Q8_0:
 		k[1], k[2], k[4], k[8] = rowsQ80x1N, rowsQ80x2N, rowsQ80x4N, rowsQ80x8N
+	case gguf.Q4_K:
+		k[1], k[2], k[4], k[8] = rowsQ4Kx1N, rowsQ4Kx2N, rowsQ4Kx4N, rowsQ4Kx8N // kqrows_arm64.s
 	}
 	return k
 }
