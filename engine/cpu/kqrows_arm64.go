@@ -2,9 +2,11 @@ package cpu
 
 import "unsafe"
 
-// The K-format row kernels on arm64 (kqrows_arm64.s, SDOT): Q4_K, with
-// the arguments of the amd64 ones (kqrows_amd64.go) and the canonical sums
-// of dotref.go. The other K formats and Q5_0/Q5_1 run the Go loops here.
+// The K-format row kernels on arm64 (kqrows_arm64.s, SDOT): Q4_K and Q6_K
+// (the common ones: Q4_K_M files are mostly these two), with the
+// arguments of the amd64 ones (kqrows_amd64.go) and the canonical sums of
+// dotref.go. Q2_K, Q3_K, Q5_K, Q5_0 and Q5_1 run the Go loops' canonical
+// sums here (matMulRef): the same bits, slower.
 
 //go:noescape
 func rowsQ4Kx1N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
@@ -17,3 +19,15 @@ func rowsQ4Kx4N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Point
 
 //go:noescape
 func rowsQ4Kx8N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ6Kx1N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ6Kx2N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ6Kx4N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ6Kx8N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)

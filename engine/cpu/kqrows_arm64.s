@@ -324,3 +324,230 @@ TEXT ·rowsQ4Kx4N(SB), NOSPLIT, $224-72
 // func rowsQ4Kx8N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 TEXT ·rowsQ4Kx8N(SB), NOSPLIT, $224-72
 	KKERNEL(2048, 2, KZERO4, KTOKS4, KEND4, KOUT4, q4kh8, q4kq8, q4kb8, q4ko8)
+
+// Q6_K (210-byte blocks: ql[128], qh[64], int8 scales[16], d): the same
+// loop over the 4 rows of a half and passes of up to 4 tokens, per
+// sub-block k of 16 elements (e = 128h + 32s + l, k = e/16) the values
+// w = (nibble s/2 of ql[64h+32(s%2)+l] | bits 2s..2s+1 of qh[32h+l]<<4) - 32
+// of the 4 rows built in V0..V3 (chunks of 4 elements, transposed as
+// above), then per token P_k by 4 SDOTs and I += P_k·sc_k; per block
+// A = fma(d_w*d_x, float(I), A) (dotref.go). The 16 scales of the 4 rows
+// are transposed (ZIP) and sign-extended into the frame, sc_k as 4 int32
+// lanes at 16+16k(RSP). V24 holds 0x30 in every byte, V25 32.
+
+#define Q6ARGS \
+	MOVD w+0(FP), R0 \
+	MOVD rstride+8(FP), R1 \
+	MOVD nb+16(FP), R2 \
+	MOVD qx+24(FP), R3 \
+	MOVD dx+32(FP), R4 \
+	MOVD dstride+48(FP), R6 \
+	MOVD out+56(FP), R7 \
+	MOVD ostride+64(FP), R9 \
+	MOVD $210, R19 \
+	MOVD $2, R20 \
+	VMOVI $48, V24.B16 \
+	VMOVI $32, V25.B16 \
+	VMOVI $15, V31.B16
+
+// Q6WIDEN(T, o): the 4 scales (4 rows each) in word lanes of V(T),
+// sign-extended to int32, stored at o(RSP) onwards.
+#define Q6WIDEN(T, o) \
+	SXTL_8H(8, T) \
+	SXTL2_8H(9, T) \
+	SXTL_4S(12, 8) \
+	SXTL2_4S(13, 8) \
+	SXTL_4S(14, 9) \
+	SXTL2_4S(15, 9) \
+	FSTPQ (F12, F13), o(RSP) \
+	FSTPQ (F14, F15), (o+32)(RSP)
+
+#define Q6SCALES \
+	LOAD4(192) \
+	ZIP1_16B(0, 8, 9) \
+	ZIP1_16B(1, 10, 11) \
+	ZIP2_16B(2, 8, 9) \
+	ZIP2_16B(3, 10, 11) \
+	ZIP1_8H(4, 0, 1) \
+	ZIP2_8H(5, 0, 1) \
+	ZIP1_8H(6, 2, 3) \
+	ZIP2_8H(7, 2, 3) \
+	Q6WIDEN(4, 16) \
+	Q6WIDEN(5, 80) \
+	Q6WIDEN(6, 144) \
+	Q6WIDEN(7, 208)
+
+// Q6HEAD: d_w of the 4 rows in V28.
+#define Q6HEAD \
+	ADD $208, R10, R21 \
+	VLD1 (R21), V30.H[0] \
+	ADD $208, R11, R21 \
+	VLD1 (R21), V30.H[1] \
+	ADD $208, R12, R21 \
+	VLD1 (R21), V30.H[2] \
+	ADD $208, R13, R21 \
+	VLD1 (R21), V30.H[3] \
+	FCVTL_4S(28, 30)
+
+#define Q6LO \
+	AND_16B(0, 0, 31) \
+	AND_16B(1, 1, 31) \
+	AND_16B(2, 2, 31) \
+	AND_16B(3, 3, 31)
+#define Q6HI \
+	USHR_16B_4(0, 0) \
+	USHR_16B_4(1, 1) \
+	USHR_16B_4(2, 2) \
+	USHR_16B_4(3, 3)
+
+// Q6H0..Q6H3: bits 2s..2s+1 of the qh chunks (V4..V7) to bits 4..5.
+#define Q6H0 \
+	SHL_16B_4(4, 4) \
+	SHL_16B_4(5, 5) \
+	SHL_16B_4(6, 6) \
+	SHL_16B_4(7, 7)
+#define Q6H1 \
+	SHL_16B_2(4, 4) \
+	SHL_16B_2(5, 5) \
+	SHL_16B_2(6, 6) \
+	SHL_16B_2(7, 7)
+#define Q6H2
+#define Q6H3 \
+	USHR_16B_2(4, 4) \
+	USHR_16B_2(5, 5) \
+	USHR_16B_2(6, 6) \
+	USHR_16B_2(7, 7)
+
+// Q6T(t, k): token t's P_k (16 elements) for the 4 rows, I_t += P_k·sc_k.
+#define Q6T(t, k) \
+	FMOVQ ((t)*256+16*(k))(R14), F12 \
+	VEOR V14.B16, V14.B16, V14.B16 \
+	SDOT_4S_E(14, 0, 12, 0) \
+	SDOT_4S_E(14, 1, 12, 1) \
+	SDOT_4S_E(14, 2, 12, 2) \
+	SDOT_4S_E(14, 3, 12, 3) \
+	MLA_4S(20+t, 14, 15)
+
+#define Q6TOKS1(k) \
+	Q6T(0, k)
+#define Q6TOKS2(k) \
+	Q6TOKS1(k) \
+	Q6T(1, k)
+#define Q6TOKS4(k) \
+	Q6TOKS2(k) \
+	Q6T(2, k) \
+	Q6T(3, k)
+
+// Q6SUB(k, qlo, qho, NIB, QH, TOKS): sub-block k, its ql bytes at qlo
+// (nibble NIB), its qh bytes at qho (shift QH).
+#define Q6SUB(k, qlo, qho, NIB, QH, TOKS) \
+	LOAD4(qlo) \
+	TRANSPOSE(0) \
+	NIB \
+	LOAD4(qho) \
+	TRANSPOSE(4) \
+	QH \
+	AND_16B(4, 4, 24) \
+	AND_16B(5, 5, 24) \
+	AND_16B(6, 6, 24) \
+	AND_16B(7, 7, 24) \
+	ORR_16B(0, 0, 4) \
+	ORR_16B(1, 1, 5) \
+	ORR_16B(2, 2, 6) \
+	ORR_16B(3, 3, 7) \
+	SUB_16B(0, 0, 25) \
+	SUB_16B(1, 1, 25) \
+	SUB_16B(2, 2, 25) \
+	SUB_16B(3, 3, 25) \
+	FMOVQ (16+16*(k))(RSP), F15 \
+	TOKS(k)
+
+// Q6H(h, TOKS): the 8 sub-blocks of half h of the block (s = 0..3, two
+// sub-blocks of 16 each).
+#define Q6H(h, TOKS) \
+	Q6SUB(8*h+0, 64*h+0, 128+32*h, Q6LO, Q6H0, TOKS) \
+	Q6SUB(8*h+1, 64*h+16, 144+32*h, Q6LO, Q6H0, TOKS) \
+	Q6SUB(8*h+2, 64*h+32, 128+32*h, Q6LO, Q6H1, TOKS) \
+	Q6SUB(8*h+3, 64*h+48, 144+32*h, Q6LO, Q6H1, TOKS) \
+	Q6SUB(8*h+4, 64*h+0, 128+32*h, Q6HI, Q6H2, TOKS) \
+	Q6SUB(8*h+5, 64*h+16, 144+32*h, Q6HI, Q6H2, TOKS) \
+	Q6SUB(8*h+6, 64*h+32, 128+32*h, Q6HI, Q6H3, TOKS) \
+	Q6SUB(8*h+7, 64*h+48, 144+32*h, Q6HI, Q6H3, TOKS)
+
+// Q6E(t): A = fma(d_w*d_x, float(I), A) for token t; I starts again.
+#define Q6E(t) \
+	FMOVS (t*64)(R15), F13 \
+	SCVTF_4S(20+t, 20+t) \
+	FMUL_4S_E(30, 28, 13, 0) \
+	FMLA_4S(16+t, 20+t, 30) \
+	EOR_16B(20+t, 20+t, 20+t)
+
+#define Q6END1 \
+	Q6E(0)
+#define Q6END2 \
+	Q6END1 \
+	Q6E(1)
+#define Q6END4 \
+	Q6END2 \
+	Q6E(2) \
+	Q6E(3)
+
+#define Q6KERNEL(astr, Q, ZERO, TOKS, END, OUT, lhalf, lquad, lblk, lout) \
+	Q6ARGS \
+lhalf: \
+	MOVD R3, R24 \
+	MOVD R4, R25 \
+	MOVD R7, R22 \
+	MOVD $Q, R23 \
+lquad: \
+	MOVD R0, R10 \
+	ADD R1, R10, R11 \
+	ADD R1, R11, R12 \
+	ADD R1, R12, R13 \
+	MOVD R24, R14 \
+	MOVD R25, R15 \
+	MOVD R2, R17 \
+	ZERO \
+	CBZ R17, lout \
+lblk: \
+	Q6SCALES \
+	Q6HEAD \
+	Q6H(0, TOKS) \
+	Q6H(1, TOKS) \
+	END \
+	ADD R19, R10, R10 \
+	ADD R19, R11, R11 \
+	ADD R19, R12, R12 \
+	ADD R19, R13, R13 \
+	ADD $astr, R14, R14 \
+	ADD R6, R15, R15 \
+	SUBS $1, R17, R17 \
+	BNE lblk \
+lout: \
+	OUT \
+	ADD $1024, R24, R24 \
+	ADD $256, R25, R25 \
+	ADD R9<<2, R22, R22 \
+	SUBS $1, R23, R23 \
+	BNE lquad \
+	ADD $16, R7, R7 \
+	ADD R1<<2, R0, R0 \
+	SUBS $1, R20, R20 \
+	BNE lhalf \
+	RET
+
+// func rowsQ6Kx1N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ6Kx1N(SB), NOSPLIT, $288-72
+	Q6KERNEL(256, 1, KZERO1, Q6TOKS1, Q6END1, KOUT1, q6kh1, q6kq1, q6kb1, q6ko1)
+
+// func rowsQ6Kx2N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ6Kx2N(SB), NOSPLIT, $288-72
+	Q6KERNEL(512, 1, KZERO2, Q6TOKS2, Q6END2, KOUT2, q6kh2, q6kq2, q6kb2, q6ko2)
+
+// func rowsQ6Kx4N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ6Kx4N(SB), NOSPLIT, $288-72
+	Q6KERNEL(1024, 1, KZERO4, Q6TOKS4, Q6END4, KOUT4, q6kh4, q6kq4, q6kb4, q6ko4)
+
+// func rowsQ6Kx8N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ6Kx8N(SB), NOSPLIT, $288-72
+	Q6KERNEL(2048, 2, KZERO4, Q6TOKS4, Q6END4, KOUT4, q6kh8, q6kq8, q6kb8, q6ko8)

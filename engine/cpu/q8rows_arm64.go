@@ -67,6 +67,8 @@ func rowKernels(t gguf.Type) (k [9]rowKernel) {
 		k[1], k[2], k[4], k[8] = rowsQ80x1N, rowsQ80x2N, rowsQ80x4N, rowsQ80x8N
 	case gguf.Q4_K:
 		k[1], k[2], k[4], k[8] = rowsQ4Kx1N, rowsQ4Kx2N, rowsQ4Kx4N, rowsQ4Kx8N // kqrows_arm64.s
+	case gguf.Q6_K:
+		k[1], k[2], k[4], k[8] = rowsQ6Kx1N, rowsQ6Kx2N, rowsQ6Kx4N, rowsQ6Kx8N
 	}
 	return k
 }
