@@ -13,8 +13,9 @@
 #
 # qemu says nothing about speed: benchmarks are not run here (see
 # `anechat bench cpu`), and the tests run with -test.short (TestGolden then
-# runs SmolLM2 on the first kernel set only and skips the 150M-weight
-# random Gemma 4). The engine package itself (Session, the verify loop:
+# skips the two large models, SmolLM2 and the 150M-weight random Gemma 4;
+# the real Gemma 3 file's Q4_K, Q5_0, Q6_K and Q8_0 matrices still run, in
+# TestGemma3MatMul). The engine package itself (Session, the verify loop:
 # whole generations, several minutes under qemu) is left to the native
 # go test; its arithmetic is engine/cpu's, engine/sample's and
 # engine/spec's, which run here. Tests skipped under qemu, and why:
