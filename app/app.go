@@ -64,6 +64,7 @@ type App struct {
 	Models    *Models
 	System    *System
 	Downloads *Downloads
+	API       *API
 }
 
 // core is the state every service shares: the database (or why it could not
@@ -114,6 +115,7 @@ func New(opts Options) *App {
 	a.System = &System{c: c, models: a.Models, settings: a.Settings}
 	a.Downloads = &Downloads{c: c, models: a.Models, jobs: map[string]*dlJob{},
 		retries: defaultRetries, retryDelay: defaultRetryDelay, progressEvery: defaultProgressEvery}
+	a.API = &API{c: c, models: a.Models, settings: a.Settings}
 	return a
 }
 
@@ -139,6 +141,7 @@ func (a *App) Startup(ctx context.Context, emit Emitter) {
 			a.core.log.Warn("not a readable model", "path", p.Path, "err", p.Error)
 		}
 	}
+	a.API.restore() // the HTTP API switch, if left on
 }
 
 // open resolves the data directory and opens the database and the KV index;
@@ -190,6 +193,7 @@ func (a *App) Shutdown() {
 	}
 	a.Chat.wait()
 	a.Downloads.wait()
+	a.API.stop()
 	if u, ok := c.opts.Generator.(StorageUser); ok {
 		u.UseStorage(nil, nil) // both live on the database closed below
 	}
@@ -202,7 +206,7 @@ func (a *App) Shutdown() {
 
 // Services lists the values whose methods are bound to the window.
 func (a *App) Services() []any {
-	return []any{a.Chat, a.Library, a.Settings, a.Models, a.System, a.Downloads}
+	return []any{a.Chat, a.Library, a.Settings, a.Models, a.System, a.Downloads, a.API}
 }
 
 // db returns the open database, or why there is none.

@@ -8,11 +8,9 @@ import (
 	"strings"
 	"sync"
 
-	"anechat/engine/chat"
 	"anechat/engine/coreml/mlcore"
 	"anechat/engine/load"
 	"anechat/engine/model"
-	"anechat/engine/spec"
 	"anechat/internal/backends"
 )
 
@@ -202,54 +200,29 @@ func (b *CoreML) CancelLoad() bool {
 
 // UseRegistry makes the generator open models through reg from the next
 // load on; a loaded Core ML bundle is unloaded, so that a changed setting
-// (compute units) applies at the next reply.
+// (compute units) applies at the next reply. The runner is the one the
+// in-app API serves on, so the API follows the setting too.
 func (g *EngineGenerator) UseRegistry(reg *load.Registry) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.registry = reg
-	if g.loaded != nil && strings.HasPrefix(model.KernelsOf(g.loaded.backend), "coreml/") {
-		g.unload()
-	}
+	g.run.UseRegistry(reg, func(b model.Backend) bool { return strings.HasPrefix(model.KernelsOf(b), "coreml/") })
 }
 
 // Preload loads the model at path (unloading another) with progress, so
 // that the next reply finds it loaded; ctx cancels it.
 func (g *EngineGenerator) Preload(ctx context.Context, path string, progress func(done, total int)) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.loaded != nil && g.loaded.path == path && model.CheckFiles(g.loaded.backend) == nil {
-		if progress != nil {
-			progress(1, 1)
-		}
-		return nil
-	}
-	g.unload()
-	lm, err := g.registry.Open(ctx, path, load.Options{Progress: progress})
-	if err != nil {
-		return fmt.Errorf("load model %s: %w", path, err)
-	}
-	tmpl, err := chat.ForModel(lm.Backend.Config().Arch, lm.Tokenizer, lm.Chat)
-	if err != nil {
-		lm.Close()
-		return fmt.Errorf("load model %s: chat template: %w", path, err)
-	}
-	g.log.Info("model loaded", "path", path, "backend", lm.BackendName, "template", tmpl.Name())
-	g.loaded = &loadedModel{path: path, backend: lm.Backend, tok: lm.Tokenizer, tmpl: tmpl, corpus: spec.NewCorpus(0), seen: map[string]bool{}}
-	return nil
+	return g.run.Preload(ctx, path, progress)
 }
 
 // Running names the loaded model's backend ("coreml", "cpu"), what runs it
 // and its path; all "" when no model is loaded.
 func (g *EngineGenerator) Running() (backend, runner, path string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.loaded == nil {
+	m := g.run.Loaded()
+	if m == nil {
 		return "", "", ""
 	}
-	k := model.KernelsOf(g.loaded.backend)
+	k := model.KernelsOf(m.Backend())
 	backend, runner, _ = strings.Cut(k, "/")
 	if backend != "coreml" {
 		backend, runner = "cpu", "pure Go ("+k+")"
 	}
-	return backend, runner, g.loaded.path
+	return backend, runner, m.Path()
 }

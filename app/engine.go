@@ -3,20 +3,12 @@ package app
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"slices"
-	"sync"
 
 	"anechat/engine"
 	"anechat/engine/chat"
-	"anechat/engine/kv"
-	"anechat/engine/load"
-	"anechat/engine/model"
-	"anechat/engine/spec"
-	"anechat/engine/tokenizer"
-	"anechat/internal/backends"
 	"anechat/internal/kvindex"
+	"anechat/internal/runner"
 )
 
 // EngineGenerator is the Generator over anechat's engine: it loads the
@@ -28,15 +20,11 @@ import (
 // conversation's KV to disk after a reply and resumes from the longest
 // stored prefix, so a conversation continues without re-running its history
 // even after a restart, and keeps the measured call costs of each model.
+// The wiring lives in internal/runner, which the HTTP API (API, package
+// server) runs on too: both share the loaded model, one reply at a time.
 type EngineGenerator struct {
 	log *slog.Logger
-	// registry opens models on this build's backends.
-	registry *load.Registry
-
-	mu     sync.Mutex // one reply at a time: a Session is not concurrent
-	loaded *loadedModel
-	store  engine.SnapshotStore // nil: no KV snapshots
-	costs  engine.CostStore     // nil: call costs measured each start
+	run *runner.Runner
 }
 
 // StorageUser is a Generator that keeps KV snapshots and measured call costs
@@ -50,49 +38,7 @@ type StorageUser interface {
 // costs (nil turns each off). The loaded model's session is rebuilt on them
 // at the next reply.
 func (g *EngineGenerator) UseStorage(snapshots engine.SnapshotStore, costs engine.CostStore) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.store, g.costs = snapshots, costs
-	if g.loaded != nil {
-		g.loaded.session = nil
-	}
-}
-
-// loadedModel is the open model and the session running it.
-type loadedModel struct {
-	path    string
-	backend model.Backend
-	tok     *tokenizer.Tokenizer
-	tmpl    chat.Template
-	session *engine.Session // nil until the first reply after a load or UseStorage
-	// corpus holds the finished messages of the conversations answered and
-	// the prompt library, for suffix-matching drafts (spec.Corpus) across
-	// turns and conversations; seen keeps a text from being added twice.
-	corpus *spec.Corpus
-	seen   map[string]bool
-}
-
-// maxSeen bounds the memory of texts already in the corpus; past it the
-// memory starts over (a repeated text then costs one more Add).
-const maxSeen = 1 << 14
-
-// learn adds ids to the corpus once per key.
-func (m *loadedModel) learn(key string, ids func() []int32) {
-	if key == "" || m.seen[key] {
-		return
-	}
-	if len(m.seen) >= maxSeen {
-		clear(m.seen)
-	}
-	m.seen[key] = true
-	if d := ids(); len(d) > 0 {
-		m.corpus.Add(d)
-	}
-}
-
-// learnText adds the tokens of text to the corpus once.
-func (m *loadedModel) learnText(text string) {
-	m.learn(text, func() []int32 { return m.tok.Encode(text) })
+	g.run.UseStorage(snapshots, costs)
 }
 
 // NewEngineGenerator returns a Generator that runs models on the engine.
@@ -100,164 +46,91 @@ func NewEngineGenerator(log *slog.Logger) *EngineGenerator {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &EngineGenerator{log: log, registry: backends.Registry()}
+	return &EngineGenerator{log: log, run: runner.New(log, nil)}
 }
+
+// Runner is the runner the generator's replies run on; the in-app HTTP API
+// serves its requests on the same one.
+func (g *EngineGenerator) Runner() *runner.Runner { return g.run }
 
 // Generate implements Generator.
 func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emit func(Piece) error) (GenerateStats, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	m, ids, err := g.prefill(ctx, req)
-	if err != nil {
-		return GenerateStats{}, err
-	}
-	// Drafts may come from the conversation's finished messages and the
-	// library (the prompt itself is prompt lookup's).
-	for _, t := range req.Library {
-		m.learnText(t)
-	}
-	for _, cm := range req.Messages {
-		m.learnText(cm.Content)
-	}
-	st, err := m.session.Generate(ctx, engine.GenerateOptions{MaxTokens: req.MaxTokens, Width: req.Width,
-		Temperature: req.Temperature, Seed: req.Seed, Stop: m.tmpl.Stops()}, func(t engine.Token) error {
-		if t.Text == "" {
-			return nil
+	var out GenerateStats
+	err := g.run.Do(ctx, req.Model.Path, func(m *runner.Model) error {
+		ids, err := m.Render(chatMessages(req.Messages))
+		if err != nil {
+			return fmt.Errorf("engine: %w", err)
 		}
-		return emit(Piece{Text: t.Text, Drafted: t.Drafted})
+		// Drafts may come from the conversation's finished messages and the
+		// library (the prompt itself is prompt lookup's).
+		learn := append([]string(nil), req.Library...)
+		for _, cm := range req.Messages {
+			learn = append(learn, cm.Content)
+		}
+		st, err := m.Reply(ctx, runner.Request{Mode: runner.Chat, Prompt: ids, Learn: learn, Progress: req.Progress,
+			Options: engine.GenerateOptions{MaxTokens: req.MaxTokens, Width: req.Width, Temperature: req.Temperature, Seed: req.Seed},
+			Emit: func(t engine.Token) error {
+				if t.Text == "" {
+					return nil
+				}
+				return emit(Piece{Text: t.Text, Drafted: t.Drafted})
+			}})
+		out = GenerateStats{Tokens: st.Tokens, PrefillTokens: st.PrefillTokens, ResumedTokens: st.ResumedTokens,
+			TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted, TTFTms: st.TTFTms,
+			DecodeTokS: st.DecodeTokS, Stopped: st.Stopped}
+		if err != nil {
+			return err
+		}
+		if req.ConversationID != 0 {
+			// A failed save only costs a prefill next time: log it, keep the reply.
+			s, _ := m.Session(runner.Chat)
+			if _, serr := s.Save(context.WithoutCancel(ctx), kvindex.ConversationKey(req.ConversationID)); serr != nil {
+				g.log.Warn("kv snapshot not saved", "conversation", req.ConversationID, "err", serr)
+			}
+		}
+		return nil
 	})
-	out := GenerateStats{Tokens: st.Tokens, PrefillTokens: st.PrefillTokens, ResumedTokens: st.ResumedTokens,
-		TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted, TTFTms: st.TTFTms,
-		DecodeTokS: st.DecodeTokS, Stopped: st.Stopped}
-	if err != nil {
-		// The reply is cut short: the stored text will not match the
-		// session's tokens, so the next turn starts over.
-		m.session.Reset()
-		return out, err
-	}
-	// The reply, as the ids the model chose, for later turns and chats.
-	if toks := m.session.Tokens(); len(toks) > len(ids) {
-		reply := slices.Clone(toks[len(ids):])
-		m.learn(m.tok.Decode(reply), func() []int32 { return reply })
-	}
-	if req.ConversationID != 0 {
-		// A failed save only costs a prefill next time: log it, keep the reply.
-		if _, serr := m.session.Save(context.WithoutCancel(ctx), kvindex.ConversationKey(req.ConversationID)); serr != nil {
-			g.log.Warn("kv snapshot not saved", "conversation", req.ConversationID, "err", serr)
-		}
-	}
-	return out, nil
+	return out, err
 }
 
-// prefill loads req's model, renders req.Messages with the generation prompt
-// and makes the session hold them, prefilled: Session.Resume continues the
-// session when it holds a prefix of this prompt (the next turn of the same
-// conversation), else restores the longest stored snapshot, and prefills
-// the rest in batched calls.
-func (g *EngineGenerator) prefill(ctx context.Context, req GenerateRequest) (*loadedModel, []int32, error) {
-	m, err := g.load(req.Model.Path)
-	if err != nil {
-		return nil, nil, err
-	}
-	if m.session == nil {
-		// One session for every width: width 1 is the verify loop with no
-		// drafts, so changing the setting keeps the conversation's KV.
-		m.session, err = engine.NewSession(m.backend, engine.SessionOptions{
-			Text:      func() engine.TextStream { return m.tok.NewStream() },
-			Corpus:    m.corpus,
-			CostStore: g.costs,
-			Snapshots: g.store,
-			Meta: kv.Meta{Model: m.backend.Config().Fingerprint, Tokenizer: m.tok.Fingerprint(),
-				Template: "chat:" + m.tmpl.Hash()},
-			Log: g.log,
-		})
-		if err != nil {
-			return nil, nil, fmt.Errorf("engine: new session for %s: %w", m.path, err)
-		}
-	}
-	msgs := make([]chat.Message, len(req.Messages))
-	for i, cm := range req.Messages {
+// chatMessages converts the conversation for the chat template.
+func chatMessages(in []ChatMessage) []chat.Message {
+	msgs := make([]chat.Message, len(in))
+	for i, cm := range in {
 		msgs[i] = chat.Message{Role: cm.Role, Content: cm.Content}
 	}
-	ids, err := m.tmpl.Render(msgs, true)
-	if err != nil {
-		return nil, nil, fmt.Errorf("engine: render the conversation with template %s: %w", m.tmpl.Name(), err)
-	}
-	if err := m.session.Resume(ctx, ids, req.Progress); err != nil {
-		m.session.Reset() // a cancelled prefill leaves the sequence half-fed
-		return nil, nil, err
-	}
-	return m, ids, nil
+	return msgs
 }
 
 // Prepare implements Preparer. The session is reset afterwards: a reply to
 // the opening restores it from the snapshot just saved (a file read), and its
 // stats then count this prefill as resumed, not as its own.
 func (g *EngineGenerator) Prepare(ctx context.Context, req GenerateRequest, key string) (Prepared, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.store == nil {
-		return Prepared{}, fmt.Errorf("engine: prepare %s: no KV snapshot store (the data directory's kv/ index did not open)", key)
-	}
-	m, ids, err := g.prefill(ctx, req)
-	if err != nil {
-		return Prepared{}, err
-	}
-	path, err := m.session.Save(ctx, key)
-	m.session.Reset()
-	if err != nil {
-		return Prepared{}, err
-	}
-	if path == "" {
-		return Prepared{}, nil
-	}
-	return Prepared{Path: path, Tokens: len(ids)}, nil
-}
-
-// load returns the model at path, loading it (and unloading another) first.
-func (g *EngineGenerator) load(path string) (*loadedModel, error) {
-	if g.loaded != nil && g.loaded.path == path {
-		// A file replaced or truncated on disk (a re-download, an editor)
-		// fails the reply that was running; the next one loads it again.
-		err := model.CheckFiles(g.loaded.backend)
-		if err == nil {
-			return g.loaded, nil
+	var out Prepared
+	err := g.run.Do(ctx, req.Model.Path, func(m *runner.Model) error {
+		if !g.run.HasSnapshots() {
+			return fmt.Errorf("engine: prepare %s: no KV snapshot store (the data directory's kv/ index did not open)", key)
 		}
-		g.log.Warn("model file changed on disk: loading it again", "path", path, "reason", err)
-	}
-	g.unload()
-	lm, err := g.registry.Open(context.Background(), path, load.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("load model %s: %w", path, err)
-	}
-	b, tok := lm.Backend, lm.Tokenizer
-	tmpl, err := chat.ForModel(b.Config().Arch, tok, lm.Chat)
-	if err != nil {
-		lm.Close()
-		return nil, fmt.Errorf("load model %s: chat template: %w", path, err)
-	}
-	g.log.Info("model loaded", "path", path, "arch", b.Config().Arch, "backend", lm.BackendName, "template", tmpl.Name())
-	g.loaded = &loadedModel{path: path, backend: b, tok: tok, tmpl: tmpl, corpus: spec.NewCorpus(0), seen: map[string]bool{}}
-	return g.loaded, nil
-}
-
-func (g *EngineGenerator) unload() {
-	if g.loaded != nil {
-		closeBackend(g.loaded.backend)
-		g.loaded = nil
-	}
+		ids, err := m.Render(chatMessages(req.Messages))
+		if err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
+		s, err := m.Prefill(ctx, runner.Chat, ids, req.Progress)
+		if err != nil {
+			return err
+		}
+		path, err := s.Save(ctx, key)
+		s.Reset()
+		if err != nil {
+			return err
+		}
+		if path != "" {
+			out = Prepared{Path: path, Tokens: len(ids)}
+		}
+		return nil
+	})
+	return out, err
 }
 
 // Close unloads the model.
-func (g *EngineGenerator) Close() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.unload()
-	return nil
-}
-
-func closeBackend(b model.Backend) {
-	if c, ok := b.(io.Closer); ok {
-		c.Close()
-	}
-}
+func (g *EngineGenerator) Close() error { return g.run.Close() }

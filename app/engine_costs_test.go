@@ -40,7 +40,7 @@ func TestEngineGeneratorKeepsCosts(t *testing.T) {
 	if text, _ := collect(t, g, req); text != plain {
 		t.Fatalf("width 4: %q, width 1: %q", text, plain)
 	}
-	if n := g.loaded.session.Measurements(); n != 1 {
+	if n := chatSession(t, g).Measurements(); n != 1 {
 		t.Fatalf("first start measured %d times, want 1", n)
 	}
 	src, err := load.Detect(path)
@@ -60,7 +60,7 @@ func TestEngineGeneratorKeepsCosts(t *testing.T) {
 	if text, _ := collect(t, g, req); text != plain {
 		t.Fatalf("after restart, width 4: %q, width 1: %q", text, plain)
 	}
-	if n := g.loaded.session.Measurements(); n != 0 {
+	if n := chatSession(t, g).Measurements(); n != 0 {
 		t.Errorf("after restart measured %d times, want 0 (stored costs)", n)
 	}
 }

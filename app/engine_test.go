@@ -12,6 +12,7 @@ import (
 	"anechat/engine"
 	"anechat/engine/cpu"
 	"anechat/engine/load"
+	"anechat/internal/runner"
 	"anechat/internal/testres"
 	"anechat/storage"
 )
@@ -228,11 +229,24 @@ func smolCosts(t *testing.T, path string) fixedCosts {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fixedCosts{engine.CostsKey(src.Fingerprint, cpu.Kernels()):
-		`{"widths":[1,2,3,4,5,6,7,8],"seconds":{"1":0.0109,"2":0.0112,"3":0.0130,"4":0.0148,"5":0.0170,"6":0.0192,"7":0.0213,"8":0.0235}}`}
+	return fixedCosts{engine.CostsKey(src.Fingerprint, cpu.Kernels()): `{"widths":[1,2,3,4,5,6,7,8],"seconds":{"1":0.0109,"2":0.0112,"3":0.0130,"4":0.0148,"5":0.0170,"6":0.0192,"7":0.0213,"8":0.0235}}`}
 }
 
 // costedGenerator is a generator that uses costs instead of measuring.
+// chatSession is the session the generator's last reply ran on.
+func chatSession(t *testing.T, g *EngineGenerator) *engine.Session {
+	t.Helper()
+	m := g.run.Loaded()
+	if m == nil {
+		t.Fatal("no model loaded")
+	}
+	s, err := m.Session(runner.Chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func costedGenerator(costs fixedCosts) *EngineGenerator {
 	g := NewEngineGenerator(nil)
 	g.UseStorage(nil, costs)
@@ -265,7 +279,7 @@ func TestEngineGeneratorMarksDraftedPieces(t *testing.T) {
 		t.Fatalf("width 1 marked %d pieces drafted", d1)
 	}
 	spec, d4, st := run(4)
-	if n := g.loaded.session.Measurements(); n != 0 {
+	if n := chatSession(t, g).Measurements(); n != 0 {
 		t.Fatalf("width 4 measured the costs %d times instead of using the given table", n)
 	}
 	if spec != plain {
@@ -369,14 +383,14 @@ func TestEngineGeneratorReloadsAReplacedModel(t *testing.T) {
 	req := GenerateRequest{Model: storage.Model{Path: path}, MaxTokens: 16, Width: 1,
 		Messages: []ChatMessage{{Role: "user", Content: "Once upon a time"}}}
 	first, _ := collect(t, g, req)
-	before := g.loaded
+	before := g.run.Loaded()
 	// Replace it the way a download does: a new file renamed over the old.
 	os.WriteFile(path+".tmp", data, 0o644)
 	if err := os.Rename(path+".tmp", path); err != nil {
 		t.Fatal(err)
 	}
 	again, _ := collect(t, g, req)
-	if g.loaded == before || again != first {
-		t.Fatalf("after replacing the file: reloaded %v, text %q, want %q", g.loaded != before, again, first)
+	if g.run.Loaded() == before || again != first {
+		t.Fatalf("after replacing the file: reloaded %v, text %q, want %q", g.run.Loaded() != before, again, first)
 	}
 }

@@ -32,6 +32,7 @@ func commands() []command {
 		{"version", "print the version and build information", runVersion},
 		{"generate", "generate text from a prompt", runGenerate},
 		{"chat", "chat with a model in the terminal", runChat},
+		{"serve", "serve the OpenAI-compatible HTTP API on a model", runServe},
 		{"bench", "run a benchmark (anechat bench WHAT; resume, ...)", runBench},
 		{"doctor", "report platform, backends, data dir, database and models", runDoctor},
 	}

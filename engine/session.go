@@ -69,6 +69,11 @@ type GenerateOptions struct {
 	Width int
 	// Temperature 0 is greedy decoding; > 0 samples with Seed.
 	Temperature float64
+	// TopP, when in (0, 1), samples only from the most likely tokens whose
+	// probabilities sum to TopP (nucleus sampling); 0 or 1 keeps every
+	// token. Like the rest of sampling it draws the same numbers at every
+	// width (sample.Sampler.Pick), so the output does not depend on it.
+	TopP float64
 	// Seed fixes the sampler's random stream.
 	Seed uint64
 	// Stop lists ids that end generation in addition to the model's EOS ids.
@@ -332,7 +337,7 @@ func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(
 		req.Logits = s.logits
 	}
 	if opts.Temperature > 0 {
-		req.Sampler = sample.New(opts.Temperature, opts.Seed, 0, 1)
+		req.Sampler = sample.New(opts.Temperature, opts.Seed, 0, opts.TopP)
 	}
 	st.PrefillTokens, st.ResumedTokens = s.prefilled, s.resumed
 	s.prefilled, s.resumed, s.prefillStart = 0, 0, time.Time{}

@@ -73,7 +73,7 @@ func plainTurns(t *testing.T, b model.Backend, turns [][]int32, opts GenerateOpt
 		seq = append(seq, p...)
 		var smp *sample.Sampler
 		if opts.Temperature > 0 {
-			smp = sample.New(opts.Temperature, opts.Seed, 0, 1)
+			smp = sample.New(opts.Temperature, opts.Seed, 0, opts.TopP)
 		}
 		r, err := refdecode.Generate(context.Background(), b, seq, opts.MaxTokens, smp, append(slices.Clone(b.Config().EOS), opts.Stop...))
 		if err != nil {
@@ -105,7 +105,8 @@ func tokenIDs(ts []Token) []int32 {
 
 // TestSessionMatchesReference: the Session generates exactly what decoding
 // without speculation does (refdecode), turn after turn, at every width
-// (width 1 included: the verify loop with no drafts), greedy and sampled.
+// (width 1 included: the verify loop with no drafts), greedy and sampled
+// (with and without top-p).
 func TestSessionMatchesReference(t *testing.T) {
 	b := openStories(t)
 	// Fixed costs that make wide calls pay: measured ones follow the
@@ -115,14 +116,17 @@ func TestSessionMatchesReference(t *testing.T) {
 	corpus.Add(storiesWant)
 	// Turn 2 repeats text from turn 1, so drafts find matches.
 	turns := [][]int32{storiesPrompt, storiesWant[:12], storiesWant[20:30]}
-	for _, opts := range []GenerateOptions{{MaxTokens: 40}, {MaxTokens: 30, Temperature: 0.9, Seed: 4}} {
+	var wantSeqs [][]int32
+	for _, opts := range []GenerateOptions{{MaxTokens: 40}, {MaxTokens: 30, Temperature: 0.9, Seed: 4},
+		{MaxTokens: 30, Temperature: 0.9, Seed: 4, TopP: 0.6}} {
 		want, wantSeq := plainTurns(t, b, turns, opts)
+		wantSeqs = append(wantSeqs, wantSeq)
 		accepted := 0
 		for _, w := range []int{1, 2, 3, 4, 5, 8, 0} {
 			got, seq := specTurns(t, b, SessionOptions{Costs: costs.Clone(), Corpus: corpus}, w, turns, opts)
 			for i := range want {
 				if !slices.Equal(tokenIDs(got[i]), want[i]) {
-					t.Fatalf("T=%v width %d turn %d:\n got %v\nwant %v", opts.Temperature, w, i, tokenIDs(got[i]), want[i])
+					t.Fatalf("T=%v top-p %v width %d turn %d:\n got %v\nwant %v", opts.Temperature, opts.TopP, w, i, tokenIDs(got[i]), want[i])
 				}
 				for _, tk := range got[i] {
 					accepted += boolInt(tk.Drafted)
@@ -135,7 +139,10 @@ func TestSessionMatchesReference(t *testing.T) {
 		if opts.Temperature == 0 && accepted == 0 {
 			t.Fatal("greedy: no draft accepted at any width: speculation was not exercised")
 		}
-		t.Logf("T=%v: %d drafted tokens emitted", opts.Temperature, accepted)
+		t.Logf("T=%v top-p %v: %d drafted tokens emitted", opts.Temperature, opts.TopP, accepted)
+	}
+	if slices.Equal(wantSeqs[1], wantSeqs[2]) {
+		t.Fatal("top-p 0.6 sampled what no top-p did with the same seed: the case does not show top-p is applied")
 	}
 }
 

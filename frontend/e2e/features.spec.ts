@@ -25,14 +25,15 @@ test("the chat header shows which model answers, and a conversation keeps the mo
   await ensureModel(page);
   await page.getByTestId("new-chat").click();
   const picker = page.getByTestId("model-picker");
-  await expect(picker.locator("option:checked")).toHaveText("Default: stories260K");
-  await picker.selectOption({ label: "stories260K" });
+  // A new conversation remembers the model it starts with (the default one).
+  await expect(picker.locator("option:checked")).toHaveText("stories260K");
+  await picker.selectOption({ label: "Default: stories260K" });
   await page.getByRole("button", { name: "Rename" }).click();
   await page.getByTestId("title-input").fill("Pinned model");
   await page.getByRole("button", { name: "Save title" }).click();
   await page.reload();
   await page.getByTestId("conversations").getByText("Pinned model").click();
-  await expect(page.getByTestId("model-picker").locator("option:checked")).toHaveText("stories260K");
+  await expect(page.getByTestId("model-picker").locator("option:checked")).toHaveText("Default: stories260K");
 });
 
 test("a conversation is titled from its first message", async ({ page }) => {

@@ -1,5 +1,6 @@
 import type { Bridge } from "./bridge";
 import type {
+  APIStatus,
   BackendInfo,
   CacheUsage,
   ClearCacheResult,
@@ -40,6 +41,7 @@ export function api(b: Bridge) {
   const mod = <T>(m: string, ...a: unknown[]) => b.call<T>("Models", m, ...a);
   const sys = <T>(m: string, ...a: unknown[]) => b.call<T>("System", m, ...a);
   const dl = <T>(m: string, ...a: unknown[]) => b.call<T>("Downloads", m, ...a);
+  const srv = <T>(m: string, ...a: unknown[]) => b.call<T>("API", m, ...a);
   return {
     chat: {
       list: () => chat<Conversation[]>("ListConversations"),
@@ -110,6 +112,13 @@ export function api(b: Bridge) {
       resume: (name: string) => dl<Download>("Resume", name),
       cancel: (name: string) => dl<void>("Cancel", name),
       dismiss: (name: string) => dl<void>("Dismiss", name),
+    },
+    /** The Settings switch that serves the OpenAI-compatible HTTP API on 127.0.0.1. */
+    apiServer: {
+      status: () => srv<APIStatus>("Status"),
+      /** 0: the stored port, else 11435. */
+      start: (port: number) => srv<APIStatus>("Start", port),
+      stop: () => srv<APIStatus>("Stop"),
     },
     system: {
       info: () => b.call<SystemInfo>("System", "Info"),

@@ -357,3 +357,20 @@ export interface SystemInfo {
   storageError: string;
   engineError: string;
 }
+
+/** The HTTP API switch (Settings): the OpenAI-compatible server inside the app. */
+export interface APIStatus {
+  running: boolean;
+  /** The switch is on (stored): the server starts with the app. */
+  enabled: boolean;
+  /** Base URL, e.g. http://127.0.0.1:11435/v1; "" when stopped. */
+  url: string;
+  port: number;
+  /** Bearer token requests need, kept in tokenFile in the data directory. */
+  token: string;
+  tokenFile: string;
+  /** The name requests give as "model" (the default model); "" when none. */
+  model: string;
+  /** Why it is not running although enabled; "" otherwise. */
+  error: string;
+}

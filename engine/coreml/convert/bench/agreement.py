@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Agreement figures of a bundle against the CPU backend (for BENCHMARKS.md).
 
-    python bench/agreement.py stories|gemma4 [--weights fp16|int8|int4]
+    python bench/agreement.py stories|gemma4|gemma4-peaked [--weights fp16|int8|int4]
 
 Builds the tests' bundle of the model, then over the tests' 12 prompts x 32
 greedy ids: how many prompts give exactly the CPU backend's ids, and the
@@ -30,7 +30,7 @@ from test_agreement import PROMPTS  # noqa: E402
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("model", choices=["stories", "gemma4"])
+    p.add_argument("model", choices=sorted(conftest.SOURCES))
     p.add_argument("--weights", default="fp16")
     p.add_argument("--sidecars", default="int8")
     a = p.parse_args()
@@ -39,7 +39,7 @@ def main():
     binary = os.path.join(work, "cpuref")
     subprocess.run(["go", "build", "-o", binary, "./engine/coreml/convert/cpuref"], cwd=conftest.ROOT, check=True)
     cpu = conftest.CPURef(binary, work)
-    src = conftest.STORIES if a.model == "stories" else conftest.GEMMA
+    src = conftest.SOURCES[a.model]
     out = os.path.join(work, "bundle")
     bundle_mod.convert(src, out, bundle_mod.Options(weights=a.weights, sidecars=a.sidecars, **conftest.TEST_OPTS[a.model]))
     if a.model == "stories":

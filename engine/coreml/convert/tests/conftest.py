@@ -16,6 +16,11 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 
 STORIES = os.path.join(ROOT, "..", "shared", "models", "stories260K.gguf")
 GEMMA = os.path.join(ROOT, "engine", "cpu", "testdata", "gemma4", "model")
+# The peaked fixture (its gen.py: an induction-copy model whose top logit
+# leads by several units at every step) and the CPU backend's ids for it,
+# recorded by go test ./engine/cpu -run TestGemma4Peaked -update-peaked.
+PEAKED = os.path.join(ROOT, "engine", "cpu", "testdata", "gemma4-peaked")
+SOURCES = {"stories": STORIES, "gemma4": GEMMA, "gemma4-peaked": os.path.join(PEAKED, "model")}
 
 from anebundle import bundle as bundle_mod  # noqa: E402
 from anebundle import refmodel  # noqa: E402
@@ -27,6 +32,7 @@ TEST_OPTS = {
     "stories": dict(width=8, prefill=16, context=64),
     "gemma4": dict(width=8, prefill=16, context=64, chunks="0-1,2-3,4-5"),
 }
+TEST_OPTS["gemma4-peaked"] = TEST_OPTS["gemma4"]
 
 
 class CPURef:
@@ -68,10 +74,16 @@ class Model:
         self.name, self.src, self.dir, self.reference = name, src, bundle_dir, reference
         self.bundle = Bundle(bundle_dir)
         self.plain = {}  # prompt ids -> 32 greedy ids without speculation
+        # The Go-recorded CPU ids of the source checkpoint (reference.json
+        # cases: text, prompt_ids, greedy_ids), where the fixture has them.
+        self.recorded = None
+        if name == "gemma4-peaked":
+            with open(os.path.join(PEAKED, "reference.json")) as f:
+                self.recorded = json.load(f)["cases"]
 
 
 def _build(name, workdir):
-    src = STORIES if name == "stories" else GEMMA
+    src = SOURCES[name]
     if not os.path.exists(src):
         pytest.fail(f"{src} is missing (../shared/models must sit beside the repository)")
     out = os.path.join(workdir, f"{name}.bundle")
@@ -79,14 +91,14 @@ def _build(name, workdir):
     if name == "stories":
         ref = refmodel.write_llama_gguf(src, out, os.path.join(workdir, "stories-ref.gguf"))
     else:
-        ref = refmodel.write_gemma4_dir(src, out, os.path.join(workdir, "gemma4-ref"))
+        ref = refmodel.write_gemma4_dir(src, out, os.path.join(workdir, f"{name}-ref"))
     return Model(name, src, out, ref)
 
 
 _models = {}
 
 
-@pytest.fixture(scope="session", params=["stories", "gemma4"])
+@pytest.fixture(scope="session", params=["stories", "gemma4", "gemma4-peaked"])
 def model(request, workdir):
     if request.param not in _models:
         _models[request.param] = _build(request.param, workdir)

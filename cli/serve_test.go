@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"anechat/internal/testres"
+	"anechat/storage"
+)
+
+// served is an `anechat serve` running in this process.
+type served struct {
+	url, token string // base URL (…/v1) and bearer token, as it printed them
+	stderr     *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServe runs `anechat serve --port 0` with args until the test ends,
+// and returns once it listens.
+func startServe(t *testing.T, args ...string) *served {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	errb := &syncBuffer{}
+	exit := make(chan int, 1)
+	go func() {
+		exit <- Run(ctx, append([]string{"serve", "--port", "0"}, args...), nil, pw, errb)
+		pw.Close()
+	}()
+	s := &served{stderr: errb}
+	sc := bufio.NewScanner(pr)
+	for (s.url == "" || s.token == "") && sc.Scan() {
+		line := sc.Text()
+		if i := strings.Index(line, " on http://"); strings.HasPrefix(line, "anechat serve: ") && i > 0 {
+			s.url = line[i+len(" on "):]
+		}
+		if tok, ok := strings.CutPrefix(line, "token: "); ok {
+			s.token = tok
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	if s.url == "" || s.token == "" {
+		cancel()
+		t.Fatalf("serve %v did not start (exit %d): %s", args, <-exit, errb.String())
+	}
+	t.Cleanup(func() {
+		cancel()
+		if code := <-exit; code != 0 {
+			t.Errorf("serve exited %d: %s", code, errb.String())
+		}
+	})
+	return s
+}
+
+// post sends body to the server's path with the token and decodes the JSON
+// reply into out; it returns the status.
+func (s *served) post(t *testing.T, path string, body any, out any) int {
+	t.Helper()
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, s.url+strings.TrimPrefix(path, "/v1"), bytes.NewReader(raw))
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("%s: %v: %s", path, err, b)
+	}
+	return resp.StatusCode
+}
+
+// apiReply is what the tests read of a completion.
+type apiReply struct {
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+		Text         string `json:"text"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+// Greedy output through the API is byte-identical to `anechat generate`
+// for the same messages (a chat), or the same text (--raw, a completion),
+// and usage counts what generate's ids count.
+func TestServeMatchesGenerate(t *testing.T) {
+	models := []string{testres.Stories(t)}
+	if !testing.Short() {
+		models = append(models, testres.SmolLM2GGUF(t))
+	}
+	for _, path := range models {
+		s := startServe(t, "--data-dir", t.TempDir(), "--model", path)
+		name := strings.TrimSuffix(path[strings.LastIndex(path, "/")+1:], ".gguf")
+		prompts := []string{"Once upon a time", "What is the capital of France?"}
+		if path != models[0] {
+			prompts = prompts[1:] // SmolLM2 loads slower: one prompt
+		}
+		for _, prompt := range prompts {
+			for _, raw := range []bool{false, true} {
+				args := []string{"--model", path, "--prompt", prompt, "--max-tokens", "24", "--no-cache"}
+				api, endpoint := map[string]any{"model": name, "max_tokens": 24, "temperature": 0}, "/v1/chat/completions"
+				if raw {
+					args = append(args, "--raw")
+					api["prompt"], endpoint = prompt, "/v1/completions"
+				} else {
+					api["messages"] = []map[string]any{{"role": "user", "content": prompt}}
+				}
+				g := genJSON(t, args...)
+				var r apiReply
+				if code := s.post(t, endpoint, api, &r); code != 200 || len(r.Choices) != 1 {
+					t.Fatalf("%s %s: %d %+v", name, endpoint, code, r)
+				}
+				got := r.Choices[0].Message.Content + r.Choices[0].Text
+				if got != g.Text || r.Usage.PromptTokens != len(g.PromptIDs) || r.Usage.CompletionTokens != len(g.IDs) {
+					t.Fatalf("%s %s %q: API %q (usage %+v), generate %q (%d prompt ids, %d ids)",
+						name, endpoint, prompt, got, r.Usage, g.Text, len(g.PromptIDs), len(g.IDs))
+				}
+			}
+		}
+	}
+}
+
+// The token is kept in the data directory: a restart prints the same one.
+// A registered model is served by its name, and without --model the data
+// directory's default model is served.
+func TestServeTokenAndModelName(t *testing.T) {
+	dir := t.TempDir()
+	path := testres.Stories(t)
+	db, err := storage.Open(context.Background(), storage.DBPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := db.RegisterModel(context.Background(), storage.ModelInput{Path: path, Kind: "gguf", Name: "tiny stories"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetSetting(context.Background(), storage.SettingDefaultModelID, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	first := startServe(t, "--data-dir", dir, "--model", "tiny stories")
+	second := startServe(t, "--data-dir", dir)
+	if first.token != second.token || len(first.token) != 64 {
+		t.Fatalf("tokens %q and %q: want one 64-digit token kept in the data dir", first.token, second.token)
+	}
+	for _, s := range []*served{first, second} {
+		var r apiReply
+		if code := s.post(t, "/v1/chat/completions", map[string]any{"model": "tiny stories", "max_tokens": 3,
+			"messages": []map[string]any{{"role": "user", "content": "Lily"}}}, &r); code != 200 || r.Usage.CompletionTokens != 3 {
+			t.Fatalf("%s: %d %+v", s.url, code, r)
+		}
+	}
+}
+
+func TestServeBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--width", "9"}, 2, "--width 9"},
+		{[]string{"--port", "70000"}, 2, "--port 70000"},
+		{[]string{"--queue", "0"}, 2, "--queue 0"},
+		{[]string{"--cors", "localhost"}, 2, "--cors \"localhost\""},
+		{[]string{"--temperature", "3"}, 2, "--temperature 3"},
+		{[]string{"--data-dir", t.TempDir(), "--model", "nothing-by-that-name"}, 1, "nothing-by-that-name: no such file or directory, and no model of that name is registered"},
+		{[]string{"--data-dir", t.TempDir()}, 1, "no --model given and the data directory"},
+	} {
+		var out, errb bytes.Buffer
+		code := Run(context.Background(), append([]string{"serve"}, tc.args...), nil, &out, &errb)
+		if code != tc.code || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("serve %v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errb.String(), tc.code, tc.want)
+		}
+	}
+}

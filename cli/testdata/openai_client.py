@@ -1,0 +1,93 @@
+"""Drives a running `anechat serve` with the official openai Python client.
+
+cli/serve_clients_test.go starts the server and runs this script with the
+venv that build/scripts/deps-openai.sh installs:
+
+    python openai_client.py BASE_URL TOKEN MODEL
+
+It prints one JSON object of what the client saw; the Go test checks it.
+"""
+
+import json
+import sys
+
+import openai
+from openai import OpenAI
+
+
+def error_of(call):
+    """The status, class and param of the API error call raises, or None."""
+    try:
+        call()
+    except openai.APIStatusError as e:
+        return {"status": e.status_code, "class": type(e).__name__, "param": getattr(e, "param", None)}
+    return None
+
+
+def main():
+    base, token, model = sys.argv[1:4]
+    # No retries: a refused request must show as refused.
+    client = OpenAI(base_url=base, api_key=token, max_retries=0)
+    msgs = [{"role": "user", "content": "Once upon a time"}]
+    out = {"version": openai.__version__}
+
+    r = client.chat.completions.create(model=model, messages=msgs, max_tokens=16, temperature=0)
+    ch = r.choices[0]
+    out["chat"] = {
+        "role": ch.message.role,
+        "content": ch.message.content,
+        "finish": ch.finish_reason,
+        "usage": [r.usage.prompt_tokens, r.usage.completion_tokens, r.usage.total_tokens],
+        "anechat": (r.model_extra or {}).get("anechat"),
+    }
+
+    pieces, finish, usage = [], None, None
+    stream = client.chat.completions.create(
+        model=model, messages=msgs, max_tokens=16, temperature=0, stream=True, stream_options={"include_usage": True}
+    )
+    for chunk in stream:
+        if chunk.usage is not None:
+            usage = [chunk.usage.prompt_tokens, chunk.usage.completion_tokens, chunk.usage.total_tokens]
+        for c in chunk.choices:
+            if c.delta.content:
+                pieces.append(c.delta.content)
+            if c.finish_reason:
+                finish = c.finish_reason
+    out["stream"] = {"pieces": pieces, "finish": finish, "usage": usage}
+
+    wrong = OpenAI(base_url=base, api_key="wrong-token-0123456789abcdef", max_retries=0)
+    out["errors"] = {
+        "unknown_model": error_of(lambda: client.chat.completions.create(model="no-such-model", messages=msgs)),
+        "bad_value": error_of(lambda: client.chat.completions.create(model=model, messages=msgs, max_tokens=0)),
+        "bad_token": error_of(lambda: wrong.models.list()),
+    }
+
+    # Hang up after two pieces of a long reply; the server stops at once
+    # and the next request runs.
+    got = []
+    stream = client.chat.completions.create(
+        model=model,
+        messages=[{"role": "user", "content": "Lily"}],
+        max_tokens=1500,
+        stream=True,
+        extra_body={"anechat": {"width": 1}},
+    )
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            got.append(chunk.choices[0].delta.content)
+            if len(got) == 2:
+                break
+    stream.close()
+    out["cancelled"] = got
+    after = client.chat.completions.create(model=model, messages=msgs, max_tokens=4, temperature=0)
+    out["after_cancel"] = after.choices[0].message.content
+
+    c = client.completions.create(model=model, prompt="Once upon a time", max_tokens=8, temperature=0)
+    out["completion"] = {"text": c.choices[0].text, "finish": c.choices[0].finish_reason,
+                         "usage": [c.usage.prompt_tokens, c.usage.completion_tokens]}
+    out["models"] = [m.id for m in client.models.list()]
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

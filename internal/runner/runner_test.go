@@ -1,0 +1,172 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"anechat/engine"
+	"anechat/engine/chat"
+	"anechat/engine/model"
+	"anechat/internal/backends"
+	"anechat/internal/testres"
+)
+
+// reply runs one Reply of up to n tokens; stopAfter > 0 ends it with emit's
+// error after that many tokens.
+func reply(t *testing.T, r *Runner, mode Mode, prompt func(*Model) []int32, n, stopAfter int, stopErr error) (engine.Stats, []int32, *Model, error) {
+	t.Helper()
+	var got []int32
+	var st engine.Stats
+	var m *Model
+	err := r.Do(context.Background(), testres.Stories(t), func(mm *Model) error {
+		m = mm
+		var err error
+		st, err = mm.Reply(context.Background(), Request{Mode: mode, Prompt: prompt(mm),
+			Options: engine.GenerateOptions{MaxTokens: n, Width: 1},
+			Emit: func(tk engine.Token) error {
+				if tk.ID >= 0 {
+					got = append(got, tk.ID)
+				}
+				if stopAfter > 0 && len(got) == stopAfter {
+					return stopErr
+				}
+				return nil
+			}})
+		return err
+	})
+	return st, got, m, err
+}
+
+func TestModesKeepTheirOwnSessions(t *testing.T) {
+	r := New(nil, nil)
+	defer r.Close()
+	raw := func(m *Model) []int32 { return engine.RawPrompt(m.Tokenizer(), "Once upon a time") }
+	// stories260K's reference run: BOS + the text, greedy.
+	_, got, m, err := reply(t, r, Raw, raw, 20, 0, nil)
+	if err != nil || !slices.Equal(got, testres.StoriesGreedy()[:20]) {
+		t.Fatalf("raw reply %v, %v; want the reference's first 20 ids", got, err)
+	}
+	rawSession, _ := m.Session(Raw)
+	chatPrompt := func(m *Model) []int32 {
+		ids, err := m.Render([]chat.Message{{Role: chat.RoleUser, Content: "Lily"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	if _, _, _, err := reply(t, r, Chat, chatPrompt, 5, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	chatSession, _ := m.Session(Chat)
+	if rawSession == chatSession || !slices.Equal(rawSession.Tokens()[:len(testres.StoriesPrompt())], testres.StoriesPrompt()) {
+		t.Fatal("the chat reply did not run on a session of its own")
+	}
+	// The raw prompt again resumes from its session: only the last token
+	// is fed again.
+	st, again, _, err := reply(t, r, Raw, raw, 20, 0, nil)
+	if err != nil || !slices.Equal(again, got) || st.PrefillTokens != 1 {
+		t.Fatalf("raw again: %v (%+v), %v", again, st, err)
+	}
+	// NoResume: the whole prompt, every time.
+	r.NoResume()
+	st, again, _, err = reply(t, r, Raw, raw, 20, 0, nil)
+	if err != nil || !slices.Equal(again, got) || st.PrefillTokens != len(testres.StoriesPrompt()) || st.ResumedTokens != 0 {
+		t.Fatalf("raw again without resume: %v (%+v), %v", again, st, err)
+	}
+}
+
+// ErrEnough ends a reply as complete and keeps the session; another error
+// from emit ends it with that error and starts the session over.
+func TestReplyEndings(t *testing.T) {
+	r := New(nil, nil)
+	defer r.Close()
+	raw := func(m *Model) []int32 { return engine.RawPrompt(m.Tokenizer(), "Once upon a time") }
+	st, got, m, err := reply(t, r, Raw, raw, 40, 3, ErrEnough)
+	s, _ := m.Session(Raw)
+	if err != nil || st.Stopped != "stop" || len(got) != 3 || len(s.Tokens()) != len(testres.StoriesPrompt())+3 {
+		t.Fatalf("ErrEnough: %v, stopped %q, %d ids, session of %d", err, st.Stopped, len(got), len(s.Tokens()))
+	}
+	gone := errors.New("client gone")
+	_, _, _, err = reply(t, r, Raw, raw, 40, 3, gone)
+	if !errors.Is(err, gone) || len(s.Tokens()) != 0 {
+		t.Fatalf("another error: %v, session of %d; want the error and an empty session", err, len(s.Tokens()))
+	}
+}
+
+// A caller waiting for the runner gives up when its context ends; fn does
+// not run.
+func TestDoGivesUpWaiting(t *testing.T) {
+	r := New(nil, nil)
+	defer r.Close()
+	inside, release := make(chan struct{}), make(chan struct{})
+	go r.Do(context.Background(), testres.Stories(t), func(*Model) error {
+		close(inside)
+		<-release
+		return nil
+	})
+	<-inside
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := false
+	done := make(chan error)
+	go func() { done <- r.Do(ctx, testres.Stories(t), func(*Model) error { ran = true; return nil }) }()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) || ran {
+		t.Fatalf("waiting caller: %v, ran %v; want Canceled without running", err, ran)
+	}
+	close(release)
+	if err := r.Do(context.Background(), testres.Stories(t), func(*Model) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Preload loads the model once (a second Preload finds it loaded and
+// reports it done) and a later Do runs on that same load; UseRegistry unloads the loaded model only when
+// reload says so of its backend, and the next Do loads it through the new
+// registry.
+func TestPreloadAndUseRegistry(t *testing.T) {
+	r := New(nil, nil)
+	defer r.Close()
+	if err := r.Preload(context.Background(), testres.Stories(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	first := r.Loaded()
+	var last [2]int
+	if err := r.Preload(context.Background(), testres.Stories(t), func(done, total int) { last = [2]int{done, total} }); err != nil {
+		t.Fatal(err)
+	}
+	if first == nil || r.Loaded() != first || last != [2]int{1, 1} {
+		t.Fatalf("Preload twice: loaded %v, the same %v, last progress %v; want one load reported done", first != nil, r.Loaded() == first, last)
+	}
+	if err := r.Do(context.Background(), testres.Stories(t), func(m *Model) error {
+		if m != first {
+			t.Error("Do loaded the preloaded model again")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.UseRegistry(backends.Registry(), func(model.Backend) bool { return false })
+	if r.Loaded() != first {
+		t.Fatal("UseRegistry unloaded a model reload did not ask for")
+	}
+	r.UseRegistry(backends.Registry(), func(model.Backend) bool { return true })
+	if r.Loaded() != nil {
+		t.Fatal("UseRegistry kept a model reload asked to unload")
+	}
+	if err := r.Do(context.Background(), testres.Stories(t), func(m *Model) error {
+		if m == first {
+			t.Error("Do ran on the unloaded model")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r.UseRegistry(backends.Registry(), func(model.Backend) bool { return true })
+	if err := r.Preload(ctx, testres.Stories(t), nil); err == nil || r.Loaded() != nil {
+		t.Fatalf("a cancelled Preload: %v, loaded %v; want an error and no model", err, r.Loaded() != nil)
+	}
+}

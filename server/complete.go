@@ -1,0 +1,340 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"anechat/engine"
+	"anechat/engine/chat"
+	"anechat/internal/runner"
+)
+
+// job is one completion to run: what the handler parsed and checked.
+type job struct {
+	chat   bool // a chat completion (else a text completion)
+	model  Model
+	msgs   []chat.Message // chat
+	prompt string         // text completion
+	p      params
+}
+
+// request is a completion request's body: it checks itself into a job.
+type request interface {
+	job(d Defaults) (job, *apiError)
+}
+
+// completion is the handler of a completion endpoint whose body is a new
+// request.
+func (s *Server) completion(body func() request) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req := body()
+		if e := decode(r, req); e != nil {
+			writeError(w, e)
+			return
+		}
+		j, e := req.job(s.cfg.Defaults(r.Context()))
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		s.run(w, r, j)
+	}
+}
+
+// run queues j for the model and generates its reply.
+func (s *Server) run(w http.ResponseWriter, r *http.Request, j job) {
+	ctx := r.Context()
+	began := time.Now()
+	m, e := s.model(ctx, j.p.model)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	j.model = m
+	release, err := s.queue.acquire(ctx)
+	if errors.Is(err, errQueueFull) {
+		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "queue_full", retryAfter: s.queue.retryAfter(),
+			msg: fmt.Sprintf("the model is busy and %d requests already wait for it: retry later", s.cfg.Queue)})
+		return
+	}
+	if err != nil {
+		s.log.Info("api request gave up in the queue", "path", r.URL.Path, "err", err)
+		return // the client has gone: nobody to answer
+	}
+	defer release()
+	out := newOutput(w, j)
+	var st engine.Stats
+	var promptLen int
+	err = s.cfg.Runner.Do(ctx, m.Path, func(rm *runner.Model) error {
+		st, promptLen, err = s.reply(ctx, rm, j, out)
+		return err
+	})
+	var ae *apiError
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		// The client went away (or the server is stopping): the
+		// generation stopped at its next model call; nobody reads on.
+		s.log.Info("api request cancelled", "path", r.URL.Path, "model", m.ID, "tokens", st.Tokens, "after", time.Since(began))
+		return
+	case errors.As(err, &ae):
+		out.fail(ae)
+	default:
+		s.log.Error("api request failed", "path", r.URL.Path, "model", m.ID, "err", err)
+		out.fail(&apiError{status: http.StatusInternalServerError, typ: "server_error", msg: err.Error()})
+	}
+	if err == nil {
+		s.log.Info("api request", "path", r.URL.Path, "model", m.ID, "stream", j.p.stream, "prompt_tokens", promptLen,
+			"resumed", st.ResumedTokens, "prefilled", st.PrefillTokens, "tokens", st.Tokens, "stopped", st.Stopped,
+			"ttft_ms", st.TTFTms, "calls", st.TargetCalls, "accepted", st.Accepted, "drafted", st.Drafted, "took", time.Since(began))
+	}
+}
+
+// reply renders j's prompt on the loaded model, checks it fits, generates
+// through the stop filter into out, and saves the KV snapshot once the
+// reply is sent.
+func (s *Server) reply(ctx context.Context, rm *runner.Model, j job, out *output) (engine.Stats, int, error) {
+	mode, ids, e := prompt(rm, j)
+	if e != nil {
+		return engine.Stats{}, 0, e
+	}
+	if n := rm.Backend().Config().ContextLen; len(ids) >= n {
+		return engine.Stats{}, len(ids), apiErr(http.StatusRequestEntityTooLarge, promptField(j), "context_length_exceeded",
+			"%s: the prompt is %d tokens; the model's context holds %d, and the reply needs at least one more: shorten it", promptField(j), len(ids), n)
+	}
+	seed := j.p.seed
+	if !j.p.seeded {
+		seed = randomSeed()
+	}
+	f := &stopFilter{stops: j.p.stops}
+	var learn []string
+	for _, m := range j.msgs {
+		learn = append(learn, m.Content)
+	}
+	st, err := rm.Reply(ctx, runner.Request{Mode: mode, Prompt: ids, Learn: learn,
+		Options: engine.GenerateOptions{MaxTokens: j.p.maxTokens, Width: j.p.width, Temperature: j.p.temperature, TopP: j.p.topP, Seed: seed},
+		Emit: func(t engine.Token) error {
+			text, stopped := f.push(t.Text)
+			if err := out.piece(text); err != nil {
+				return err
+			}
+			if stopped {
+				return runner.ErrEnough
+			}
+			return nil
+		}})
+	if err != nil {
+		return st, len(ids), err
+	}
+	if err := out.piece(f.flush()); err != nil {
+		return st, len(ids), err
+	}
+	reason := "length" // MaxTokens, or the end of the context
+	if st.Stopped == "stop" {
+		reason = "stop"
+	}
+	u := usage{PromptTokens: len(ids), CompletionTokens: st.Tokens, TotalTokens: len(ids) + st.Tokens}
+	fig := &figures{Width: j.p.width, TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted,
+		ResumedTokens: st.ResumedTokens, PrefilledTokens: st.PrefillTokens, TTFTms: st.TTFTms, DecodeTokS: st.DecodeTokS}
+	if err := out.finish(reason, u, fig); err != nil {
+		return st, len(ids), err
+	}
+	// The reply is sent; a later request that shares its prefix resumes
+	// from this snapshot (after a restart too). A failed save only costs
+	// a prefill then.
+	if sess, err := rm.Session(mode); err == nil {
+		if _, err := sess.SaveRun(context.WithoutCancel(ctx)); err != nil {
+			s.log.Warn("kv snapshot not saved", "err", err)
+		}
+	}
+	return st, len(ids), nil
+}
+
+// prompt returns j's prompt ids: the messages rendered with the model's
+// chat template, or BOS and the text, as `anechat generate --raw` makes.
+func prompt(rm *runner.Model, j job) (runner.Mode, []int32, *apiError) {
+	if !j.chat {
+		return runner.Raw, engine.RawPrompt(rm.Tokenizer(), j.prompt), nil
+	}
+	ids, err := rm.Render(j.msgs)
+	if errors.Is(err, chat.ErrConversation) {
+		return runner.Chat, nil, badField("messages", "%v", err)
+	}
+	if err != nil {
+		return runner.Chat, nil, &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: err.Error()}
+	}
+	return runner.Chat, ids, nil
+}
+
+func promptField(j job) string {
+	if j.chat {
+		return "messages"
+	}
+	return "prompt"
+}
+
+// randomSeed seeds a sampled request that gave no seed.
+func randomSeed() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// output writes one reply: whole JSON at the end, or server-sent events as
+// the text comes (the HTTP status goes out with the first event, so an
+// error before any text still gets its own status).
+type output struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	j       job
+	id      string
+	created int64
+	text    []byte // the whole reply, when not streamed
+	started bool   // the stream's headers and first event are out
+}
+
+func newOutput(w http.ResponseWriter, j job) *output {
+	var b [12]byte
+	rand.Read(b[:])
+	prefix := "cmpl-"
+	if j.chat {
+		prefix = "chatcmpl-"
+	}
+	return &output{w: w, rc: http.NewResponseController(w), j: j, id: prefix + hex.EncodeToString(b[:]), created: time.Now().Unix()}
+}
+
+// object is the completion's "object".
+func (o *output) object() string {
+	switch {
+	case o.j.chat && o.j.p.stream:
+		return "chat.completion.chunk"
+	case o.j.chat:
+		return "chat.completion"
+	}
+	return "text_completion"
+}
+
+// chunk is a completion carrying ch.
+func (o *output) chunk(ch choice) completion {
+	c := completion{ID: o.id, Object: o.object(), Created: o.created, Model: o.j.model.ID, Choices: []choice{ch}}
+	if o.j.p.includeUsage {
+		c.Usage = json.RawMessage("null")
+	}
+	return c
+}
+
+// textChoice carries text as a chat message, a chat delta or completion
+// text.
+func (o *output) textChoice(text string, role string) choice {
+	if !o.j.chat {
+		return choice{Text: &text}
+	}
+	m := &message{Role: role, Content: &text}
+	if o.j.p.stream {
+		return choice{Delta: m}
+	}
+	return choice{Message: m}
+}
+
+// piece sends (or keeps) a piece of the reply's text.
+func (o *output) piece(text string) error {
+	if text == "" {
+		return nil
+	}
+	if !o.j.p.stream {
+		o.text = append(o.text, text...)
+		return nil
+	}
+	if err := o.start(); err != nil {
+		return err
+	}
+	return o.event(o.chunk(o.textChoice(text, "")))
+}
+
+// start sends the stream's headers and, for a chat, the assistant role.
+func (o *output) start() error {
+	if o.started {
+		return nil
+	}
+	o.started = true
+	h := o.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	o.w.WriteHeader(http.StatusOK)
+	if o.j.chat {
+		return o.event(o.chunk(o.textChoice("", "assistant")))
+	}
+	return nil
+}
+
+// event writes one server-sent event and flushes it to the client.
+func (o *output) event(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(o.w, "data: %s\n\n", b); err != nil {
+		return err
+	}
+	return o.rc.Flush()
+}
+
+// finish ends the reply: the whole completion, or the stream's last
+// events (the finish reason with anechat's figures, the usage if asked,
+// then [DONE]).
+func (o *output) finish(reason string, u usage, fig *figures) error {
+	ub, _ := json.Marshal(u) // three ints
+	if !o.j.p.stream {
+		ch := o.textChoice(string(o.text), "assistant")
+		ch.FinishReason = &reason
+		writeJSON(o.w, http.StatusOK, completion{ID: o.id, Object: o.object(), Created: o.created, Model: o.j.model.ID,
+			Choices: []choice{ch}, Usage: ub, Anechat: fig})
+		return o.rc.Flush() // before the snapshot is saved
+	}
+	if err := o.start(); err != nil {
+		return err
+	}
+	ch := choice{FinishReason: &reason}
+	if o.j.chat {
+		ch.Delta = &message{}
+	} else {
+		empty := ""
+		ch.Text = &empty
+	}
+	last := o.chunk(ch)
+	last.Anechat = fig
+	if err := o.event(last); err != nil {
+		return err
+	}
+	if o.j.p.includeUsage {
+		c := o.chunk(choice{})
+		c.Choices, c.Usage = []choice{}, ub
+		if err := o.event(c); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprint(o.w, "data: [DONE]\n\n"); err != nil {
+		return err
+	}
+	return o.rc.Flush()
+}
+
+// fail reports e: with its status before the stream started, else as an
+// error event that ends the stream.
+func (o *output) fail(e *apiError) {
+	if !o.started {
+		writeError(o.w, e)
+		return
+	}
+	o.event(e.body())
+	fmt.Fprint(o.w, "data: [DONE]\n\n")
+	o.rc.Flush()
+}
