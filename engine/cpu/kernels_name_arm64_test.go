@@ -8,8 +8,8 @@ import (
 )
 
 // TestKernelsNameTheSelection: with the SDOT kernels on, Kernels names
-// KernelsNEON and rowKernels hands out the NEON forms for Q4_0, Q4_1,
-// Q8_0 and Q4_K (the other formats run the Go loops' canonical sums); with them off, KernelsGo and no integer kernels (the float path).
+// KernelsNEON and rowKernels hands out the NEON forms (Q4_0, Q4_1, Q8_0
+// and Q4_K checked by pointer; every form by TestRowKernelsPresentNEON) (the other formats run the Go loops' canonical sums); with them off, KernelsGo and no integer kernels (the float path).
 // A new kernel set chosen in rowKernels without a name of its own fails
 // here.
 func TestKernelsNameTheSelection(t *testing.T) {
@@ -46,7 +46,7 @@ func TestRowKernelsPresentNEON(t *testing.T) {
 	if !hasSDOT {
 		t.Skip("no SDOT on this CPU")
 	}
-	have := map[gguf.Type]bool{gguf.Q4_0: true, gguf.Q4_1: true, gguf.Q8_0: true, gguf.Q4_K: true, gguf.Q6_K: true}
+	have := map[gguf.Type]bool{gguf.Q4_0: true, gguf.Q4_1: true, gguf.Q8_0: true, gguf.Q5_0: true, gguf.Q4_K: true, gguf.Q6_K: true}
 	for _, typ := range allIntegerTypes {
 		ks := rowKernels(typ)
 		full := ks[1] != nil && ks[2] != nil && ks[4] != nil && ks[8] != nil

@@ -320,3 +320,136 @@ TEXT ·rowsQ80x4N(SB), NOSPLIT, $0-72
 // func rowsQ80x8N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 TEXT ·rowsQ80x8N(SB), NOSPLIT, $0-72
 	KERNEL(34, W8, H16, NOSX, DX8, ZERO8, TOKS8, T80, OUT8, 8, q80h8, q80b8, q80o8)
+
+// Q5_0 (22-byte blocks: d, qh (32 bits), 16 nibble bytes): Q4_0's kernel
+// with the fifth bits, q = nibble | bit i of qh << 4 and I_b = Σq·x - 16Σx
+// (sx is Input.qs16, 16Σq). In the transposed layout chunk k of row r
+// holds elements 4k..4k+3, whose fifth bits are bits 4k..4k+3 of qh_r, in
+// byte k/2 of it: TBL replicates that byte of each row's qh (V29) over the
+// lane's 4 bytes, CMTST against the bits (1, 2, 4, 8 for even k; 16, 32,
+// 64, 128 for odd) gives 0xFF where set, AND 16, ORR into the nibbles. The
+// constants take V20..V23 (TBL indexes) and V25, V27 (bit masks), so a
+// pass runs at most 4 tokens (V16..V19) and a width of 8 is two passes.
+
+DATA q5c<>+0(SB)/8, $0x0404040400000000
+DATA q5c<>+8(SB)/8, $0x0C0C0C0C08080808
+DATA q5c<>+16(SB)/8, $0x0505050501010101
+DATA q5c<>+24(SB)/8, $0x0D0D0D0D09090909
+DATA q5c<>+32(SB)/8, $0x0606060602020202
+DATA q5c<>+40(SB)/8, $0x0E0E0E0E0A0A0A0A
+DATA q5c<>+48(SB)/8, $0x0707070703030303
+DATA q5c<>+56(SB)/8, $0x0F0F0F0F0B0B0B0B
+DATA q5c<>+64(SB)/8, $0x0804020108040201
+DATA q5c<>+72(SB)/8, $0x0804020108040201
+DATA q5c<>+80(SB)/8, $0x8040201080402010
+DATA q5c<>+88(SB)/8, $0x8040201080402010
+GLOBL q5c<>(SB), RODATA|NOPTR, $96
+
+// Q5BIT(k): the fifth bits of chunk k into V(k).
+#define Q5BIT(k, idx, mask) \
+	TBL_16B(12, 29, idx) \
+	CMTST_16B(12, 12, mask) \
+	AND_16B(12, 12, 30) \
+	ORR_16B(k, k, 12)
+
+// W5: the 32 values of the 4 rows' block, chunks 0..7 in V0..V7.
+#define W5 \
+	W4(6) \
+	ADD $2, R10, R21 \
+	VLD1 (R21), V29.S[0] \
+	ADD $2, R11, R21 \
+	VLD1 (R21), V29.S[1] \
+	ADD $2, R12, R21 \
+	VLD1 (R21), V29.S[2] \
+	ADD $2, R13, R21 \
+	VLD1 (R21), V29.S[3] \
+	VMOVI $16, V30.B16 \
+	Q5BIT(0, 20, 25) \
+	Q5BIT(1, 20, 27) \
+	Q5BIT(2, 21, 25) \
+	Q5BIT(3, 21, 27) \
+	Q5BIT(4, 22, 25) \
+	Q5BIT(5, 22, 27) \
+	Q5BIT(6, 23, 25) \
+	Q5BIT(7, 23, 27)
+
+// P5OUT1..P5OUT4 store a pass's tokens from R22 (tokens ostride apart).
+#define P5OUT1 \
+	MOVD R22, R21 \
+	FMOVQ F16, (R21)
+#define P5OUT2 \
+	P5OUT1 \
+	ADD R9, R21, R21 \
+	FMOVQ F17, (R21)
+#define P5OUT4 \
+	P5OUT2 \
+	ADD R9, R21, R21 \
+	FMOVQ F18, (R21) \
+	ADD R9, R21, R21 \
+	FMOVQ F19, (R21)
+
+// Q5KERNEL: G tokens per pass (at most 4), Q passes; astr the bytes from
+// one block's activations to the next. R22 the pass's outputs, R23 passes
+// left, R24, R25, R8 the pass's first activations, d_x and sx.
+#define Q5KERNEL(astr, Q, ZERO, TOKS, OUT, lhalf, lquad, lblk, lout) \
+	ARGS(22) \
+	MOVD $q5c<>(SB), R21 \
+	VLD1 (R21), [V20.B16, V21.B16, V22.B16, V23.B16] \
+	ADD $64, R21, R21 \
+	VLD1 (R21), [V25.B16, V26.B16] \
+	VMOV V26.B16, V27.B16 \
+lhalf: \
+	MOVD R3, R24 \
+	MOVD R4, R25 \
+	MOVD R5, R8 \
+	MOVD R7, R22 \
+	MOVD $Q, R23 \
+lquad: \
+	MOVD R0, R10 \
+	ADD R1, R10, R11 \
+	ADD R1, R11, R12 \
+	ADD R1, R12, R13 \
+	MOVD R24, R14 \
+	MOVD R25, R15 \
+	MOVD R8, R16 \
+	MOVD R2, R17 \
+	ZERO \
+	CBZ R17, lout \
+lblk: \
+	W5 \
+	H16 \
+	DX4 \
+	SN4 \
+	TOKS(T40) \
+	ADD $astr, R14, R14 \
+	ADD R6, R15, R15 \
+	ADD R6, R16, R16 \
+	SUBS $1, R17, R17 \
+	BNE lblk \
+lout: \
+	OUT \
+	ADD $128, R24, R24 \
+	ADD $16, R25, R25 \
+	ADD $16, R8, R8 \
+	ADD R9<<2, R22, R22 \
+	SUBS $1, R23, R23 \
+	BNE lquad \
+	NEXTHALF \
+	BNE lhalf \
+	RET
+
+// func rowsQ50x1N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ50x1N(SB), NOSPLIT, $0-72
+	Q5KERNEL(32, 1, ZERO1, TOKS1, P5OUT1, q50h1, q50q1, q50b1, q50o1)
+
+// func rowsQ50x2N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ50x2N(SB), NOSPLIT, $0-72
+	Q5KERNEL(64, 1, ZERO2, TOKS2, P5OUT2, q50h2, q50q2, q50b2, q50o2)
+
+// func rowsQ50x4N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ50x4N(SB), NOSPLIT, $0-72
+	Q5KERNEL(128, 1, ZERO4, TOKS4, P5OUT4, q50h4, q50q4, q50b4, q50o4)
+
+// func rowsQ50x8N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ50x8N(SB), NOSPLIT, $0-72
+	Q5KERNEL(256, 2, ZERO4, TOKS4, P5OUT4, q50h8, q50q8, q50b8, q50o8)
