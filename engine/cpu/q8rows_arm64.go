@@ -63,6 +63,18 @@ func rowsQ50x4N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Point
 //go:noescape
 func rowsQ50x8N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 
+//go:noescape
+func rowsQ51x1N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ51x2N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ51x4N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
+//go:noescape
+func rowsQ51x8N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+
 // rowKernels returns the row kernels for t by group size (index 1, 2, 4,
 // 8; nil if none): the SDOT forms, which compute the canonical sum
 // (dotQ8Ref) as the amd64 forms do.
@@ -81,6 +93,8 @@ func rowKernels(t gguf.Type) (k [9]rowKernel) {
 		k[1], k[2], k[4], k[8] = rowsQ4Kx1N, rowsQ4Kx2N, rowsQ4Kx4N, rowsQ4Kx8N // kqrows_arm64.s
 	case gguf.Q5_0:
 		k[1], k[2], k[4], k[8] = rowsQ50x1N, rowsQ50x2N, rowsQ50x4N, rowsQ50x8N
+	case gguf.Q5_1:
+		k[1], k[2], k[4], k[8] = rowsQ51x1N, rowsQ51x2N, rowsQ51x4N, rowsQ51x8N
 	case gguf.Q6_K:
 		k[1], k[2], k[4], k[8] = rowsQ6Kx1N, rowsQ6Kx2N, rowsQ6Kx4N, rowsQ6Kx8N
 	}

@@ -321,9 +321,11 @@ TEXT ·rowsQ80x4N(SB), NOSPLIT, $0-72
 TEXT ·rowsQ80x8N(SB), NOSPLIT, $0-72
 	KERNEL(34, W8, H16, NOSX, DX8, ZERO8, TOKS8, T80, OUT8, 8, q80h8, q80b8, q80o8)
 
-// Q5_0 (22-byte blocks: d, qh (32 bits), 16 nibble bytes): Q4_0's kernel
-// with the fifth bits, q = nibble | bit i of qh << 4 and I_b = Σq·x - 16Σx
-// (sx is Input.qs16, 16Σq). In the transposed layout chunk k of row r
+// Q5_0 (22-byte blocks: d, qh (32 bits), 16 nibble bytes) and Q5_1
+// (24-byte blocks: d, m, qh, nibbles; as Q4_1, A += m_w*s_x per block):
+// Q4_0's and Q4_1's kernels with the fifth bits: q = nibble | bit i of
+// qh << 4, and for Q5_0 I_b = Σq·x - 16Σx (sx is Input.qs16, 16Σq; Q5_1's
+// sx is s_x). In the transposed layout chunk k of row r
 // holds elements 4k..4k+3, whose fifth bits are bits 4k..4k+3 of qh_r, in
 // byte k/2 of it: TBL replicates that byte of each row's qh (V29) over the
 // lane's 4 bytes, CMTST against the bits (1, 2, 4, 8 for even k; 16, 32,
@@ -352,16 +354,17 @@ GLOBL q5c<>(SB), RODATA|NOPTR, $96
 	AND_16B(12, 12, 30) \
 	ORR_16B(k, k, 12)
 
-// W5: the 32 values of the 4 rows' block, chunks 0..7 in V0..V7.
-#define W5 \
-	W4(6) \
-	ADD $2, R10, R21 \
+// W5(nib, qh): the 32 values of the 4 rows' block (nibbles at nib, the
+// fifth bits at qh), chunks 0..7 in V0..V7.
+#define W5(nib, qh) \
+	W4(nib) \
+	ADD $qh, R10, R21 \
 	VLD1 (R21), V29.S[0] \
-	ADD $2, R11, R21 \
+	ADD $qh, R11, R21 \
 	VLD1 (R21), V29.S[1] \
-	ADD $2, R12, R21 \
+	ADD $qh, R12, R21 \
 	VLD1 (R21), V29.S[2] \
-	ADD $2, R13, R21 \
+	ADD $qh, R13, R21 \
 	VLD1 (R21), V29.S[3] \
 	VMOVI $16, V30.B16 \
 	Q5BIT(0, 20, 25) \
@@ -391,8 +394,8 @@ GLOBL q5c<>(SB), RODATA|NOPTR, $96
 // Q5KERNEL: G tokens per pass (at most 4), Q passes; astr the bytes from
 // one block's activations to the next. R22 the pass's outputs, R23 passes
 // left, R24, R25, R8 the pass's first activations, d_x and sx.
-#define Q5KERNEL(astr, Q, ZERO, TOKS, OUT, lhalf, lquad, lblk, lout) \
-	ARGS(22) \
+#define Q5KERNEL(bs, W, H, S, T, astr, Q, ZERO, TOKS, OUT, lhalf, lquad, lblk, lout) \
+	ARGS(bs) \
 	MOVD $q5c<>(SB), R21 \
 	VLD1 (R21), [V20.B16, V21.B16, V22.B16, V23.B16] \
 	ADD $64, R21, R21 \
@@ -416,11 +419,11 @@ lquad: \
 	ZERO \
 	CBZ R17, lout \
 lblk: \
-	W5 \
-	H16 \
+	W \
+	H \
 	DX4 \
-	SN4 \
-	TOKS(T40) \
+	S \
+	TOKS(T) \
 	ADD $astr, R14, R14 \
 	ADD R6, R15, R15 \
 	ADD R6, R16, R16 \
@@ -440,16 +443,32 @@ lout: \
 
 // func rowsQ50x1N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 TEXT ·rowsQ50x1N(SB), NOSPLIT, $0-72
-	Q5KERNEL(32, 1, ZERO1, TOKS1, P5OUT1, q50h1, q50q1, q50b1, q50o1)
+	Q5KERNEL(22, W5(6, 2), H16, SN4, T40, 32, 1, ZERO1, TOKS1, P5OUT1, q50h1, q50q1, q50b1, q50o1)
 
 // func rowsQ50x2N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 TEXT ·rowsQ50x2N(SB), NOSPLIT, $0-72
-	Q5KERNEL(64, 1, ZERO2, TOKS2, P5OUT2, q50h2, q50q2, q50b2, q50o2)
+	Q5KERNEL(22, W5(6, 2), H16, SN4, T40, 64, 1, ZERO2, TOKS2, P5OUT2, q50h2, q50q2, q50b2, q50o2)
 
 // func rowsQ50x4N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 TEXT ·rowsQ50x4N(SB), NOSPLIT, $0-72
-	Q5KERNEL(128, 1, ZERO4, TOKS4, P5OUT4, q50h4, q50q4, q50b4, q50o4)
+	Q5KERNEL(22, W5(6, 2), H16, SN4, T40, 128, 1, ZERO4, TOKS4, P5OUT4, q50h4, q50q4, q50b4, q50o4)
 
 // func rowsQ50x8N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 TEXT ·rowsQ50x8N(SB), NOSPLIT, $0-72
-	Q5KERNEL(256, 2, ZERO4, TOKS4, P5OUT4, q50h8, q50q8, q50b8, q50o8)
+	Q5KERNEL(22, W5(6, 2), H16, SN4, T40, 256, 2, ZERO4, TOKS4, P5OUT4, q50h8, q50q8, q50b8, q50o8)
+
+// func rowsQ51x1N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ51x1N(SB), NOSPLIT, $0-72
+	Q5KERNEL(24, W5(8, 4), H41, SF4, T41, 32, 1, ZERO1, TOKS1, P5OUT1, q51h1, q51q1, q51b1, q51o1)
+
+// func rowsQ51x2N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ51x2N(SB), NOSPLIT, $0-72
+	Q5KERNEL(24, W5(8, 4), H41, SF4, T41, 64, 1, ZERO2, TOKS2, P5OUT2, q51h2, q51q2, q51b2, q51o2)
+
+// func rowsQ51x4N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ51x4N(SB), NOSPLIT, $0-72
+	Q5KERNEL(24, W5(8, 4), H41, SF4, T41, 128, 1, ZERO4, TOKS4, P5OUT4, q51h4, q51q4, q51b4, q51o4)
+
+// func rowsQ51x8N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ51x8N(SB), NOSPLIT, $0-72
+	Q5KERNEL(24, W5(8, 4), H41, SF4, T41, 256, 2, ZERO4, TOKS4, P5OUT4, q51h8, q51q8, q51b8, q51o8)
