@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"anechat/engine/coreml"
 )
 
 // runBenchCoreML is `anechat bench coreml`: doctor's Core ML check of a
 // bundle, printed as tables (or JSON).
 func runBenchCoreML(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "bench coreml", "--bundle DIR [--reference CHECKPOINT] [--compute-units U] [--tokens N] [--json]")
-	bundle := fs.String("bundle", "", "the Core ML bundle (a directory with manifest.json)")
+	bundle := fs.String("bundle", "", "the Core ML bundle (a directory with manifest.json, or a CoreML-LLM bundle with model_config.json)")
 	reference := fs.String("reference", "", "run the bundle with the reference runner (its function contract on the CPU kernels) from the checkpoint it was converted from, instead of Core ML")
 	units := fs.String("compute-units", "", "where Core ML may run it: neural-engine (default), gpu, cpu or all")
 	tokens := fs.Int("tokens", 96, "tokens generated per prompt and width")
@@ -38,6 +40,9 @@ func runBenchCoreML(ctx context.Context, env *Env, args []string) error {
 		}})
 	if errors.Is(err, errNoNeuralEngine) {
 		fmt.Fprintf(env.Stdout, "bench coreml: %s\n", noNeuralEngine())
+		if coreml.IsPublished(*bundle) {
+			fmt.Fprintf(env.Stdout, "bench coreml: %s\n", describePublished(*bundle))
+		}
 		return nil
 	}
 	if err != nil {

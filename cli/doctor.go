@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"anechat/app"
+	"anechat/engine/coreml"
 	"anechat/internal/backends"
 	"anechat/storage"
 )
@@ -53,6 +54,9 @@ func (r *doctorReport) bundle(ctx context.Context, o coremlCheckOptions) {
 	rep, err := runCoreMLCheck(ctx, o)
 	if errors.Is(err, errNoNeuralEngine) {
 		r.line("bundle", "%s: %s", o.bundle, noNeuralEngine())
+		if coreml.IsPublished(o.bundle) {
+			r.line("bundle", "%s", describePublished(o.bundle))
+		}
 		return
 	}
 	if err != nil {
@@ -61,7 +65,11 @@ func (r *doctorReport) bundle(ctx context.Context, o coremlCheckOptions) {
 	}
 	printCoreMLReport(r.w, rep, false)
 	if rep.Identical != rep.Prompts {
-		r.problem("identity", fmt.Errorf("%s differ with speculation on and off on %s", rep.Bundle, strings.Join(rep.Differing, ", ")))
+		why := ""
+		if rep.Published {
+			why = " (measured: this bundle's verify function is not its decode function; run it with speculation off for its exact greedy text)"
+		}
+		r.problem("identity", fmt.Errorf("%s differ with speculation on and off on %s%s", rep.Bundle, strings.Join(rep.Differing, ", "), why))
 	}
 	if rep.RowSameBits != rep.RowChecks {
 		r.problem("rows", fmt.Errorf("%s: a token's row depends on its slot in %d of %d checks (max |diff| %.3g): speculation cannot be lossless there", rep.Bundle, rep.RowChecks-rep.RowSameBits, rep.RowChecks, rep.RowMaxDiff))

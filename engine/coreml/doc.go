@@ -36,6 +36,8 @@
 //     internal/backends, first on darwin/arm64), with progress and
 //     cancellation between files and chunks.
 //
-// It also reads the layout the CoreML-LLM project publishes (Published),
-// to describe such a bundle; it does not run it (see Published).
+// It also reads and runs the layout the CoreML-LLM project publishes
+// (Published, PubBackend; PUBLISHED.md has its function contract): its
+// decode and verify functions are different functions, so speculation
+// identity there is measured by doctor, not built in.
 package coreml

@@ -27,7 +27,15 @@ type Loader struct {
 	// Why, when Runner is nil, says why this build cannot run bundles (the
 	// platform has no Core ML): Supports reports it.
 	Why string
+	// Published, when set, opens the runner of a published CoreML-LLM
+	// bundle (NewPublishedRunner on darwin/arm64), which the loader then
+	// runs as a PubBackend; nil refuses such bundles.
+	Published OpenPublished
 }
+
+// OpenPublished opens the runner of a read published bundle; progress
+// receives the functions loaded and their total.
+type OpenPublished func(ctx context.Context, p *Published, progress func(done, total int)) (PubRunner, error)
 
 // Name implements load.Backend.
 func (Loader) Name() string { return "coreml" }
@@ -40,7 +48,10 @@ func (l Loader) Supports(src load.Source) error {
 	}
 	if _, err := os.Stat(filepath.Join(src.Path, ManifestName)); err != nil {
 		if IsPublished(src.Path) {
-			return errors.New("a CoreML-LLM bundle (model_config.json layout): this build reads it (anechat doctor describes it) but runs only bundles of the anechat converter, whose one generation function makes speculation lossless by construction; convert the checkpoint with `make bundle`")
+			if l.Published != nil {
+				return nil
+			}
+			return errors.New("a CoreML-LLM bundle (model_config.json layout): this build reads it (anechat doctor describes it) but runs it only on an Apple silicon Mac with Core ML; convert the checkpoint with `make bundle` for a bundle whose one generation function makes speculation lossless by construction")
 		}
 		return fmt.Errorf("%s has no %s (a bundle of the anechat converter has one)", src.Path, ManifestName)
 	}
@@ -70,6 +81,9 @@ func (l Loader) Open(ctx context.Context, src load.Source, opts load.Options) (m
 			opts.Progress(min(done, loadSteps), loadSteps)
 		}
 	}
+	if IsPublished(src.Path) {
+		return l.openPublished(ctx, src, report)
+	}
 	b, err := OpenBundle(ctx, src.Path, func(done, total int64) {
 		if total > 0 {
 			report(int(done * loadSteps / 10 / total))
@@ -92,6 +106,31 @@ func (l Loader) Open(ctx context.Context, src load.Source, opts load.Options) (m
 	if err != nil {
 		r.Close()
 		b.Close()
+		return nil, err
+	}
+	report(loadSteps)
+	return be, nil
+}
+
+// openPublished reads a published CoreML-LLM bundle, loads its chunks'
+// functions and returns its PubBackend.
+func (l Loader) openPublished(ctx context.Context, src load.Source, report func(int)) (model.Backend, error) {
+	p, err := ReadPublished(src.Path)
+	if err != nil {
+		return nil, err
+	}
+	report(loadSteps / 10)
+	r, err := l.Published(ctx, p, func(done, total int) {
+		if total > 0 {
+			report(loadSteps/10 + done*(loadSteps-loadSteps/10)/total)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	be, err := NewPubBackend(p, r, src.Fingerprint)
+	if err != nil {
+		r.Close()
 		return nil, err
 	}
 	report(loadSteps)

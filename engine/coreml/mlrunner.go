@@ -43,6 +43,12 @@ type CoreMLRunner struct {
 	units mlcore.ComputeUnits
 	fns   []map[string]mlcore.Function // per chunk, by function name
 	loads []ChunkLoad
+	// NoVerify, for a published bundle (NewPublishedRunner), says why no
+	// verify function was loaded; "" when every chunk has one.
+	NoVerify string
+	// NoPrefill says why a published bundle's prefill chunks are not
+	// loaded; "" when they are.
+	NoPrefill string
 }
 
 // CoreMLRunnerOpener returns the OpenRunner of the Core ML runner on rt

@@ -31,11 +31,17 @@ func IsPublished(dir string) bool {
 // model with a one-token decode function and a verify_qK function) and,
 // optionally, prefill chunks.
 //
-// This package reads and checks that layout (ReadPublished) so that
-// `anechat doctor` can say what such a bundle holds; the backend does not
-// run it. Its decode and verify functions are different functions, so
-// speculation on and off could round differently: identity there would be
-// a measurement, not a property of the bundle (the shared doc reports
+// This package reads and checks that layout (ReadPublished) and runs it
+// on an Apple silicon Mac (PubBackend, through NewPublishedRunner; the
+// function contract, learned from the project's sources, is PUBLISHED.md):
+// one token through the decode function (decode_q1), speculation through
+// the verify function (verify_qK), a prompt from position 0 through the
+// prefill chunks when present (later prompt pieces token by token through
+// decode_q1), the KV kept on the host in the caller's kv.Cache. Its last chunk ends in an argmax,
+// so it decodes greedily. Its decode and verify functions are different
+// functions, so speculation on and off may give different text: identity
+// there is a measurement (`anechat doctor --bundle` and `anechat bench
+// coreml` report it), not a property of the bundle (the shared doc reports
 // 12-100% agreement over 20 tokens). A bundle of the anechat converter
 // makes it hold by construction: one generation function for every call.
 type Published struct {
@@ -65,6 +71,15 @@ type PublishedConfig struct {
 	NumLayers     int     `json:"num_layers"`
 	SlidingWindow int     `json:"sliding_window"`
 	EmbedScale    float64 `json:"embed_scale"`
+	// PerLayerEmbedScale multiplies the per-layer table's rows; absent, it
+	// is sqrt(per_layer_dim), what the project's converter writes.
+	PerLayerEmbedScale float64 `json:"per_layer_embed_scale"`
+	// LayerTypes ("sliding_attention", "full_attention" per layer) and
+	// NumKVShared (the last layers that reuse earlier KV) say which
+	// layer's rows each prefill chunk returns; without them the prompt
+	// runs token by token.
+	LayerTypes  []string `json:"layer_types"`
+	NumKVShared int      `json:"num_kv_shared_layers"`
 }
 
 // NPYHeader is the header of a .npy file.
@@ -227,8 +242,8 @@ func parseNPYDict(path, h string) (NPYHeader, error) {
 	return out, nil
 }
 
-// Describe says what the bundle holds and plainly why this build does not
-// run it.
+// Describe says what the bundle holds, how the Core ML backend runs it
+// and plainly that speculation identity there is measured, not built in.
 func (p *Published) Describe() string {
 	c := p.Config
 	var ropes []string
@@ -241,8 +256,8 @@ func (p *Published) Describe() string {
 	if len(p.Prefill) > 0 {
 		prefill = strings.Join(p.Prefill, ", ")
 	}
-	return fmt.Sprintf("a CoreML-LLM bundle (%s, %s: %d layers, hidden %d, context %d, vocab %d, window %d); decode chunks %s; prefill chunks %s; INT8 sidecars and %s present. "+
-		"This build reads it but does not run it: its decode and verify (verify_qK) functions are different functions, so identity with speculation on and off is not built in there: it would have to be measured. "+
+	return fmt.Sprintf("a CoreML-LLM bundle (%s, %s: %d layers, hidden %d, context %d, vocab %d, window %d); decode chunks %s; prefill chunks %s (for a prompt from position 0; later prompt tokens run the decode function one by one); INT8 sidecars and %s present. "+
+		"The Core ML backend runs it on an Apple silicon Mac, greedily (it returns token ids, no logits): one token through its decode (decode_q1) function, speculation through its verify (verify_qK) function. Its decode and verify (verify_qK) functions are different functions, so identity with speculation on and off is not built in there: it is measured (doctor --bundle on a Mac). "+
 		"Convert the checkpoint with `make bundle` for a bundle whose one generation function makes it hold by construction",
 		c.ModelName, c.Architecture, c.NumLayers, c.HiddenSize, c.ContextLength, c.VocabSize, c.SlidingWindow,
 		strings.Join(p.Decode, ", "), prefill, strings.Join(ropes, ", "))

@@ -63,8 +63,9 @@ func publishedBundle(t *testing.T) string {
 
 // TestReadPublished: a CoreML-LLM bundle is read and described (and says
 // plainly that its decode and verify functions differ, so identity there
-// is not built in); the Core ML backend refuses to run it with that
-// reason; a missing chunk or a sidecar of the wrong size is named.
+// is not built in, but measured); a loader without a published runner
+// (this platform) refuses to run it and says so; a missing chunk or a
+// sidecar of the wrong size is named.
 func TestReadPublished(t *testing.T) {
 	dir := publishedBundle(t)
 	if !IsPublished(dir) {

@@ -23,6 +23,19 @@ type Sidecar struct {
 	int8       bool
 	data       *mmap.Mapping // int8: rows*cols bytes; fp16: rows*cols*2
 	scales     *mmap.Mapping // int8 only: rows*2 bytes
+	// pubMul, when set, makes a row's factor float32(scale)/127*pubMul,
+	// as CoreML-LLM's published tables are stored (openPubSidecar);
+	// bundles of the anechat converter store the factor itself.
+	pubMul float32
+}
+
+// rowScale is the factor of row r of an int8 table.
+func (s *Sidecar) rowScale(r int) float32 {
+	scale := fromHalf(binary.LittleEndian.Uint16(s.scales.Data()[2*r:]))
+	if s.pubMul != 0 {
+		scale = scale / 127 * s.pubMul
+	}
+	return scale
 }
 
 // openSidecar maps the table's files and checks their sizes (the checksums
@@ -68,7 +81,7 @@ func (s *Sidecar) Row(dst []float32, r int) []float32 {
 	dst = dst[:s.Cols]
 	if s.int8 {
 		q := s.data.Data()[r*s.Cols : (r+1)*s.Cols]
-		scale := fromHalf(binary.LittleEndian.Uint16(s.scales.Data()[2*r:]))
+		scale := s.rowScale(r)
 		for j, v := range q {
 			dst[j] = roundHalf(float32(int8(v)) * scale)
 		}
@@ -87,7 +100,7 @@ func (s *Sidecar) rowHalf(dst []uint16, r int) {
 	dst = dst[:s.Cols]
 	if s.int8 {
 		q := s.data.Data()[r*s.Cols : (r+1)*s.Cols]
-		scale := fromHalf(binary.LittleEndian.Uint16(s.scales.Data()[2*r:]))
+		scale := s.rowScale(r)
 		for j, v := range q {
 			dst[j] = toHalf(float32(int8(v)) * scale)
 		}

@@ -111,3 +111,18 @@ func CheckFiles(b Backend) error {
 	}
 	return nil
 }
+
+// ArgmaxOnlyer is implemented by backends whose model computes the greedy
+// token in-graph and returns no logits (a published CoreML-LLM bundle,
+// engine/coreml.PubBackend): they answer Argmax, and a prefill's
+// Logits|Last with no row (the Session then computes the last token again
+// in its first decode call); a call that needs logits fails.
+type ArgmaxOnlyer interface {
+	ArgmaxOnly() bool
+}
+
+// ArgmaxOnly reports whether b returns greedy ids only.
+func ArgmaxOnly(b Backend) bool {
+	a, ok := b.(ArgmaxOnlyer)
+	return ok && a.ArgmaxOnly()
+}

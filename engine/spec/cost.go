@@ -253,6 +253,12 @@ func Measure(ctx context.Context, b model.Backend, opts MeasureOptions) (*Costs,
 	}
 	// Repetitions run width after width, so a burst of load on a shared
 	// machine hits every width alike; the fastest repetition counts.
+	// A call's cost is measured with logits (what sampling asks for), or
+	// argmax ids on a backend that returns nothing else.
+	want := model.Logits
+	if model.ArgmaxOnly(b) {
+		want = model.Argmax
+	}
 	budget := opts.Budget
 	if budget <= 0 {
 		budget = 3 * time.Second
@@ -271,7 +277,7 @@ func Measure(ctx context.Context, b model.Backend, opts MeasureOptions) (*Costs,
 				return nil, err
 			}
 			t0 := time.Now()
-			_, err := b.Forward(ctx, toks(w), prefix, cache, model.Logits)
+			_, err := b.Forward(ctx, toks(w), prefix, cache, want)
 			d := time.Since(t0)
 			cache.Rollback()
 			if err != nil {

@@ -24,12 +24,21 @@ func coreMLLoader(o Options) (coreml.Loader, bool) {
 		}
 		return coreml.NewCoreMLRunner(ctx, rt, b, coreml.CoreMLOptions{ComputeUnits: units, CacheDir: o.CoreMLCache, Log: o.Log}, progress)
 	}
-	return coreml.Loader{Runner: open}, true
+	// A published CoreML-LLM bundle runs through its own decode and
+	// verify functions (coreml.PubBackend).
+	published := func(ctx context.Context, p *coreml.Published, progress func(done, total int)) (coreml.PubRunner, error) {
+		rt, err := mlcore.New()
+		if err != nil {
+			return nil, err
+		}
+		return coreml.NewPublishedRunner(ctx, rt, p, coreml.CoreMLOptions{ComputeUnits: units, CacheDir: o.CoreMLCache, Log: o.Log}, progress)
+	}
+	return coreml.Loader{Runner: open, Published: published}, true
 }
 
 func coreMLStatus() Status {
 	if _, err := mlcore.New(); err != nil {
 		return Status{Name: "coreml", Detail: "Core ML cannot be opened on this Mac: " + err.Error()}
 	}
-	return Status{Name: "coreml", Available: true, Detail: "Core ML (the Neural Engine with compute units neural-engine): runs Core ML bundles of the anechat converter"}
+	return Status{Name: "coreml", Available: true, Detail: "Core ML (the Neural Engine with compute units neural-engine): runs Core ML bundles of the anechat converter, and published CoreML-LLM bundles (greedy; speculation identity measured by doctor, not built in)"}
 }

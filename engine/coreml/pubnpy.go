@@ -1,0 +1,107 @@
+package coreml
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"anechat/engine/model/mmap"
+)
+
+// npyTable is a memory-mapped 2-D .npy table of fp16 or fp32 rows (a
+// published bundle's RoPE cos/sin tables: one row per position).
+type npyTable struct {
+	path        string
+	m           *mmap.Mapping
+	off         int // where the data starts
+	rows, width int
+	f32         bool
+}
+
+// openNPYTable maps a C-order 2-D '<f2' or '<f4' .npy file whose rows are
+// width wide. Errors wrap ErrBundle and name the file.
+func openNPYTable(path string, width int) (*npyTable, error) {
+	m, err := mmap.Map(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBundle, err)
+	}
+	t := &npyTable{path: path, m: m}
+	if err := t.parse(width); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *npyTable) parse(width int) error {
+	b := t.m.Data()
+	if len(b) < 10 || string(b[:6]) != "\x93NUMPY" {
+		return fmt.Errorf("%w: %s is not a .npy file", ErrBundle, t.path)
+	}
+	var n, at int
+	switch b[6] {
+	case 1:
+		n, at = int(binary.LittleEndian.Uint16(b[8:10])), 10
+	case 2, 3:
+		if len(b) < 12 {
+			return fmt.Errorf("%w: %s: a truncated .npy header", ErrBundle, t.path)
+		}
+		n, at = int(binary.LittleEndian.Uint32(b[8:12])), 12
+	default:
+		return fmt.Errorf("%w: %s: .npy version %d is unknown", ErrBundle, t.path, b[6])
+	}
+	if n > len(b)-at {
+		return fmt.Errorf("%w: %s: the .npy header runs past the end of the file", ErrBundle, t.path)
+	}
+	h, err := parseNPYDict(t.path, string(b[at:at+n]))
+	if err != nil {
+		return err
+	}
+	elem := 2
+	switch h.DType {
+	case "<f2":
+	case "<f4":
+		t.f32, elem = true, 4
+	default:
+		return fmt.Errorf("%w: %s holds %s values; want little-endian float16 or float32 ('<f2', '<f4')", ErrBundle, t.path, h.DType)
+	}
+	if len(h.Shape) != 2 || h.Shape[1] != width {
+		return fmt.Errorf("%w: %s has shape %v; the chunks' RoPE inputs want (positions, %d)", ErrBundle, t.path, h.Shape, width)
+	}
+	t.off, t.rows, t.width = at+n, h.Shape[0], width
+	if int64(len(b)-t.off) != int64(t.rows)*int64(width)*int64(elem) {
+		return fmt.Errorf("%w: %s: %d data bytes for shape %v of %s", ErrBundle, t.path, len(b)-t.off, h.Shape, h.DType)
+	}
+	return nil
+}
+
+// row writes row p as fp16 bits to dst[:width]; a position past the table
+// (only ever a padded row of a verify call) reads as zeros.
+func (t *npyTable) row(dst []uint16, p int) {
+	dst = dst[:t.width]
+	if p < 0 || p >= t.rows {
+		clear(dst)
+		return
+	}
+	b := t.m.Data()[t.off:]
+	if t.f32 {
+		b = b[4*p*t.width:]
+		for i := range dst {
+			dst[i] = toHalf(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+		}
+		return
+	}
+	b = b[2*p*t.width:]
+	for i := range dst {
+		dst[i] = binary.LittleEndian.Uint16(b[2*i:])
+	}
+}
+
+func (t *npyTable) close() error {
+	if t == nil || t.m == nil {
+		return nil
+	}
+	m := t.m
+	t.m = nil
+	return m.Close()
+}
