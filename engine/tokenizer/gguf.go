@@ -8,7 +8,7 @@ import (
 )
 
 // FromGGUF builds the tokenizer described by a GGUF file's tokenizer.ggml.*
-// metadata (tokenizer.ggml.model = llama or gpt2).
+// metadata (tokenizer.ggml.model = llama, gpt2 or gemma4).
 func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 	v, err := VocabFromGGUF(f)
 	if err != nil {
@@ -44,7 +44,7 @@ func VocabFromGGUF(f *gguf.File) (Vocab, error) {
 			return v, wrap(err)
 		}
 	}
-	if v.Model == "gpt2" {
+	if v.Model == "gpt2" || v.Model == "gemma4" {
 		if v.Merges, err = f.Strings("tokenizer.ggml.merges"); err != nil {
 			return v, wrap(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -293,5 +294,146 @@ func TestHFSentencePieceLayouts(t *testing.T) {
 			}
 			checkExpectations(t, tok, readExpectations(t, name+".jsonl.gz"), 1200)
 		})
+	}
+}
+
+// TestGemma3GGUFMatchesHuggingFace: the tokenizer of the Gemma 3 270M GGUF
+// (tokenizer.ggml.model llama: SentencePiece BPE with scores, no space
+// prefix) encodes and decodes the strings of gemma3.jsonl.gz as the Hugging
+// Face tokenizer of Gemma 3's tokenizer.json does, except where the two
+// files describe the vocabulary differently: tokenizer.json's <unusedN>
+// are non-special added tokens (matched inline even as plain text), the
+// GGUF's are control tokens (text, as llama.cpp treats them); and the
+// tokenizer.json spells its whitespace-run pieces "▁▁", "▁▁▁", …, which
+// text containing U+2581 itself matches, where the GGUF spells them with
+// spaces. Every other string (at least 2000 of the 2400) must agree.
+func TestGemma3GGUFMatchesHuggingFace(t *testing.T) {
+	f, err := gguf.Open(testres.Gemma3GGUF(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tok, err := FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// HF decodes those added tokens as their text, llama.cpp (and we) a
+	// control token as nothing.
+	textInHF := func(id int32) bool {
+		p := tok.Piece(id)
+		return strings.HasPrefix(p, "<unused") || p == "<mask>" || p == "</s>"
+	}
+	var same []expectation
+	for _, e := range readExpectations(t, "gemma3.jsonl.gz") {
+		if e.S != nil && (strings.Contains(*e.S, "\u2581") || strings.Contains(*e.S, "<unused") || strings.Contains(*e.S, "</s>")) ||
+			slices.ContainsFunc(e.IDs, textInHF) {
+			continue
+		}
+		same = append(same, e)
+	}
+	checkExpectations(t, tok, same, 2000)
+}
+
+// vocabTests reads llama.cpp's tokenizer test pair NAME.inp/NAME.out (the
+// format of its test-tokenizer-0: inputs separated by a marker line, one
+// line of space-separated ids per input, made with Hugging Face's
+// tokenizer of the same vocabulary, add_special_tokens=False).
+func vocabTests(t *testing.T, inp, out string) (texts []string, ids [][]int32) {
+	t.Helper()
+	raw, err := os.ReadFile(inp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sep = "\n__ggml_vocab_test__\n"
+	s := string(raw)
+	for s != "" {
+		i := strings.Index(s, sep)
+		if i < 0 {
+			texts = append(texts, s)
+			break
+		}
+		texts, s = append(texts, s[:i]), s[i+len(sep):]
+	}
+	lines := strings.Split(strings.TrimSuffix(string(outs), "\n"), "\n")
+	if len(lines) != len(texts) {
+		t.Fatalf("%s has %d tests, %s %d", inp, len(texts), out, len(lines))
+	}
+	for _, l := range lines {
+		var row []int32
+		for _, f := range strings.Fields(l) {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatalf("%s: %v", out, err)
+			}
+			row = append(row, int32(n))
+		}
+		ids = append(ids, row)
+	}
+	return texts, ids
+}
+
+// TestLlamaCppVocabTests: the GGUF vocabularies llama.cpp tests its
+// tokenizer on (tokenizer.ggml.model gemma4, and gpt2 with the qwen2
+// pre-tokenizer) encode its test strings to the ids it expects.
+func TestLlamaCppVocabTests(t *testing.T) {
+	dir := filepath.Join(testres.RepoRoot(t), "build", "testdeps", "pypi", "llama.cpp")
+	for _, name := range []string{"ggml-vocab-gemma-4.gguf", "ggml-vocab-qwen2.gguf"} {
+		t.Run(name, func(t *testing.T) {
+			path := testres.Require(t, filepath.Join(dir, name), name+" (PyPI llama-cpp-python sdist)", "run build/scripts/deps-tokenizer.sh")
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			tok, err := FromGGUF(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			texts, want := vocabTests(t, path+".inp", path+".out")
+			for i, s := range texts {
+				if got := tok.Encode(s); !slices.Equal(got, want[i]) {
+					t.Errorf("Encode(%q)\n got %v\nwant %v", s, got, want[i])
+				}
+			}
+			t.Logf("%d strings", len(texts))
+		})
+	}
+}
+
+// TestGemma3GGUFMatchesLlamaCpp: on the same file, the Gemma 3 270M GGUF's
+// tokenizer gives llama.cpp's ids (its /tokenize, no BOS) for every one of
+// the 2400 strings of gemma3.jsonl.gz: with special-token text as text
+// (Encode; llama.cpp parse_special=false) and recognised (EncodeSpecial;
+// parse_special=true). engine/cpu/testdata/llamacpp/gen.py recorded them.
+func TestGemma3GGUFMatchesLlamaCpp(t *testing.T) {
+	f, err := gguf.Open(testres.Gemma3GGUF(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tok, err := FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exps := readExpectations(t, "gemma3_270m_llamacpp.jsonl.gz")
+	failures := 0
+	for _, e := range exps {
+		for _, c := range []struct {
+			name      string
+			got, want []int32
+		}{{"Encode", tok.Encode(*e.S), e.Enc}, {"EncodeSpecial", tok.EncodeSpecial(*e.S), e.EncS}} {
+			if !slices.Equal(c.got, c.want) {
+				if failures++; failures <= 10 {
+					t.Errorf("%s(%q)\n got %v\nwant %v", c.name, short(*e.S), c.got, c.want)
+				}
+			}
+		}
+	}
+	if failures > 0 || len(exps) < 2000 {
+		t.Errorf("%d of %d strings differ (want 0 of at least 2000)", failures, len(exps))
 	}
 }

