@@ -79,7 +79,11 @@ func runDesktop() int {
 		MinWidth:         app.MinWindowWidth,
 		MinHeight:        app.MinWindowHeight,
 		WindowStartState: start,
-		AssetServer:      &assetserver.Options{Assets: assets},
+		// The stored theme from the first frame: the window's background,
+		// then the page's (theme.js, answered by the app before the
+		// page's styles load).
+		BackgroundColour: windowBackground(win.Theme),
+		AssetServer:      &assetserver.Options{Assets: assets, Middleware: a.ThemeScript},
 		OnStartup: func(ctx context.Context) {
 			a.Startup(ctx, wailsEmitter{ctx})
 		},
@@ -138,11 +142,28 @@ func keepWebViewData(dataDir string, log *slog.Logger) {
 	}
 }
 
+// windowBackground is the window's colour before the page draws: the
+// page's own background (style.css --bg) for a chosen scheme, nil (the
+// web view's default) when it follows the system.
+func windowBackground(theme app.Theme) *options.RGBA {
+	switch theme {
+	case app.ThemeDark:
+		return &options.RGBA{R: 0x17, G: 0x19, B: 0x1d, A: 255}
+	case app.ThemeLight:
+		return &options.RGBA{R: 0xf6, G: 0xf7, B: 0xf9, A: 255}
+	}
+	return nil
+}
+
 // wailsDialogs are the window's native dialogs.
 type wailsDialogs struct{}
 
 func (wailsDialogs) ChooseFolder(ctx context.Context, title string) (string, error) {
 	return runtime.OpenDirectoryDialog(ctx, runtime.OpenDialogOptions{Title: title, CanCreateDirectories: false})
+}
+
+func (wailsDialogs) SaveFile(ctx context.Context, title, name string) (string, error) {
+	return runtime.SaveFileDialog(ctx, runtime.SaveDialogOptions{Title: title, DefaultFilename: name, CanCreateDirectories: true})
 }
 
 // wailsEmitter sends app events to the window through the Wails runtime.

@@ -64,7 +64,10 @@ type App struct {
 	Models    *Models
 	System    *System
 	Downloads *Downloads
-	API       *API
+	// CoreML is the compute-units setting, what runs the loaded model and
+	// loading a model ahead of the first reply (app/coreml.go).
+	CoreML *CoreML
+	API    *API
 }
 
 // core is the state every service shares: the database (or why it could not
@@ -115,6 +118,8 @@ func New(opts Options) *App {
 	a.System = &System{c: c, models: a.Models, settings: a.Settings}
 	a.Downloads = &Downloads{c: c, models: a.Models, jobs: map[string]*dlJob{},
 		retries: defaultRetries, retryDelay: defaultRetryDelay, progressEvery: defaultProgressEvery}
+	eg, _ := opts.Generator.(*EngineGenerator) // nil for another Generator: Load then says there is no engine
+	a.CoreML = NewCoreMLService(a, eg)
 	a.API = &API{c: c, models: a.Models, settings: a.Settings}
 	return a
 }
@@ -133,6 +138,11 @@ func (a *App) Startup(ctx context.Context, emit Emitter) {
 	}
 	a.Chat.purge()
 	a.Downloads.restore()
+	// The stored compute units apply from the first load; a bad stored
+	// value leaves the default (Settings shows the error and stores a valid one).
+	if err := a.CoreML.Apply(); err != nil {
+		a.core.log.Warn("Core ML compute units not applied", "err", err)
+	}
 	// A scan failure leaves the models page to show it; the app still works.
 	if res, err := a.Models.Scan(); err != nil {
 		a.core.log.Warn("models folder scan at start failed", "err", err)
@@ -206,7 +216,7 @@ func (a *App) Shutdown() {
 
 // Services lists the values whose methods are bound to the window.
 func (a *App) Services() []any {
-	return []any{a.Chat, a.Library, a.Settings, a.Models, a.System, a.Downloads, a.API}
+	return []any{a.Chat, a.Library, a.Settings, a.Models, a.System, a.Downloads, a.CoreML, a.API}
 }
 
 // db returns the open database, or why there is none.

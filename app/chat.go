@@ -49,6 +49,14 @@ type TokenEvent struct {
 	Text           string `json:"text"`
 	// Drafted: the piece came from an accepted speculative draft.
 	Drafted bool `json:"drafted"`
+	// Tokens, Accepted and Calls are the reply's counts when the piece came
+	// out (Piece): tokens so far, those from accepted drafts, and model
+	// calls made, so the window shows τ (Tokens/Calls) and the drafted
+	// share exactly while the reply streams. Events may arrive out of
+	// order: the counts of the highest Seq are the latest.
+	Tokens   int `json:"tokens"`
+	Accepted int `json:"accepted"`
+	Calls    int `json:"calls"`
 }
 
 // DoneEvent ends a stream: Message is the stored reply (nil when it was
@@ -662,7 +670,8 @@ func (ch *Chat) generate(ctx context.Context, d *storage.DB, req GenerateRequest
 		n := utf16Len(p.Text)
 		spans = addPiece(spans, at, n, p.Drafted)
 		at += n
-		ch.c.send(EventToken, TokenEvent{ConversationID: u.ConversationID, ParentID: u.ID, Seq: seq, Text: p.Text, Drafted: p.Drafted})
+		ch.c.send(EventToken, TokenEvent{ConversationID: u.ConversationID, ParentID: u.ID, Seq: seq, Text: p.Text, Drafted: p.Drafted,
+			Tokens: p.Tokens, Accepted: p.Accepted, Calls: p.Calls})
 		seq++
 		return nil
 	})

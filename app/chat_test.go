@@ -34,8 +34,14 @@ func (s *scripted) Generate(ctx context.Context, req GenerateRequest, emit func(
 		req.Progress(2, 3)
 		req.Progress(3, 3)
 	}
+	accepted := 0
 	for i, p := range s.pieces {
-		if err := emit(Piece{Text: p, Drafted: i < len(s.drafted) && s.drafted[i]}); err != nil {
+		d := i < len(s.drafted) && s.drafted[i]
+		if d {
+			accepted++
+		}
+		// Counts as a verify loop makes them: a drafted piece costs no call.
+		if err := emit(Piece{Text: p, Drafted: d, Tokens: i + 1, Accepted: accepted, Calls: i + 1 - accepted}); err != nil {
 			return st, err
 		}
 		st.Tokens++
@@ -329,11 +335,18 @@ func TestDraftedPiecesAreMarkedAndTheirSpansStored(t *testing.T) {
 	}
 	done := rec.waitFor(t, EventDone).(DoneEvent)
 	var flags []bool
+	var counts [][3]int
 	for _, e := range rec.named(EventToken) {
-		flags = append(flags, e.(TokenEvent).Drafted)
+		te := e.(TokenEvent)
+		flags = append(flags, te.Drafted)
+		counts = append(counts, [3]int{te.Tokens, te.Accepted, te.Calls})
 	}
 	if !slices.Equal(flags, gen.drafted) {
 		t.Fatalf("token events drafted %v, want %v", flags, gen.drafted)
+	}
+	// The generator's counts so far reach the window with each piece.
+	if want := [][3]int{{1, 0, 1}, {2, 1, 1}, {3, 2, 1}, {4, 2, 2}, {5, 3, 2}, {6, 4, 2}}; !slices.Equal(counts, want) {
+		t.Fatalf("token events' tokens/accepted/calls %v, want %v", counts, want)
 	}
 	want := [][2]int{{1, 4}, {5, 7}}
 	var st GenerateStats

@@ -91,14 +91,21 @@ func (b *CoreML) computeUnits() (string, error) {
 	return s, nil
 }
 
-// Apply gives the engine the registry of the stored compute-units setting.
+// Apply gives the engine the registry of the stored compute-units setting
+// (App.Startup calls it, so the first load uses the setting). When the app
+// was given its own registry (Options.Backends), that one stays: the
+// engine gets it back, which unloads a loaded bundle all the same.
 func (b *CoreML) Apply() error {
 	units, err := b.computeUnits()
 	if err != nil {
 		return err
 	}
 	if b.gen != nil {
-		b.gen.UseRegistry(backends.RegistryWith(backends.Options{ComputeUnits: units, Log: b.c.log}))
+		reg := b.c.opts.Backends
+		if reg == nil {
+			reg = backends.RegistryWith(backends.Options{ComputeUnits: units, Log: b.c.log})
+		}
+		b.gen.UseRegistry(reg)
 	}
 	return nil
 }

@@ -290,6 +290,41 @@ func TestEngineGeneratorMarksDraftedPieces(t *testing.T) {
 	}
 }
 
+func TestEngineGeneratorPiecesCountTokensAndCallsSoFar(t *testing.T) {
+	// The window's live τ and drafted share come from each piece's counts:
+	// they only grow, and the last piece's equal the reply's stats (but a
+	// call that produced only the stop token, which no piece follows).
+	path := testres.SmolLM2GGUF(t)
+	g := costedGenerator(smolCosts(t, path))
+	defer g.Close()
+	for _, width := range []int{1, 4} {
+		var last Piece
+		n := 0
+		st, err := g.Generate(context.Background(), GenerateRequest{Model: storage.Model{Path: path}, MaxTokens: 30, Width: width,
+			Messages: []ChatMessage{{Role: "user", Content: "Repeat this sentence exactly: The quick brown fox jumps over the lazy dog near the river bank."}}},
+			func(p Piece) error {
+				if p.Tokens < last.Tokens || p.Accepted < last.Accepted || p.Calls < last.Calls || p.Tokens < n+1 || p.Accepted > p.Tokens || p.Calls > p.Tokens {
+					t.Fatalf("width %d: piece %d counts %+v after %+v", width, n, p, last)
+				}
+				last = p
+				n++
+				return nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A stop token comes from the call of the last piece, or from one
+		// more call of its own.
+		callsOK := last.Calls == st.TargetCalls || st.Stopped == "stop" && last.Calls == st.TargetCalls-1
+		if last.Tokens != st.Tokens || last.Accepted != st.Accepted || !callsOK {
+			t.Fatalf("width %d: last piece %+v, stats tokens %d accepted %d calls %d (%s)", width, last, st.Tokens, st.Accepted, st.TargetCalls, st.Stopped)
+		}
+		if width == 4 && st.Accepted == 0 {
+			t.Fatalf("width 4 accepted no draft: %+v", st)
+		}
+	}
+}
+
 // Suffix matching over history and the library: a reply that repeats an
 // earlier reply, or a library text, is drafted from the corpus (more tokens
 // accepted than with prompt lookup alone) and stays identical to width 1.

@@ -45,12 +45,13 @@ var ownJSON = map[reflect.Type]string{
 
 // events lists the payload type of each event the services emit.
 var events = map[string]reflect.Type{
-	EventToken:    reflect.TypeFor[TokenEvent](),
-	EventProgress: reflect.TypeFor[ProgressEvent](),
-	EventDone:     reflect.TypeFor[DoneEvent](),
-	EventError:    reflect.TypeFor[ErrorEvent](),
-	EventTitle:    reflect.TypeFor[TitleEvent](),
-	EventDownload: reflect.TypeFor[Download](),
+	EventToken:         reflect.TypeFor[TokenEvent](),
+	EventProgress:      reflect.TypeFor[ProgressEvent](),
+	EventDone:          reflect.TypeFor[DoneEvent](),
+	EventError:         reflect.TypeFor[ErrorEvent](),
+	EventTitle:         reflect.TypeFor[TitleEvent](),
+	EventDownload:      reflect.TypeFor[Download](),
+	EventModelProgress: reflect.TypeFor[ModelProgress](),
 }
 
 func TestFrontendTypesMatchGo(t *testing.T) {

@@ -42,6 +42,13 @@ type Piece struct {
 	// Drafted: the token came from an accepted draft (speculation guessed it
 	// and the model confirmed it), not from the model's own verify step.
 	Drafted bool
+	// Tokens, Accepted and Calls are the reply's counts when the piece
+	// comes out: tokens generated (this one included, and those whose text
+	// the detokenizer held back), tokens from accepted drafts, and model
+	// calls made. The window shows τ = Tokens/Calls and the drafted share
+	// Accepted/Tokens from them while the reply streams. 0 from a
+	// Generator that does not count.
+	Tokens, Accepted, Calls int
 }
 
 // ChatMessage is one turn sent to the model.

@@ -3,6 +3,9 @@ package app
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,7 +156,7 @@ func TestWindowStateIsRemembered(t *testing.T) {
 		t.Fatal("a 10 px wide window was stored")
 	}
 	a.Shutdown()
-	if got := LoadWindowState(context.Background(), dir); got != (WindowState{Width: 1400, Height: 900, Maximised: true}) {
+	if got := LoadWindowState(context.Background(), dir); got != (WindowState{Width: 1400, Height: 900, Maximised: true, Theme: ThemeSystem}) {
 		t.Fatalf("after a restart: %+v", got)
 	}
 	// A value out of range in the database opens the default window.
@@ -165,6 +168,37 @@ func TestWindowStateIsRemembered(t *testing.T) {
 	d.Close()
 	if got := LoadWindowState(context.Background(), dir); got != DefaultWindow {
 		t.Fatalf("corrupt state: %+v", got)
+	}
+}
+
+func TestTheStoredThemeIsThereBeforeThePageRuns(t *testing.T) {
+	dir := t.TempDir()
+	a, _, _ := startIn(t, dir, nil)
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "asset "+r.URL.Path) })
+	h := a.ThemeScript(next)
+	get := func(path string) (string, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Body.String(), rec.Header().Get("Content-Type")
+	}
+	if body, _ := get("/index.html"); body != "asset /index.html" {
+		t.Fatalf("other assets: %q", body)
+	}
+	if body, ct := get(ThemeScriptPath); !strings.Contains(body, "delete document.documentElement.dataset.theme") || !strings.HasPrefix(ct, "text/javascript") {
+		t.Fatalf("system theme script %q (%s)", body, ct)
+	}
+	p, _ := a.Settings.Get()
+	p.Theme = ThemeDark
+	if _, err := a.Settings.Update(p); err != nil {
+		t.Fatal(err)
+	}
+	if body, _ := get(ThemeScriptPath); body != "document.documentElement.dataset.theme = \"dark\";\n" {
+		t.Fatalf("dark theme script %q", body)
+	}
+	a.Shutdown()
+	// The next start opens the window with it.
+	if got := LoadWindowState(context.Background(), dir); got.Theme != ThemeDark || got.Width != DefaultWindow.Width {
+		t.Fatalf("window state after choosing dark: %+v", got)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -177,6 +178,9 @@ func launchEnv() []string {
 // with the Wails runtime). Each returns "" when the user cancels.
 type Dialogs interface {
 	ChooseFolder(ctx context.Context, title string) (string, error)
+	// SaveFile asks where to save a file, offering name in the user's
+	// documents; the path chosen.
+	SaveFile(ctx context.Context, title, name string) (string, error)
 }
 
 // ChooseFolder asks the user for a folder (a Core ML bundle to import);
@@ -186,6 +190,54 @@ func (s *System) ChooseFolder(title string) (string, error) {
 		return "", errors.New("system: no window to show a folder dialog in: type the folder's path instead")
 	}
 	return s.c.opts.Dialogs.ChooseFolder(s.c.context(), title)
+}
+
+// SaveFile asks the user where to save f (the window's save dialog,
+// offering f.FileName) and writes f.Text there: the path written, or ""
+// when they cancel. The web view cannot download a file itself, so
+// exports (Chat.Export, Library.Export) are saved through here. The file
+// is written to a temporary name beside it and renamed into place, so a
+// file already there is replaced whole or not at all.
+func (s *System) SaveFile(title string, f ExportFile) (string, error) {
+	if s.c.opts.Dialogs == nil {
+		return "", errors.New("system: no window to show a save dialog in: copy the text instead")
+	}
+	name := filepath.Base(strings.TrimSpace(f.FileName))
+	if name == "." || name == string(filepath.Separator) || name == "" {
+		name = "export.txt"
+	}
+	path, err := s.c.opts.Dialogs.SaveFile(s.c.context(), title, name)
+	if err != nil || path == "" {
+		return "", err
+	}
+	if err := writeFileAtomic(path, []byte(f.Text)); err != nil {
+		return "", fmt.Errorf("system: save %s: %w (choose another folder, or copy the text instead)", path, err)
+	}
+	return path, nil
+}
+
+// writeFileAtomic writes b to path through a temporary file in the same
+// directory (synced, then renamed over path), readable by the user's other
+// programs.
+func writeFileAtomic(path string, b []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Chmod(0o644)
+	serr := tmp.Sync()
+	if err := errors.Join(werr, cerr, serr, tmp.Close()); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	syncDir(dir)
+	return nil
 }
 
 // Example is a prompt the first run offers.

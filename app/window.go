@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 
 	"anechat/storage"
 )
@@ -14,6 +16,10 @@ type WindowState struct {
 	Width     int  `json:"width"`
 	Height    int  `json:"height"`
 	Maximised bool `json:"maximised"`
+	// Theme is the colour scheme setting (Preferences.Theme), read with the
+	// size so the window's background matches it before the page is drawn.
+	// It is stored with the preferences, not here.
+	Theme Theme `json:"-"`
 }
 
 // Window size limits: the smallest window the layout works in, and a bound
@@ -25,7 +31,7 @@ const (
 )
 
 // DefaultWindow is the size of the first window.
-var DefaultWindow = WindowState{Width: 1100, Height: 760}
+var DefaultWindow = WindowState{Width: 1100, Height: 760, Theme: ThemeSystem}
 
 // valid reports whether w is a size worth restoring.
 func (w WindowState) valid() bool {
@@ -34,23 +40,64 @@ func (w WindowState) valid() bool {
 
 // LoadWindowState reads the window state stored in the database of data
 // directory dataDir (resolved as Startup does: "" is $ANECHAT_HOME or the
-// OS default) before the window opens. Anything missing or out of range
-// gives DefaultWindow: the window opens either way.
+// OS default) before the window opens, and the theme setting. Anything
+// missing or out of range gives DefaultWindow (and ThemeSystem): the window
+// opens either way.
 func LoadWindowState(ctx context.Context, dataDir string) WindowState {
+	w := DefaultWindow
 	dir, err := storage.DataDir(dataDir, nil)
 	if err != nil {
-		return DefaultWindow
+		return w
 	}
 	d, err := storage.Open(ctx, storage.DBPath(dir))
 	if err != nil {
-		return DefaultWindow
+		return w
 	}
 	defer d.Close()
-	var w WindowState
-	if found, err := d.GetSetting(ctx, keyWindow, &w); err != nil || !found || !w.valid() {
-		return DefaultWindow
+	var th Theme
+	if found, err := d.GetSetting(ctx, keyTheme, &th); err == nil && found && (th == ThemeLight || th == ThemeDark) {
+		w.Theme = th
+	}
+	var stored WindowState
+	if found, err := d.GetSetting(ctx, keyWindow, &stored); err == nil && found && stored.valid() {
+		stored.Theme = w.Theme
+		return stored
 	}
 	return w
+}
+
+// ThemeScriptPath is the script frontend/index.html runs first, before the
+// page's styles and code (see ThemeScript).
+const ThemeScriptPath = "/theme.js"
+
+// ThemeScript is a middleware for the window's asset server (desktop.go):
+// it answers ThemeScriptPath with one line of JavaScript that puts the
+// stored theme on the page's root element (html[data-theme], which
+// style.css reads), so that the window is drawn in the chosen scheme from
+// its first frame instead of in the system's until the settings arrive.
+// Every other request goes to next.
+func (a *App) ThemeScript(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != ThemeScriptPath {
+			next.ServeHTTP(w, r)
+			return
+		}
+		theme := ThemeSystem
+		if p, err := a.Settings.Get(); err == nil {
+			theme = p.Theme
+		}
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, themeScript(theme))
+	})
+}
+
+// themeScript is ThemeScript's answer for theme.
+func themeScript(theme Theme) string {
+	if theme == ThemeLight || theme == ThemeDark {
+		return fmt.Sprintf("document.documentElement.dataset.theme = %q;\n", theme)
+	}
+	return "delete document.documentElement.dataset.theme; // the system's scheme (prefers-color-scheme)\n"
 }
 
 // SaveWindowState stores the window's state for the next start (desktop.go

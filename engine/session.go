@@ -39,6 +39,9 @@ type Token struct {
 	Text string
 	// Drafted is true when the token came from an accepted draft.
 	Drafted bool
+	// Calls is the number of model calls the generation has made so far
+	// (spec.Token.Calls); 0 on the final text-only event.
+	Calls int
 }
 
 // Stats describes one Generate call and the prefill that preceded it: the
@@ -363,7 +366,7 @@ func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(
 				first = false
 			}
 			s.tokens = append(s.tokens, tk.ID)
-			tok := Token{ID: tk.ID, Drafted: tk.Drafted}
+			tok := Token{ID: tk.ID, Drafted: tk.Drafted, Calls: tk.Calls}
 			if stream != nil {
 				tok.Text = stream.Next(tk.ID)
 			}

@@ -337,7 +337,7 @@ func (r *generation) out(id int32, drafted bool) error {
 	}
 	r.st.Tokens++
 	r.remaining--
-	return r.emitFn(Token{ID: id, Drafted: drafted})
+	return r.emitFn(Token{ID: id, Drafted: drafted, Calls: r.st.TargetCalls})
 }
 
 // allowed reports whether the backend runs calls of width w.

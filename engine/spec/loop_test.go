@@ -724,3 +724,69 @@ func TestRatesCarryToNextRequest(t *testing.T) {
 		t.Fatalf("fresh decoder %+v, first %+v", fresh, first)
 	}
 }
+
+// countingTarget counts the model calls made through it.
+type countingTarget struct {
+	Target
+	calls int
+}
+
+func (c *countingTarget) Forward(ctx context.Context, tokens []int32, want model.Output) (model.Result, error) {
+	c.calls++
+	return c.Target.Forward(ctx, tokens, want)
+}
+
+func TestTokensCarryCallsSoFar(t *testing.T) {
+	// Each token says how many model calls were made when it came out, so
+	// that τ so far (tokens / calls) is exact while a reply streams.
+	const vocab = 40
+	corpus := NewCorpus(0)
+	for _, p := range prompts(10, vocab) {
+		corpus.Add(p)
+	}
+	flat := FixedCosts(map[int]float64{1: 1, 2: 1.01, 3: 1.02, 4: 1.03, 5: 1.04, 6: 1.05, 7: 1.06, 8: 1.07})
+	var drafted int
+	for i, h := range prompts(12, vocab) {
+		m := newFakeModel(vocab)
+		for _, w := range []int{1, 4, 0} {
+			for _, logits := range []bool{false, true} {
+				c, _ := kv.New(m.Config().KV, max(MaxWidth, len(h)))
+				req := Request{History: h, MaxTokens: 30, Width: w, Room: 1000, Ungated: true}
+				n := len(h) - 1
+				if logits {
+					n = len(h)
+				}
+				res, err := m.Forward(context.Background(), h[:n], 0, c, model.Logits)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = c.Commit(n)
+				if logits {
+					req.Logits = res.Logits[n-1]
+				}
+				tgt := &countingTarget{Target: BackendTarget{m, c}}
+				var got []Token
+				st, err := (&Decoder{Sources: DefaultSources(corpus), Costs: flat}).Run(context.Background(), tgt, req, func(tk Token) error {
+					if tk.Calls != tgt.calls {
+						t.Fatalf("prompt %d width %d: token %d says %d calls, %d were made", i, w, len(got), tk.Calls, tgt.calls)
+					}
+					got = append(got, tk)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if logits && got[0].Calls != 0 {
+					t.Fatalf("prompt %d width %d: the token picked from the given logits says %d calls", i, w, got[0].Calls)
+				}
+				if last := got[len(got)-1]; last.Calls > st.TargetCalls || st.TargetCalls != tgt.calls {
+					t.Fatalf("prompt %d width %d: last token %d calls, stats %d, target %d", i, w, last.Calls, st.TargetCalls, tgt.calls)
+				}
+				drafted += st.Accepted
+			}
+		}
+	}
+	if drafted == 0 {
+		t.Fatal("no draft was accepted: the test did not see calls yield several tokens")
+	}
+}

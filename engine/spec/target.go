@@ -65,4 +65,9 @@ type Token struct {
 	// Drafted is true when the token came from an accepted draft rather
 	// than from the model's own next-token choice (the UI highlights it).
 	Drafted bool
+	// Calls is the number of model calls this generation has made when the
+	// token is emitted (the call that produced it included; 0 for a first
+	// token picked from Request.Logits): tokens so far over Calls is τ so
+	// far, exact while the reply streams.
+	Calls int
 }

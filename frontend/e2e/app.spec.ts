@@ -48,6 +48,7 @@ test("the prompt library creates, filters by tag and search, and starts a chat",
   await page.getByTestId("prompt-body").fill("Write a haiku about **autumn**.");
   await page.getByTestId("prompt-tags").fill("Poetry, fun");
   await page.getByTestId("prompt-save").click();
+  await expect(page.getByTestId("prompt-editor")).toHaveCount(0); // saved and closed before the next one opens
   await page.getByTestId("new-prompt").click();
   await page.getByTestId("prompt-title").fill("SQL helper");
   await page.getByTestId("prompt-body").fill("Explain this query.");
@@ -107,8 +108,8 @@ test("a registered model answers with streamed text, and edit/regenerate make br
   const model = process.env.ANECHAT_E2E_MODEL;
   if (!model) throw new Error("ANECHAT_E2E_MODEL is not set: run through build/scripts/e2e.sh");
   await page.getByTestId("nav-models").click();
-  await page.getByPlaceholder("/path/to/model.gguf or a model directory").fill(model);
-  await page.getByRole("button", { name: "Register" }).click();
+  await page.getByTestId("model-path").fill(model);
+  await page.getByTestId("model-import").click();
   await expect(page.getByTestId("model-table")).toContainText("stories260K");
   await expect(page.getByTestId("model-table").getByRole("radio")).toBeChecked(); // the first model becomes the default
 
@@ -171,7 +172,7 @@ test("a registered model answers with streamed text, and edit/regenerate make br
   const story = page.getByTestId("prompt").filter({ hasText: "Lily story" });
   await expect(story.getByTestId("prompt-ready")).toHaveCount(0);
   await story.getByTestId("prompt-prepare").click();
-  await expect(story.getByTestId("prompt-ready")).toHaveText("ready to resume");
+  await expect(story.getByTestId("prompt-ready")).toHaveText("ready to resume with stories260K"); // the model its snapshot is for
   await story.getByTestId("prompt-start").click();
   await page.getByTestId("send").click();
   await expect(page.getByTestId("msg-assistant").getByTestId("msg-stats")).toContainText(/resumed \d+/);

@@ -1,5 +1,5 @@
 import { expect, test } from "./fixtures";
-import { chat, ensureModel, setMaxTokens, unlabelled } from "./helpers";
+import { chat, chooseTheme, ensureModel, setMaxTokens, unlabelled } from "./helpers";
 
 // Each item of the desktop app, in Chromium against the real Go services (see
 // build/scripts/e2e.sh). The tests share one data dir: each makes its own data.
@@ -136,14 +136,14 @@ test("dark mode follows the system until a scheme is chosen, and the choice stay
   await page.emulateMedia({ colorScheme: "dark" });
   const dark = await bg();
   expect(dark).not.toBe(light);
-  await page.getByTestId("theme").getByLabel("Light").check();
+  await chooseTheme(page, "Light");
   expect(await bg()).toBe(light); // chosen by hand: the system's dark no longer counts
   await page.reload();
   expect(await bg()).toBe(light);
-  await page.getByTestId("theme").getByLabel("Dark").check();
+  await chooseTheme(page, "Dark");
   await page.emulateMedia({ colorScheme: "light" });
   expect(await bg()).toBe(dark);
-  await page.getByTestId("theme").getByLabel("System").check();
+  await chooseTheme(page, "System");
   expect(await bg()).toBe(light);
 });
 
@@ -206,15 +206,17 @@ test("the prompt library asks for {{variables}}, and exports and imports JSON", 
 
   await page.getByTestId("nav-library").click();
   await page.getByTestId("export-prompts").click();
-  const json = await page.getByTestId("export-json").inputValue();
-  const file = JSON.parse(json) as { prompts: { title: string; body: string }[] };
+  await expect(page.getByTestId("export-name")).toHaveText(/\.json$/);
+  const json = await page.getByTestId("export-text").inputValue();
+  const file = JSON.parse(json) as { format: string; prompts: { title: string; body: string; tags?: string[] }[] };
   expect(file.prompts.find((p) => p.title === "Poem maker")?.body).toBe("Write a poem about {{topic}} for {{ who }}.");
   await page.getByTestId("import-prompts").click();
-  await page
-    .getByTestId("import-json")
-    .fill(JSON.stringify({ prompts: [{ title: "Imported helper", body: "Help me {{task}}.", tags: ["imported"] }] }));
+  // The exported file with one new prompt and one already there (skipped, by title).
+  const poem = file.prompts.find((p) => p.title === "Poem maker")!;
+  file.prompts = [{ title: "Imported helper", body: "Help me {{task}}.", tags: ["imported"] }, poem];
+  await page.getByTestId("import-json").fill(JSON.stringify(file));
   await page.getByTestId("import-start").click();
-  await expect(page.getByTestId("import-done")).toHaveText("Imported 1 of 1 prompt.");
+  await expect(page.getByTestId("import-done")).toHaveText("Imported 1 prompt; 1 already in the library: Poem maker.");
   await expect(page.getByTestId("prompt").filter({ hasText: "Imported helper" })).toContainText("imported");
 });
 

@@ -8,7 +8,7 @@ export async function ensureModel(page: Page) {
   await expect(page.getByTestId("model-table")).toBeVisible();
   if ((await page.getByTestId("model-table").getByText("stories260K").count()) === 0) {
     await page.getByTestId("model-path").fill(model);
-    await page.getByRole("button", { name: "Register" }).click();
+    await page.getByTestId("model-import").click();
     await expect(page.getByTestId("model-table")).toContainText("stories260K");
   }
   await page.getByTestId("model-table").getByRole("radio").first().check();
@@ -62,4 +62,22 @@ export async function unlabelled(page: Page): Promise<string[]> {
     }
     return out;
   });
+}
+
+/**
+ * Chooses a colour scheme in the sidebar and waits until the Go side has
+ * stored it (the window shows it at once; the save follows), so that a
+ * reload starts in it.
+ */
+export async function chooseTheme(page: Page, label: "System" | "Light" | "Dark") {
+  await page.getByTestId("theme").getByLabel(label).check();
+  const want = label.toLowerCase();
+  await expect
+    .poll(() =>
+      page.evaluate(async () => {
+        const w = window as unknown as { go: { app: { Settings: { Get(): Promise<{ theme: string }> } } } };
+        return (await w.go.app.Settings.Get()).theme;
+      }),
+    )
+    .toBe(want);
 }

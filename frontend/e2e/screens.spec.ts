@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import type { Page } from "@playwright/test";
 import { expect, test } from "./fixtures";
-import { chat, ensureModel } from "./helpers";
+import { chat, chooseTheme, ensureModel } from "./helpers";
 
 // Screenshots of every page in light and dark mode, for people to look at:
 // build/bin/screens/<page>-<light|dark>.png. Each is checked not to be blank
@@ -42,11 +42,12 @@ async function shoot(page: Page, name: string) {
 }
 
 test("screenshots of every page in light and dark mode", async ({ page }) => {
+  test.setTimeout(120_000); // every page twice, and a download that retries before it pauses
   mkdirSync(dir, { recursive: true });
   await page.setViewportSize({ width: 1280, height: 800 });
   await page.goto("/");
   await ensureModel(page);
-  await page.getByTestId("theme").getByLabel("System").check();
+  await chooseTheme(page, "System");
 
   await page.getByRole("button", { name: "anechat: start page" }).click();
   await expect(page.getByTestId("welcome-model")).toContainText("stories260K");
@@ -54,6 +55,10 @@ test("screenshots of every page in light and dark mode", async ({ page }) => {
 
   await chat(page, "Once upon a time, Lily found a little cat");
   await shoot(page, "chat");
+  await page.getByTestId("export-chat").click();
+  await expect(page.getByTestId("chat-export").getByTestId("export-name")).toHaveText(/\.md$/);
+  await shoot(page, "chat-export");
+  await page.getByTestId("export-chat").click();
 
   await page.getByTestId("conversations").getByText("Hostile Markdown").click();
   await page.getByTestId("code-block").first().scrollIntoViewIfNeeded();
@@ -71,13 +76,29 @@ test("screenshots of every page in light and dark mode", async ({ page }) => {
   await page.getByTestId("nav-models").click();
   await expect(page.getByTestId("model-row").first()).toBeVisible();
   await shoot(page, "models");
+  // A download from a port nothing listens on: it retries, then pauses with the reason.
+  await page.getByTestId("dl-url").fill("http://127.0.0.1:9/offline-model.gguf");
+  await page.getByTestId("dl-start").click();
+  const dl = page.getByTestId("download").filter({ hasText: "offline-model.gguf" });
+  await expect(dl).toHaveAttribute("data-state", "paused", { timeout: 30_000 });
+  await expect(dl.getByTestId("dl-error")).not.toBeEmpty();
+  await shoot(page, "models-download");
 
   await page.getByTestId("nav-settings").click();
   await expect(page.getByTestId("settings")).toBeVisible();
   await shoot(page, "settings");
+  await expect(page.getByTestId("cache-usage")).toBeVisible();
+  await page.getByTestId("open-data-dir").scrollIntoViewIfNeeded();
+  await shoot(page, "settings-backend");
 
   await page.keyboard.press("Control+/");
   await expect(page.getByTestId("help")).toBeVisible();
   await shoot(page, "help");
   await page.keyboard.press("Escape");
+
+  await page.getByTestId("new-chat").click();
+  await page.getByTestId("delete-chat").click();
+  await expect(page.getByTestId("undo-toast")).toBeVisible();
+  await shoot(page, "undo");
+  await page.getByTestId("undo").click();
 });

@@ -4,8 +4,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { App } from "./App";
 import { NoBackendError, wailsBridge, type Bridge } from "./bridge";
 import { renderBlocks } from "./markdown";
-import { fakeBridge, manualFrames, memoryKeep } from "./testing/fake";
-import type { Model, Preferences, Thread } from "./types";
+import { fakeBridge, manualFrames } from "./testing/fake";
+import type { Model, Preferences, Theme, Thread } from "./types";
 
 // renderBlocks, counted: the streaming test checks how often it runs.
 vi.mock("./markdown", async (importOriginal) => {
@@ -84,6 +84,7 @@ const basics = {
   "Chat.Thread": () => thread,
   "Settings.Get": () => prefs,
   "Models.List": () => ({ models: [model], defaultId: 5, modelsDir: "/d/models" }),
+  "Downloads.List": () => [],
 };
 
 const flush = () =>
@@ -99,12 +100,12 @@ afterEach(() => {
 
 let frames = manualFrames();
 
-async function mount(bridge: Bridge, keep = memoryKeep()) {
+async function mount(bridge: Bridge, theme: Theme = "system") {
   root = document.createElement("div");
   document.body.append(root);
   frames = manualFrames();
   await act(() => {
-    render(<App bridge={bridge} frames={frames.frames} keep={keep} />, root);
+    render(<App bridge={bridge} frames={frames.frames} theme={theme} />, root);
   });
   await flush();
 }
@@ -159,8 +160,26 @@ describe("App", () => {
     expect(testid("progress")?.textContent).toContain("Reading the prompt: 64/200 tokens (32%)");
     expect(testid("stop")).not.toBeNull(); // Stop cancels the prefill too
     await act(() => {
-      f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 1, text: "lo *you*", drafted: false });
-      f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 0, text: "Hel", drafted: false });
+      f.fire("chat:token", {
+        conversationId: 1,
+        parentId: 2,
+        seq: 1,
+        text: "lo *you*",
+        drafted: false,
+        tokens: 0,
+        accepted: 0,
+        calls: 0,
+      });
+      f.fire("chat:token", {
+        conversationId: 1,
+        parentId: 2,
+        seq: 0,
+        text: "Hel",
+        drafted: false,
+        tokens: 0,
+        accepted: 0,
+        calls: 0,
+      });
     });
     await act(() => {
       frames.tick();
@@ -220,10 +239,46 @@ describe("App", () => {
       );
       expect(testid("legend") !== null).toBe(highlightDrafted);
       await act(() => {
-        f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 0, text: "Hel", drafted: false });
-        f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 1, text: "lo", drafted: true });
-        f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 2, text: " w", drafted: true });
-        f.fire("chat:token", { conversationId: 1, parentId: 2, seq: 3, text: "orld", drafted: false });
+        f.fire("chat:token", {
+          conversationId: 1,
+          parentId: 2,
+          seq: 0,
+          text: "Hel",
+          drafted: false,
+          tokens: 0,
+          accepted: 0,
+          calls: 0,
+        });
+        f.fire("chat:token", {
+          conversationId: 1,
+          parentId: 2,
+          seq: 1,
+          text: "lo",
+          drafted: true,
+          tokens: 0,
+          accepted: 0,
+          calls: 0,
+        });
+        f.fire("chat:token", {
+          conversationId: 1,
+          parentId: 2,
+          seq: 2,
+          text: " w",
+          drafted: true,
+          tokens: 0,
+          accepted: 0,
+          calls: 0,
+        });
+        f.fire("chat:token", {
+          conversationId: 1,
+          parentId: 2,
+          seq: 3,
+          text: "orld",
+          drafted: false,
+          tokens: 0,
+          accepted: 0,
+          calls: 0,
+        });
       });
       await act(() => {
         frames.tick();
@@ -249,7 +304,16 @@ describe("App", () => {
     const fire = async (from: number, to: number) => {
       for (let i = from; i < to; i++)
         await act(() => {
-          f.fire("chat:token", { conversationId: 1, parentId: 2, seq: i, text: piece(i), drafted: i % 4 === 0 });
+          f.fire("chat:token", {
+            conversationId: 1,
+            parentId: 2,
+            seq: i,
+            text: piece(i),
+            drafted: i % 4 === 0,
+            tokens: 0,
+            accepted: 0,
+            calls: 0,
+          });
         });
     };
     const text = (n: number) => Array.from({ length: n }, (_, i) => piece(i)).join("");
@@ -295,7 +359,16 @@ describe("App", () => {
 
     // The end comes after the tokens still waiting for a frame: they are shown with the error.
     await act(() => {
-      f.fire("chat:token", { conversationId: 1, parentId: 2, seq: N + 50, text: "tail", drafted: false });
+      f.fire("chat:token", {
+        conversationId: 1,
+        parentId: 2,
+        seq: N + 50,
+        text: "tail",
+        drafted: false,
+        tokens: 0,
+        accepted: 0,
+        calls: 0,
+      });
       f.fire("chat:error", { conversationId: 1, parentId: 2, error: "boom" });
     });
     expect(frames.waiting()).toBe(0);
@@ -501,7 +574,16 @@ describe("keyboard and appearance", () => {
     expect(document.activeElement).toBe(testid("composer"));
     // Esc stops the reply in progress.
     await act(() => {
-      f.fire("chat:token", { conversationId: 8, parentId: 1, seq: 0, text: "x", drafted: false });
+      f.fire("chat:token", {
+        conversationId: 8,
+        parentId: 1,
+        seq: 0,
+        text: "x",
+        drafted: false,
+        tokens: 0,
+        accepted: 0,
+        calls: 0,
+      });
       frames.tick();
     });
     await key({ key: "Escape" }, document.activeElement!);
@@ -520,20 +602,47 @@ describe("keyboard and appearance", () => {
     expect(document.activeElement).toBe(testid("composer"));
   });
 
-  it("follows the system's colour scheme until one is chosen, and keeps the choice", async () => {
-    const keep = memoryKeep();
-    await mount(fakeBridge(basics).bridge, keep);
+  it("follows the system's colour scheme until one is chosen, and stores the choice in the settings", async () => {
+    let stored: Preferences = { ...prefs };
+    const f = fakeBridge({
+      ...basics,
+      "Settings.Get": () => stored,
+      "Settings.Update": (p) => (stored = p as Preferences),
+    });
+    await mount(f.bridge);
     expect(document.documentElement.dataset["theme"]).toBeUndefined();
     const radio = (t: string) => q<HTMLInputElement>(`[data-testid=theme] input[value=${t}]`)!;
     expect(radio("system").checked).toBe(true);
     await click(radio("dark"));
     expect(document.documentElement.dataset["theme"]).toBe("dark");
-    expect(keep.data.get("anechat.theme")).toBe("dark");
+    expect(f.args["Settings.Update"]).toEqual([[{ ...prefs, theme: "dark" }]]);
+    // Saving the Settings page keeps it (the sidebar's switch owns the theme).
+    await click(testid("nav-settings"));
+    await click(testid("save-settings"));
+    expect(stored.theme).toBe("dark");
     render(null, root);
     root.remove();
-    await mount(fakeBridge(basics).bridge, keep);
+    delete document.documentElement.dataset["theme"];
+    // The next window: theme.js drew it dark before the code ran (the page
+    // starts with that theme), and the settings agree.
+    let answer: (p: Preferences) => void = () => undefined;
+    await mount(
+      fakeBridge({
+        ...basics,
+        "Settings.Get": () =>
+          new Promise<Preferences>((r) => {
+            answer = r;
+          }),
+      }).bridge,
+      "dark",
+    );
     expect(document.documentElement.dataset["theme"]).toBe("dark");
     expect(radio("dark").checked).toBe(true);
+    await act(() => {
+      answer({ ...prefs, theme: "light" }); // changed elsewhere (another window)
+    });
+    await flush();
+    expect(document.documentElement.dataset["theme"]).toBe("light");
   });
 });
 

@@ -9,16 +9,18 @@ import { ModelsPage } from "./ModelsPage";
 import { SettingsPage } from "./SettingsPage";
 import { listenShortcuts } from "./shortcuts";
 import { Sidebar } from "./Sidebar";
-import { Store, type Keep } from "./store";
+import { Store, themeOnPage, type Theme } from "./store";
+import { UndoToast } from "./UndoToast";
 import { StoreContext, useActions, useStore } from "./useStore";
 import { Welcome } from "./Welcome";
 
 /**
  * The whole window: the store that owns its state (tests pass their own
- * animation frames and storage), the sidebar, the page, a status bar.
+ * animation frames and the theme the page starts with), the sidebar, the
+ * page, a status bar.
  */
-export function App({ bridge, frames = animationFrames, keep }: { bridge: Bridge; frames?: Frames; keep?: Keep }) {
-  const store = useMemo(() => new Store(api(bridge), bridge, frames, keep), [bridge, frames, keep]);
+export function App({ bridge, frames = animationFrames, theme }: { bridge: Bridge; frames?: Frames; theme?: Theme }) {
+  const store = useMemo(() => new Store(api(bridge), bridge, frames, theme ?? themeOnPage()), [bridge, frames, theme]);
   useEffect(() => store.start(), [store]);
   useEffect(() => listenShortcuts(store), [store]);
   return (
@@ -49,6 +51,7 @@ function Shell() {
         {page === "settings" && <SettingsPage />}
       </main>
       <StatusBar />
+      <UndoToast />
       {help && <HelpOverlay />}
     </div>
   );

@@ -7,15 +7,20 @@ import {
   pieceSpans,
   progressLine,
   statsLine,
+  widthChoices,
+  widthLabel,
+  parseWidth,
   type Row,
   type Stream,
 } from "./logic";
 import { Markdown } from "./Markdown";
-import type { Conversation, GenerateStats } from "./types";
+import { ExportPanel } from "./Transfer";
+import type { Conversation, ConversationOptions, GenerateStats, GenerationSettings } from "./types";
 import { useActions, useStore } from "./useStore";
 
 /** One conversation: its header (title, model), its active branch, the composer and its settings. */
 export function ChatPage() {
+  const store = useActions();
   const thread = useStore((s) => s.thread);
   const current = useStore((s) => s.current);
   const stream = useStore((s) => (s.current === null ? null : (s.streams[s.current] ?? null)));
@@ -36,12 +41,33 @@ export function ChatPage() {
     el.focus();
   }, [focusMessage, thread]);
 
+  const [exporting, setExporting] = useState(false);
   if (!thread || thread.conversation.id !== current) return <div class="chat">Loading…</div>;
   const rows = branchRows(thread);
   const running = stream?.running ?? false;
   return (
     <div class="chat">
-      <ChatHeader conversation={thread.conversation} />
+      <ChatHeader
+        conversation={thread.conversation}
+        exporting={exporting}
+        onExport={() => {
+          setExporting(!exporting);
+        }}
+      />
+      {exporting && (
+        <ExportPanel
+          title="Export the conversation"
+          scope="chat"
+          testid="chat-export"
+          formats={[
+            { label: "Markdown (the branch on screen)", make: () => store.exportConversation("markdown") },
+            { label: "JSON (every branch, for Import)", make: () => store.exportConversation("json") },
+          ]}
+          onClose={() => {
+            setExporting(false);
+          }}
+        />
+      )}
       <div class="chat-body">
         <div class="messages" data-testid="messages" ref={list} aria-live="off">
           {rows.length === 0 && !stream && <p class="muted">No messages yet.</p>}
@@ -63,14 +89,26 @@ export function ChatPage() {
           last={[...rows].reverse().find((r) => r.message.role === "assistant")?.message.stats}
         />
       </div>
-      <Composer running={running} />
+      <div class="composer-wrap">
+        <ReplySettings conversation={thread.conversation} settings={thread.settings} disabled={running} />
+        <Composer running={running} />
+      </div>
     </div>
   );
 }
 
-function ChatHeader({ conversation: c }: { conversation: Conversation }) {
+function ChatHeader({
+  conversation: c,
+  exporting,
+  onExport,
+}: {
+  conversation: Conversation;
+  exporting: boolean;
+  onExport: () => void;
+}) {
   const store = useActions();
   const models = useStore((s) => s.models);
+  const titling = useStore((s) => s.titling[c.id] === true);
   const [title, setTitle] = useState<string | null>(null);
   const defaultModel = models?.models.find((m) => m.id === models.defaultId);
   return (
@@ -97,6 +135,14 @@ function ChatHeader({ conversation: c }: { conversation: Conversation }) {
           >
             Rename
           </button>
+          {titling && (
+            <span class="muted small" role="status" data-testid="titling">
+              The model is writing a title…{" "}
+              <button type="button" class="link" onClick={() => void store.cancelTitle(c.id)}>
+                Stop
+              </button>
+            </span>
+          )}
         </>
       ) : (
         <form
@@ -150,13 +196,18 @@ function ChatHeader({ conversation: c }: { conversation: Conversation }) {
           )}
         </select>
       </label>
+      <button type="button" data-testid="pin" aria-pressed={c.pinned} onClick={() => void store.setPinned(!c.pinned)}>
+        {c.pinned ? "Pinned" : "Pin"}
+      </button>
+      <button type="button" data-testid="export-chat" aria-expanded={exporting} onClick={onExport}>
+        Export
+      </button>
       <button
         type="button"
         class="danger"
         data-testid="delete-chat"
-        onClick={() => {
-          if (confirm(`Delete "${c.title}" and all its messages?`)) void store.deleteConversation();
-        }}
+        aria-label={`Delete “${c.title}” (Undo brings it back for a while)`}
+        onClick={() => void store.deleteConversation()}
       >
         Delete
       </button>
@@ -371,8 +422,9 @@ function ChatPanel({
         <h3>{live ? "This reply" : "Last reply"}</h3>
         {shown ? (
           <p>
-            <span data-testid="live-tau">τ {shown.tau.toFixed(2)}</span> tokens per model call ·{" "}
-            <span data-testid="live-share">{Math.round(shown.share * 100)}% drafted</span> of {shown.tokens} tokens
+            <span data-testid="live-tau">τ {shown.tau === null ? "–" : shown.tau.toFixed(2)}</span> tokens per model
+            call · <span data-testid="live-share">{Math.round(shown.share * 100)}% drafted</span> of {shown.tokens}{" "}
+            tokens
           </p>
         ) : (
           <p class="muted">τ (tokens per model call) and the drafted share show while a reply is written.</p>
@@ -385,6 +437,142 @@ function ChatPanel({
         </p>
       )}
     </aside>
+  );
+}
+
+/**
+ * What the next reply runs with, beside the composer: the conversation's own
+ * temperature, reply length and speculation width (Chat.SetOptions), or the
+ * Settings page's where it has none. A change applies when the field is
+ * left or Enter is pressed.
+ */
+function ReplySettings({
+  conversation: c,
+  settings,
+  disabled,
+}: {
+  conversation: Conversation;
+  settings: GenerationSettings;
+  disabled: boolean;
+}) {
+  const store = useActions();
+  const own: ConversationOptions = c.options ?? {};
+  const [temp, setTemp] = useState(String(settings.temperature));
+  const [max, setMax] = useState(String(settings.maxTokens));
+  useEffect(() => {
+    setTemp(String(settings.temperature));
+    setMax(String(settings.maxTokens));
+  }, [settings.temperature, settings.maxTokens]);
+  const save = (o: ConversationOptions) => void store.setOptions(o);
+  // Applies the fields typed that differ from what the next reply runs
+  // with, in one SetOptions (a field left as it is stays unset). The values
+  // come from the fields themselves: a blur can come before a re-render.
+  const commit = (rawTemp: string, rawMax: string) => {
+    const o: ConversationOptions = { ...own };
+    if (rawTemp !== String(settings.temperature)) {
+      const v = Number(rawTemp);
+      if (rawTemp.trim() === "" || !Number.isFinite(v)) {
+        store.refuse("chat", `temperature "${rawTemp}": want a number from 0 (greedy) to 2`);
+        return;
+      }
+      o.temperature = v;
+    }
+    if (rawMax !== String(settings.maxTokens)) {
+      const v = Number(rawMax);
+      if (rawMax.trim() === "" || !Number.isInteger(v) || v < 1) {
+        store.refuse("chat", `max tokens "${rawMax}": want a whole number, 1 or more`);
+        return;
+      }
+      o.maxTokens = v;
+    }
+    if (o.temperature !== own.temperature || o.maxTokens !== own.maxTokens) save(o);
+  };
+  const mark = (set: boolean) => set && <span class="own">this chat</span>;
+  const anyOwn = own.temperature !== undefined || own.maxTokens !== undefined || own.speculationWidth !== undefined;
+  return (
+    <form
+      class="reply-settings"
+      data-testid="reply-settings"
+      aria-label="Settings of the next reply"
+      onSubmit={(e) => {
+        e.preventDefault();
+        commit(temp, max);
+      }}
+    >
+      {/* Enter in a field applies it: implicit submission needs a submit button with several fields. */}
+      <button type="submit" hidden>
+        Apply
+      </button>
+      <span class="muted">Next reply:</span>
+      <label>
+        Temperature{mark(own.temperature !== undefined)}
+        <input
+          data-testid="opt-temperature"
+          type="number"
+          min="0"
+          max="2"
+          step="0.05"
+          value={temp}
+          disabled={disabled}
+          onInput={(e) => {
+            setTemp(e.currentTarget.value);
+          }}
+          onBlur={(e) => {
+            commit(e.currentTarget.value, max);
+          }}
+        />
+      </label>
+      <label>
+        Max tokens{mark(own.maxTokens !== undefined)}
+        <input
+          data-testid="opt-max-tokens"
+          type="number"
+          min="1"
+          value={max}
+          disabled={disabled}
+          onInput={(e) => {
+            setMax(e.currentTarget.value);
+          }}
+          onBlur={(e) => {
+            commit(temp, e.currentTarget.value);
+          }}
+        />
+      </label>
+      <label>
+        Speculation width{mark(own.speculationWidth !== undefined)}
+        <select
+          data-testid="opt-width"
+          value={String(settings.speculationWidth)}
+          disabled={disabled}
+          onChange={(e) => {
+            save({ ...own, speculationWidth: parseWidth(e.currentTarget.value) });
+          }}
+        >
+          {widthChoices.map((w) => (
+            <option key={String(w)} value={String(w)}>
+              {widthLabel(w)}
+            </option>
+          ))}
+        </select>
+      </label>
+      {anyOwn ? (
+        <button
+          type="button"
+          class="quiet"
+          data-testid="opt-reset"
+          disabled={disabled}
+          onClick={() => {
+            save({});
+          }}
+        >
+          Use the Settings page's
+        </button>
+      ) : (
+        <span class="muted small" data-testid="opt-source">
+          from the Settings page
+        </span>
+      )}
+    </form>
   );
 }
 

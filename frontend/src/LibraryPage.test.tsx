@@ -4,19 +4,32 @@ import { afterEach, describe, expect, it } from "vitest";
 import { api } from "./api";
 import { LibraryPage } from "./LibraryPage";
 import { Store } from "./store";
-import { fakeBridge, manualFrames, memoryKeep } from "./testing/fake";
+import { fakeBridge, manualFrames } from "./testing/fake";
 import type { Prompt } from "./types";
 import { StoreContext } from "./useStore";
 
-const prompt = (id: number, pinnedSnapshotId: number, body = "body"): Prompt => ({
+// A prompt, prepared with SmolLM2 (ready or made for a model no longer the default) or not.
+const prompt = (id: number, prepared: "ready" | "stale" | null = null, body = "body"): Prompt => ({
   id,
   title: `P${id}`,
   systemPrompt: "sys",
   body,
   tags: [],
-  pinnedSnapshotId,
+  pinnedSnapshotId: prepared ? 70 + id : 0,
   variables: [],
-  snapshot: null,
+  snapshot: prepared && {
+    id: 70 + id,
+    tokens: 80,
+    bytes: 4096,
+    createdAt: "",
+    modelId: 5,
+    modelName: "SmolLM2-135M-Instruct",
+    ready: prepared === "ready",
+    reason:
+      prepared === "ready"
+        ? ""
+        : "made with SmolLM2-135M-Instruct; the default model is now stories260K: prepare it again",
+  },
   createdAt: "",
   updatedAt: "",
 });
@@ -32,7 +45,7 @@ const flush = () =>
   });
 
 async function mount(f: ReturnType<typeof fakeBridge>) {
-  const store = new Store(api(f.bridge), f.bridge, manualFrames().frames, memoryKeep());
+  const store = new Store(api(f.bridge), f.bridge, manualFrames().frames, "system");
   root = document.createElement("div");
   document.body.append(root);
   await act(() => {
@@ -64,24 +77,28 @@ const click = async (el: Element | null | undefined) => {
 };
 
 describe("LibraryPage", () => {
-  it("shows which prompts are ready to resume and prepares the others", async () => {
-    let prompts = [prompt(1, 7), prompt(2, 0)];
+  it("shows which prompts are ready to resume, with which model, and prepares the others", async () => {
+    let prompts = [prompt(1, "ready"), prompt(2), prompt(3, "stale")];
     const f = fakeBridge({
       "Library.List": () => prompts,
       "Library.Tags": () => [],
       "Library.Prepare": (id) => {
-        prompts = prompts.map((p) => (p.id === id ? { ...p, pinnedSnapshotId: 9 } : p));
-        return prompts.find((p) => p.id === id);
+        prompts = prompts.map((p) => (p.id === id ? prompt(p.id, "ready") : p));
+        return { prompt: prompts.find((p) => p.id === id), status: "prepared", message: "" };
       },
     });
     await mount(f);
-    expect(items().map((li) => li.querySelector("[data-testid=prompt-ready]") !== null)).toEqual([true, false]);
-    expect(items().map((li) => li.querySelector("[data-testid=prompt-prepare]") !== null)).toEqual([false, true]);
+    const ready = () => items().map((li) => li.querySelector("[data-testid=prompt-ready]")?.textContent?.trim() ?? "");
+    expect(ready()).toEqual(["ready to resume with SmolLM2-135M-Instruct", "", ""]);
+    expect(items().map((li) => li.querySelector("[data-testid=prompt-prepare]") !== null)).toEqual([false, true, true]);
+    // Prepared for another model: it says so, and what to do.
+    expect(items()[2]!.querySelector("[data-testid=prompt-reason]")?.textContent).toContain("prepare it again");
     await click(items()[1]!.querySelector("[data-testid=prompt-prepare]"));
     expect(f.args["Library.Prepare"]).toEqual([[2]]);
-    expect(items().map((li) => li.querySelector("[data-testid=prompt-ready]")?.textContent?.trim())).toEqual([
-      "ready to resume",
-      "ready to resume",
+    expect(ready()).toEqual([
+      "ready to resume with SmolLM2-135M-Instruct",
+      "ready to resume with SmolLM2-135M-Instruct",
+      "",
     ]);
   });
 
@@ -94,7 +111,7 @@ describe("LibraryPage", () => {
           answers[String(query)] = resolve;
         }),
     });
-    const store = new Store(api(f.bridge), f.bridge, manualFrames().frames, memoryKeep());
+    const store = new Store(api(f.bridge), f.bridge, manualFrames().frames, "system");
     root = document.createElement("div");
     document.body.append(root);
     await act(() => {
@@ -108,14 +125,17 @@ describe("LibraryPage", () => {
     void store.reloadLibrary();
     await flush();
     await type(testid("prompt-search"), "sql");
-    await act(() => answers["sql"]!([prompt(2, 0)]));
-    await act(() => answers[""]!([prompt(1, 0), prompt(2, 0)])); // the first list, late
+    await act(() => answers["sql"]!([prompt(2)]));
+    await act(() => answers[""]!([prompt(1), prompt(2)])); // the first list, late
     await flush();
     expect([...root.querySelectorAll("[data-testid=prompt] strong")].map((e) => e.textContent)).toEqual(["P2"]);
   });
 
   it("asks for a prompt's {{variables}} and starts the chat with them filled in", async () => {
-    const p = { ...prompt(4, 0, "Translate {{text}} into {{ language }}."), systemPrompt: "You speak {{language}}." };
+    const p = {
+      ...prompt(4, null, "Translate {{text}} into {{ language }}."),
+      systemPrompt: "You speak {{language}}.",
+    };
     const conv = {
       titleSource: "" as const,
       pinned: false,
@@ -149,33 +169,46 @@ describe("LibraryPage", () => {
     expect(store.state.draft).toBe("Translate good morning into Portuguese.");
   });
 
-  it("exports the library as JSON and imports it back, refusing a broken file with the field named", async () => {
-    const created: unknown[] = [];
+  it("exports the library through the save dialog or the clipboard, and imports a file through the Go side", async () => {
+    const file = {
+      fileName: "anechat-prompts.json",
+      mimeType: "application/json",
+      text: '{"format": "anechat.prompts"}',
+    };
+    let saveTo = "/home/u/anechat-prompts.json";
     const f = fakeBridge({
-      "Library.List": () => [{ ...prompt(1, 0), tags: ["work"] }],
+      "Library.List": () => [prompt(1)],
       "Library.Tags": () => [],
-      "Library.Create": (p) => {
-        created.push(p);
-        return prompt(created.length + 1, 0);
+      "Library.Export": () => file,
+      "System.SaveFile": () => saveTo,
+      "Library.Import": (text) => {
+        if (text === "broken") throw new Error("library: import: prompts[1].title: a prompt needs a title");
+        return { created: [prompt(2)], skipped: ["P1"] };
       },
     });
-    await mount(f);
+    const store = await mount(f);
     await click(testid("export-prompts"));
-    const json = testid<HTMLTextAreaElement>("export-json")!.value;
-    expect(JSON.parse(json)).toEqual({
-      anechat: "prompts",
-      version: 1,
-      prompts: [{ title: "P1", systemPrompt: "sys", body: "body", tags: ["work"] }],
-    });
+    expect(f.args["Library.Export"]).toEqual([[[]]]); // every prompt
+    expect(testid<HTMLTextAreaElement>("export-text")!.value).toBe(file.text);
+    expect(testid("export-name")?.textContent).toBe("anechat-prompts.json");
+    await click(testid("export-save"));
+    expect(f.args["System.SaveFile"]).toEqual([["Export the prompt library", file]]);
+    expect(testid("export-done")?.textContent).toBe("Saved to /home/u/anechat-prompts.json.");
+    saveTo = ""; // the dialog was cancelled
+    await click(testid("export-save"));
+    expect(testid("export-done")?.textContent).toBe("Not saved: the dialog was cancelled.");
+    await click(testid("export-copy"));
+    expect(f.copied).toEqual([file.text]);
+
     await click(testid("import-prompts"));
-    await type(testid("import-json"), '{"prompts": [{"title": "A"}, {"title": 3}]}');
+    await type(testid("import-json"), "broken");
     await click(testid("import-start"));
-    expect(created).toEqual([]);
-    // The store's notice names the place; the page shows nothing imported.
+    // The store's notice names the place; the panel shows nothing imported.
+    expect(store.state.notice?.text).toContain("prompts[1].title");
     expect(testid("import-done")).toBeNull();
-    await type(testid("import-json"), json);
+    await type(testid("import-json"), file.text);
     await click(testid("import-start"));
-    expect(created).toEqual([{ title: "P1", systemPrompt: "sys", body: "body", tags: ["work"] }]);
-    expect(testid("import-done")?.textContent).toBe("Imported 1 of 1 prompt.");
+    expect(f.args["Library.Import"]).toEqual([["broken"], [file.text]]);
+    expect(testid("import-done")?.textContent).toBe("Imported 1 prompt; 1 already in the library: P1.");
   });
 });

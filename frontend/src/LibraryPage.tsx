@@ -1,6 +1,7 @@
-import { useEffect, useState } from "preact/hooks";
-import { parseTags, promptVariables, promptsFromJSON, promptsToJSON } from "./logic";
+import { useState } from "preact/hooks";
+import { parseTags, promptVariables } from "./logic";
 import { Markdown } from "./Markdown";
+import { ExportPanel, ImportPanel } from "./Transfer";
 import type { Prompt } from "./types";
 import { useActions, useStore } from "./useStore";
 
@@ -74,6 +75,10 @@ export function LibraryPage() {
       </header>
       {transfer === "export" && (
         <ExportPanel
+          title="Export the prompt library"
+          scope="library"
+          testid="export-panel"
+          formats={[{ label: "JSON", make: () => store.exportLibrary() }]}
           onClose={() => {
             setTransfer(null);
           }}
@@ -81,6 +86,18 @@ export function LibraryPage() {
       )}
       {transfer === "import" && (
         <ImportPanel
+          title="Import prompts"
+          label="Paste a prompt library file (JSON, as Export writes it)"
+          testid="import-panel"
+          run={async (text) => {
+            const r = await store.importLibrary(text);
+            if (!r) return undefined;
+            const n = r.created.length;
+            const skipped = r.skipped.length
+              ? `; ${r.skipped.length} already in the library: ${r.skipped.join(", ")}`
+              : "";
+            return `Imported ${n} prompt${n === 1 ? "" : "s"}${skipped}.`;
+          }}
           onClose={() => {
             setTransfer(null);
           }}
@@ -205,13 +222,18 @@ export function LibraryPage() {
                   {t}
                 </span>
               ))}
-              {p.pinnedSnapshotId !== 0 && (
+              {p.snapshot?.ready && (
                 <span class="chip ready" data-testid="prompt-ready">
-                  ready to resume
+                  ready to resume{p.snapshot.modelName ? ` with ${p.snapshot.modelName}` : ""}
+                </span>
+              )}
+              {p.snapshot && !p.snapshot.ready && (
+                <span class="chip" data-testid="prompt-not-ready">
+                  prepared, not ready
                 </span>
               )}
               <span class="spacer" />
-              {p.pinnedSnapshotId === 0 && (
+              {!p.snapshot?.ready && (
                 <button
                   type="button"
                   data-testid="prompt-prepare"
@@ -250,6 +272,11 @@ export function LibraryPage() {
               </button>
             </div>
 
+            {p.snapshot && !p.snapshot.ready && (
+              <div class="muted small" data-testid="prompt-reason">
+                {p.snapshot.reason}
+              </div>
+            )}
             {p.systemPrompt && <div class="muted">System: {p.systemPrompt}</div>}
             {p.body && <Markdown text={p.body} />}
           </li>
@@ -297,110 +324,6 @@ function VariablesForm({ prompt: p, onDone }: { prompt: Prompt; onDone: () => vo
         <button type="button" onClick={onDone}>
           Cancel
         </button>
-      </div>
-    </form>
-  );
-}
-
-/** The whole library as JSON, to copy (the window cannot save files itself yet). */
-function ExportPanel({ onClose }: { onClose: () => void }) {
-  const store = useActions();
-  const [text, setText] = useState<string | null>(null);
-  const [copied, setCopied] = useState(false);
-  useEffect(() => {
-    void store.allPrompts().then((ps) => {
-      setText(ps ? promptsToJSON(ps) : "");
-    });
-  }, [store]);
-  return (
-    <section class="editor" data-testid="export-panel" aria-label="Export prompts">
-      <label>
-        The library as JSON
-        <textarea data-testid="export-json" rows={8} readOnly value={text ?? "Loading…"} />
-      </label>
-      <div class="row">
-        <button
-          type="button"
-          disabled={!text}
-          onClick={() =>
-            void store.copy(text ?? "").then((ok) => {
-              setCopied(ok);
-            })
-          }
-        >
-          {copied ? "Copied" : "Copy"}
-        </button>
-        <button type="button" onClick={onClose}>
-          Close
-        </button>
-      </div>
-    </section>
-  );
-}
-
-/** Adds prompts from an export file, pasted or chosen. */
-function ImportPanel({ onClose }: { onClose: () => void }) {
-  const store = useActions();
-  const [text, setText] = useState("");
-  const [done, setDone] = useState<string | null>(null);
-  return (
-    <form
-      class="editor"
-      data-testid="import-panel"
-      aria-label="Import prompts"
-      onSubmit={(e) => {
-        e.preventDefault();
-        let ps;
-        try {
-          ps = promptsFromJSON(text);
-        } catch (err) {
-          store.refuse("library", (err as Error).message);
-          return;
-        }
-        void store.importPrompts(ps).then((n) => {
-          setDone(`Imported ${n} of ${ps.length} prompt${ps.length === 1 ? "" : "s"}.`);
-          if (n === ps.length) setText("");
-        });
-      }}
-    >
-      <label>
-        Paste an export file (JSON)
-        <textarea
-          data-testid="import-json"
-          rows={6}
-          value={text}
-          onInput={(e) => {
-            setText(e.currentTarget.value);
-          }}
-        />
-      </label>
-      <label>
-        or choose one
-        <input
-          type="file"
-          accept="application/json,.json"
-          data-testid="import-file"
-          onChange={(e) => {
-            const f = e.currentTarget.files?.[0];
-            if (f)
-              void f.text().then((t) => {
-                setText(t);
-              });
-          }}
-        />
-      </label>
-      <div class="row">
-        <button type="submit" class="primary" data-testid="import-start" disabled={!text.trim()}>
-          Import
-        </button>
-        <button type="button" onClick={onClose}>
-          Close
-        </button>
-        {done && (
-          <span class="muted" role="status" data-testid="import-done">
-            {done}
-          </span>
-        )}
       </div>
     </form>
   );

@@ -1,14 +1,21 @@
 import { useState } from "preact/hooks";
-import { humanBytes, modelFacts, modelLabel } from "./logic";
-import type { ScanResult } from "./types";
+import { downloadLine, downloadStates, humanBytes, modelFacts, modelLabel } from "./logic";
+import type { ModelLoad } from "./store";
+import type { Download, ImportResult, Model, ScanResult } from "./types";
 import { useActions, useStore } from "./useStore";
 
-/** The model manager: scan the models folder, register a path, choose the default, see what each model is. */
+/**
+ * The model manager: scan the models folder, import a file or folder (a
+ * Core ML bundle too), download a model, choose the default, load one
+ * ahead of the first reply, see what each model is.
+ */
 export function ModelsPage() {
   const store = useActions();
   const list = useStore((s) => s.models);
+  const load = useStore((s) => s.load);
   const [scan, setScan] = useState<ScanResult | null>(null);
   const [path, setPath] = useState("");
+  const [imported, setImported] = useState<ImportResult | null>(null);
 
   return (
     <div class="page models">
@@ -45,27 +52,60 @@ export function ModelsPage() {
       )}
       <form
         class="row"
+        aria-label="Import a model"
         onSubmit={(e) => {
           e.preventDefault();
-          void store.registerModel(path).then((m) => {
-            if (m) setPath("");
+          setImported(null);
+          void store.importModel(path).then((r) => {
+            if (!r) return;
+            setImported(r);
+            setPath("");
           });
         }}
       >
         <input
           class="grow"
           data-testid="model-path"
-          aria-label="Model file or directory to register"
-          placeholder="/path/to/model.gguf or a model directory"
+          aria-label="Model file or folder to import (a .gguf file, a model folder or a Core ML bundle)"
+          placeholder="/path/to/model.gguf, a model folder or a Core ML bundle folder"
           value={path}
           onInput={(e) => {
             setPath(e.currentTarget.value);
           }}
         />
-        <button type="submit" disabled={!path.trim()}>
-          Register
+        <button
+          type="button"
+          data-testid="choose-folder"
+          onClick={() =>
+            void store.chooseFolder("Choose a model folder or Core ML bundle").then((p) => {
+              if (p) setPath(p);
+            })
+          }
+        >
+          Choose folder…
+        </button>
+        <button type="submit" data-testid="model-import" disabled={!path.trim()}>
+          Import
         </button>
       </form>
+      {imported && (
+        <p
+          class={imported.runnable ? "scan" : "scan banner info"}
+          role="status"
+          data-testid="import-result"
+          data-runnable={imported.runnable}
+        >
+          {imported.runnable ? (
+            <>
+              Imported <strong>{modelLabel(imported.model)}</strong>: it runs on the {imported.backend} backend.
+            </>
+          ) : (
+            <span>
+              Imported <strong>{modelLabel(imported.model)}</strong>, but it cannot run here: {imported.note}
+            </span>
+          )}
+        </p>
+      )}
       <div class="table-wrap">
         <table class="model-table" data-testid="model-table">
           <thead>
@@ -78,6 +118,7 @@ export function ModelsPage() {
               <th scope="col">Backend</th>
               <th scope="col">Size</th>
               <th scope="col">Path</th>
+              <th scope="col">Loaded</th>
               <th scope="col">
                 <span class="sr-only">Actions</span>
               </th>
@@ -86,7 +127,7 @@ export function ModelsPage() {
           <tbody>
             {list?.models.length === 0 && (
               <tr>
-                <td colSpan={9} class="muted">
+                <td colSpan={10} class="muted">
                   No models registered.
                 </td>
               </tr>
@@ -118,6 +159,9 @@ export function ModelsPage() {
                   <td>{humanBytes(m.sizeBytes)}</td>
                   <td class="path">{m.path}</td>
                   <td>
+                    <LoadCell model={m} name={name} load={load} />
+                  </td>
+                  <td>
                     <button
                       type="button"
                       class="danger"
@@ -133,6 +177,173 @@ export function ModelsPage() {
           </tbody>
         </table>
       </div>
+      <Downloads />
     </div>
+  );
+}
+
+/** A model's load: a button to load it now, its progress and Cancel while it loads, how the last load ended. */
+function LoadCell({ model: m, name, load }: { model: Model; name: string; load: ModelLoad | null }) {
+  const store = useActions();
+  const mine = load?.modelId === m.id ? load : null;
+  if (mine?.running)
+    return (
+      <span class="load" data-testid="model-loading">
+        <progress max={mine.total || 1} value={mine.total ? mine.done : undefined} aria-label={`Loading ${name}`} />{" "}
+        {mine.total ? `${mine.done}/${mine.total}` : ""}
+        <button type="button" data-testid="cancel-load" onClick={() => void store.cancelLoad()}>
+          Cancel
+        </button>
+      </span>
+    );
+  return (
+    <span class="load">
+      <button
+        type="button"
+        data-testid="load-model"
+        aria-label={`Load ${name} now`}
+        disabled={!!m.meta?.unsupported || load?.running === true}
+        onClick={() => void store.loadModel(m.id)}
+      >
+        Load now
+      </button>
+      {mine && (
+        <span class={mine.outcome === "loaded" ? "muted small" : "error small"} data-testid="load-outcome">
+          {" "}
+          {mine.outcome === "loaded" ? "Loaded." : mine.outcome === "cancelled" ? "Cancelled." : mine.outcome}
+        </span>
+      )}
+    </span>
+  );
+}
+
+/**
+ * Model downloads: a form (URL, optional SHA-256) and each download with its
+ * progress, speed and time left, and Pause, Resume, Cancel. A download is
+ * written to a hidden folder and only becomes a model once complete and
+ * checked.
+ */
+function Downloads() {
+  const store = useActions();
+  const downloads = useStore((s) => s.downloads);
+  const [url, setUrl] = useState("");
+  const [sha, setSha] = useState("");
+  return (
+    <section class="downloads" aria-labelledby="downloads-title" data-testid="downloads">
+      <h3 id="downloads-title">Download a model</h3>
+      <form
+        class="row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void store.startDownload({ url: url.trim(), sha256: sha.trim(), fileName: "" }).then((ok) => {
+            if (!ok) return;
+            setUrl("");
+            setSha("");
+          });
+        }}
+      >
+        <input
+          class="grow"
+          data-testid="dl-url"
+          aria-label="Download URL (an https link to a .gguf file)"
+          placeholder="https://huggingface.co/OWNER/REPO/resolve/main/FILE.gguf"
+          value={url}
+          onInput={(e) => {
+            setUrl(e.currentTarget.value);
+          }}
+        />
+        <input
+          class="sha"
+          data-testid="dl-sha"
+          aria-label="SHA-256 of the file (optional: checked when the download ends)"
+          placeholder="SHA-256 (optional)"
+          value={sha}
+          onInput={(e) => {
+            setSha(e.currentTarget.value);
+          }}
+        />
+        <button type="submit" class="primary" data-testid="dl-start" disabled={!url.trim()}>
+          Download
+        </button>
+      </form>
+      {downloads.length === 0 ? (
+        <p class="muted small">
+          No downloads. A model downloaded here appears in the table once it is complete and checked.
+        </p>
+      ) : (
+        <ul class="download-list" aria-label="Downloads">
+          {downloads.map((d) => (
+            <DownloadRow key={d.name} d={d} />
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+function DownloadRow({ d }: { d: Download }) {
+  const store = useActions();
+  const finished = d.state === "done" || d.state === "failed" || d.state === "cancelled";
+  return (
+    <li class="download" data-testid="download" data-state={d.state}>
+      <div class="row">
+        <strong>{d.name}</strong>
+        <span class={`chip state-${d.state}`} data-testid="dl-state">
+          {downloadStates[d.state]}
+        </span>
+        <span class="spacer" />
+        {d.state === "running" && (
+          <button type="button" data-testid="dl-pause" onClick={() => void store.pauseDownload(d.name)}>
+            Pause
+          </button>
+        )}
+        {d.state === "paused" && (
+          <button type="button" data-testid="dl-resume" onClick={() => void store.resumeDownload(d.name)}>
+            Resume
+          </button>
+        )}
+        {(d.state === "running" || d.state === "paused") && (
+          <button
+            type="button"
+            class="danger"
+            data-testid="dl-cancel"
+            aria-label={`Cancel the download of ${d.name}`}
+            onClick={() => void store.cancelDownload(d.name)}
+          >
+            Cancel
+          </button>
+        )}
+        {finished && (
+          <button
+            type="button"
+            data-testid="dl-dismiss"
+            aria-label={`Remove ${d.name} from the list`}
+            onClick={() => void store.dismissDownload(d.name)}
+          >
+            Dismiss
+          </button>
+        )}
+      </div>
+      {/* A bar while it runs, or for a pause with a known size (an unknown one would animate). */}
+      {!finished && (d.state === "running" || d.total > 0) && (
+        <progress
+          class="dl-bar"
+          max={d.total > 0 ? d.total : 1}
+          value={d.total > 0 ? d.received : undefined}
+          aria-label={`${d.name}: downloaded`}
+        />
+      )}
+      <div class="muted small" data-testid="dl-line">
+        {d.state === "done" && d.model
+          ? `${humanBytes(d.received)} · registered as ${modelLabel(d.model)}`
+          : downloadLine(d)}
+      </div>
+      {d.error && (
+        <div class={d.state === "failed" ? "error small" : "small"} data-testid="dl-error">
+          {d.error}
+        </div>
+      )}
+      <div class="muted small path">{d.url}</div>
+    </li>
   );
 }

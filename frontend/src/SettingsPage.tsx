@@ -1,14 +1,18 @@
 import { useEffect, useState } from "preact/hooks";
-import { bytesToGiB, gibToBytes, modelLabel, parseWidth, widthChoices } from "./logic";
-import type { Preferences } from "./types";
+import { bytesToGiB, gibToBytes, humanBytes, modelLabel, parseWidth, widthChoices, widthLabel } from "./logic";
+import type { ClearCacheResult, Preferences } from "./types";
 import { useActions, useStore } from "./useStore";
 
-/** Settings: default model, speculation width, KV cache quota, reply length, temperature, where the data is. */
+/**
+ * Settings: the preferences (default model and system prompt, speculation
+ * width, KV cache quota, reply length, temperature, drafted shading,
+ * model-written titles), then what runs the models (backend, Core ML
+ * compute units), the KV cache on disk, and where the data is.
+ */
 export function SettingsPage() {
   const store = useActions();
   const stored = useStore((s) => s.prefs);
   const models = useStore((s) => s.models);
-  const info = useStore((s) => s.info);
   const [prefs, setPrefs] = useState<Preferences | null>(stored);
   const [quota, setQuota] = useState(stored ? String(bytesToGiB(stored.kvQuotaBytes)) : "");
   const [saved, setSaved] = useState(false);
@@ -29,7 +33,10 @@ export function SettingsPage() {
       store.refuse("settings", (err as Error).message);
       return;
     }
-    if (await store.savePrefs({ ...prefs, kvQuotaBytes: bytes })) setSaved(true);
+    if (await store.savePrefs({ ...prefs, kvQuotaBytes: bytes })) {
+      setSaved(true);
+      void store.reloadSettingsFacts(); // the quota shows in the cache's usage
+    }
   };
   return (
     <div class="page">
@@ -57,6 +64,18 @@ export function SettingsPage() {
             </select>
           </label>
           <label>
+            Default system prompt (of new conversations not started from the prompt library)
+            <textarea
+              data-testid="default-system-prompt"
+              rows={3}
+              placeholder="None"
+              value={prefs.defaultSystemPrompt}
+              onInput={(e) => {
+                setPrefs({ ...prefs, defaultSystemPrompt: e.currentTarget.value });
+              }}
+            />
+          </label>
+          <label>
             Speculation width (tokens verified per model call)
             <select
               data-testid="width"
@@ -67,7 +86,7 @@ export function SettingsPage() {
             >
               {widthChoices.map((w) => (
                 <option key={String(w)} value={String(w)}>
-                  {w === "auto" ? "auto" : w === 1 ? "1 (off)" : String(w)}
+                  {widthLabel(w)}
                 </option>
               ))}
             </select>
@@ -122,6 +141,20 @@ export function SettingsPage() {
             />
             Highlight drafted tokens (reply text that speculation guessed and the model confirmed)
           </label>
+          <label class="check">
+            <input
+              data-testid="model-titles"
+              type="checkbox"
+              checked={prefs.modelTitles}
+              onChange={(e) => {
+                setPrefs({ ...prefs, modelTitles: e.currentTarget.checked });
+              }}
+            />
+            The model writes each conversation's title after its first reply (in the background, never delaying a reply)
+          </label>
+          <p class="muted small">
+            A conversation can have its own temperature, reply length and width: beside its message box.
+          </p>
           <div class="row">
             <button type="submit" class="primary" data-testid="save-settings">
               Save
@@ -148,18 +181,179 @@ export function SettingsPage() {
           </div>
         </form>
       )}
-      <section class="settings facts" aria-label="Where anechat keeps its data">
-        <h3>Data</h3>
-        <p>
-          Data directory: <code data-testid="data-dir">{info?.dataDir || "none"}</code>
-        </p>
-        {info?.database && (
-          <p class="muted">
-            Database <code>{info.database}</code>
-            {info.schemaVersion ? `, schema v${info.schemaVersion}` : ""}
-          </p>
-        )}
-      </section>
+      <BackendSection />
+      <CacheSection />
+      <DataSection />
     </div>
+  );
+}
+
+/** Which backend runs the default model and why, and the Core ML compute units. */
+function BackendSection() {
+  const store = useActions();
+  const backend = useStore((s) => s.backend);
+  const coreml = useStore((s) => s.coreml);
+  return (
+    <section class="settings facts" aria-labelledby="backend-title" data-testid="backend">
+      <h3 id="backend-title">Backend</h3>
+      {backend ? (
+        <>
+          <p data-testid="backend-why">
+            {backend.backend ? (
+              <>
+                <strong>{backend.backend}</strong> runs the default model{backend.model ? ` (${backend.model})` : ""}
+                :{" "}
+              </>
+            ) : null}
+            {backend.why}
+          </p>
+          <p class="muted small">
+            This build has: {backend.available.join(", ") || "no backend"}. Core ML: {backend.coreML}
+          </p>
+        </>
+      ) : (
+        <p class="muted">Loading…</p>
+      )}
+      {coreml && (
+        <>
+          <label>
+            Core ML compute units (where a Core ML bundle runs; applies from the next load)
+            <select
+              data-testid="compute-units"
+              value={coreml.computeUnits}
+              onChange={(e) => void store.setComputeUnits(e.currentTarget.value)}
+            >
+              {coreml.computeUnitChoices.map((c) => (
+                <option key={c} value={c}>
+                  {computeUnitLabels[c] ?? c}
+                </option>
+              ))}
+            </select>
+          </label>
+          <p class="muted small" data-testid="coreml-detail">
+            {coreml.available ? "Core ML runs here: " : "Core ML does not run here: "}
+            {coreml.detail}
+          </p>
+          <p data-testid="running">
+            {coreml.running ? (
+              <>
+                Loaded now: <code>{coreml.model.split(/[\\/]/).pop()}</code> on {coreml.running}: {coreml.runner}
+              </>
+            ) : (
+              <span class="muted">
+                No model is loaded yet: the first reply loads it (or Load now on the Models page).
+              </span>
+            )}
+          </p>
+        </>
+      )}
+    </section>
+  );
+}
+
+/** What the compute-units values mean. */
+const computeUnitLabels: Record<string, string> = {
+  "neural-engine": "Neural Engine (and CPU)",
+  gpu: "GPU (and CPU)",
+  cpu: "CPU only",
+  all: "All: Neural Engine, GPU and CPU",
+};
+
+/** The KV snapshot cache on disk against its quota, and Clear cache. */
+function CacheSection() {
+  const store = useActions();
+  const cache = useStore((s) => s.cache);
+  const [pinned, setPinned] = useState(false);
+  const [result, setResult] = useState<ClearCacheResult | null>(null);
+  return (
+    <section class="settings facts" aria-labelledby="cache-title" data-testid="cache">
+      <h3 id="cache-title">KV cache</h3>
+      {cache ? (
+        <>
+          <progress
+            class="usage"
+            max={Math.max(cache.quotaBytes, cache.usedBytes, 1)}
+            value={cache.usedBytes}
+            aria-label="KV cache used of its quota"
+          />
+          <p data-testid="cache-usage">
+            {humanBytes(cache.usedBytes)} of {humanBytes(cache.quotaBytes)} in {cache.snapshots} snapshot
+            {cache.snapshots === 1 ? "" : "s"}
+            {cache.pinned > 0 ? `; ${humanBytes(cache.pinnedBytes)} in ${cache.pinned} of prepared prompts (kept)` : ""}
+          </p>
+          <p class="muted small">
+            Conversations resume from these files instead of reading their history again; beyond the quota the least
+            recently used go first. In <code>{cache.dir}</code>
+          </p>
+        </>
+      ) : (
+        <p class="muted">Loading…</p>
+      )}
+      <div class="row">
+        <button
+          type="button"
+          data-testid="clear-cache"
+          onClick={() =>
+            void store.clearCache(pinned).then((r) => {
+              setResult(r ?? null);
+            })
+          }
+        >
+          Clear cache
+        </button>
+        <label class="check">
+          <input
+            type="checkbox"
+            data-testid="clear-pinned"
+            checked={pinned}
+            onChange={(e) => {
+              setPinned(e.currentTarget.checked);
+            }}
+          />
+          also the prepared prompts'
+        </label>
+      </div>
+      {result && (
+        <p role="status" data-testid="clear-result">
+          Removed {result.removed} snapshot{result.removed === 1 ? "" : "s"}, {humanBytes(result.freedBytes)} freed.
+          {result.problems.map((p) => (
+            <span key={p.path} class="error">
+              {" "}
+              {p.path}: {p.error}
+            </span>
+          ))}
+        </p>
+      )}
+    </section>
+  );
+}
+
+/** Where the data is, with a button that opens it. */
+function DataSection() {
+  const store = useActions();
+  const info = useStore((s) => s.info);
+  return (
+    <section class="settings facts" aria-labelledby="data-title">
+      <h3 id="data-title">Data</h3>
+      <p class="row">
+        <span>
+          Data directory: <code data-testid="data-dir">{info?.dataDir || "none"}</code>
+        </span>
+        <button
+          type="button"
+          data-testid="open-data-dir"
+          disabled={!info?.dataDir}
+          onClick={() => void store.openDataDir()}
+        >
+          Open
+        </button>
+      </p>
+      {info?.database && (
+        <p class="muted">
+          Database <code>{info.database}</code>
+          {info.schemaVersion ? `, schema v${info.schemaVersion}` : ""}
+        </p>
+      )}
+    </section>
   );
 }

@@ -24,6 +24,7 @@ export function Sidebar() {
   const query = useStore((s) => s.query);
   const hits = useStore((s) => s.hits);
   const theme = useStore((s) => s.theme);
+  const titling = useStore((s) => s.titling);
   return (
     <aside class="sidebar" aria-label="Conversations and pages">
       <a class="skip" href="#main">
@@ -39,15 +40,28 @@ export function Sidebar() {
       >
         anechat
       </button>
-      <button
-        type="button"
-        class="primary"
-        data-testid="new-chat"
-        onClick={() => void store.newChat()}
-        disabled={!!storageError}
-      >
-        New chat
-      </button>
+      <div class="row nowrap">
+        <button
+          type="button"
+          class="primary grow"
+          data-testid="new-chat"
+          onClick={() => void store.newChat()}
+          disabled={!!storageError}
+        >
+          New chat
+        </button>
+        <button
+          type="button"
+          data-testid="import-chat"
+          aria-label="Import a conversation (JSON)"
+          onClick={() => {
+            store.setImporting(true);
+          }}
+          disabled={!!storageError}
+        >
+          Import
+        </button>
+      </div>
       <input
         type="search"
         class="search"
@@ -91,8 +105,19 @@ export function Sidebar() {
               aria-current={page === "chat" && current === c.id ? "page" : undefined}
               onClick={() => void store.open(c.id)}
             >
+              {c.pinned && (
+                <span class="pin" aria-label="pinned" data-testid="pinned">
+                  📌{" "}
+                </span>
+              )}
               {streams[c.id]?.running ? <span aria-label="replying">● </span> : ""}
               {c.title}
+              {titling[c.id] && (
+                <span class="muted small" aria-label="the model is writing its title">
+                  {" "}
+                  ✎
+                </span>
+              )}
             </button>
           </li>
         ))}
@@ -123,7 +148,7 @@ export function Sidebar() {
               value={t.theme}
               checked={theme === t.theme}
               onChange={() => {
-                store.setTheme(t.theme);
+                void store.setTheme(t.theme);
               }}
             />
             {t.label}

@@ -1,4 +1,6 @@
+import { useEffect, useRef } from "preact/hooks";
 import { modelLabel } from "./logic";
+import { ImportPanel } from "./Transfer";
 import { useActions, useStore } from "./useStore";
 
 /** Prompts a new user can try with one click (any small model can answer them). */
@@ -14,10 +16,28 @@ export function Welcome() {
   const models = useStore((s) => s.models);
   const engineError = useStore((s) => s.info?.engineError ?? "");
   const storageError = useStore((s) => s.info?.storageError ?? "");
+  const importing = useStore((s) => s.importing);
   const model = models?.models.find((m) => m.id === models.defaultId);
+  const panel = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (importing) panel.current?.querySelector("textarea")?.focus();
+  }, [importing]);
   return (
     <div class="welcome" data-testid="welcome">
       <h1>anechat</h1>
+      {importing && (
+        <div ref={panel}>
+          <ImportPanel
+            title="Import a conversation"
+            label="Paste a conversation exported as JSON (Export → JSON keeps every branch)"
+            testid="chat-import"
+            run={async (text) => ((await store.importConversation(text)) ? "Imported." : undefined)}
+            onClose={() => {
+              store.setImporting(false);
+            }}
+          />
+        </div>
+      )}
       <p data-testid="welcome-model">
         {model ? (
           <>

@@ -4,6 +4,7 @@ import type {
   BackendInfo,
   CacheUsage,
   ClearCacheResult,
+  CoreMLSettings,
   Conversation,
   ConversationOptions,
   DeletedConversation,
@@ -16,6 +17,7 @@ import type {
   ImportResult,
   ModelList,
   Model,
+  ModelProgress,
   NewConversation,
   Preferences,
   PrepareResult,
@@ -41,6 +43,7 @@ export function api(b: Bridge) {
   const mod = <T>(m: string, ...a: unknown[]) => b.call<T>("Models", m, ...a);
   const sys = <T>(m: string, ...a: unknown[]) => b.call<T>("System", m, ...a);
   const dl = <T>(m: string, ...a: unknown[]) => b.call<T>("Downloads", m, ...a);
+  const ml = <T>(m: string, ...a: unknown[]) => b.call<T>("CoreML", m, ...a);
   const srv = <T>(m: string, ...a: unknown[]) => b.call<T>("API", m, ...a);
   return {
     chat: {
@@ -125,7 +128,16 @@ export function api(b: Bridge) {
       backend: () => sys<BackendInfo>("Backend"),
       openDataDir: () => sys<void>("OpenDataDir"),
       chooseFolder: (title: string) => sys<string>("ChooseFolder", title),
+      /** The save dialog, then the file written there: its path, "" when cancelled. */
+      saveFile: (title: string, f: ExportFile) => sys<string>("SaveFile", title, f),
       firstRun: () => sys<FirstRun>("FirstRun"),
+    },
+    coreml: {
+      settings: () => ml<CoreMLSettings>("Settings"),
+      setComputeUnits: (units: string) => ml<CoreMLSettings>("SetComputeUnits", units),
+      /** Loads model id now (model:progress events); resolves once loaded. */
+      load: (id: number) => ml<void>("Load", id),
+      cancelLoad: () => ml<boolean>("CancelLoad"),
     },
     events: {
       onToken: (cb: (e: TokenEvent) => void) => b.on("chat:token", (d) => cb(d as TokenEvent)),
@@ -134,6 +146,7 @@ export function api(b: Bridge) {
       onError: (cb: (e: ErrorEvent) => void) => b.on("chat:error", (d) => cb(d as ErrorEvent)),
       onTitle: (cb: (e: TitleEvent) => void) => b.on("chat:title", (d) => cb(d as TitleEvent)),
       onDownload: (cb: (e: Download) => void) => b.on("download:update", (d) => cb(d as Download)),
+      onModelProgress: (cb: (e: ModelProgress) => void) => b.on("model:progress", (d) => cb(d as ModelProgress)),
     },
   };
 }

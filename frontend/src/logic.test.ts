@@ -28,10 +28,11 @@ import {
   modelFacts,
   modelLabel,
   promptVariables,
-  promptsFromJSON,
-  promptsToJSON,
+  humanDuration,
+  downloadLine,
+  secondsUntil,
 } from "./logic";
-import type { Message, Thread, TokenEvent } from "./types";
+import type { Download, Message, Thread, TokenEvent } from "./types";
 
 const msg = (id: number, parentId: number, role: Message["role"], content = `m${id}`): Message => ({
   id,
@@ -88,9 +89,36 @@ describe("branchRows", () => {
 describe("streams", () => {
   it("accumulates tokens, ends on done, keeps text and error on failure", () => {
     let s = streamStarted({}, 1, 10);
-    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 0, text: "Hel", drafted: false });
-    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 1, text: "lo", drafted: false });
-    s = streamToken(s, { conversationId: 2, parentId: 20, seq: 0, text: "other", drafted: false });
+    s = streamToken(s, {
+      conversationId: 1,
+      parentId: 10,
+      seq: 0,
+      text: "Hel",
+      drafted: false,
+      tokens: 0,
+      accepted: 0,
+      calls: 0,
+    });
+    s = streamToken(s, {
+      conversationId: 1,
+      parentId: 10,
+      seq: 1,
+      text: "lo",
+      drafted: false,
+      tokens: 0,
+      accepted: 0,
+      calls: 0,
+    });
+    s = streamToken(s, {
+      conversationId: 2,
+      parentId: 20,
+      seq: 0,
+      text: "other",
+      drafted: false,
+      tokens: 0,
+      accepted: 0,
+      calls: 0,
+    });
     expect(s[1]).toEqual({
       parentId: 10,
       pieces: ["Hel", "lo"],
@@ -110,20 +138,53 @@ describe("streams", () => {
     expect(streamCleared(done, 1)[1]).toBeUndefined();
     // A token that straggles in after the end is ignored.
     expect(
-      streamToken(done, { conversationId: 1, parentId: 10, seq: 2, text: "late", drafted: false })[1]?.running,
+      streamToken(done, {
+        conversationId: 1,
+        parentId: 10,
+        seq: 2,
+        text: "late",
+        drafted: false,
+        tokens: 0,
+        accepted: 0,
+        calls: 0,
+      })[1]?.running,
     ).toBe(false);
   });
 
   it("orders pieces by sequence number, whatever order they arrive in", () => {
-    let s = streamToken({}, { conversationId: 1, parentId: 10, seq: 2, text: "c", drafted: false });
+    let s = streamToken(
+      {},
+      { conversationId: 1, parentId: 10, seq: 2, text: "c", drafted: false, tokens: 0, accepted: 0, calls: 0 },
+    );
     expect(s[1]?.text).toBe("c");
-    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 0, text: "a", drafted: false });
-    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 1, text: "b", drafted: false });
+    s = streamToken(s, {
+      conversationId: 1,
+      parentId: 10,
+      seq: 0,
+      text: "a",
+      drafted: false,
+      tokens: 0,
+      accepted: 0,
+      calls: 0,
+    });
+    s = streamToken(s, {
+      conversationId: 1,
+      parentId: 10,
+      seq: 1,
+      text: "b",
+      drafted: false,
+      tokens: 0,
+      accepted: 0,
+      calls: 0,
+    });
     expect(s[1]?.text).toBe("abc");
   });
 
   it("keeps tokens that arrived before the start was acknowledged", () => {
-    let s = streamToken({}, { conversationId: 1, parentId: 10, seq: 0, text: "early", drafted: false });
+    let s = streamToken(
+      {},
+      { conversationId: 1, parentId: 10, seq: 0, text: "early", drafted: false, tokens: 0, accepted: 0, calls: 0 },
+    );
     s = streamStarted(s, 1, 10);
     expect(s[1]?.text).toBe("early");
     expect(streamStarted(s, 1, 11)[1]).toEqual({
@@ -137,8 +198,20 @@ describe("streams", () => {
   });
 
   it("restarts when a token belongs to a new reply", () => {
-    let s = streamToken({}, { conversationId: 1, parentId: 10, seq: 0, text: "old", drafted: false });
-    s = streamToken(s, { conversationId: 1, parentId: 11, seq: 0, text: "new", drafted: false });
+    let s = streamToken(
+      {},
+      { conversationId: 1, parentId: 10, seq: 0, text: "old", drafted: false, tokens: 0, accepted: 0, calls: 0 },
+    );
+    s = streamToken(s, {
+      conversationId: 1,
+      parentId: 11,
+      seq: 0,
+      text: "new",
+      drafted: false,
+      tokens: 0,
+      accepted: 0,
+      calls: 0,
+    });
     expect(s[1]).toMatchObject({ parentId: 11, text: "new" });
   });
 });
@@ -150,6 +223,9 @@ describe("token batches", () => {
     seq,
     text,
     drafted,
+    tokens: 0,
+    accepted: 0,
+    calls: 0,
   });
 
   it("give the same streams as their tokens one by one, and leave the state they start from alone", () => {
@@ -321,8 +397,20 @@ describe("speculation stats", () => {
   });
 
   it("tracks which streamed pieces were drafted, by sequence number", () => {
-    let s = streamToken({}, { conversationId: 1, parentId: 10, seq: 1, text: "b", drafted: true });
-    s = streamToken(s, { conversationId: 1, parentId: 10, seq: 0, text: "a", drafted: false });
+    let s = streamToken(
+      {},
+      { conversationId: 1, parentId: 10, seq: 1, text: "b", drafted: true, tokens: 0, accepted: 0, calls: 0 },
+    );
+    s = streamToken(s, {
+      conversationId: 1,
+      parentId: 10,
+      seq: 0,
+      text: "a",
+      drafted: false,
+      tokens: 0,
+      accepted: 0,
+      calls: 0,
+    });
     expect(s[1]?.drafted).toEqual([false, true]);
     expect(pieceSpans(s[1]!.pieces, s[1]!.drafted)).toEqual([[1, 2]]);
   });
@@ -375,6 +463,30 @@ describe("liveStats", () => {
     holes[2] = "c";
     expect(liveStats({ pieces: holes, drafted: [false, false, true] })).toEqual({ tokens: 2, share: 0.5, tau: 2 });
   });
+  it("is exact from the counts the token events carry, the latest of them winning", () => {
+    // 7 tokens (one held back by the detokenizer: 6 pieces), 4 of them drafted, in 3 calls.
+    const ev = (seq: number, tokens: number, accepted: number, calls: number): TokenEvent => ({
+      conversationId: 1,
+      parentId: 10,
+      seq,
+      text: "x",
+      drafted: false,
+      tokens,
+      accepted,
+      calls,
+    });
+    let s: Streams = streamStarted({}, 1, 10);
+    s = streamTokens(s, [ev(0, 1, 0, 1), ev(2, 4, 2, 2), ev(1, 3, 2, 2)]); // the older one arrived last
+    expect(s[1]?.counts).toEqual({ tokens: 4, accepted: 2, calls: 2 });
+    s = streamTokens(s, [ev(3, 5, 3, 2), ev(5, 7, 4, 3), ev(4, 6, 4, 3)]);
+    expect(liveStats(s[1]!)).toEqual({ tokens: 7, share: 4 / 7, tau: 7 / 3 });
+    // A first token picked before any call (resumed from a snapshot's logits): no τ yet.
+    expect(liveStats({ pieces: ["a"], drafted: [false], counts: { tokens: 1, accepted: 0, calls: 0 } })).toEqual({
+      tokens: 1,
+      share: 0,
+      tau: null,
+    });
+  });
   it("reads a finished reply's from its stats", () => {
     const st = {
       tokens: 6,
@@ -406,21 +518,6 @@ describe("prompt variables", () => {
   });
 });
 
-describe("prompt files", () => {
-  it("round-trips the library and names a wrong field with its place", () => {
-    const ps = [{ title: "A", systemPrompt: "s", body: "b {{x}}", tags: ["t"] }];
-    expect(promptsFromJSON(promptsToJSON(ps))).toEqual(ps);
-    expect(promptsFromJSON('[{"title": " B "}]')).toEqual([{ title: "B", systemPrompt: "", body: "", tags: [] }]);
-    expect(() => promptsFromJSON("{")).toThrow(/prompt file: not JSON/);
-    expect(() => promptsFromJSON('{"x": 1}')).toThrow(/want \{"prompts"/);
-    expect(() => promptsFromJSON('{"prompts": [{"title": "a"}, {"title": ""}]}')).toThrow(
-      "prompt file: prompts[1].title: empty",
-    );
-    expect(() => promptsFromJSON('[{"title": "a", "body": 3}]')).toThrow("prompts[0].body: want a string");
-    expect(() => promptsFromJSON('[{"title": "a", "tags": [1]}]')).toThrow("prompts[0].tags: want a list of strings");
-  });
-});
-
 describe("models for people", () => {
   it("names a model by its file and lists what it is", () => {
     const m = {
@@ -447,5 +544,35 @@ describe("titleFrom", () => {
     expect(titleFrom("word ".repeat(20))).toBe(`${"word ".repeat(12).trim()}…`);
     expect(titleFrom("x".repeat(70))).toBe(`${"x".repeat(60)}…`);
     expect(titleFrom(" \n ")).toBe("");
+  });
+});
+
+describe("downloads and durations for people", () => {
+  const d: Download = {
+    name: "m.gguf",
+    url: "https://h/m.gguf",
+    sha256: "",
+    state: "running",
+    received: 3 * 1024 ** 2,
+    total: 12 * 1024 ** 2,
+    bytesPerSec: 1.5 * 1024 ** 2,
+    etaSeconds: 6,
+    error: "",
+    model: null,
+  };
+  it("says how far, how fast and how long", () => {
+    expect(downloadLine(d)).toBe("3.0 MiB of 12.0 MiB (25%) · 1.5 MiB/s · 6 s left");
+    expect(downloadLine({ ...d, total: -1, etaSeconds: -1 })).toBe("3.0 MiB · 1.5 MiB/s");
+    expect(downloadLine({ ...d, state: "paused", bytesPerSec: 0, etaSeconds: -1 })).toBe("3.0 MiB of 12.0 MiB (25%)");
+    expect(humanDuration(59.6)).toBe("1 min");
+    expect(humanDuration(200)).toBe("3 min 20 s");
+    expect(humanDuration(3900)).toBe("1 h 5 min");
+    expect(humanDuration(-3)).toBe("0 s");
+  });
+  it("counts the seconds left to undo", () => {
+    const now = Date.parse("2026-01-01T00:00:00Z");
+    expect(secondsUntil("2026-01-01T00:00:09.2Z", now)).toBe(10);
+    expect(secondsUntil("2025-12-31T23:59:00Z", now)).toBe(0);
+    expect(secondsUntil("not a time", now)).toBe(0);
   });
 });

@@ -1,13 +1,12 @@
 // Pure UI logic, kept apart from the components so that unit tests cover it.
 import type {
+  Download,
   DoneEvent,
   ErrorEvent,
   GenerateStats,
   Message,
   Model,
   ProgressEvent,
-  Prompt,
-  PromptInput,
   SearchHit,
   Thread,
   TokenEvent,
@@ -55,6 +54,15 @@ export interface Stream {
   running: boolean;
   /** The prompt's prefill: tokens read of total (null before any report). */
   progress?: { done: number; total: number } | null;
+  /** The latest counts the token events carried (tokens, accepted drafts, model calls so far). */
+  counts?: Counts;
+}
+
+/** A reply's counts so far, as token events carry them. */
+export interface Counts {
+  tokens: number;
+  accepted: number;
+  calls: number;
 }
 
 /** Streams by conversation id. */
@@ -105,6 +113,9 @@ export function streamTokens(s: Streams, es: readonly TokenEvent[]): Streams {
     st.pieces[e.seq] = e.text;
     st.drafted[e.seq] = e.drafted;
     st.text = last ? st.text + e.text : st.pieces.join("");
+    // The counts only grow: a late event's are older.
+    if (e.tokens > 0 && e.tokens >= (st.counts?.tokens ?? 0))
+      st.counts = { tokens: e.tokens, accepted: e.accepted, calls: e.calls };
   }
   return out ?? s;
 }
@@ -307,15 +318,19 @@ export function dedupeHits(hits: readonly SearchHit[]): SearchHit[] {
 }
 
 /**
- * Speculation figures of a reply in progress, from its pieces: how many
- * arrived, the share that came from accepted drafts, and τ, tokens per model
- * call. Each call yields its accepted drafts and one token of the model's own
- * (the correction or the next token), so the calls so far are the pieces that
- * were not drafted. null before the first piece.
+ * Speculation figures of a reply in progress: tokens so far, the share that
+ * came from accepted drafts, and τ, tokens per model call (null before the
+ * first call). Exact from the counts the token events carry; a Generator
+ * that sends none is estimated from the pieces (each call yields its
+ * accepted drafts and one token of the model's own, so the calls are the
+ * pieces not drafted). null before the first piece.
  */
 export function liveStats(
-  st: Pick<Stream, "pieces" | "drafted">,
-): { tokens: number; share: number; tau: number } | null {
+  st: Pick<Stream, "pieces" | "drafted" | "counts">,
+): { tokens: number; share: number; tau: number | null } | null {
+  const c = st.counts;
+  if (c && c.tokens > 0)
+    return { tokens: c.tokens, share: c.accepted / c.tokens, tau: c.calls > 0 ? c.tokens / c.calls : null };
   let tokens = 0;
   let drafted = 0;
   for (let i = 0; i < st.pieces.length; i++) {
@@ -329,7 +344,7 @@ export function liveStats(
 }
 
 /** The same figures for a finished reply, from its stored stats; null without tokens or calls. */
-export function finalStats(st: GenerateStats): { tokens: number; share: number; tau: number } | null {
+export function finalStats(st: GenerateStats): { tokens: number; share: number; tau: number | null } | null {
   const t = tau(st);
   if (st.tokens <= 0 || t === null) return null;
   return { tokens: st.tokens, share: Math.min(1, st.accepted / st.tokens), tau: t };
@@ -385,51 +400,47 @@ export function modelFacts(m: Model): { arch: string; quant: string; context: st
   };
 }
 
-/** The JSON the prompt library exports and imports. */
-export interface PromptFile {
-  anechat: "prompts";
-  version: 1;
-  prompts: { title: string; systemPrompt: string; body: string; tags: string[] }[];
+/** A duration in seconds for people: "45 s", "3 min 20 s", "1 h 5 min". */
+export function humanDuration(sec: number): string {
+  const s = Math.max(0, Math.round(sec));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min${s % 60 ? ` ${s % 60} s` : ""}`;
+  const m = Math.floor(s / 60);
+  return `${Math.floor(m / 60)} h${m % 60 ? ` ${m % 60} min` : ""}`;
 }
 
-/** The prompts as the library's export file. */
-export function promptsToJSON(ps: readonly Pick<Prompt, "title" | "systemPrompt" | "body" | "tags">[]): string {
-  const file: PromptFile = {
-    anechat: "prompts",
-    version: 1,
-    prompts: ps.map((p) => ({ title: p.title, systemPrompt: p.systemPrompt, body: p.body, tags: [...p.tags] })),
-  };
-  return `${JSON.stringify(file, null, 2)}\n`;
-}
-
-/**
- * Reads an export file (or a bare list of prompts). Every prompt needs a
- * title; a wrong field is named with the prompt's place in the file.
- */
-export function promptsFromJSON(text: string): PromptInput[] {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (e) {
-    throw new Error(`prompt file: not JSON (${(e as Error).message})`);
+/** A download's progress for people: "1.2 MiB of 98.0 MiB (1%) · 2.0 MiB/s · 48 s left". */
+export function downloadLine(d: Download): string {
+  const parts: string[] = [];
+  parts.push(
+    d.total > 0
+      ? `${humanBytes(d.received)} of ${humanBytes(d.total)} (${Math.floor((100 * d.received) / d.total)}%)`
+      : humanBytes(d.received),
+  );
+  if (d.state === "running") {
+    if (d.bytesPerSec > 0) parts.push(`${humanBytes(Math.round(d.bytesPerSec))}/s`);
+    if (d.etaSeconds >= 0 && d.bytesPerSec > 0) parts.push(`${humanDuration(d.etaSeconds)} left`);
   }
-  const list: unknown = Array.isArray(v) ? v : (v as { prompts?: unknown } | null)?.prompts;
-  if (!Array.isArray(list)) throw new Error('prompt file: want {"prompts": [...]} or a list of prompts');
-  return list.map((raw: unknown, i) => {
-    const at = `prompt file: prompts[${i}]`;
-    if (typeof raw !== "object" || raw === null) throw new Error(`${at}: want an object`);
-    const p = raw as Record<string, unknown>;
-    const str = (k: string, need: boolean) => {
-      const x = p[k];
-      if (x === undefined && !need) return "";
-      if (typeof x !== "string") throw new Error(`${at}.${k}: want a string`);
-      return x;
-    };
-    const title = str("title", true).trim();
-    if (!title) throw new Error(`${at}.title: empty (every prompt needs a title)`);
-    const tags = p["tags"] ?? [];
-    if (!Array.isArray(tags) || tags.some((t) => typeof t !== "string"))
-      throw new Error(`${at}.tags: want a list of strings`);
-    return { title, systemPrompt: str("systemPrompt", false), body: str("body", false), tags: tags as string[] };
-  });
+  return parts.join(" · ");
+}
+
+/** What a download's state means, in words. */
+export const downloadStates: Record<Download["state"], string> = {
+  running: "Downloading",
+  paused: "Paused",
+  verifying: "Checking the file",
+  done: "Done",
+  failed: "Failed",
+  cancelled: "Cancelled",
+};
+
+/** Whole seconds from now until an RFC 3339 time (0 once past). */
+export function secondsUntil(when: string, now: number = Date.now()): number {
+  const t = Date.parse(when);
+  return Number.isNaN(t) ? 0 : Math.max(0, Math.ceil((t - now) / 1000));
+}
+
+/** Widths the per-conversation picker offers ("" follows the Settings page). */
+export function widthLabel(w: Width): string {
+  return w === "auto" ? "auto" : w === 1 ? "1 (off)" : String(w);
 }

@@ -18,14 +18,26 @@ import {
   type Streams,
 } from "./logic";
 import type {
+  BackendInfo,
+  CacheUsage,
+  ClearCacheResult,
   Conversation,
+  ConversationOptions,
+  CoreMLSettings,
+  DeletedConversation,
+  Download,
+  DownloadRequest,
+  ExportFile,
+  ImportResult,
   ModelList,
   Preferences,
   Prompt,
+  PromptImport,
   PromptInput,
   SearchHit,
   SystemInfo,
   TagCount,
+  Theme,
   Thread,
   TokenEvent,
   Turn,
@@ -34,8 +46,8 @@ import type {
 /** The pages of the window. */
 export type Page = "chat" | "library" | "models" | "settings";
 
-/** The colour scheme: the system's, or one chosen by hand. */
-export type Theme = "system" | "light" | "dark";
+/** The colour scheme: the system's, or one chosen by hand (Preferences.theme). */
+export type { Theme } from "./types";
 
 /**
  * What the window tells the user about the last thing that went wrong (an
@@ -83,31 +95,40 @@ export interface AppState {
   prefs: Preferences | null;
   models: ModelList | null;
   library: LibraryView;
+  /** The conversation just deleted, while Undo can bring it back. */
+  undo: DeletedConversation | null;
+  /** Conversations whose title the model is writing. */
+  titling: Readonly<Record<number, boolean>>;
+  /** The model downloads, by file name. */
+  downloads: Download[];
+  /** A model being loaded ahead of the first reply (CoreML.Load), or the last one. */
+  load: ModelLoad | null;
+  /** What the Settings page shows of the backends and the KV cache. */
+  backend: BackendInfo | null;
+  coreml: CoreMLSettings | null;
+  cache: CacheUsage | null;
+  /** The start page's import panel is open. */
+  importing: boolean;
 }
 
-/** Where the store keeps what outlives a window (the theme). */
-export interface Keep {
-  get(key: string): string | null;
-  set(key: string, value: string): void;
+/** A model loading (CoreML.Load): how far, and how it ended. */
+export interface ModelLoad {
+  modelId: number;
+  done: number;
+  total: number;
+  running: boolean;
+  /** "loaded", "cancelled" or the error, once it has ended. */
+  outcome: string;
 }
 
-/** localStorage, or nothing where it is not there. */
-export const browserKeep: Keep = {
-  get: (k) => {
-    try {
-      return localStorage.getItem(k);
-    } catch {
-      return null;
-    }
-  },
-  set: (k, v) => {
-    try {
-      localStorage.setItem(k, v);
-    } catch {
-      // No storage (private mode): the choice lasts this session.
-    }
-  },
-};
+/**
+ * The theme the page was drawn with: the Go side answers theme.js (see
+ * index.html) with the stored one before the page's code runs.
+ */
+export function themeOnPage(doc: Document = document): Theme {
+  const t = doc.documentElement.dataset["theme"];
+  return t === "light" || t === "dark" ? t : "system";
+}
 
 /** Facts the Go side reports as errors that are not failures. */
 const FACTS = [/too short to (prepare|need preparing)/i];
@@ -116,11 +137,6 @@ const FACTS = [/too short to (prepare|need preparing)/i];
 export function classify(e: unknown): { kind: Notice["kind"]; text: string } {
   const text = e instanceof Error ? e.message : String(e);
   return { kind: FACTS.some((f) => f.test(text)) ? "info" : "error", text };
-}
-
-function initialTheme(keep: Keep): Theme {
-  const t = keep.get("anechat.theme");
-  return t === "light" || t === "dark" ? t : "system";
 }
 
 /** The window's state and the actions that change it. */
@@ -137,7 +153,7 @@ export class Store {
     readonly api: Api,
     readonly bridge: Bridge,
     private readonly frames: Frames = animationFrames,
-    private readonly keep: Keep = browserKeep,
+    theme: Theme = themeOnPage(),
   ) {
     this.s = {
       info: null,
@@ -151,11 +167,19 @@ export class Store {
       query: "",
       hits: null,
       notice: null,
-      theme: initialTheme(keep),
+      theme,
       help: false,
       prefs: null,
       models: null,
       library: { tag: "", query: "", prompts: [], tags: [], preparing: 0 },
+      undo: null,
+      titling: {},
+      downloads: [],
+      load: null,
+      backend: null,
+      coreml: null,
+      cache: null,
+      importing: false,
     };
   }
 
@@ -211,6 +235,7 @@ export class Store {
     void this.reloadConversations();
     void this.reloadPrefs();
     void this.reloadModels();
+    void this.reloadDownloads();
     const tokens = frameBatcher<TokenEvent>(this.frames, (es) => {
       this.set((s) => ({ streams: streamTokens(s.streams, es) }));
     });
@@ -234,6 +259,34 @@ export class Store {
         this.api.events.onProgress((e) => {
           this.set((s) => ({ streams: streamProgress(s.streams, e) }));
         }),
+        // A title written by the model, or the first message's, lands in the sidebar at once.
+        this.api.events.onTitle((e) => {
+          this.listSeq++; // a list fetched before it is stale
+          this.set((s) => {
+            const rename = (c: Conversation) =>
+              c.id === e.conversationId ? { ...c, title: e.title, titleSource: e.source } : c;
+            const titling: Record<number, boolean> = Object.fromEntries(
+              Object.entries(s.titling).filter(([id]) => Number(id) !== e.conversationId),
+            );
+            if (e.pending) titling[e.conversationId] = true;
+            return {
+              titling,
+              conversations: s.conversations.map(rename),
+              thread: s.thread ? { ...s.thread, conversation: rename(s.thread.conversation) } : s.thread,
+            };
+          });
+        }),
+        this.api.events.onDownload((d) => {
+          this.set((s) => ({ downloads: upsertDownload(s.downloads, d) }));
+          if (d.state === "done") void this.reloadModels();
+        }),
+        this.api.events.onModelProgress((p) => {
+          this.set((s) =>
+            s.load?.running && s.load.modelId === p.modelId
+              ? { load: { ...s.load, done: Math.max(s.load.done, p.done), total: p.total } }
+              : {},
+          );
+        }),
       ];
     } catch (e) {
       this.set({ notice: { ...classify(e), scope: "app" } });
@@ -251,8 +304,14 @@ export class Store {
   go(page: Page) {
     this.set({ page });
     if (page === "library") void this.reloadLibrary();
-    if (page === "models") void this.reloadModels();
-    if (page === "settings") void this.reloadPrefs();
+    if (page === "models") {
+      void this.reloadModels();
+      void this.reloadDownloads();
+    }
+    if (page === "settings") {
+      void this.reloadPrefs();
+      void this.reloadSettingsFacts();
+    }
   }
 
   // Conversations.
@@ -383,17 +442,80 @@ export class Store {
     return this.changeConversation((id) => this.api.chat.setModel(id, modelId));
   }
 
-  /** Deletes the open conversation. */
+  /** Sets the open conversation's own generation settings (a field left out follows the Settings page). */
+  async setOptions(o: ConversationOptions) {
+    const ok = await this.changeConversation((id) => this.api.chat.setOptions(id, o));
+    if (ok) await this.loadThread(); // Thread.settings: what the next reply runs with
+    return ok;
+  }
+
+  /** Pins the open conversation to the top of the list, or unpins it. */
+  async setPinned(pinned: boolean) {
+    const ok = await this.changeConversation((id) => this.api.chat.setPinned(id, pinned));
+    if (ok) await this.reloadConversations(); // pinned ones come first
+    return ok;
+  }
+
+  /** Deletes the open conversation; Undo brings it back until its undoUntil. */
   async deleteConversation() {
     const id = this.s.current;
     if (id === null) return;
-    const ok = await this.attempt("chat", async () => {
-      await this.api.chat.remove(id);
-      return true;
-    });
-    if (!ok) return;
+    const gone = await this.attempt("chat", () => this.api.chat.remove(id));
+    if (!gone) return;
     this.close();
+    this.set({ undo: gone });
     await this.reloadConversations();
+  }
+
+  /** Brings the conversation just deleted back, and opens it. */
+  async undoDelete() {
+    const gone = this.s.undo;
+    if (!gone) return;
+    const c = await this.attempt("app", () => this.api.chat.undoDelete(gone.conversationId));
+    this.set({ undo: null });
+    if (!c) return;
+    await this.reloadConversations();
+    await this.open(c.id);
+  }
+
+  /** Forgets the undo offer (its time is up, or the user closed it). */
+  dropUndo() {
+    if (this.s.undo) this.set({ undo: null });
+  }
+
+  /** Stops the model writing conversation id's title. */
+  cancelTitle(id: number) {
+    return this.attempt("chat", () => this.api.chat.cancelTitle(id));
+  }
+
+  /** The open conversation as a file: Markdown (the branch on screen) or JSON (every branch). */
+  exportConversation(format: "markdown" | "json") {
+    const id = this.s.current;
+    if (id === null) return Promise.resolve(undefined);
+    return this.attempt("chat", () => this.api.chat.exportAs(id, format), true);
+  }
+
+  /** Adds a conversation from an exported JSON file and opens it; false if refused. */
+  async importConversation(text: string): Promise<boolean> {
+    const c = await this.attempt("chat", () => this.api.chat.importJSON(text));
+    if (!c) return false;
+    this.set({ importing: false });
+    await this.reloadConversations();
+    await this.open(c.id);
+    return true;
+  }
+
+  /** Opens or closes the start page's import panel. */
+  setImporting(importing: boolean) {
+    this.set(importing ? { importing, current: null, thread: null, page: "chat" } : { importing });
+  }
+
+  /**
+   * Saves an export through the window's save dialog (the web view cannot
+   * download a file): the path written, "" when cancelled, undefined on failure.
+   */
+  saveFile(scope: Scope, title: string, f: ExportFile) {
+    return this.attempt(scope, () => this.api.system.saveFile(title, f));
   }
 
   // Search.
@@ -423,9 +545,14 @@ export class Store {
 
   // Window.
 
-  setTheme(theme: Theme) {
-    this.keep.set("anechat.theme", theme);
+  /** Shows theme at once and stores it (Preferences.theme), so the next start draws with it. */
+  async setTheme(theme: Theme) {
     this.set({ theme });
+    const saved = await this.attempt("app", async () => {
+      const p = await this.api.settings.get();
+      return this.api.settings.update({ ...p, theme });
+    });
+    if (saved) this.set({ prefs: saved });
   }
 
   setHelp(help: boolean) {
@@ -453,20 +580,48 @@ export class Store {
 
   async reloadPrefs() {
     const p = await this.attempt("settings", () => this.api.settings.get(), true);
-    if (p) this.set({ prefs: p });
+    if (p) this.set({ prefs: p, theme: p.theme });
   }
 
-  /** Saves p; the stored preferences, or undefined if refused. */
+  /** Saves p (with the theme the window shows: the sidebar's switch owns it); the stored preferences, or undefined if refused. */
   async savePrefs(p: Preferences) {
-    const saved = await this.attempt("settings", () => this.api.settings.update(p));
+    const saved = await this.attempt("settings", () => this.api.settings.update({ ...p, theme: this.s.theme }));
     if (saved) this.set({ prefs: saved });
     return saved;
   }
 
   async resetPrefs() {
     const p = await this.attempt("settings", () => this.api.settings.reset());
-    if (p) this.set({ prefs: p });
+    if (p) this.set({ prefs: p, theme: p.theme });
     return p;
+  }
+
+  /** What the Settings page shows beside the preferences: the backends, Core ML and the KV cache. */
+  async reloadSettingsFacts() {
+    const [backend, coreml, cache] = await Promise.all([
+      this.attempt("settings", () => this.api.system.backend(), true),
+      this.attempt("settings", () => this.api.coreml.settings(), true),
+      this.attempt("settings", () => this.api.settings.cache(), true),
+    ]);
+    this.set((s) => ({ backend: backend ?? s.backend, coreml: coreml ?? s.coreml, cache: cache ?? s.cache }));
+  }
+
+  /** Sets where Core ML runs models (neural-engine, gpu, cpu, all), from the next load. */
+  async setComputeUnits(units: string) {
+    const c = await this.attempt("settings", () => this.api.coreml.setComputeUnits(units));
+    if (c) this.set({ coreml: c });
+  }
+
+  /** Removes the KV snapshots (the prepared prompts' too when asked). */
+  async clearCache(includePinned: boolean): Promise<ClearCacheResult | undefined> {
+    const r = await this.attempt("settings", () => this.api.settings.clearCache(includePinned));
+    if (r) this.set({ cache: r.usage });
+    return r;
+  }
+
+  /** Shows the data directory in the desktop's file manager. */
+  openDataDir() {
+    return this.attempt("settings", () => this.api.system.openDataDir());
   }
 
   /** Reports a value the user typed that cannot be sent (it names the field). */
@@ -501,6 +656,74 @@ export class Store {
 
   forgetModel(id: number) {
     return this.modelAction(() => this.api.models.remove(id));
+  }
+
+  /** Registers a .gguf file, a model folder or a Core ML bundle folder (the result says whether it runs here). */
+  importModel(path: string): Promise<ImportResult | undefined> {
+    return this.modelAction(() => this.api.models.importPath(path));
+  }
+
+  /** Asks for a folder with the window's dialog: its path, "" when cancelled. */
+  chooseFolder(title: string) {
+    return this.attempt("models", () => this.api.system.chooseFolder(title));
+  }
+
+  /** Loads model id now (progress from model:progress), so the first reply does not wait for it. */
+  async loadModel(id: number) {
+    if (this.s.load?.running) return;
+    this.set({ load: { modelId: id, done: 0, total: 0, running: true, outcome: "" } });
+    let outcome = "loaded";
+    try {
+      await this.api.coreml.load(id);
+    } catch (e) {
+      const text = classify(e).text;
+      outcome = /context canceled/i.test(text) ? "cancelled" : text;
+    }
+    this.set((s) => ({ load: s.load && { ...s.load, running: false, outcome } }));
+    if (this.s.page === "settings") void this.reloadSettingsFacts();
+  }
+
+  /** Stops the model load running. */
+  cancelLoad() {
+    return this.attempt("models", () => this.api.coreml.cancelLoad());
+  }
+
+  // Downloads.
+
+  async reloadDownloads() {
+    const ds = await this.attempt("models", () => this.api.downloads.list(), true);
+    if (ds) this.set({ downloads: ds });
+  }
+
+  /** Starts downloading a model file into the models folder; false if refused. */
+  async startDownload(r: DownloadRequest): Promise<boolean> {
+    const d = await this.attempt("models", () => this.api.downloads.start(r));
+    if (d) this.set((s) => ({ downloads: upsertDownload(s.downloads, d) }));
+    return d !== undefined;
+  }
+
+  private async downloadAction(f: () => Promise<Download | void>) {
+    const d = await this.attempt("models", f);
+    if (d) this.set((s) => ({ downloads: upsertDownload(s.downloads, d) }));
+    await this.reloadDownloads();
+  }
+
+  pauseDownload(name: string) {
+    return this.downloadAction(() => this.api.downloads.pause(name));
+  }
+
+  resumeDownload(name: string) {
+    return this.downloadAction(() => this.api.downloads.resume(name));
+  }
+
+  /** Stops a download and removes what arrived. */
+  cancelDownload(name: string) {
+    return this.downloadAction(() => this.api.downloads.cancel(name));
+  }
+
+  /** Removes a finished, failed or cancelled download from the list. */
+  dismissDownload(name: string) {
+    return this.downloadAction(() => this.api.downloads.dismiss(name));
   }
 
   // Prompt library.
@@ -547,21 +770,16 @@ export class Store {
     if (system !== p.systemPrompt && this.s.thread?.conversation.promptId === p.id) await this.setSystemPrompt(system);
   }
 
-  /** Every prompt of the library (no filter), for the export file. */
-  allPrompts() {
-    return this.attempt("library", () => this.api.library.list("", ""), true);
+  /** The whole library as a prompt library file. */
+  exportLibrary() {
+    return this.attempt("library", () => this.api.library.exportJSON([]), true);
   }
 
-  /** Adds the prompts of an import file; how many were added (all or, on a refusal, those before it). */
-  async importPrompts(ps: readonly PromptInput[]): Promise<number> {
-    let n = 0;
-    for (const p of ps) {
-      const ok = await this.attempt("library", () => this.api.library.create(p));
-      if (!ok) break;
-      n++;
-    }
+  /** Adds the prompts of a library file (the Go side checks it whole first); what it added and skipped. */
+  async importLibrary(text: string): Promise<PromptImport | undefined> {
+    const r = await this.attempt("library", () => this.api.library.importJSON(text));
     await this.reloadLibrary();
-    return n;
+    return r;
   }
 
   /** Computes and pins prompt id's KV cache so that chats from it resume. */
@@ -573,4 +791,11 @@ export class Store {
     this.set((s) => ({ library: { ...s.library, preparing: 0 } }));
     await this.reloadLibrary();
   }
+}
+
+/** ds with d in its place (by name), or added; a cancelled download is gone (the Go side forgets it). */
+export function upsertDownload(ds: readonly Download[], d: Download): Download[] {
+  const rest = ds.filter((x) => x.name !== d.name);
+  if (d.state === "cancelled") return rest;
+  return [...rest, d].sort((a, b) => a.name.localeCompare(b.name));
 }

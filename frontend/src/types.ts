@@ -110,6 +110,10 @@ export interface TokenEvent {
   text: string;
   /** The piece came from an accepted speculative draft. */
   drafted: boolean;
+  /** The reply's counts when the piece came out: tokens so far, those from accepted drafts, model calls made. */
+  tokens: number;
+  accepted: number;
+  calls: number;
 }
 
 /** How far the prompt's prefill is (before the first token). */
@@ -356,6 +360,26 @@ export interface SystemInfo {
   schemaVersion: number;
   storageError: string;
   engineError: string;
+}
+
+/** The Core ML part of Settings: the compute-units setting and what runs the loaded model. */
+export interface CoreMLSettings {
+  computeUnits: string;
+  computeUnitChoices: string[];
+  /** The loaded model's backend ("coreml", "cpu"), "" when none is loaded; what runs it; its path. */
+  running: string;
+  runner: string;
+  model: string;
+  /** Whether this build runs Core ML here, and what runs or why not. */
+  available: boolean;
+  detail: string;
+}
+
+/** How far CoreML.Load is: done of total steps (the backend's own units). */
+export interface ModelProgress {
+  modelId: number;
+  done: number;
+  total: number;
 }
 
 /** The HTTP API switch (Settings): the OpenAI-compatible server inside the app. */

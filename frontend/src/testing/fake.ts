@@ -1,8 +1,7 @@
 // Test doubles shared by the component tests: a Go backend answering from a
-// table, animation frames run by hand, and storage in memory.
+// table, and animation frames run by hand.
 import type { Bridge } from "../bridge";
 import type { Frames } from "../logic";
-import type { Keep } from "../store";
 
 /** A fake backend: answers calls from a table and lets the test fire events. */
 export function fakeBridge(answers: Record<string, (...a: unknown[]) => unknown>) {
@@ -62,10 +61,4 @@ export function manualFrames() {
     });
   };
   return { frames, tick, waiting: () => waiting.size };
-}
-
-/** Storage in memory. */
-export function memoryKeep(): Keep & { data: Map<string, string> } {
-  const data = new Map<string, string>();
-  return { data, get: (k) => data.get(k) ?? null, set: (k, v) => void data.set(k, v) };
 }
