@@ -28,7 +28,7 @@ DEV_TAGS := dev$(if $(PLATFORM_TAGS),$(comma)$(PLATFORM_TAGS))
 FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/vite.config.ts frontend/tsconfig.json -type f -not -name "*.test.*" -not -path "*/testing/*" 2>/dev/null)
 GO_SRC := $(shell find . -name '*.go' -not -path './.tools/*' -not -path '*/node_modules/*' 2>/dev/null) go.mod go.sum
 
-.PHONY: run models dev build deps sysdeps test vet go-test api-clients test-deps convert-test frontend-test e2e smoke clean bundle
+.PHONY: run models dev build deps sysdeps test vet go-test test-arm64 api-clients test-deps convert-test frontend-test e2e smoke clean bundle
 
 ## run: install what is missing, build the app and open it. On Linux it first
 ## fetches SmolLM2-135M-Instruct into the data dir's models folder when absent
@@ -72,8 +72,8 @@ frontend/dist/index.html: frontend/node_modules/.package-lock.json $(FRONTEND_SR
 $(WAILS):
 	GOBIN=$(TOOLS) go install github.com/wailsapp/wails/v2/cmd/wails@$(WAILS_VERSION)
 
-## test: every test: deps scripts, vet (also for darwin), Go, the HTTP API with real clients, the Core ML converter's proof, Vitest, e2e in Chromium, smoke run under Xvfb.
-test: deps test-deps vet go-test api-clients convert-test frontend-test e2e smoke
+## test: every test: deps scripts, vet (also for darwin), Go, the engine's tests on arm64 (qemu), the HTTP API with real clients, the Core ML converter's proof, Vitest, e2e in Chromium, smoke run under Xvfb.
+test: deps test-deps vet go-test test-arm64 api-clients convert-test frontend-test e2e smoke
 	@echo "make test: all passed"
 
 # Other engineers' setup steps (test data from npm, ...), in name order.
@@ -92,6 +92,12 @@ vet:
 
 go-test:
 	go test -count=1 ./...
+
+# The engine's test binaries cross-compiled for arm64 and run under
+# qemu-user (the Mac's kernels, bit for bit against the amd64 records), and
+# the darwin/arm64 build without cgo; a few minutes on 2 cores.
+test-arm64:
+	build/scripts/test-arm64.sh
 
 # The HTTP API against real clients: the official openai Python package (the
 # venv deps-openai.sh installs) and curl, on a started `anechat serve`.

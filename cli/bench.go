@@ -19,6 +19,7 @@ func benchCases() map[string]benchCase {
 	return map[string]benchCase{
 		"api":    {"time to first token of a replayed conversation through the HTTP API: resume, no resume, another server", runBenchAPI},
 		"coreml": {"a Core ML bundle: load/compile time, speculation on/off identity, row independence, latency per call kind and width, tok/s", runBenchCoreML},
+		"cpu":    {"the CPU backend's decode and verify-width call times, with its kernels and CPU", runBenchCPU},
 		"resume": {"time to first token, fresh prefill vs resume from a KV snapshot", runBenchResume},
 		"spec":   {"speculative decoding: every prompt of a workload at widths 1..8, checked identical to width 1", runBenchSpec},
 	}

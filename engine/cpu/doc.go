@@ -58,21 +58,45 @@
 // canonical sum, defined in Go in dotref.go (exact int32 block and
 // sub-block products, then one chain of single-rounding FMAs per row over
 // the blocks in order), and every kernel computes exactly it, whatever the
-// width: the Go loops (matMulRef; everywhere without row kernels, the
-// reference to mirror on other architectures), and on amd64 the row
-// kernels, 8 rows at a time with the rows in the vector lanes, with
-// AVX-512 VNNI (q8rows_amd64.s, q5rows_amd64.s, kqrows_amd64.s) or AVX2
-// (q8rowsavx2_amd64.s, q5rowsavx2_amd64.s, kqrowsavx2_amd64.s) for Q4_0,
-// Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K (Q2_K, Q3_K, Q5_K run the Go
-// loops); q8_amd64.s holds the AVX2 quantiser. So a model gives the same
-// bits with every kernel set, and on every architecture that implements
-// the same sums (TestCanonicalSums, TestGolden's sets). Dequantisation
-// (Row) gives the PyPI gguf package's reference values bit for bit
-// (TestDequantReference). With AVX2 the attention walks K and V rows run by run
-// (dotRowsAVX2, wsumAVX2) and the exponentials of SiLU, GELU-tanh and Softmax
-// are computed four at a time by an exact copy of math.Exp's amd64 steps,
-// every result the Go expression's bits (the tests compare them with the Go
-// code at test time, so a Go release that changes math.Exp or math.Tanh is
-// caught). The choice is fixed per process, so row independence holds on
-// every machine; different machines may round differently.
+// width: the Go loops (matMulRef; everywhere without row kernels), on
+// amd64 the row kernels, 8 rows at a time with the rows in the vector
+// lanes, with AVX-512 VNNI (q8rows_amd64.s, q5rows_amd64.s, kqrows_amd64.s)
+// or AVX2 (q8rowsavx2_amd64.s, q5rowsavx2_amd64.s, kqrowsavx2_amd64.s) for
+// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K (Q2_K and Q3_K run the
+// Go loops), and on arm64 the SDOT row kernels (q8rows_arm64.s,
+// kqrows_arm64.s) for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K (Q2_K,
+// Q3_K and Q5_K run the Go loops there); q8_amd64.s and q8_arm64.s hold the 32-value
+// quantisers (Q8_K's runs in Go on arm64). So a model gives the same bits with
+// every kernel set, and on every architecture (TestCanonicalSums,
+// TestGolden's sets). Dequantisation (Row) gives the PyPI gguf package's
+// reference values bit for bit (TestDequantReference). With AVX2 the
+// attention walks K and V rows run by run (dotRowsAVX2, wsumAVX2) and the
+// exponentials of SiLU, GELU-tanh and Softmax are computed four at a time
+// in packed doubles.
+//
+// On arm64 every float kernel and activation has a NEON twin computing
+// the same bits (simd_arm64.s, act_arm64.s), so a model's outputs on a
+// Mac are its outputs on Linux (TestGolden checks the arm64 sets against
+// the amd64 records, TestCanonVectors each kernel family, both under qemu
+// in make test). Elsewhere the Go loops run.
+//
+// # One arithmetic on every CPU
+//
+// The canonical orders are written down with exact arithmetic (dotref.go
+// for the integer sums; dotCanon and axpyCanon in the tests for the float
+// ones), and every kernel of both architectures is held to them bit for
+// bit. The scalar code is written so that Go compiles it to the same
+// roundings everywhere: Go fuses x*y+z into one multiply-add on arm64
+// (not on amd64 below GOAMD64=v3) unless an explicit conversion rounds the
+// product, so every product that is meant to round on its own is
+// converted (dotGo, Axpy, GELUTanh, the dequantisers), and a fused step is
+// written as one (math.FMA, fma32). math.Exp and math.Tanh differ between
+// architectures (assembly on amd64 and on arm64, different algorithms), so
+// the activations call exp64 and tanh64 (canon.go): math.Exp's amd64 FMA
+// steps and math.Tanh's pure-Go steps, in Go, the same bits on every
+// machine, which the SIMD kernels of both architectures copy (the tests
+// compare them with the Go code at test time). The choice of kernels is
+// fixed per process, so row independence holds on every machine; machines
+// without the float SIMD kernels (the Go loops' Dot order differs from the
+// 32-lane one) may round float weights differently.
 package cpu

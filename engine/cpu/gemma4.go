@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -393,7 +392,7 @@ func (m *Gemma4) Forward(ctx context.Context, tokens []int32, start int, cache *
 	}
 	if c := o.Softcap; c > 0 {
 		for i, z := range logits {
-			logits[i] = float32(math.Tanh(float64(z/c))) * c
+			logits[i] = float32(tanh64(float64(z/c))) * c
 		}
 	}
 	return Result(logits, n, o.Vocab, want), nil

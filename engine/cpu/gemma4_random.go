@@ -37,7 +37,7 @@ func RandomGemma4(o gemma4.Config, typ gguf.Type, seed uint64, pool *Pool) (*Gem
 	norm := func(n int) []float32 {
 		v := make([]float32, n)
 		for i := range v {
-			v[i] = 1 + 0.1*float32(r.NormFloat64())
+			v[i] = 1 + float32(0.1*float32(r.NormFloat64())) // not fused on arm64
 		}
 		return v
 	}

@@ -57,6 +57,13 @@ type goldenModel struct {
 	load    func(t *testing.T) model.Backend
 	prompts [][]int32
 	greedy  int
+	// short is how many kernel sets (the first of goldenKernelSets) run
+	// the model with -test.short, as make test's arm64 step runs the tests
+	// under qemu, where a large model takes minutes: -1 all, 0 none
+	// (SmolLM2: ~80 s of CPU under qemu; its matrices' kernels are held to
+	// the canonical sums there by the kernel tests, and the model's outputs
+	// by the native run).
+	short int
 	// simdOnly skips the Go-loop kernel set (a real K-format model there
 	// takes minutes; the random ones cover those loops).
 	simdOnly bool
@@ -65,9 +72,9 @@ type goldenModel struct {
 func goldenModels() []goldenModel {
 	stories := func(t *testing.T) model.Backend { return loadStories(t) }
 	return []goldenModel{
-		{"stories260K", stories, [][]int32{testres.StoriesPrompt(), {1, 300, 2, 301, 302, 303}, {1}}, 48, false},
-		{"random-llama-q8_0", func(t *testing.T) model.Backend { return loadRandom(t, tinyOpts, gguf.Q8_0) }, [][]int32{{1, 5, 9, 77, 3}}, 40, false},
-		{"random-llama-q4_0", func(t *testing.T) model.Backend { return loadRandom(t, tinyOpts, gguf.Q4_0) }, [][]int32{{1, 5, 9, 77, 3}}, 40, false},
+		{"stories260K", stories, [][]int32{testres.StoriesPrompt(), {1, 300, 2, 301, 302, 303}, {1}}, 48, -1, false},
+		{"random-llama-q8_0", func(t *testing.T) model.Backend { return loadRandom(t, tinyOpts, gguf.Q8_0) }, [][]int32{{1, 5, 9, 77, 3}}, 40, -1, false},
+		{"random-llama-q4_0", func(t *testing.T) model.Backend { return loadRandom(t, tinyOpts, gguf.Q4_0) }, [][]int32{{1, 5, 9, 77, 3}}, 40, -1, false},
 		{"smollm2", func(t *testing.T) model.Backend {
 			m, err := OpenLlama(testres.SmolLM2GGUF(t), NewPool(0))
 			if err != nil {
@@ -75,20 +82,20 @@ func goldenModels() []goldenModel {
 			}
 			t.Cleanup(func() { m.Close() })
 			return m
-		}, [][]int32{{1, 504, 3458, 2914, 28, 253, 1345, 30}}, 32, false},
-		{"gemma4-fixture", func(t *testing.T) model.Backend { return loadGemma4Dir(t, "model") }, nil, 40, false},
-		{"gemma4-fixture-bf16", func(t *testing.T) model.Backend { return loadGemma4Dir(t, "model-bf16") }, nil, 40, false},
+		}, [][]int32{{1, 504, 3458, 2914, 28, 253, 1345, 30}}, 32, 0, false},
+		{"gemma4-fixture", func(t *testing.T) model.Backend { return loadGemma4Dir(t, "model") }, nil, 40, -1, false},
+		{"gemma4-fixture-bf16", func(t *testing.T) model.Backend { return loadGemma4Dir(t, "model-bf16") }, nil, 40, -1, false},
 		{"random-gemma4-q8_0", func(t *testing.T) model.Backend {
 			m, err := RandomGemma4(gemma4.E2B(5, 384), gguf.Q8_0, 3, NewPool(0))
 			if err != nil {
 				t.Fatal(err)
 			}
 			return m
-		}, [][]int32{{2, 17, 200, 31, 5, 99}}, 16, false},
-		{"random-qwen2-q5_0", func(t *testing.T) model.Backend { return loadDecoder(t, tinySpecs()["qwen2"], gguf.Q5_0) }, [][]int32{{1, 5, 9, 77, 3}}, 24, false},
-		{"random-qwen3-q8_0", func(t *testing.T) model.Backend { return loadDecoder(t, tinySpecs()["qwen3"], gguf.Q8_0) }, [][]int32{{1, 5, 9, 77, 3}}, 24, false},
-		{"random-gemma3-q4_k", func(t *testing.T) model.Backend { return loadDecoder(t, wideSpec(tinySpecs()["gemma3"]), gguf.Q4_K) }, [][]int32{{2, 17, 200, 31, 5, 99}}, 16, false},
-		{"decoders-gemma3-f16", func(t *testing.T) model.Backend { return openDecoderFixture(t, "gemma3") }, [][]int32{{1, 48, 85, 122, 159, 196}}, 16, false},
+		}, [][]int32{{2, 17, 200, 31, 5, 99}}, 16, 0, false},
+		{"random-qwen2-q5_0", func(t *testing.T) model.Backend { return loadDecoder(t, tinySpecs()["qwen2"], gguf.Q5_0) }, [][]int32{{1, 5, 9, 77, 3}}, 24, -1, false},
+		{"random-qwen3-q8_0", func(t *testing.T) model.Backend { return loadDecoder(t, tinySpecs()["qwen3"], gguf.Q8_0) }, [][]int32{{1, 5, 9, 77, 3}}, 24, -1, false},
+		{"random-gemma3-q4_k", func(t *testing.T) model.Backend { return loadDecoder(t, wideSpec(tinySpecs()["gemma3"]), gguf.Q4_K) }, [][]int32{{2, 17, 200, 31, 5, 99}}, 16, -1, false},
+		{"decoders-gemma3-f16", func(t *testing.T) model.Backend { return openDecoderFixture(t, "gemma3") }, [][]int32{{1, 48, 85, 122, 159, 196}}, 16, -1, false},
 		{"gemma3-270m", func(t *testing.T) model.Backend {
 			m, err := OpenGemma3(testres.Gemma3GGUF(t), NewPool(0))
 			if err != nil {
@@ -96,7 +103,7 @@ func goldenModels() []goldenModel {
 			}
 			t.Cleanup(func() { m.Close() })
 			return m
-		}, [][]int32{{2, 818, 5279, 529, 7001, 563}}, 16, true},
+		}, [][]int32{{2, 818, 5279, 529, 7001, 563}}, 16, 0, true},
 	}
 }
 
@@ -143,16 +150,25 @@ func TestGolden(t *testing.T) {
 		t.Fatalf("%v (run go test ./engine/cpu -run TestGolden -update to record it)", err)
 	}
 	got := goldenFile{Note: "written by go test ./engine/cpu -run TestGolden -update; see golden_test.go", Sets: map[string][]goldenCase{}}
-	for _, ks := range goldenKernelSets() {
+	for si, ks := range goldenKernelSets() {
 		t.Run(ks.name, func(t *testing.T) {
 			restore := ks.enable()
 			defer restore()
 			wantSet, recorded := want.Sets[ks.name]
+			if ks.same != "" {
+				if *updateGolden {
+					t.Skipf("kernel set %s is checked against %s's records: update them on amd64", ks.name, ks.same)
+				}
+				wantSet, recorded = want.Sets[ks.same]
+			}
 			if !recorded && !*updateGolden {
 				t.Skipf("%s records no outputs for kernel set %s (GOARCH %s): record them with -update on such a machine", goldenPath, ks.name, runtime.GOARCH)
 			}
 			for _, gm := range goldenModels() {
 				t.Run(gm.name, func(t *testing.T) {
+					if testing.Short() && gm.short >= 0 && si >= gm.short && !*updateGolden {
+						t.Skipf("-short: %s runs on the first %d kernel sets only", gm.name, gm.short)
+					}
 					if gm.simdOnly && strings.HasSuffix(ks.name, "-go") {
 						t.Skip("not run on the Go-loop kernel set")
 					}
@@ -178,7 +194,7 @@ func TestGolden(t *testing.T) {
 			}
 		})
 	}
-	if *updateGolden {
+	if *updateGolden && len(got.Sets) > 0 {
 		data, err := marshalGolden(got)
 		if err != nil {
 			t.Fatal(err)
@@ -308,13 +324,65 @@ func hashLogits(row []float32) string {
 }
 
 // goldenKernelSet is a kernel set the golden test runs: enable switches
-// the package to it and returns what switches it back.
+// the package to it and returns what switches it back. same, when set,
+// names the recorded set whose outputs this one must equal bit for bit
+// (an arm64 set and its amd64 twin): such a set is never recorded itself.
 type goldenKernelSet struct {
 	name   string
+	same   string
 	enable func() (restore func())
 }
 
 // kernelSetName names a set by architecture and feature flags.
 func kernelSetName(parts ...string) string {
 	return strings.Join(append([]string{runtime.GOARCH}, parts...), "-")
+}
+
+// TestGoldenSetsAgree: the recorded kernel sets share one canonical order
+// on every case: amd64-vnni and amd64-avx2 (the two forms of the integer
+// row kernels) and amd64-go (the Go loops, which since go.3 compute the
+// same canonical integer sums, with the float kernels on; every case but
+// those of the simdOnly models) give the same greedy ids and logits. So the arm64 sets, checked against these records,
+// are held to one computation.
+func TestGoldenSetsAgree(t *testing.T) {
+	data, err := os.ReadFile(goldenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f goldenFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	index := func(set string) map[string]goldenCase {
+		m := map[string]goldenCase{}
+		for _, c := range f.Sets[set] {
+			m[c.Name] = c
+		}
+		return m
+	}
+	vnni, avx2, gos := index("amd64-vnni"), index("amd64-avx2"), index("amd64-go")
+	simdOnly := func(name string) bool { // a case of a model the Go-loop set skips
+		for _, gm := range goldenModels() {
+			if gm.simdOnly && strings.HasPrefix(name, gm.name+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	if len(vnni) == 0 || len(vnni) != len(avx2) {
+		t.Fatalf("%s: %d, %d cases in amd64-vnni, amd64-avx2", goldenPath, len(vnni), len(avx2))
+	}
+	equal := func(a, b goldenCase) bool {
+		return slices.Equal(a.Greedy, b.Greedy) && maps.EqualFunc(a.Logits, b.Logits, maps.Equal)
+	}
+	for name, c := range vnni {
+		if !equal(c, avx2[name]) {
+			t.Errorf("%s: amd64-vnni and amd64-avx2 differ", name)
+		}
+		if g, ok := gos[name]; !ok && !simdOnly(name) {
+			t.Errorf("%s: not recorded for amd64-go", name)
+		} else if ok && !equal(c, g) {
+			t.Errorf("%s: amd64-vnni and amd64-go differ", name)
+		}
+	}
 }

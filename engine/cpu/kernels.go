@@ -12,9 +12,11 @@ import (
 // then sums the lanes in a fixed tree: the order depends only on len(a), so a
 // given row always gives the same bits.
 //
-// On amd64 with AVX2 the first len(a)-len(a)%32 elements go through an FMA
-// kernel (four 8-lane accumulators) and the rest through the loop below; the
-// split depends only on len(a) as well.
+// On amd64 with AVX2 and on arm64 the first len(a)-len(a)%32 elements go
+// through an FMA kernel (32 lanes, lane j taking the elements i ≡ j mod
+// 32, one fused multiply-add each, summed in a fixed tree: dotCanon in the
+// tests) and the rest through the loop below; the split depends only on
+// len(a) as well, and both architectures give the same bits.
 func Dot(a, b []float32) float32 {
 	b = b[:len(a)]
 	s, done := dotSIMD(a, b)
@@ -46,38 +48,40 @@ func dotGo(a, b []float32) float32 {
 	b = b[:n]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
 	i := 0
+	// Each product is rounded before it is added (the conversions): arm64
+	// would otherwise fuse them into multiply-adds, and amd64 does not.
 	for ; i+8 <= n; i += 8 {
 		aa := a[i : i+8 : i+8]
 		bb := b[i : i+8 : i+8]
-		s0 += aa[0] * bb[0]
-		s1 += aa[1] * bb[1]
-		s2 += aa[2] * bb[2]
-		s3 += aa[3] * bb[3]
-		s4 += aa[4] * bb[4]
-		s5 += aa[5] * bb[5]
-		s6 += aa[6] * bb[6]
-		s7 += aa[7] * bb[7]
+		s0 += float32(aa[0] * bb[0])
+		s1 += float32(aa[1] * bb[1])
+		s2 += float32(aa[2] * bb[2])
+		s3 += float32(aa[3] * bb[3])
+		s4 += float32(aa[4] * bb[4])
+		s5 += float32(aa[5] * bb[5])
+		s6 += float32(aa[6] * bb[6])
+		s7 += float32(aa[7] * bb[7])
 	}
 	for ; i < n; i++ {
-		s0 += a[i] * b[i]
+		s0 += float32(a[i] * b[i])
 	}
 	return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 }
 
-// Axpy adds alpha·x to y element-wise over len(y) elements (with AVX2, a
-// fused multiply-add for the first len(y)-len(y)%8 elements; the split
-// depends only on len(y)).
+// Axpy adds alpha·x to y element-wise over len(y) elements (with AVX2 or
+// on arm64, a fused multiply-add for the first len(y)-len(y)%8 elements;
+// the split depends only on len(y); the rest rounds the product first).
 func Axpy(y []float32, alpha float32, x []float32) {
 	x = x[:len(y)]
 	for i := axpySIMD(y, alpha, x); i < len(y); i++ {
-		y[i] += alpha * x[i]
+		y[i] += float32(alpha * x[i])
 	}
 }
 
 func axpyGo(y []float32, alpha float32, x []float32) {
 	x = x[:len(y)]
 	for i := range y {
-		y[i] += alpha * x[i]
+		y[i] += float32(alpha * x[i])
 	}
 }
 
@@ -102,7 +106,7 @@ func RMSNormRows(out, x, w []float32, cols int, eps float32) {
 func RMSNorm(out, x, w []float32, eps float32) {
 	var ss float64
 	for _, v := range x {
-		ss += float64(v) * float64(v)
+		ss += float64(v) * float64(v) // exact product: fused or not, the same sum
 	}
 	scale := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
 	if w == nil {
@@ -130,7 +134,7 @@ func Softmax(x []float32) {
 		i += expShiftedSIMD(x[i:], m)
 		end := min(i+4, len(x))
 		for ; i < end; i++ {
-			x[i] = float32(math.Exp(float64(x[i] - m)))
+			x[i] = float32(exp64(float64(x[i] - m)))
 		}
 	}
 	var sum float64
@@ -143,7 +147,7 @@ func Softmax(x []float32) {
 	}
 }
 
-// softmaxGo is Softmax with math.Exp throughout (the reference the SIMD
+// softmaxGo is Softmax with exp64 throughout (the reference the SIMD
 // exponentials are tested against).
 func softmaxGo(x []float32) {
 	if len(x) == 0 {
@@ -155,7 +159,7 @@ func softmaxGo(x []float32) {
 	}
 	var sum float64
 	for i, v := range x {
-		e := float32(math.Exp(float64(v - m)))
+		e := float32(exp64(float64(v - m)))
 		x[i] = e
 		sum += float64(e)
 	}
@@ -197,11 +201,10 @@ func siluMulRange(g, u []float32) {
 
 // geluMulRange is the gated GELU-tanh's loop over one piece. A last partial group of
 // four goes through the SIMD kernel too, padded, so that every element is
-// computed the same way wherever it falls: the SIMD GELU equals GELUTanh
-// as Go compiles it by default (GOAMD64 v1, v2), but GOAMD64=v3 lets the
-// compiler fuse a*b+c in GELUTanh and math.Tanh, and then an element taking
-// the Go path in one call and the SIMD path in another would break row
-// independence.
+// computed by the same code wherever it falls (the SIMD GELU equals
+// GELUTanh bit for bit, which rounds every operation on its own on every
+// architecture and GOAMD64 level; the padding keeps row independence even
+// if the two ever parted).
 func geluMulRange(g, u []float32) {
 	i := geluMulSIMD(g, u) // a prefix of whole groups of four
 	if i < len(g) && len(g)-i < 4 {
@@ -218,14 +221,16 @@ func geluMulRange(g, u []float32) {
 	}
 }
 
-// SiLU returns x·sigmoid(x).
-func SiLU(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
+// SiLU returns x·sigmoid(x), with the canonical exponential exp64.
+func SiLU(x float32) float32 { return x / (1 + float32(exp64(float64(-x)))) }
 
-// GELUTanh is the tanh approximation of GELU (gelu_pytorch_tanh).
+// GELUTanh is the tanh approximation of GELU (gelu_pytorch_tanh), with the
+// canonical tanh64 and every product rounded on its own (no fused
+// multiply-add on any architecture).
 func GELUTanh(x float32) float32 {
 	const c = 0.7978845608028654 // sqrt(2/pi)
 	v := float64(x)
-	return float32(0.5 * v * (1 + math.Tanh(c*(v+0.044715*v*v*v))))
+	return float32(0.5 * v * (1 + tanh64(c*(v+float64(0.044715*v*v*v)))))
 }
 
 // Argmax returns the index of the largest value, the lowest index on ties.

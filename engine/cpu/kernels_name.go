@@ -12,27 +12,20 @@ const (
 	KernelsVNNI = "cpu/rows-vnni.2"
 	// KernelsAVX2: the AVX2 forms of the row kernels (q8rowsavx2_amd64.s).
 	KernelsAVX2 = "cpu/avx2.4"
+	// KernelsNEON: the arm64 row kernels with the dot-product extension
+	// (q8rows_arm64.s; Q5_0, Q5_1, and kqrows_arm64.s for Q4_K and Q6_K, since .2), with the NEON
+	// float kernels.
+	KernelsNEON = "cpu/neon-sdot.2"
 	// KernelsGo: the portable Go loops (go.3: the integer formats multiply
 	// quantised activations with the canonical sums of dotref.go, as the
 	// row kernels do, instead of dequantising the rows to floats).
 	KernelsGo = "cpu/go.3"
 )
 
-// kernelsName names the kernel set chosen from the CPU features: vnni
-// (hasVNNI) wins over q8 (hasQ8), and without either the Go loops run.
-func kernelsName(vnni, q8 bool) string {
-	switch {
-	case vnni:
-		return KernelsVNNI
-	case q8:
-		return KernelsAVX2
-	}
-	return KernelsGo
-}
-
-// Kernels names the kernel set selected on this CPU (KernelsVNNI,
-// KernelsAVX2 or KernelsGo); every CPU backend of the process runs it.
-func Kernels() string { return kernelsName(kernelFeatures()) }
+// Kernels names the kernel set selected on this CPU (KernelsVNNI or
+// KernelsAVX2 on amd64, KernelsNEON on arm64, else KernelsGo: no integer
+// kernels); every CPU backend of the process runs it.
+func Kernels() string { return kernelSet() }
 
 // Kernels implements model.KernelNamer.
 func (m *Llama) Kernels() string { return Kernels() }

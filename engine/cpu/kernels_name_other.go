@@ -1,6 +1,6 @@
-//go:build !amd64
+//go:build !amd64 && !arm64
 
 package cpu
 
-// kernelFeatures: without amd64 assembly only the Go loops run.
-func kernelFeatures() (vnni, q8 bool) { return false, false }
+// kernelSet: without assembly only the Go loops run.
+func kernelSet() string { return KernelsGo }

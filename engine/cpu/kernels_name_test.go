@@ -6,8 +6,8 @@ import "testing"
 // other, so a cost table measured with one set is never taken for
 // another's.
 func TestKernelsNamesDistinct(t *testing.T) {
-	names := map[string]bool{KernelsVNNI: true, KernelsAVX2: true, KernelsGo: true}
-	if len(names) != 3 {
-		t.Errorf("kernel set names collide: %q %q %q", KernelsVNNI, KernelsAVX2, KernelsGo)
+	names := map[string]bool{KernelsVNNI: true, KernelsAVX2: true, KernelsNEON: true, KernelsGo: true}
+	if len(names) != 4 {
+		t.Errorf("kernel set names collide: %q %q %q %q", KernelsVNNI, KernelsAVX2, KernelsNEON, KernelsGo)
 	}
 }

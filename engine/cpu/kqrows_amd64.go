@@ -151,36 +151,6 @@ func moreRowKernels(t gguf.Type) (k [9]rowKernel, ok bool) {
 	return k, true
 }
 
-// rowArgs is the activations' side of a row-kernel call for m's format.
-type rowArgs struct {
-	nb           int            // blocks per row
-	q            []int8         // the grouped values (token t's group at q[t*Cols:])
-	dx, sx       unsafe.Pointer // token 0's first scalars
-	dsize, ssize int            // bytes from one token's scalars to the next
-	dstride      int            // bytes from one block's scalars to the next
-}
-
-// rowArgs computes (on first use) and returns the Input form m's kernels read.
-func (m *Matrix) rowArgs(in *Input) rowArgs {
-	if kFormat(m.Type) {
-		k := in.q8K()
-		return rowArgs{nb: m.Cols / qkK, q: k.q, dx: unsafe.Pointer(&k.recs[0]), sx: unsafe.Pointer(&k.recs[0]), dsize: kRecBytes, ssize: kRecBytes, dstride: k.ts * kRecBytes}
-	}
-	ts := in.q8T()
-	a := rowArgs{nb: m.Cols / 32, q: in.qG, dx: unsafe.Pointer(&in.dT[0]), dsize: 4, ssize: 4, dstride: 4 * ts}
-	switch m.Type {
-	case gguf.Q4_1, gguf.Q5_1:
-		a.sx = unsafe.Pointer(&in.sT[0])
-	case gguf.Q4_0:
-		a.sx = unsafe.Pointer(&in.qs8T[0])
-	case gguf.Q5_0:
-		a.sx = unsafe.Pointer(&in.qs16T[0])
-	default:
-		a.sx = unsafe.Pointer(&in.qs128T[0])
-	}
-	return a
-}
-
 //go:noescape
 func rowsQ4Kx1(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 

@@ -79,7 +79,7 @@ func siluMulAVX2(gate, u *float32, n int) int
 
 // siluMulSIMD does g[i] = SiLU(g[i])*u[i] for a prefix of g with
 // siluMulAVX2 and returns its length: up to len(g)&^3, less where a group
-// of four needs math.Exp's special cases (the caller continues there).
+// of four needs exp64's special cases (the caller continues there).
 func siluMulSIMD(g, u []float32) int {
 	n := len(g) &^ 3
 	if !hasAVX2 || n == 0 {
@@ -92,9 +92,9 @@ func siluMulSIMD(g, u []float32) int {
 //go:noescape
 func expShiftedAVX2(x *float32, m float32, n int) int
 
-// expShiftedSIMD sets x[i] = float32(math.Exp(float64(x[i]-m))) for a
+// expShiftedSIMD sets x[i] = float32(exp64(float64(x[i]-m))) for a
 // prefix of x with expShiftedAVX2 and returns its length (up to
-// len(x)&^3; less where a group needs math.Exp's special cases).
+// len(x)&^3; less where a group needs exp64's special cases).
 func expShiftedSIMD(x []float32, m float32) int {
 	n := len(x) &^ 3
 	if !hasAVX2 || n == 0 {

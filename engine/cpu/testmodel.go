@@ -67,7 +67,7 @@ func RandomLlama(o llama.Config, typ gguf.Type, seed uint64) ([]byte, error) {
 	norm := func(name string) {
 		v := make([]float32, o.Hidden)
 		for i := range v {
-			v[i] = 1 + 0.1*float32(r.NormFloat64())
+			v[i] = 1 + float32(0.1*float32(r.NormFloat64())) // not fused on arm64
 		}
 		w.AddF32(name, []int{o.Hidden}, v)
 	}

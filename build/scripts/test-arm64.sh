@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The arm64 step of `make test` (issue 17): every Mac anechat targets is
+# arm64, where the CPU backend runs its NEON kernels. On an x86-64 Linux
+# host this cross-compiles the engine's test binaries for linux/arm64 and
+# runs them under qemu-user (qemu-aarch64-static, which
+# build/scripts/sysdeps.sh installs; it emulates a CPU with the dot-product
+# extension, so the SDOT kernels run too), from each package's directory as
+# `go test` would. Among them: the kernels' bit-for-bit tests against the
+# canonical references, the golden outputs checked against the amd64
+# records, and the kernel vectors of engine/cpu/testdata/canon.json. On an
+# arm64 host the binaries run natively. It also cross-compiles the app for
+# darwin/arm64 without cgo (the CLI build; the Wails window needs cgo).
+#
+# qemu says nothing about speed: benchmarks are not run here (see
+# `anechat bench cpu`), and the tests run with -test.short (TestGolden then
+# skips the two large models, SmolLM2 and the 150M-weight random Gemma 4;
+# the real Gemma 3 file's Q4_K, Q5_0, Q6_K and Q8_0 matrices still run, in
+# TestGemma3MatMul). The engine package itself (Session, the verify loop:
+# whole generations, several minutes under qemu) is left to the native
+# go test; its arithmetic is engine/cpu's, engine/sample's and
+# engine/spec's, which run here. Tests skipped under qemu, and why:
+#   TestPoolCarriesWorkerFaults, Test*TruncatedUnderForward,
+#   TestGuardTruncated, TestParseTruncatedMapping (gguf, safetensors): a
+#     read of a truncated file mapping faults with
+#     SIGBUS; qemu-user delivers it without the fault address, so the
+#     recovery these tests check cannot work under qemu;
+#   TestKilledWriter: it re-executes its own test binary, which the host
+#     cannot exec without binfmt_misc;
+#   engine/spec's TestGemma4GreedyLossless, TestLookaheadLossless,
+#     TestStoriesGreedyLossless, TestGemma4SamplingDistribution: whole
+#     generations at every width (more than 10 minutes under qemu on 2
+#     shared cores); what they rest on on arm64, row independence of the
+#     kernels and the models' outputs, engine/cpu checks here;
+#   engine/cpu's TestGemma3MatchesLlamaCpp, TestSmolLM2MatchesLlamaCpp:
+#     whole real models against llama.cpp's figures (Gemma 3 270M alone ran
+#     past the 15-minute timeout under qemu); the native run checks them.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+run=()
+case "$(uname -m)" in
+aarch64 | arm64) ;;
+x86_64)
+	command -v qemu-aarch64-static >/dev/null || { echo "test-arm64: qemu-aarch64-static is missing: run build/scripts/sysdeps.sh (Debian: apt-get install qemu-user-static)" >&2; exit 1; }
+	run=(qemu-aarch64-static)
+	;;
+*) echo "test-arm64: no way to run arm64 binaries on $(uname -m); skipped"; exit 0 ;;
+esac
+if [[ "$(uname -s)" != Linux ]]; then
+	echo "test-arm64: on $(uname -s) the native go test covers arm64; skipped"
+	exit 0
+fi
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+echo "== darwin/arm64 build, CGO_ENABLED=0"
+GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go build -o "$out/anechat-darwin-arm64" .
+
+skip='^(TestPoolCarriesWorkerFaults|TestLlamaTruncatedUnderForward|TestGemma4TruncatedUnderForward|TestGuardTruncated|TestParseTruncatedMapping|TestKilledWriter|TestGemma4GreedyLossless|TestLookaheadLossless|TestStoriesGreedyLossless|TestGemma4SamplingDistribution|TestGemma3MatchesLlamaCpp|TestSmolLM2MatchesLlamaCpp)$'
+mapfile -t pkgs < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' ./engine/... | grep -v '^anechat/engine ')
+# cpu sets $cpu to the user CPU seconds of this shell's finished children
+# (times must run in this shell, not in a $(...) subshell).
+cpu() {
+	times >"$out/times"
+	local u
+	u=$(tail -1 "$out/times")
+	cpu=$(awk -v t="${u%% *}" 'BEGIN { split(t, a, "m"); sub("s", "", a[2]); printf "%.1f", a[1] * 60 + a[2] }')
+}
+start=$SECONDS
+for line in "${pkgs[@]}"; do
+	pkg=${line% *}
+	dir=${line#* }
+	bin="$out/$(basename "$dir").test"
+	GOARCH=arm64 go test -c -o "$bin" "$pkg"
+	cpu
+	t0=$SECONDS c0=$cpu
+	if ! (cd "$dir" && "${run[@]}" "$bin" -test.short -test.timeout 15m -test.skip "$skip") >"$out/log" 2>&1; then
+		cat "$out/log"
+		echo "test-arm64: $pkg failed under arm64" >&2
+		exit 1
+	fi
+	cpu
+	echo "ok   $pkg (arm64: $((SECONDS - t0)) s, $(awk -v a="$cpu" -v b="$c0" 'BEGIN { printf "%.1f", a - b }') s CPU)"
+done
+echo "test-arm64: all passed in $((SECONDS - start)) s"

@@ -1,0 +1,194 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"anechat/engine/model/gguf"
+)
+
+// dotQ8Ref is the canonical integer dot product that every row kernel
+// (q8rows_amd64.s, q8rowsavx2_amd64.s, q8rows_arm64.s) reproduces bit for
+// bit: exact int32 block products I_b
+// and, block after block, A = fma(d_w*d_x, float(I_b), A), then for Q4_1
+// A = fma(m_w, s_x, A).
+func dotQ8Ref(typ gguf.Type, row []byte, q []int8, d, s []float32, qs []int32) float32 {
+	var a float32
+	bs := typ.RowBytes(32)
+	for b := range len(q) / 32 {
+		blk := row[b*bs : (b+1)*bs]
+		x := q[b*32 : b*32+32]
+		dw := F16(binary.LittleEndian.Uint16(blk))
+		var ib int32
+		switch typ {
+		case gguf.Q8_0:
+			for i := range 32 {
+				ib += int32(int8(blk[2+i])) * int32(x[i])
+			}
+		case gguf.Q4_0, gguf.Q4_1:
+			nib := blk[2:]
+			if typ == gguf.Q4_1 {
+				nib = blk[4:]
+			}
+			for i := range 16 {
+				ib += int32(nib[i]&0xf)*int32(x[i]) + int32(nib[i]>>4)*int32(x[i+16])
+			}
+			if typ == gguf.Q4_0 {
+				ib -= 8 * qs[b]
+			}
+		}
+		a = fma32Big(dw*d[b], float32(ib), a)
+		if typ == gguf.Q4_1 {
+			a = fma32Big(F16(binary.LittleEndian.Uint16(blk[2:])), s[b], a)
+		}
+	}
+	return a
+}
+
+// TestLaneKernelsCanonical: every width of the row kernels gives, bit for
+// bit, the canonical sum of dotQ8Ref of every token, for rows of 1 to 13
+// blocks, matrices of 1 to 19 rows (partial groups of 8), weights with
+// extreme values (Q8_0 -128, nibbles 0 and 15) and activations with zero
+// and saturated blocks: every set of integer kernels this CPU has (amd64:
+// the VNNI and the AVX2 forms; arm64: the SDOT forms), each switched on in
+// turn (rowKernelSets).
+func TestLaneKernelsCanonical(t *testing.T) {
+	sets := rowKernelSets()
+	if len(sets) == 0 {
+		t.Skip("no integer kernels on this CPU: the Go loops run")
+	}
+	for _, ks := range sets {
+		t.Run(ks.name, func(t *testing.T) {
+			defer ks.enable()()
+			testRowKernelsCanonical(t, []gguf.Type{gguf.Q8_0, gguf.Q4_0, gguf.Q4_1})
+		})
+	}
+}
+
+func testRowKernelsCanonical(t *testing.T, types []gguf.Type) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, typ := range types {
+		if rowKernels(typ)[1] == nil {
+			t.Fatalf("%s: no row kernels", typ)
+		}
+		for nb := 1; nb <= 13; nb++ {
+			rows := 1 + (nb*7)%19
+			cols := 32 * nb
+			w := randVals(r, rows*cols, 0.1)
+			data, _ := Quantize(typ, w, cols)
+			bs := typ.RowBytes(32)
+			for i := 0; i < len(data); i += bs {
+				if r.IntN(3) == 0 {
+					for j := i + bs - 16; j < i+bs; j++ {
+						data[j] = byte(r.IntN(256))
+					}
+				}
+			}
+			m, err := NewMatrix("w", typ, rows, cols, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := randVals(r, 13*cols, 1)
+			for i := 0; i < 32 && i < cols; i++ {
+				x[cols+i] = 0 // token 1's first block is zero
+			}
+			x[2*cols] = 1e30 // token 2's first block saturates to ±127 around one huge value
+			for n := 1; n <= 13; n++ {
+				in := NewInput(x[:n*cols], cols)
+				out := make([]float32, n*rows)
+				m.MatMulInput(NewPool(1), out, in)
+				// The token-major form of the Go quantiser, for the reference.
+				q, d, sx, qs := make([]int8, n*cols), make([]float32, n*nb), make([]float32, n*nb), make([]int32, n*nb)
+				quantizeQ8(q, d, sx, qs, x[:n*cols])
+				for tk := range n {
+					for ri := range rows {
+						want := dotQ8Ref(typ, data[ri*m.rowBytes:(ri+1)*m.rowBytes], q[tk*cols:(tk+1)*cols],
+							d[tk*nb:(tk+1)*nb], sx[tk*nb:(tk+1)*nb], qs[tk*nb:(tk+1)*nb])
+						if got := out[tk*rows+ri]; math.Float32bits(got) != math.Float32bits(want) {
+							t.Fatalf("%s, %d blocks, width %d: token %d row %d = %v, canonical %v", typ, nb, n, tk, ri, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestQuantizeQ8SIMD: the SIMD quantiser (AVX2, NEON) gives the Go
+// quantiser's bits for
+// random blocks and blocks of zeros, ties (x·id at .5), huge, tiny and
+// subnormal values, and mixed signs; for blocks holding a NaN (in any of
+// the four 8-lane loads) both give NaN scales and the same q.
+func TestQuantizeQ8SIMD(t *testing.T) {
+	if !quantSIMD() {
+		t.Skip("no SIMD quantiser on this CPU")
+	}
+	r := rand.New(rand.NewPCG(43, 44))
+	const nb = 64
+	x := randVals(r, nb*32, 3)
+	for i := range 32 {
+		x[i] = 0                          // block 0: zeros
+		x[32+i] = float32(i) - 15.5       // block 1: ties after scaling
+		x[64+i] = float32(i%5) * 1e38     // block 2: huge
+		x[96+i] = float32(i) * 1e-44      // block 3: subnormal
+		x[128+i] = float32(i%3-1) * 1e-30 // block 4: tiny
+	}
+	x[160] = -3e38                         // block 5: one huge negative value
+	for b, i := range []int{0, 7, 8, 31} { // blocks 6..9: a NaN at element i
+		x[(6+b)*32+i] = float32(math.NaN())
+	}
+	var q1, q2 [nb * 32]int8
+	var d1, d2, s1, s2 [nb]float32
+	var qs1, qs2 [nb]int32
+	quantizeQ8(q1[:], d1[:], s1[:], qs1[:], x)
+	if !quantizeQ8IntoSIMD(q2[:], 32, d2[:], s2[:], qs2[:], 1, x) {
+		t.Fatal("quantizeQ8IntoSIMD declined")
+	}
+	for b := range nb {
+		same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
+		if !same(d1[b], d2[b]) || !same(s1[b], s2[b]) || qs1[b] != qs2[b] {
+			t.Fatalf("block %d: Go d %v s %v qs %d, SIMD d %v s %v qs %d", b, d1[b], s1[b], qs1[b], d2[b], s2[b], qs2[b])
+		}
+		for i := b * 32; i < b*32+32; i++ {
+			if q1[i] != q2[i] {
+				t.Fatalf("block %d element %d (x = %v): Go q %d, SIMD q %d", b, i-b*32, x[i], q1[i], q2[i])
+			}
+		}
+	}
+}
+
+// TestQuantizeQ8Into: the strided quantiser (grouped values, transposed
+// scalars) writes quantizeQ8's values at its strides, with the SIMD
+// quantiser and with the Go loop.
+func TestQuantizeQ8Into(t *testing.T) {
+	r := rand.New(rand.NewPCG(45, 46))
+	const nb, qstep, sstep = 9, 96, 5
+	x := randVals(r, nb*32, 2)
+	var q [nb * 32]int8
+	var d, s [nb]float32
+	var qs [nb]int32
+	quantizeQ8(q[:], d[:], s[:], qs[:], x)
+	for _, simd := range []bool{true, false} {
+		restore := func() {}
+		if !simd {
+			restore = withoutSIMD()
+		}
+		gq := make([]int8, nb*qstep)
+		gd, gs := make([]float32, nb*sstep), make([]float32, nb*sstep)
+		gqs := make([]int32, nb*sstep)
+		quantizeQ8Into(gq, qstep, gd, gs, gqs, sstep, x)
+		restore()
+		for b := range nb {
+			if gd[b*sstep] != d[b] || gs[b*sstep] != s[b] || gqs[b*sstep] != qs[b] {
+				t.Fatalf("SIMD %v block %d: scalars %v %v %d, want %v %v %d", simd, b, gd[b*sstep], gs[b*sstep], gqs[b*sstep], d[b], s[b], qs[b])
+			}
+			for i := range 32 {
+				if gq[b*qstep+i] != q[b*32+i] {
+					t.Fatalf("SIMD %v block %d element %d: %d, want %d", simd, b, i, gq[b*qstep+i], q[b*32+i])
+				}
+			}
+		}
+	}
+}
