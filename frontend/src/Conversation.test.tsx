@@ -433,6 +433,8 @@ describe("models and settings", () => {
       "cpu runs the default model (stories): Core ML is not in this build",
     );
     expect(testid("running")?.textContent).toContain("stories.gguf on cpu");
+    // Core ML's state is said once, in its own part, not again beside the build's backends.
+    expect(testid("backend-build")?.textContent).toBe("This build has: cpu.");
     const select = testid<HTMLSelectElement>("compute-units")!;
     expect(select.value).toBe("neural-engine");
     await act(() => {

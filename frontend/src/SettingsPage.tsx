@@ -209,8 +209,10 @@ function BackendSection() {
             ) : null}
             {backend.why}
           </p>
-          <p class="muted small">
-            This build has: {backend.available.join(", ") || "no backend"}. Core ML: {backend.coreML}
+          <p class="muted small" data-testid="backend-build">
+            This build has: {backend.available.join(", ") || "no backend"}.
+            {/* The Core ML part below says where Core ML runs; without it, say it here. */}
+            {coreml ? null : ` Core ML: ${backend.coreML}`}
           </p>
         </>
       ) : (
