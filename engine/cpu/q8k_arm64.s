@@ -18,7 +18,8 @@
 //
 // Registers: R0 x, R1 blocks left, R2 q, R3 qstride, R4 the record, R5
 // rstride; per block R6 the chunk's x, R7 chunks left, R9 its q, R10 its
-// S32, R11 its S16, R12 the mode (0 finite, 1 amax +Inf, 2 all -127).
+// S32, R11 its S16, R12 the mode (0 finite, 1 amax +Inf, 2 all -127: the
+// last two in a loop of their own, off the common path).
 
 // KNARROW saturates the int32 lanes of V0..V7 to int8 in V12 (elements
 // 0..15) and V13 (16..31).
@@ -46,6 +47,22 @@
 	FABS_4S(13, 5) \
 	FABS_4S(14, 6) \
 	FABS_4S(15, 7)
+
+// KSTORE: the chunk's 32 values (V12, V13) to q, their two sums of 16
+// and their sum of 32 to the record; the chunk pointers on.
+#define KSTORE \
+	FSTPQ (F12, F13), (R9) \
+	SADDLV_H(14, 12) \
+	SADDLV_H(15, 13) \
+	VMOV V14.H[0], R13 \
+	VMOV V15.H[0], R14 \
+	MOVH R13, (R11) \
+	MOVH R14, 2(R11) \
+	ADD R14, R13, R13 \
+	MOVH R13, (R10) \
+	ADD $32, R9, R9 \
+	ADD $4, R11, R11 \
+	ADD $2, R10, R10
 
 // func quantizeQ8KNEON(x *float32, nb int, q *int8, qstride int, recs *kRec, rstride int)
 TEXT ·quantizeQ8KNEON(SB), NOSPLIT, $0-48
@@ -108,31 +125,10 @@ qkmode:
 	MOVD R2, R9
 	ADD $16, R4, R10
 	ADD $32, R4, R11
-qkchunk:
+	CBNZ R12, qkspecial
+qkfinite:
 	VLD1.P 64(R6), [V0.S4, V1.S4, V2.S4, V3.S4]
 	VLD1.P 64(R6), [V4.S4, V5.S4, V6.S4, V7.S4]
-	CBZ R12, qkfinite
-	CMP $1, R12
-	BEQ qkinf
-	VMOV V24.B16, V12.B16
-	VMOV V24.B16, V13.B16
-	B qksum
-qkinf:
-	// x·0 is 0 for finite x (q = 0) and NaN for x = ±Inf (q = -127).
-	KABS
-	FCMEQ_4S(0, 8, 30)
-	FCMEQ_4S(1, 9, 30)
-	FCMEQ_4S(2, 10, 30)
-	FCMEQ_4S(3, 11, 30)
-	FCMEQ_4S(4, 12, 30)
-	FCMEQ_4S(5, 13, 30)
-	FCMEQ_4S(6, 14, 30)
-	FCMEQ_4S(7, 15, 30)
-	KNARROW
-	AND_16B(12, 12, 24)
-	AND_16B(13, 13, 24)
-	B qksum
-qkfinite:
 	FMUL_4S(0, 0, 20)
 	FMUL_4S(1, 1, 20)
 	FMUL_4S(2, 2, 20)
@@ -152,21 +148,37 @@ qkfinite:
 	KNARROW
 	SMAX_16B(12, 12, 24)
 	SMAX_16B(13, 13, 24)
-qksum:
-	FSTPQ (F12, F13), (R9)
-	SADDLV_H(14, 12)
-	SADDLV_H(15, 13)
-	VMOV V14.H[0], R13
-	VMOV V15.H[0], R14
-	MOVH R13, (R11)
-	MOVH R14, 2(R11)
-	ADD R14, R13, R13
-	MOVH R13, (R10)
-	ADD $32, R9, R9
-	ADD $4, R11, R11
-	ADD $2, R10, R10
+	KSTORE
 	SUBS $1, R7, R7
-	BNE qkchunk
+	BNE qkfinite
+	B qknext
+qkspecial:
+	VLD1.P 64(R6), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P 64(R6), [V4.S4, V5.S4, V6.S4, V7.S4]
+	CMP $1, R12
+	BEQ qkinf
+	VMOV V24.B16, V12.B16
+	VMOV V24.B16, V13.B16
+	B qkstore
+qkinf:
+	// x·0 is 0 for finite x (q = 0) and NaN for x = ±Inf (q = -127).
+	KABS
+	FCMEQ_4S(0, 8, 30)
+	FCMEQ_4S(1, 9, 30)
+	FCMEQ_4S(2, 10, 30)
+	FCMEQ_4S(3, 11, 30)
+	FCMEQ_4S(4, 12, 30)
+	FCMEQ_4S(5, 13, 30)
+	FCMEQ_4S(6, 14, 30)
+	FCMEQ_4S(7, 15, 30)
+	KNARROW
+	AND_16B(12, 12, 24)
+	AND_16B(13, 13, 24)
+qkstore:
+	KSTORE
+	SUBS $1, R7, R7
+	BNE qkspecial
+qknext:
 	ADD $1024, R0, R0
 	ADD R3, R2, R2
 	ADD R5, R4, R4
