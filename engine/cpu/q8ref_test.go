@@ -199,13 +199,14 @@ func TestQuantizeQ8Into(t *testing.T) {
 // value among small ones, a d so small that 1/d is infinite, blocks
 // holding ±Inf (d +Inf, q 0 or -127), and for blocks holding a NaN (at
 // the start, middle or end, or beside an Inf) NaN scales and the same
-// values.
+// values; and for blocks of random bit patterns, finite over spans of
+// exponents up to the whole range, or any bits.
 func TestQuantizeQ8KSIMD(t *testing.T) {
 	if !quantSIMD() {
 		t.Skip("no SIMD quantiser on this CPU")
 	}
 	r := rand.New(rand.NewPCG(47, 48))
-	const nb = 20
+	const nb = 30
 	x := randVals(r, nb*qkK, 3)
 	inf := float32(math.Inf(1))
 	for i := range qkK {
@@ -229,6 +230,20 @@ func TestQuantizeQ8KSIMD(t *testing.T) {
 	x[17*qkK+31], x[17*qkK+200] = inf, float32(math.NaN()) // block 17: Inf and NaN
 	for i := range qkK {
 		x[18*qkK+i] = float32(i-128) / 128 * 127 // block 18: every q once
+	}
+	// Blocks 20..27: finite values of random bits over the whole exponent
+	// range (each block's own span: 1, 8, 30 or 254 binades); 28, 29: any
+	// bits (NaNs with payloads, infinities).
+	for b := 20; b < 28; b++ {
+		span := []uint32{1, 8, 30, 254}[b%4]
+		lo := r.Uint32N(255 - span)
+		for i := range qkK {
+			e := lo + r.Uint32N(span)
+			x[b*qkK+i] = math.Float32frombits(r.Uint32()&0x807fffff | e<<23)
+		}
+	}
+	for i := range 2 * qkK {
+		x[28*qkK+i] = math.Float32frombits(r.Uint32())
 	}
 	q1, q2 := make([]int8, nb*qkK), make([]int8, nb*qkK)
 	d1 := make([]float32, nb)
