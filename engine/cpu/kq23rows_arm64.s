@@ -18,10 +18,10 @@
 // in sub-block k = 8h + 2s + u, its 2 low bits are bits 2s..2s+1 of
 // qs[32h+16u+l] and (Q3_K) its high bit is bit 4h+s of hmask[16u+l]. Per
 // (h, u) the 16 qs bytes of the 4 rows are loaded once and transposed into
-// 4-byte chunks (V4..V7, as Q4_0's), and each s takes their low 2 bits
-// and shifts them down 2; Q3_K's hmask chunks (V24..V27) are loaded per u
-// and tested against a bit (V30) that moves up one per s and h. Every
-// token's P_k comes from 4 SDOTs by element, I += P_k·sc_k (MLA).
+// 4-byte chunks (V4..V7, as Q4_0's), and each s takes bits 2s..2s+1 (Q2_K:
+// an AND with 3, then the chunks shift down 2; Q3_K: shifts and inserts
+// with the inverted hmask chunks V24..V27, loaded per u, see Q3VAL).
+// Every token's P_k comes from 4 SDOTs by element, I += P_k·sc_k (MLA).
 //
 // Per block, the 16 scales of the 4 rows are unpacked in bytes (one row a
 // vector: TBL, masks, USHL), transposed (ZIP) and widened into the frame,
@@ -36,9 +36,8 @@
 // activations and records. V0..V3 a sub-block's values, V4..V7 the qs
 // chunks, V8..V15 loads, transposes, a token's activations (V12), P (V14)
 // and sc_k (V15); V16..V19 the float sums of the quad's 4 tokens, V20..V23
-// their I; V24..V27 the hmask chunks (Q3_K), V28 d_w, V29 dmin_w (Q2_K) or
-// 0xFC in every byte (Q3_K), V30 the hmask bit (Q3_K) and a product, V31
-// 3 in every byte.
+// their I; V24..V27 the inverted hmask chunks (Q3_K), V28 d_w, V29
+// dmin_w (Q2_K), V30 a product, V31 3 in every byte (Q2_K).
 
 // Q3_K's scale unpacking, for the 16 bytes at 94 of a block (scales[i] at
 // byte 2+i): sc_i = (s[i%8] >> 4(i/8)) & 15 | ((s[8+i%4] >> 2(i/4)) & 3) << 4,
@@ -224,8 +223,7 @@ lout: \
 // ---- Q3_K (110-byte blocks: hmask[32], qs[64], scales[12], d) ----
 
 #define Q3ARGS \
-	KARGS(110) \
-	VMOVI $0xFC, V29.B16
+	KARGS(110)
 
 // Q3ROW(r): row r's loaded scale bytes (V8+r) to its 16 sc_k in V8+r.
 #define Q3ROW(r) \
@@ -266,43 +264,58 @@ lout: \
 	VLD1 (R21), V30.H[3] \
 	FCVTL_4S(28, 30)
 
-// Q3VAL(i): chunk i's values w = low 2 bits - (hmask bit clear ? 4 : 0)
-// into V(i): 0xFC where the bit is clear, or'd onto the low bits.
-#define Q3VAL(i) \
-	AND_16B(i, 4+i, 31) \
-	CMTST_16B(8+i, 24+i, 30) \
-	BIC_16B(8+i, 29, 8+i) \
-	ORR_16B(i, i, 8+i)
+// Q3VAL(i, HSH, QSH, src): chunk i's values w into V(i). The inverted
+// hmask chunk (V24+i) shifted left by HSH puts the clear-bit flag of
+// element bit 4h+s at bit 7, the qs chunk (V4+i) shifted left by QSH (into
+// V(i); none for s = 3, src 4: the chunk itself) its 2 low bits at bits
+// 6..7; SRI by 1 inserts them below the flag, and the arithmetic shift by
+// 5 takes the 3-bit field (flag, lo) as signed: lo where the hmask bit is
+// set, lo - 4 where it is clear (q3Values).
+#define Q3VAL(i, HSH, QSH, src) \
+	HSH(8+i, 24+i) \
+	QSH(i, 4+i) \
+	SRI_16B_1(8+i, src+i) \
+	SSHR_16B_5(i, 8+i)
 
-// Q3SUB(k, TOKS): sub-block k from the current qs and hmask bits.
-#define Q3SUB(k, TOKS) \
-	Q3VAL(0) \
-	Q3VAL(1) \
-	Q3VAL(2) \
-	Q3VAL(3) \
-	ADD_16B(30, 30, 30) \
+#define Q3NOSHIFT(d, n)
+
+// Q3SUB(k, HSH, QSH, src, TOKS): sub-block k (see Q3VAL).
+#define Q3SUB(k, HSH, QSH, src, TOKS) \
+	Q3VAL(0, HSH, QSH, src) \
+	Q3VAL(1, HSH, QSH, src) \
+	Q3VAL(2, HSH, QSH, src) \
+	Q3VAL(3, HSH, QSH, src) \
 	FMOVQ (16+16*(k))(RSP), F15 \
 	TOKS(k)
 
-// Q3H(h, u, TOKS): the 4 sub-blocks 8h+2s+u (s = 0..3) of qs[32h+16u..].
-#define Q3H(h, u, TOKS) \
-	LOAD4(32+32*(h)+16*(u)) \
+// Q3H0 and Q3H1 (u, TOKS): the 4 sub-blocks 8h+2s+u (s = 0..3) of
+// qs[32h+16u..], their high bits hmask bits 4h+s.
+#define Q3H0(u, TOKS) \
+	LOAD4(32+16*(u)) \
 	TRANSPOSE(4) \
-	Q3SUB(8*(h)+(u), TOKS) \
-	QSHIFT \
-	Q3SUB(8*(h)+2+(u), TOKS) \
-	QSHIFT \
-	Q3SUB(8*(h)+4+(u), TOKS) \
-	QSHIFT \
-	Q3SUB(8*(h)+6+(u), TOKS)
+	Q3SUB((u), SHL_16B_7, SHL_16B_6, 0, TOKS) \
+	Q3SUB(2+(u), SHL_16B_6, SHL_16B_4, 0, TOKS) \
+	Q3SUB(4+(u), SHL_16B_5, SHL_16B_2, 0, TOKS) \
+	Q3SUB(6+(u), SHL_16B_4, Q3NOSHIFT, 4, TOKS)
+#define Q3H1(u, TOKS) \
+	LOAD4(64+16*(u)) \
+	TRANSPOSE(4) \
+	Q3SUB(8+(u), SHL_16B_3, SHL_16B_6, 0, TOKS) \
+	Q3SUB(10+(u), SHL_16B_2, SHL_16B_4, 0, TOKS) \
+	Q3SUB(12+(u), SHL_16B_1, SHL_16B_2, 0, TOKS) \
+	Q3SUB(14+(u), MOVV, Q3NOSHIFT, 4, TOKS)
 
-// Q3U(u, TOKS): the 8 sub-blocks whose high bits are in hmask[16u..].
+// Q3U(u, TOKS): the 8 sub-blocks whose high bits are in hmask[16u..]
+// (inverted once: V24..V27).
 #define Q3U(u, TOKS) \
 	LOAD4(16*(u)) \
 	TRANSPOSE(24) \
-	VMOVI $1, V30.B16 \
-	Q3H(0, u, TOKS) \
-	Q3H(1, u, TOKS)
+	NOT_16B(24, 24) \
+	NOT_16B(25, 25) \
+	NOT_16B(26, 26) \
+	NOT_16B(27, 27) \
+	Q3H0(u, TOKS) \
+	Q3H1(u, TOKS)
 
 // Q3E(t): A = fma(d_w*d_x, float(I), A) for token t; I starts again.
 #define Q3E(t) \
