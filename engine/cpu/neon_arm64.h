@@ -105,7 +105,6 @@
 #define SHL_16B_4(d, n) WORD $(0x4F0C5400 | (n)<<5 | (d)) // shl vd.16b, vn.16b, #4
 #define SHL_16B_2(d, n) WORD $(0x4F0A5400 | (n)<<5 | (d)) // shl vd.16b, vn.16b, #2
 #define CMTST_16B(d, n, m) WORD $(0x4E208C00 | (m)<<16 | (n)<<5 | (d)) // cmtst vd.16b, vn.16b, vm.16b
-#define ADD_16B(d, n, m) WORD $(0x4E208400 | (m)<<16 | (n)<<5 | (d)) // add vd.16b, vn.16b, vm.16b
 #define SHL_16B_1(d, n) WORD $(0x4F095400 | (n)<<5 | (d)) // shl vd.16b, vn.16b, #1
 #define SHL_16B_3(d, n) WORD $(0x4F0B5400 | (n)<<5 | (d)) // shl vd.16b, vn.16b, #3
 #define SHL_16B_5(d, n) WORD $(0x4F0D5400 | (n)<<5 | (d)) // shl vd.16b, vn.16b, #5
