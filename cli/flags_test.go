@@ -250,6 +250,8 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"bench", "spec", "--model", "none.gguf", "--reps", "0"}, "--reps 0: want at least 1"},
 		{[]string{"bench", "resume", "--model", "none.gguf", "--batch", "0"}, "--batch 0: want a prefill call width of 1..512"},
 		{[]string{"bench", "resume", "--model", "none.gguf", "--repeat", "0"}, "--repeat 0: want at least 1"},
+		{[]string{"bench", "coreml", "--bundle", "none", "--compute-units", "ane2"}, `--compute-units "ane2": want neural-engine`},
+		{[]string{"doctor", "--bundle", "none", "--compute-units", "ane2"}, `--compute-units "ane2": want neural-engine`},
 	} {
 		var out, errb bytes.Buffer
 		if code := Run(context.Background(), tc.args, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
