@@ -83,7 +83,11 @@ done
 runpkg() {
 	local i=$1 dir=${ordered[$1]#* }
 	local TIMEFORMAT='%R %U %S'
-	{ time (cd "$dir" && "${run[@]}" "$out/$i.test" -test.short -test.timeout 15m -test.skip "$skip" >"$out/$i.log" 2>&1); echo $? >"$out/$i.rc"; } 2>"$out/$i.time"
+	local rc=0
+	# (|| rc=: under set -e a failure would end this before its code is
+	# written; the code is written last, once the time report is closed.)
+	{ time (cd "$dir" && "${run[@]}" "$out/$i.test" -test.short -test.timeout 15m -test.skip "$skip" >"$out/$i.log" 2>&1); } 2>"$out/$i.time" || rc=$?
+	echo "$rc" >"$out/$i.rc"
 }
 start=$SECONDS
 jobs=2
@@ -96,7 +100,8 @@ report() {
 		failed=1
 		return
 	fi
-	read -r wall user sys <"$out/$i.time"
+	local wall=0 user=0 sys=0
+	read -r wall user sys <"$out/$i.time" || true
 	echo "ok   $pkg (arm64: ${wall%.*} s, $(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.1f", u + s }') s CPU)"
 }
 running=()
