@@ -74,6 +74,7 @@ const download = (d: Partial<Download>): Download => ({
   total: 4 * 1024 * 1024,
   bytesPerSec: 1024 * 1024,
   etaSeconds: 3,
+  stalledSeconds: 0,
   error: "",
   model: null,
   ...d,
