@@ -327,12 +327,19 @@ func diagnose(t *testing.T, c boundsCase, s side, fi *faultInfo) string {
 		f, g := runOne(t, c, arg, s, gap, unix.PROT_NONE)
 		g.free(t)
 		if f == nil {
-			reach = fmt.Sprintf("%d bytes", gap)
+			reach = nbytes(gap)
 			break
 		}
 	}
-	return fmt.Sprintf("%s: %s %s %s %s (%d bytes, %d-byte elements): the first faulting byte is %d bytes %s it, the accesses reach %s beyond it (fault at %#x)",
-		c.name, fi.where, kind, dir, a.name, len(a.init), a.elem, off, strings.Fields(dir)[0], reach, fi.addr)
+	return fmt.Sprintf("%s: %s %s %s %s (%d bytes, %d-byte elements): the first faulting byte is %s %s it; the call's accesses reach %s beyond it (fault at %#x)",
+		c.name, fi.where, kind, dir, a.name, len(a.init), a.elem, nbytes(off), strings.Fields(dir)[0], reach, fi.addr)
+}
+
+func nbytes(n int) string {
+	if n == 1 {
+		return "1 byte"
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // runOne runs c with argument i at a guard on side s (gap bytes from it,
@@ -692,7 +699,7 @@ func boundsCases() []boundsCase {
 	for _, typ := range allIntegerTypes {
 		bsize := typ.BlockSize()
 		for _, rows := range []int{8, 13} {
-			for _, nb := range []int{1, 2, 3} {
+			for _, nb := range []int{1, 2, 3, 5} {
 				for _, n := range widths {
 					cs = append(cs, rowMatMulCase(r, typ, rows, nb*bsize, n))
 				}
@@ -723,9 +730,11 @@ func TestKernelBounds(t *testing.T) {
 	for _, ks := range boundsKernelSets() {
 		t.Run(ks.name, func(t *testing.T) {
 			defer ks.enable()()
-			for _, c := range boundsCases() {
+			cs := boundsCases()
+			for _, c := range cs {
 				checkBounds(t, c)
 			}
+			t.Logf("%d calls, kernels %s, page size %d", len(cs), Kernels(), unix.Getpagesize())
 		})
 	}
 }
