@@ -551,3 +551,141 @@ TEXT ·rowsQ6Kx4N(SB), NOSPLIT, $288-72
 // func rowsQ6Kx8N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 TEXT ·rowsQ6Kx8N(SB), NOSPLIT, $288-72
 	Q6KERNEL(2048, 2, KZERO4, Q6TOKS4, Q6END4, KOUT4, q6kh8, q6kq8, q6kb8, q6ko8)
+
+// Q5_K (176-byte blocks: d, dmin, scales[12], qh[32], qs[128]): Q4_K's
+// loop, scales, mins and sums, with w = nibble s of qs[32c+l] | (bit j of
+// qh[l])<<4 for sub-block j = 2c+s (q5kValues), 0..31. Per block the 4
+// rows' qh bytes are transposed as the nibbles are (4-byte chunk k of the
+// 4 rows in one vector) and kept in the frame at 208+16k(RSP); per
+// sub-block j each chunk is shifted so that bit j lands on bit 4 and
+// inserted there (BIT, V30 = 0x10 in every byte) into the nibbles, whose
+// bit 4 is clear.
+
+// SHL_16B_N / USHR_16B_N: shl / ushr vd.16b, vn.16b, #s (1 <= s <= 7).
+#define SHL_16B_N(d, n, s) WORD $(0x4F005400 | (8+(s))<<16 | (n)<<5 | (d))
+#define USHR_16B_N(d, n, s) WORD $(0x6F000400 | (16-(s))<<16 | (n)<<5 | (d))
+
+#define K5ARGS \
+	KARGS \
+	MOVD $176, R19
+
+// K5QH: the block's qh of the 4 rows, transposed, into the frame; V30 the
+// bit-4 mask (KHEAD used V30 before; KE uses it after the sub-blocks).
+#define K5QH \
+	LOAD4(16) \
+	TRANSPOSE(0) \
+	LOAD4(32) \
+	TRANSPOSE(4) \
+	FSTPQ (F0, F1), 208(RSP) \
+	FSTPQ (F2, F3), 240(RSP) \
+	FSTPQ (F4, F5), 272(RSP) \
+	FSTPQ (F6, F7), 304(RSP) \
+	VMOVI $16, V30.B16
+
+// K5B0..K5B7: bit j of V8..V11 to bit 4.
+#define K5SH(SH, s) \
+	SH(8, 8, s) \
+	SH(9, 9, s) \
+	SH(10, 10, s) \
+	SH(11, 11, s)
+#define K5B0 K5SH(SHL_16B_N, 4)
+#define K5B1 K5SH(SHL_16B_N, 3)
+#define K5B2 K5SH(SHL_16B_N, 2)
+#define K5B3 K5SH(SHL_16B_N, 1)
+#define K5B4
+#define K5B5 K5SH(USHR_16B_N, 1)
+#define K5B6 K5SH(USHR_16B_N, 2)
+#define K5B7 K5SH(USHR_16B_N, 3)
+
+// K5HI(k, o, B): qh chunks k..k+3 (frame offset o) shifted by B, their
+// bit 4 inserted into V(k)..V(k+3).
+#define K5HI(k, o, B) \
+	FLDPQ o(RSP), (F8, F9) \
+	FLDPQ (o+32)(RSP), (F10, F11) \
+	B \
+	BIT_16B(k, 8, 30) \
+	BIT_16B(k+1, 9, 30) \
+	BIT_16B(k+2, 10, 30) \
+	BIT_16B(k+3, 11, 30)
+
+// K5SUB(c, j, NIB, B, TOKS): sub-block j = 2c+s, nibble s of
+// qs[32c..32c+31], bit j of qh.
+#define K5SUB(c, j, NIB, B, TOKS) \
+	LOAD4(48+32*c) \
+	TRANSPOSE(0) \
+	LOAD4(64+32*c) \
+	TRANSPOSE(4) \
+	NIB \
+	K5HI(0, 208, B) \
+	K5HI(4, 272, B) \
+	FMOVQ (16+16*j)(RSP), F15 \
+	TOKS(j)
+
+#define K5KERNEL(astr, Q, ZERO, TOKS, END, OUT, lhalf, lquad, lblk, lout) \
+	K5ARGS \
+lhalf: \
+	MOVD R3, R24 \
+	MOVD R4, R25 \
+	MOVD R7, R22 \
+	MOVD $Q, R23 \
+lquad: \
+	MOVD R0, R10 \
+	ADD R1, R10, R11 \
+	ADD R1, R11, R12 \
+	ADD R1, R12, R13 \
+	MOVD R24, R14 \
+	MOVD R25, R15 \
+	MOVD R2, R17 \
+	ZERO \
+	CBZ R17, lout \
+lblk: \
+	KSCALES \
+	KHEAD \
+	K5QH \
+	K5SUB(0, 0, NIBLO, K5B0, TOKS) \
+	K5SUB(0, 1, NIBHI, K5B1, TOKS) \
+	K5SUB(1, 2, NIBLO, K5B2, TOKS) \
+	K5SUB(1, 3, NIBHI, K5B3, TOKS) \
+	K5SUB(2, 4, NIBLO, K5B4, TOKS) \
+	K5SUB(2, 5, NIBHI, K5B5, TOKS) \
+	K5SUB(3, 6, NIBLO, K5B6, TOKS) \
+	K5SUB(3, 7, NIBHI, K5B7, TOKS) \
+	FLDPQ 144(RSP), (F8, F9) \
+	FLDPQ 176(RSP), (F10, F11) \
+	END \
+	ADD R19, R10, R10 \
+	ADD R19, R11, R11 \
+	ADD R19, R12, R12 \
+	ADD R19, R13, R13 \
+	ADD $astr, R14, R14 \
+	ADD R6, R15, R15 \
+	SUBS $1, R17, R17 \
+	BNE lblk \
+lout: \
+	OUT \
+	ADD $1024, R24, R24 \
+	ADD $256, R25, R25 \
+	ADD R9<<2, R22, R22 \
+	SUBS $1, R23, R23 \
+	BNE lquad \
+	ADD $16, R7, R7 \
+	ADD R1<<2, R0, R0 \
+	SUBS $1, R20, R20 \
+	BNE lhalf \
+	RET
+
+// func rowsQ5Kx1N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ5Kx1N(SB), NOSPLIT, $352-72
+	K5KERNEL(256, 1, KZERO1, KTOKS1, KEND1, KOUT1, q5kh1, q5kq1, q5kb1, q5ko1)
+
+// func rowsQ5Kx2N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ5Kx2N(SB), NOSPLIT, $352-72
+	K5KERNEL(512, 1, KZERO2, KTOKS2, KEND2, KOUT2, q5kh2, q5kq2, q5kb2, q5ko2)
+
+// func rowsQ5Kx4N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ5Kx4N(SB), NOSPLIT, $352-72
+	K5KERNEL(1024, 1, KZERO4, KTOKS4, KEND4, KOUT4, q5kh4, q5kq4, q5kb4, q5ko4)
+
+// func rowsQ5Kx8N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ5Kx8N(SB), NOSPLIT, $352-72
+	K5KERNEL(2048, 2, KZERO4, KTOKS4, KEND4, KOUT4, q5kh8, q5kq8, q5kb8, q5ko8)
