@@ -171,7 +171,7 @@ def main():
     print('Row kernels: instructions per 32 weights per token (inner loop / (rows x tokens))')
     print('%-6s %-5s %22s %22s %22s' % ('type', 'width', 'amd64 VNNI', 'amd64 AVX2', 'arm64 NEON+SDOT'))
     per32 = {}
-    for typ in ['Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q4_K', 'Q6_K']:
+    for typ in ['Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q4_K', 'Q5_K', 'Q6_K']:
         t = typ.replace('_', '')
         # A K kernel's loop body is one block of 256 weights (8 blocks of
         # 32); arm64 runs a width of 8 as two passes of 4 tokens for the K
@@ -195,8 +195,8 @@ def main():
     print('performance cores (bytes per 32 weights x instructions/s / (instructions per 32 weights')
     print('per token x G)); below the memory bandwidth the call is bound by the kernels, not memory')
     print('%-6s %-5s %s' % ('type', 'width', '  '.join('%16s' % ('%s (%.0f GB/s)' % (m, bw / 1e9)) for m, bw, _, _ in MACS)))
-    for typ in ['Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q4_K', 'Q6_K']:
-        bpw = {'Q4_0': 18, 'Q4_1': 20, 'Q5_0': 22, 'Q5_1': 24, 'Q8_0': 34, 'Q4_K': 18, 'Q6_K': 26.25}[typ]
+    for typ in ['Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q4_K', 'Q5_K', 'Q6_K']:
+        bpw = {'Q4_0': 18, 'Q4_1': 20, 'Q5_0': 22, 'Q5_1': 24, 'Q8_0': 34, 'Q4_K': 18, 'Q5_K': 22, 'Q6_K': 26.25}[typ]
         for g in [1, 4, 8]:
             k = per32.get(('neon', typ, g))
             if k:

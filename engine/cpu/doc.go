@@ -64,8 +64,8 @@
 // or AVX2 (q8rowsavx2_amd64.s, q5rowsavx2_amd64.s, kqrowsavx2_amd64.s) for
 // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K (Q2_K and Q3_K run the
 // Go loops), and on arm64 the SDOT row kernels (q8rows_arm64.s,
-// kqrows_arm64.s) for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K (Q2_K,
-// Q3_K and Q5_K run the Go loops there); q8_amd64.s and q8_arm64.s hold the 32-value
+// kqrows_arm64.s) for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K
+// (Q2_K and Q3_K run the Go loops there); q8_amd64.s and q8_arm64.s hold the 32-value
 // quantisers (Q8_K's runs in Go on arm64). So a model gives the same bits with
 // every kernel set, and on every architecture (TestCanonicalSums,
 // TestGolden's sets). Dequantisation (Row) gives the PyPI gguf package's
