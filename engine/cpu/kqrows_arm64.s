@@ -565,6 +565,7 @@ TEXT ·rowsQ6Kx8N(SB), NOSPLIT, $288-72
 #define SHL_16B_N(d, n, s) WORD $(0x4F005400 | (8+(s))<<16 | (n)<<5 | (d))
 #define USHR_16B_N(d, n, s) WORD $(0x6F000400 | (16-(s))<<16 | (n)<<5 | (d))
 
+// K5ARGS: KARGS with Q5_K's block size in R19.
 #define K5ARGS \
 	KARGS \
 	MOVD $176, R19
