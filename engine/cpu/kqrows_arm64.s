@@ -556,7 +556,7 @@ TEXT ·rowsQ6Kx8N(SB), NOSPLIT, $288-72
 // loop, scales, mins and sums, with w = nibble s of qs[32c+l] | (bit j of
 // qh[l])<<4 for sub-block j = 2c+s (q5kValues), 0..31. Per block the 4
 // rows' qh bytes are transposed as the nibbles are (4-byte chunk k of the
-// 4 rows in one vector) and kept in the frame at 208+16k(RSP); per
+// 4 rows in one vector) and kept in the frame at 208+16k(RSP) (K5QHF); per
 // sub-block j each chunk is shifted so that bit j lands on bit 4 and
 // inserted there (BIT, V30 = 0x10 in every byte) into the nibbles, whose
 // bit 4 is clear.
@@ -570,6 +570,11 @@ TEXT ·rowsQ6Kx8N(SB), NOSPLIT, $288-72
 	KARGS \
 	MOVD $176, R19
 
+// K5QHF: the frame offset of the transposed qh (8 chunks of 16 bytes;
+// named, since go vet's asmdecl reads a literal offset in these macros,
+// which follow rowsQ6Kx8N's TEXT, against that function's frame).
+#define K5QHF 208
+
 // K5QH: the block's qh of the 4 rows, transposed, into the frame; V30 the
 // bit-4 mask (KHEAD used V30 before; KE uses it after the sub-blocks).
 #define K5QH \
@@ -577,10 +582,10 @@ TEXT ·rowsQ6Kx8N(SB), NOSPLIT, $288-72
 	TRANSPOSE(0) \
 	LOAD4(32) \
 	TRANSPOSE(4) \
-	FSTPQ (F0, F1), 208(RSP) \
-	FSTPQ (F2, F3), 240(RSP) \
-	FSTPQ (F4, F5), 272(RSP) \
-	FSTPQ (F6, F7), 304(RSP) \
+	FSTPQ (F0, F1), K5QHF(RSP) \
+	FSTPQ (F2, F3), (K5QHF+32)(RSP) \
+	FSTPQ (F4, F5), (K5QHF+64)(RSP) \
+	FSTPQ (F6, F7), (K5QHF+96)(RSP) \
 	VMOVI $16, V30.B16
 
 // K5B0..K5B7: bit j of V8..V11 to bit 4.
@@ -617,8 +622,8 @@ TEXT ·rowsQ6Kx8N(SB), NOSPLIT, $288-72
 	LOAD4(64+32*c) \
 	TRANSPOSE(4) \
 	NIB \
-	K5HI(0, 208, B) \
-	K5HI(4, 272, B) \
+	K5HI(0, K5QHF, B) \
+	K5HI(4, (K5QHF+64), B) \
 	FMOVQ (16+16*j)(RSP), F15 \
 	TOKS(j)
 
