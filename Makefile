@@ -95,7 +95,7 @@ go-test:
 
 # The engine's test binaries cross-compiled for arm64 and run under
 # qemu-user (the Mac's kernels, bit for bit against the amd64 records), and
-# the darwin/arm64 build without cgo; a few minutes on 2 cores.
+# the darwin/arm64 build without cgo; about 4 minutes on 2 cores.
 test-arm64:
 	build/scripts/test-arm64.sh
 

@@ -49,6 +49,10 @@ type Download struct {
 	// while unknown); both 0 when not running.
 	BytesPerSec float64 `json:"bytesPerSec"`
 	ETASeconds  float64 `json:"etaSeconds"`
+	// StalledSeconds is how long nothing has arrived while running, once
+	// that is at least a few seconds (0 while bytes flow), so that the
+	// window says the server went quiet instead of showing the last speed.
+	StalledSeconds float64 `json:"stalledSeconds"`
 	// Error says why it failed, or why it paused by itself (the connection
 	// was lost: Resume continues).
 	Error string `json:"error"`
@@ -84,10 +88,17 @@ type Downloads struct {
 	wg   sync.WaitGroup
 
 	// Knobs tests turn: retries after a lost connection before pausing,
-	// the wait before each, and the least time between progress events.
+	// the wait before each, the least time between progress events, how
+	// long a response may send nothing before it is dropped and retried
+	// (0: download.DefaultStall), and how often a running download's speed
+	// is brought up to date when no bytes arrive and how long a quiet spell
+	// lasts before the window is told.
 	retries       int
 	retryDelay    time.Duration
 	progressEvery time.Duration
+	stall         time.Duration
+	tickEvery     time.Duration
+	stallShown    time.Duration
 }
 
 // dlJob is one download's state; mu guards it (Downloads.mu guards the map).
@@ -100,6 +111,7 @@ type dlJob struct {
 	// samples are recent (time, bytes) points for the speed.
 	samples  []sample
 	lastSent time.Time
+	lastByte time.Time // when bytes last arrived (or the transfer started)
 }
 
 type sample struct {
@@ -119,7 +131,11 @@ const (
 	defaultRetries       = 3
 	defaultRetryDelay    = 2 * time.Second
 	defaultProgressEvery = 250 * time.Millisecond
+	defaultTickEvery     = time.Second
 	speedWindow          = 5 * time.Second
+	// defaultStallShown is how long nothing must arrive before the window
+	// is told (Download.StalledSeconds): a pause of a second is normal.
+	defaultStallShown = 3 * time.Second
 	downloadsDir         = ".downloads"
 	partSuffix           = ".part"
 	metaSuffix           = ".json"
@@ -139,8 +155,8 @@ func (s *Downloads) client() *http.Client {
 	if s.c.opts.HTTP != nil {
 		return s.c.opts.HTTP
 	}
-	// No overall timeout (a model takes minutes); stalls are bounded by
-	// the transport's header and idle timeouts.
+	// No overall timeout (a model takes minutes); a response that sends
+	// nothing for s.stall is dropped and retried (download.Options.Stall).
 	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		TLSHandshakeTimeout:   30 * time.Second,
@@ -383,8 +399,8 @@ func (s *Downloads) run(j *dlJob) Download {
 		return s.get(j)
 	}
 	j.cancel, j.done = cancel, make(chan struct{})
-	j.d.State, j.d.Error, j.d.BytesPerSec, j.d.ETASeconds = DownloadRunning, "", 0, -1
-	j.samples = nil
+	j.d.State, j.d.Error, j.d.BytesPerSec, j.d.ETASeconds, j.d.StalledSeconds = DownloadRunning, "", 0, -1, 0
+	j.samples, j.lastByte = nil, s.c.now()
 	done := j.done
 	j.mu.Unlock()
 	s.wg.Add(1)
@@ -404,12 +420,34 @@ func (s *Downloads) transfer(ctx context.Context, j *dlJob) {
 	part := s.partPath(name)
 	save := func(m *download.Meta) error { return download.SaveMeta(s.metaPath(name), m) }
 	progress := func(received, total int64) { s.progress(j, received, total) }
+	// While the transfer runs (and waits to retry), a ticker keeps the
+	// speed current when no bytes come: it falls to 0 over speedWindow and
+	// StalledSeconds counts, instead of the last speed standing still.
+	tick := s.tickEvery
+	if tick <= 0 {
+		tick = defaultTickEvery
+	}
+	ticking, ticked := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ticked)
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				s.tick(j)
+			case <-ticking:
+				return
+			}
+		}
+	}()
+	stopTicking := func() { close(ticking); <-ticked }
 	var err error
 	for attempt := 0; ; attempt++ {
 		j.mu.Lock()
 		m := j.meta
 		j.mu.Unlock()
-		err = download.Fetch(ctx, s.client(), part, &m, save, progress)
+		err = download.Fetch(ctx, download.Options{Client: s.client(), Stall: s.stall}, part, &m, save, progress)
 		j.mu.Lock()
 		j.meta = m
 		j.mu.Unlock()
@@ -427,6 +465,7 @@ func (s *Downloads) transfer(ctx context.Context, j *dlJob) {
 			break
 		}
 	}
+	stopTicking()
 	cause := context.Cause(ctx)
 	switch {
 	case err == nil:
@@ -455,7 +494,7 @@ func (s *Downloads) transfer(ctx context.Context, j *dlJob) {
 func (s *Downloads) complete(ctx context.Context, j *dlJob) {
 	name := j.d.Name
 	j.mu.Lock()
-	j.d.State, j.d.BytesPerSec, j.d.ETASeconds = DownloadVerifying, 0, 0
+	j.d.State, j.d.BytesPerSec, j.d.ETASeconds, j.d.StalledSeconds = DownloadVerifying, 0, 0, 0
 	want := j.meta.SHA256
 	j.mu.Unlock()
 	s.send(j)
@@ -533,7 +572,48 @@ func syncDir(dir string) {
 func (s *Downloads) progress(j *dlJob, received, total int64) {
 	now := s.c.now()
 	j.mu.Lock()
+	if received != j.d.Received {
+		j.lastByte = now
+	}
 	j.d.Received, j.d.Total = received, total
+	j.measure(now, s.stallShown)
+	due := now.Sub(j.lastSent) >= s.progressEvery || (total >= 0 && received == total)
+	j.mu.Unlock()
+	if due {
+		s.send(j)
+	}
+}
+
+// tick brings a running download's speed and stall time up to date when
+// no bytes have come (progress does it when they do), and tells the
+// window if that changed what it shows.
+func (s *Downloads) tick(j *dlJob) {
+	now := s.c.now()
+	j.mu.Lock()
+	if j.d.State != DownloadRunning || now.Sub(j.lastByte) < s.tickInterval() {
+		j.mu.Unlock()
+		return
+	}
+	before := [3]float64{j.d.BytesPerSec, j.d.ETASeconds, j.d.StalledSeconds}
+	j.measure(now, s.stallShown)
+	changed := before != [3]float64{j.d.BytesPerSec, j.d.ETASeconds, j.d.StalledSeconds}
+	j.mu.Unlock()
+	if changed {
+		s.send(j)
+	}
+}
+
+func (s *Downloads) tickInterval() time.Duration {
+	if s.tickEvery > 0 {
+		return s.tickEvery
+	}
+	return defaultTickEvery
+}
+
+// measure sets the speed over the last speedWindow, the time left at it
+// and the stall time (from shown on), as of now. j.mu is held.
+func (j *dlJob) measure(now time.Time, shown time.Duration) {
+	received, total := j.d.Received, j.d.Total
 	j.samples = append(j.samples, sample{now, received})
 	for len(j.samples) > 2 && now.Sub(j.samples[0].at) > speedWindow {
 		j.samples = j.samples[1:]
@@ -546,17 +626,19 @@ func (s *Downloads) progress(j *dlJob, received, total int64) {
 	if total >= 0 && j.d.BytesPerSec > 0 {
 		j.d.ETASeconds = float64(total-received) / j.d.BytesPerSec
 	}
-	due := now.Sub(j.lastSent) >= s.progressEvery || (total >= 0 && received == total)
-	j.mu.Unlock()
-	if due {
-		s.send(j)
+	j.d.StalledSeconds = 0
+	if shown <= 0 {
+		shown = defaultStallShown
+	}
+	if quiet := now.Sub(j.lastByte); quiet >= shown {
+		j.d.StalledSeconds = quiet.Seconds()
 	}
 }
 
 // finish sets j's final (or paused) state and tells the window.
 func (s *Downloads) finish(j *dlJob, state, msg string) {
 	j.mu.Lock()
-	j.d.State, j.d.Error, j.d.BytesPerSec = state, msg, 0
+	j.d.State, j.d.Error, j.d.BytesPerSec, j.d.StalledSeconds = state, msg, 0, 0
 	j.d.ETASeconds = 0
 	j.cancel = nil
 	j.mu.Unlock()

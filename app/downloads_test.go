@@ -258,6 +258,49 @@ func TestDownloadResumesAfterADroppedConnection(t *testing.T) {
 	}
 }
 
+// TestDownloadStalledServer: a server that sends half the file and then
+// nothing, the connection open: the window hears that nothing arrives
+// (StalledSeconds, the speed falling to 0, no time left) instead of the
+// last speed, and after the stall limit the response is dropped and the
+// retry continues from the half.
+func TestDownloadStalledServer(t *testing.T) {
+	ms, srv := newModelServer(t)
+	ms.hold = len(ms.data) / 2
+	dir := t.TempDir()
+	a, rec := startDownloads(t, dir, 1)
+	a.Downloads.stall, a.Downloads.tickEvery, a.Downloads.stallShown = 600*time.Millisecond, 20*time.Millisecond, 100*time.Millisecond
+	d, err := a.Downloads.Start(DownloadRequest{URL: srv.URL + "/stories260K.gguf", SHA256: sha(ms.data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := waitDownload(t, rec, func(x Download) bool {
+		return x.Name == d.Name && x.State == DownloadRunning && x.StalledSeconds >= 0.3
+	})
+	if quiet.Received != int64(ms.hold) {
+		t.Fatalf("stalled %+v", quiet)
+	}
+	done := waitDownload(t, rec, inState(d.Name, DownloadDone))
+	checkDone(t, a, dir, done, ms.data)
+	if done.StalledSeconds != 0 {
+		t.Fatalf("done still stalled: %+v", done)
+	}
+	reqs := ms.requests()
+	if len(reqs) != 2 || reqs[1].Get("Range") != "bytes="+strconv.Itoa(ms.hold)+"-" {
+		t.Fatalf("requests %v: want the second to continue from byte %d", reqs, ms.hold)
+	}
+	// Before the retry, the speed fell as the quiet went on.
+	var last float64 = -1
+	for _, e := range rec.named(EventDownload) {
+		x := e.(Download)
+		if x.State == DownloadRunning && x.StalledSeconds > 0 && x.Received == int64(ms.hold) {
+			if last >= 0 && x.BytesPerSec > last {
+				t.Fatalf("speed rose during the stall: %v after %v", x.BytesPerSec, last)
+			}
+			last = x.BytesPerSec
+		}
+	}
+}
+
 func TestDownloadWithoutRangeSupportStartsOver(t *testing.T) {
 	ms, srv := newModelServer(t)
 	ms.hold, ms.noRange = len(ms.data)/2, true

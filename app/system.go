@@ -98,11 +98,18 @@ func (s *System) Backend() (BackendInfo, error) {
 		info.Why = fmt.Sprintf("%s was registered before backends were recorded: press Scan on the Models page", mdl.Name)
 	case mdl.Kind == KindCoreML:
 		info.Backend = m.Backend
-		info.Why = fmt.Sprintf("%s is a Core ML bundle: it runs on the Apple Neural Engine", mdl.Name)
+		info.Why = "it is a Core ML bundle, made for the Apple Neural Engine"
 	default:
 		info.Backend = m.Backend
-		info.Why = fmt.Sprintf("%s is a %s file, which the %s backend runs; Core ML runs only Core ML bundles (Gemma 4 converted for the Neural Engine), and here it is %s",
-			mdl.Name, mdl.Kind, m.Backend, info.CoreML)
+		// Where Core ML runs is said once, beside its setting (CoreML.Settings).
+		what := "a " + mdl.Kind + " model"
+		switch mdl.Kind {
+		case KindGGUF:
+			what = "a GGUF file"
+		case KindSafetensors:
+			what = "a safetensors checkpoint"
+		}
+		info.Why = fmt.Sprintf("it is %s; Core ML runs only Core ML bundles (Gemma 4 converted for the Neural Engine)", what)
 	}
 	return info, nil
 }

@@ -30,6 +30,9 @@ func runBenchCoreML(ctx context.Context, env *Env, args []string) error {
 	if *tokens < 1 || *rows < 0 {
 		return badFlag(env, "bench coreml", fmt.Errorf("--tokens %d and --row-checks %d: want at least 1 and 0", *tokens, *rows))
 	}
+	if err := checkComputeUnits(*units); err != nil {
+		return badFlag(env, "bench coreml", err)
+	}
 	ctx, stop := interruptible(ctx)
 	defer stop()
 	rep, err := runCoreMLCheck(ctx, coremlCheckOptions{bundle: *bundle, reference: *reference, units: *units, tokens: *tokens, rowChecks: *rows,

@@ -249,7 +249,7 @@ func openSpecModel(path string) (*loadedModel, func(), error) {
 		}
 		return &loadedModel{backend: b}, closeFn, nil
 	}
-	m, err := openModel(path)
+	m, err := openModel(path, "")
 	if err != nil {
 		return nil, nil, err
 	}

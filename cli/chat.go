@@ -19,7 +19,7 @@ import (
 )
 
 func runChat(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "chat", "[--model PATH] [--system TEXT] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--data-dir DIR] [--no-cache]")
+	fs := newFlags(env, "chat", "[--model PATH] [--system TEXT] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--compute-units U] [--data-dir DIR] [--no-cache]")
 	g := addGenFlags(fs, 512)
 	system := fs.String("system", "", "system prompt")
 	stats := fs.Bool("stats", false, "print per-turn statistics to stderr")
@@ -34,7 +34,7 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 	if err := g.useDefaultModel(ctx, *dataDir, cliLogger(env)); err != nil {
 		return err
 	}
-	m, err := openModel(*g.model)
+	m, err := openModel(*g.model, *g.units)
 	if err != nil {
 		return modelError(*g.model, err)
 	}

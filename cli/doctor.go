@@ -29,6 +29,9 @@ func runDoctor(ctx context.Context, env *Env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if err := checkComputeUnits(*units); err != nil {
+		return badFlag(env, "doctor", err)
+	}
 	r := doctorReport{w: env.Stdout}
 	r.platform()
 	r.backends(runtime.GOOS, runtime.GOARCH)

@@ -58,6 +58,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--max-tokens", "-1"}, "--max-tokens -1: want a positive number, or 0 for no limit"},
 		{[]string{"--temperature", "-0.5"}, "--temperature -0.5: want 0 (greedy) or a positive number"},
 		{[]string{"--temperature", "NaN"}, "--temperature NaN"},
+		{[]string{"--compute-units", "npu"}, `--compute-units "npu": want neural-engine, gpu, cpu or all`},
 	} {
 		for _, cmd := range []string{"generate", "chat"} {
 			args := append([]string{cmd, "--model", missing}, tc.args...)
@@ -158,7 +159,7 @@ func (w *firstWrite) String() string {
 // even though the process-wide handler cancels the command's context on the
 // same signal; the next message is answered; Ctrl-C at the prompt leaves.
 func TestChatInterrupt(t *testing.T) {
-	m, err := openModel(testres.Stories(t))
+	m, err := openModel(testres.Stories(t), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,6 +250,8 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"bench", "spec", "--model", "none.gguf", "--reps", "0"}, "--reps 0: want at least 1"},
 		{[]string{"bench", "resume", "--model", "none.gguf", "--batch", "0"}, "--batch 0: want a prefill call width of 1..512"},
 		{[]string{"bench", "resume", "--model", "none.gguf", "--repeat", "0"}, "--repeat 0: want at least 1"},
+		{[]string{"bench", "coreml", "--bundle", "none", "--compute-units", "ane2"}, `--compute-units "ane2": want neural-engine`},
+		{[]string{"doctor", "--bundle", "none", "--compute-units", "ane2"}, `--compute-units "ane2": want neural-engine`},
 	} {
 		var out, errb bytes.Buffer
 		if code := Run(context.Background(), tc.args, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {

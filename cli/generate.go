@@ -54,6 +54,9 @@ type genFlags struct {
 	width       *int
 	temperature *float64
 	seed        *uint64
+	// units is --compute-units: where Core ML may run a bundle (the CPU
+	// backend ignores it).
+	units *string
 }
 
 func addGenFlags(fs interface {
@@ -68,6 +71,7 @@ func addGenFlags(fs interface {
 		width:       fs.Int("width", spec.DefaultWidth, "speculation width K: 1 = off, 2..8 = up to K-1 drafted tokens checked per model call, 0 = auto (output identical at every width)"),
 		temperature: fs.Float64("temperature", 0, "sampling temperature (0 = greedy)"),
 		seed:        fs.Uint64("seed", 0, "random seed for sampling (same seed, same output at every width)"),
+		units:       computeUnitsFlag(fs),
 	}
 }
 
@@ -82,7 +86,7 @@ func (g genFlags) validate() error {
 	case math.IsNaN(*g.temperature) || math.IsInf(*g.temperature, 0) || *g.temperature < 0:
 		return fmt.Errorf("--temperature %v: want 0 (greedy) or a positive number", *g.temperature)
 	}
-	return nil
+	return checkComputeUnits(*g.units)
 }
 
 func (g genFlags) options() engine.GenerateOptions {
@@ -129,7 +133,7 @@ func parseIDs(s string) ([]int32, error) {
 }
 
 func runGenerate(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "generate", "[--model PATH] (--prompt TEXT | --prompt-ids IDS) [--raw] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--json]")
+	fs := newFlags(env, "generate", "[--model PATH] (--prompt TEXT | --prompt-ids IDS) [--raw] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--compute-units U] [--json]")
 	g := addGenFlags(fs, 256)
 	prompt := fs.String("prompt", "", "prompt text")
 	promptIDs := fs.String("prompt-ids", "", "prompt as token ids (\"1 403 407\"), fed as is: no BOS added, no template")
@@ -160,7 +164,7 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 	}
 	ctx, stop := interruptible(ctx)
 	defer stop()
-	m, err := openModel(*g.model)
+	m, err := openModel(*g.model, *g.units)
 	if err != nil {
 		return modelError(*g.model, err)
 	}

@@ -10,16 +10,18 @@ import (
 	"anechat/app"
 	"anechat/engine"
 	"anechat/engine/chat"
+	"anechat/engine/coreml/mlcore"
 	"anechat/engine/load"
 	"anechat/engine/tokenizer"
 	"anechat/internal/backends"
 	"anechat/storage"
 )
 
-// openModel loads the model at path on the build's backends, with its
+// openModel loads the model at path on the build's backends (a Core ML
+// bundle on the compute units named, "" for the Neural Engine), with its
 // tokenizer and chat template.
-func openModel(path string) (*loadedModel, error) {
-	lm, err := backends.Registry().Open(context.Background(), path, load.Options{})
+func openModel(path, units string) (*loadedModel, error) {
+	lm, err := backends.RegistryWith(backends.Options{ComputeUnits: units}).Open(context.Background(), path, load.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -99,5 +101,22 @@ func (g genFlags) useDefaultModel(ctx context.Context, dataDir string, log *slog
 		return err
 	}
 	*g.model = p
+	return nil
+}
+
+// computeUnitsFlag adds --compute-units, the Core ML setting of the app's
+// Settings page, to a command that loads a model.
+func computeUnitsFlag(fs interface {
+	String(string, string, string) *string
+}) *string {
+	return fs.String("compute-units", "", "for a Core ML bundle: where Core ML may run it: neural-engine (default), gpu, cpu or all (GGUF and safetensors models run on the CPU backend and ignore it)")
+}
+
+// checkComputeUnits rejects a --compute-units value Core ML has no setting
+// for, on every platform: a typo fails on Linux too, not only on a Mac.
+func checkComputeUnits(s string) error {
+	if _, err := mlcore.ParseComputeUnits(s); err != nil {
+		return fmt.Errorf("--compute-units %q: want neural-engine, gpu, cpu or all", s)
+	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"anechat/engine/spec"
+	"anechat/internal/backends"
 	"anechat/internal/kvindex"
 	"anechat/internal/runner"
 	"anechat/server"
@@ -23,7 +24,7 @@ import (
 const serveReady = "anechat serve: %s on %s/v1\ntoken: %s\n"
 
 func runServe(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "serve", "[--model PATH|NAME] [--data-dir DIR] [--host 127.0.0.1] [--port 11435] [--cors ORIGIN] [--queue N] [--width K] [--max-tokens N] [--temperature T] [--no-cache]")
+	fs := newFlags(env, "serve", "[--model PATH|NAME] [--data-dir DIR] [--host 127.0.0.1] [--port 11435] [--cors ORIGIN] [--queue N] [--width K] [--max-tokens N] [--temperature T] [--compute-units U] [--no-cache]")
 	model := fs.String("model", "", "model file (.gguf) or directory, or the name of a model registered in the data directory (default: the data directory's default model, as for generate)")
 	dataDir := fs.String("data-dir", "", "data directory: the API token, KV snapshots, measured call costs, registered models (default $ANECHAT_HOME or the OS default)")
 	host := fs.String("host", "127.0.0.1", "address to listen on; anything but a loopback address exposes the API to the network (the token still guards it)")
@@ -33,6 +34,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	width := fs.Int("width", spec.DefaultWidth, "default speculation width (a request may set anechat.width): 1 = off, 2..8, 0 = auto; output identical at every width")
 	maxTokens := fs.Int("max-tokens", 0, "default cap on a reply's tokens when a request gives none (0 = until a stop or the end of the context)")
 	temperature := fs.Float64("temperature", 0, "default sampling temperature when a request gives none (0 = greedy, as anechat generate)")
+	units := computeUnitsFlag(fs)
 	noCache := fs.Bool("no-cache", false, "neither resume from nor save KV snapshots, nor keep measured call costs (requests still resume from the last one in memory)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -51,6 +53,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	case *cors != "" && *cors != "*" && !strings.Contains(*cors, "://"):
 		return badFlag(env, "serve", fmt.Errorf("--cors %q: want an origin such as http://localhost:5173 (scheme, host and port), or *", *cors))
 	}
+	if err := checkComputeUnits(*units); err != nil {
+		return badFlag(env, "serve", err)
+	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	dir, err := storage.DataDir(*dataDir, log)
 	if err != nil {
@@ -64,7 +69,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	run := runner.New(log, nil)
+	run := runner.New(log, backends.RegistryWith(backends.Options{ComputeUnits: *units, Log: log}))
 	defer run.Close()
 	if !*noCache {
 		x, err := kvindex.Open(ctx, dir, log)

@@ -170,7 +170,9 @@ func TestServeTokenAndModelName(t *testing.T) {
 	}
 	db.Close()
 	first := startServe(t, "--data-dir", dir, "--model", "tiny stories")
-	second := startServe(t, "--data-dir", dir)
+	// --compute-units is for Core ML bundles: a GGUF model runs on the CPU
+	// backend whatever it says.
+	second := startServe(t, "--data-dir", dir, "--compute-units", "gpu")
 	if first.token != second.token || len(first.token) != 64 {
 		t.Fatalf("tokens %q and %q: want one 64-digit token kept in the data dir", first.token, second.token)
 	}
@@ -194,6 +196,7 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--queue", "0"}, 2, "--queue 0"},
 		{[]string{"--cors", "localhost"}, 2, "--cors \"localhost\""},
 		{[]string{"--temperature", "3"}, 2, "--temperature 3"},
+		{[]string{"--compute-units", "npu"}, 2, `--compute-units "npu": want neural-engine, gpu, cpu or all`},
 		{[]string{"--data-dir", t.TempDir(), "--model", "nothing-by-that-name"}, 1, "nothing-by-that-name: no such file or directory, and no model of that name is registered"},
 		{[]string{"--data-dir", t.TempDir()}, 1, "no --model given and the data directory"},
 	} {

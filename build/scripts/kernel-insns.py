@@ -121,6 +121,13 @@ def gguf_tensors(path):
         return out
 
 
+# The formats with row kernels (a '-' where an architecture has none: amd64
+# has no Q2_K or Q3_K kernels) and their weight bytes per 32 weights.
+ROW_TYPES = ['Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K']
+BYTES_PER_32 = {'Q4_0': 18, 'Q4_1': 20, 'Q5_0': 22, 'Q5_1': 24, 'Q8_0': 34, 'Q2_K': 10.5, 'Q3_K': 13.75, 'Q4_K': 18,
+                'Q5_K': 22, 'Q6_K': 26.25}
+
+
 # The machines of the issue: memory bandwidth, performance cores and clock,
 # and an assumed sustained IPC of the kernels (4: the four 128-bit NEON
 # pipes of a Firestorm/Everest core, an upper bound; loads and scalar
@@ -171,7 +178,7 @@ def main():
     print('Row kernels: instructions per 32 weights per token (inner loop / (rows x tokens))')
     print('%-6s %-5s %22s %22s %22s' % ('type', 'width', 'amd64 VNNI', 'amd64 AVX2', 'arm64 NEON+SDOT'))
     per32 = {}
-    for typ in ['Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q4_K', 'Q5_K', 'Q6_K']:
+    for typ in ROW_TYPES:
         t = typ.replace('_', '')
         # A K kernel's loop body is one block of 256 weights (8 blocks of
         # 32); arm64 runs a width of 8 as two passes of 4 tokens for the K
@@ -195,8 +202,8 @@ def main():
     print('performance cores (bytes per 32 weights x instructions/s / (instructions per 32 weights')
     print('per token x G)); below the memory bandwidth the call is bound by the kernels, not memory')
     print('%-6s %-5s %s' % ('type', 'width', '  '.join('%16s' % ('%s (%.0f GB/s)' % (m, bw / 1e9)) for m, bw, _, _ in MACS)))
-    for typ in ['Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q4_K', 'Q5_K', 'Q6_K']:
-        bpw = {'Q4_0': 18, 'Q4_1': 20, 'Q5_0': 22, 'Q5_1': 24, 'Q8_0': 34, 'Q4_K': 18, 'Q5_K': 22, 'Q6_K': 26.25}[typ]
+    for typ in ROW_TYPES:
+        bpw = BYTES_PER_32[typ]
         for g in [1, 4, 8]:
             k = per32.get(('neon', typ, g))
             if k:
@@ -206,6 +213,7 @@ def main():
     pairs = [('dotAVX2', 'dotNEON', 32), ('dot3AVX2', 'dot3NEON', 32), ('dot2BF16', 'dot2BF16N', 32),
              ('dot1BF16', 'dot1BF16N', 32), ('dot2F16', 'dot2F16N', 32), ('dotRowsAVX2', 'dotRowsNEON', 32),
              ('wsumAVX2', 'wsumNEON', 32), ('quantizeQ8AVX2', 'quantizeQ8NEON', 32),
+             ('quantizeQ8KAVX2', 'quantizeQ8KNEON', 32),
              ('siluMulAVX2', 'siluMulNEON', 4), ('expShiftedAVX2', 'expShiftedNEON', 4), ('geluMulAVX2', 'geluMulNEON', 4)]
     print('%-16s %8s %16s %8s %8s' % ('amd64', 'insns', 'arm64', 'insns', 'elems'))
     for a, b, n in pairs:

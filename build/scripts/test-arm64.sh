@@ -15,7 +15,9 @@
 # `anechat bench cpu`), and the tests run with -test.short (TestGolden then
 # skips the two large models, SmolLM2 and the 150M-weight random Gemma 4;
 # the real Gemma 3 file's Q4_K, Q5_0, Q6_K and Q8_0 matrices still run, in
-# TestGemma3MatMul). The engine package itself (Session, the verify loop:
+# TestGemma3MatMul; engine/spec's sampling identity and refrun's
+# speculation identity run fewer prompts and widths). The binaries run two
+# at a time, the longest first: the step takes about 4 minutes on 2 cores. The engine package itself (Session, the verify loop:
 # whole generations, several minutes under qemu) is left to the native
 # go test; its arithmetic is engine/cpu's, engine/sample's and
 # engine/spec's, which run here. Tests skipped under qemu, and why:
@@ -59,28 +61,66 @@ GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go build -o "$out/anechat-darwin-arm64" .
 
 skip='^(TestPoolCarriesWorkerFaults|TestLlamaTruncatedUnderForward|TestGemma4TruncatedUnderForward|TestGuardTruncated|TestParseTruncatedMapping|TestKilledWriter|TestGemma4GreedyLossless|TestLookaheadLossless|TestStoriesGreedyLossless|TestGemma4SamplingDistribution|TestGemma3MatchesLlamaCpp|TestSmolLM2MatchesLlamaCpp)$'
 mapfile -t pkgs < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' ./engine/... | grep -v '^anechat/engine ')
-# cpu sets $cpu to the user CPU seconds of this shell's finished children
-# (times must run in this shell, not in a $(...) subshell).
-cpu() {
-	times >"$out/times"
-	local u
-	u=$(tail -1 "$out/times")
-	cpu=$(awk -v t="${u%% *}" 'BEGIN { split(t, a, "m"); sub("s", "", a[2]); printf "%.1f", a[1] * 60 + a[2] }')
+# The longest first (their share of the CPU time under qemu, measured), so
+# that the two at a time finish together; the rest in go list's order.
+heavy=(anechat/engine/cpu anechat/engine/coreml/refrun anechat/engine/spec anechat/engine/tokenizer anechat/engine/chat)
+ordered=()
+for h in "${heavy[@]}"; do
+	for line in "${pkgs[@]}"; do [[ ${line% *} == "$h" ]] && ordered+=("$line"); done
+done
+for line in "${pkgs[@]}"; do
+	[[ " ${heavy[*]} " == *" ${line% *} "* ]] || ordered+=("$line")
+done
+
+# Build every test binary first (go uses both cores), then run them two at
+# a time: one qemu process keeps about 1.3 cores busy.
+for i in "${!ordered[@]}"; do
+	GOARCH=arm64 go test -c -o "$out/$i.test" "${ordered[$i]% *}"
+done
+# runpkg runs binary i from its package's directory, as go test would,
+# leaving its output in $out/i.log, its exit code in $out/i.rc and its wall
+# and CPU seconds in $out/i.time.
+runpkg() {
+	local i=$1 dir=${ordered[$1]#* }
+	local TIMEFORMAT='%R %U %S'
+	local rc=0
+	# (|| rc=: under set -e a failure would end this before its code is
+	# written; the code is written last, once the time report is closed.)
+	{ time (cd "$dir" && "${run[@]}" "$out/$i.test" -test.short -test.timeout 15m -test.skip "$skip" >"$out/$i.log" 2>&1); } 2>"$out/$i.time" || rc=$?
+	echo "$rc" >"$out/$i.rc"
 }
 start=$SECONDS
-for line in "${pkgs[@]}"; do
-	pkg=${line% *}
-	dir=${line#* }
-	bin="$out/$(basename "$dir").test"
-	GOARCH=arm64 go test -c -o "$bin" "$pkg"
-	cpu
-	t0=$SECONDS c0=$cpu
-	if ! (cd "$dir" && "${run[@]}" "$bin" -test.short -test.timeout 15m -test.skip "$skip") >"$out/log" 2>&1; then
-		cat "$out/log"
+jobs=2
+failed=0
+report() {
+	local i=$1 pkg=${ordered[$1]% *}
+	if [[ "$(cat "$out/$i.rc")" != 0 ]]; then
+		cat "$out/$i.log"
 		echo "test-arm64: $pkg failed under arm64" >&2
-		exit 1
+		failed=1
+		return
 	fi
-	cpu
-	echo "ok   $pkg (arm64: $((SECONDS - t0)) s, $(awk -v a="$cpu" -v b="$c0" 'BEGIN { printf "%.1f", a - b }') s CPU)"
+	local wall=0 user=0 sys=0
+	read -r wall user sys <"$out/$i.time" || true
+	echo "ok   $pkg (arm64: ${wall%.*} s, $(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.1f", u + s }') s CPU)"
+}
+running=()
+for i in "${!ordered[@]}"; do
+	while ((${#running[@]} >= jobs)); do
+		wait -n || true
+		still=()
+		for r in "${running[@]}"; do
+			if [[ -e "$out/$r.rc" ]]; then report "$r"; else still+=("$r"); fi
+		done
+		running=("${still[@]}")
+	done
+	((failed == 0)) || break
+	runpkg "$i" &
+	running+=("$i")
 done
+wait
+for r in "${running[@]}"; do report "$r"; done
+if ((failed)); then
+	exit 1
+fi
 echo "test-arm64: all passed in $((SECONDS - start)) s"

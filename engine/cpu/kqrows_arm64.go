@@ -6,7 +6,7 @@ import "unsafe"
 // and Q6_K (the common ones: Q4_K_M files are mostly Q4_K and Q6_K, Q5_K_M
 // files Q5_K and Q6_K), with the arguments of the amd64 ones
 // (kqrows_amd64.go) and the canonical sums of dotref.go (Q5_0's and
-// Q5_1's are in q8rows_arm64.s).
+// Q5_1's are in q8rows_arm64.s, Q3_K's and Q2_K's in kq23rows_arm64.s).
 
 //go:noescape
 func rowsQ4Kx1N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)

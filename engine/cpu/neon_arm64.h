@@ -105,3 +105,11 @@
 #define SHL_16B_4(d, n) WORD $(0x4F0C5400 | (n)<<5 | (d)) // shl vd.16b, vn.16b, #4
 #define SHL_16B_2(d, n) WORD $(0x4F0A5400 | (n)<<5 | (d)) // shl vd.16b, vn.16b, #2
 #define CMTST_16B(d, n, m) WORD $(0x4E208C00 | (m)<<16 | (n)<<5 | (d)) // cmtst vd.16b, vn.16b, vm.16b
+#define SHL_16B_1(d, n) WORD $(0x4F095400 | (n)<<5 | (d)) // shl vd.16b, vn.16b, #1
+#define SHL_16B_3(d, n) WORD $(0x4F0B5400 | (n)<<5 | (d)) // shl vd.16b, vn.16b, #3
+#define SHL_16B_5(d, n) WORD $(0x4F0D5400 | (n)<<5 | (d)) // shl vd.16b, vn.16b, #5
+#define SHL_16B_6(d, n) WORD $(0x4F0E5400 | (n)<<5 | (d)) // shl vd.16b, vn.16b, #6
+#define SHL_16B_7(d, n) WORD $(0x4F0F5400 | (n)<<5 | (d)) // shl vd.16b, vn.16b, #7
+#define SRI_16B_1(d, n) WORD $(0x6F0F4400 | (n)<<5 | (d)) // sri vd.16b, vn.16b, #1: d = d&0x80 | n>>1
+#define SSHR_16B_5(d, n) WORD $(0x4F0B0400 | (n)<<5 | (d)) // sshr vd.16b, vn.16b, #5
+#define NOT_16B(d, n) WORD $(0x6E205800 | (n)<<5 | (d)) // not vd.16b, vn.16b

@@ -76,7 +76,7 @@ const kRecBytes = int(unsafe.Sizeof(kRec{}))
 // sums at recs[b*rstep] (steps in elements).
 func quantizeQ8KInto(q []int8, qstep int, recs []kRec, rstep int, x []float32) {
 	if quantizeQ8KIntoSIMD(q, qstep, recs, rstep, x) {
-		return // quantizeQ8KAVX2: the same bits
+		return // quantizeQ8KAVX2 or quantizeQ8KNEON: the same bits
 	}
 	var bd [1]float32
 	var bs [kSums]int16

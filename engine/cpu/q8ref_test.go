@@ -192,3 +192,139 @@ func TestQuantizeQ8Into(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizeQ8KSIMD: the SIMD Q8_K quantiser (AVX2, NEON) gives the Go
+// quantiser's bits (scales, values, both kinds of sums) for random blocks,
+// zeros, ties, huge, tiny and subnormal values, ±MaxFloat32, one huge
+// value among small ones, a d so small that 1/d is infinite, blocks
+// holding ±Inf (d +Inf, q 0 or -127), and for blocks holding a NaN (at
+// the start, middle or end, or beside an Inf) NaN scales and the same
+// values; and for blocks of random bit patterns, finite over spans of
+// exponents up to the whole range, or any bits.
+func TestQuantizeQ8KSIMD(t *testing.T) {
+	if !quantSIMD() {
+		t.Skip("no SIMD quantiser on this CPU")
+	}
+	r := rand.New(rand.NewPCG(47, 48))
+	const nb = 30
+	x := randVals(r, nb*qkK, 3)
+	inf := float32(math.Inf(1))
+	for i := range qkK {
+		x[i] = 0                            // block 0: zeros
+		x[qkK+i] = float32(i%64) - 31.5     // block 1: ties after scaling
+		x[2*qkK+i] = float32(i%5) * 1e38    // block 2: huge
+		x[3*qkK+i] = float32(i) * 1e-44     // block 3: subnormal
+		x[4*qkK+i] = float32(i%3-1) * 1e-30 // block 4: tiny
+		x[5*qkK+i] = float32(i%3-1) * 1e-38 // block 5: d subnormal, 1/d infinite
+		x[12*qkK+i] = float32(1-2*(i%2)) * math.MaxFloat32
+		x[13*qkK+i] = float32(math.Copysign(0, -1)) // block 13: -0
+	}
+	x[6*qkK+100] = -3e38                      // block 6: one huge negative value
+	for b, i := range []int{0, 7, 128, 255} { // blocks 7..10: a NaN at element i
+		x[(7+b)*qkK+i] = float32(math.NaN())
+	}
+	x[11*qkK+3] = 1e-45  // block 11: the smallest subnormal only
+	x[14*qkK+40] = inf   // block 14: +Inf
+	x[15*qkK+255] = -inf // block 15: -Inf
+	x[16*qkK+8], x[16*qkK+9] = inf, -inf
+	x[17*qkK+31], x[17*qkK+200] = inf, float32(math.NaN()) // block 17: Inf and NaN
+	for i := range qkK {
+		x[18*qkK+i] = float32(i-128) / 128 * 127 // block 18: every q once
+	}
+	// Blocks 20..27: finite values of random bits over the whole exponent
+	// range (each block's own span: 1, 8, 30 or 254 binades); 28, 29: any
+	// bits (NaNs with payloads, infinities).
+	for b := 20; b < 28; b++ {
+		span := []uint32{1, 8, 30, 254}[b%4]
+		lo := r.Uint32N(255 - span)
+		for i := range qkK {
+			e := lo + r.Uint32N(span)
+			x[b*qkK+i] = math.Float32frombits(r.Uint32()&0x807fffff | e<<23)
+		}
+	}
+	for i := range 2 * qkK {
+		x[28*qkK+i] = math.Float32frombits(r.Uint32())
+	}
+	q1, q2 := make([]int8, nb*qkK), make([]int8, nb*qkK)
+	d1 := make([]float32, nb)
+	s1 := make([]int16, nb*kSums)
+	quantizeQ8K(q1, d1, s1, x)
+	recs := make([]kRec, nb)
+	if !quantizeQ8KIntoSIMD(q2, qkK, recs, 1, x) {
+		t.Fatal("quantizeQ8KIntoSIMD declined")
+	}
+	for b := range nb {
+		same := math.Float32bits(d1[b]) == math.Float32bits(recs[b].d) || d1[b] != d1[b] && recs[b].d != recs[b].d
+		if !same {
+			t.Fatalf("block %d: Go d %v, SIMD d %v", b, d1[b], recs[b].d)
+		}
+		for j := range 8 {
+			if s1[b*kSums+j] != recs[b].s32[j] {
+				t.Fatalf("block %d: S32[%d] Go %d, SIMD %d", b, j, s1[b*kSums+j], recs[b].s32[j])
+			}
+		}
+		for k := range 16 {
+			if s1[b*kSums+8+k] != recs[b].s16[k] {
+				t.Fatalf("block %d: S16[%d] Go %d, SIMD %d", b, k, s1[b*kSums+8+k], recs[b].s16[k])
+			}
+		}
+		for i := b * qkK; i < (b+1)*qkK; i++ {
+			if q1[i] != q2[i] {
+				t.Fatalf("block %d element %d (x = %v): Go q %d, SIMD q %d", b, i-b*qkK, x[i], q1[i], q2[i])
+			}
+		}
+	}
+	// The special blocks are what the comments say (so the comparison
+	// above is not of two equally wrong results).
+	if !math.IsInf(float64(d1[14]), 1) || q1[14*qkK+40] != -127 || q1[14*qkK] != 0 {
+		t.Errorf("+Inf block: d %v, q %d %d; want +Inf, -127 at the Inf, 0 elsewhere", d1[14], q1[14*qkK+40], q1[14*qkK])
+	}
+	if d1[7] == d1[7] || q1[7*qkK+5] != -127 {
+		t.Errorf("NaN block: d %v, q %d; want NaN and -127", d1[7], q1[7*qkK+5])
+	}
+}
+
+// TestQuantizeQ8KInto: the strided Q8_K quantiser (grouped values, records
+// rstep apart) writes quantizeQ8K's values, scales and sums at its
+// strides, with the SIMD quantiser and with the Go loop, and leaves the
+// bytes between its blocks alone.
+func TestQuantizeQ8KInto(t *testing.T) {
+	r := rand.New(rand.NewPCG(49, 50))
+	const nb, qstep, rstep = 5, 3 * qkK, 4
+	x := randVals(r, nb*qkK, 2)
+	q := make([]int8, nb*qkK)
+	d := make([]float32, nb)
+	sums := make([]int16, nb*kSums)
+	quantizeQ8K(q, d, sums, x)
+	for _, simd := range []bool{true, false} {
+		restore := func() {}
+		if !simd {
+			restore = withoutSIMD()
+		}
+		gq := make([]int8, nb*qstep)
+		for i := range gq {
+			gq[i] = 99
+		}
+		recs := make([]kRec, nb*rstep)
+		quantizeQ8KInto(gq, qstep, recs, rstep, x)
+		restore()
+		for b := range nb {
+			rec := recs[b*rstep]
+			if rec.d != d[b] || [8]int16(sums[b*kSums:b*kSums+8]) != rec.s32 || [16]int16(sums[b*kSums+8:(b+1)*kSums]) != rec.s16 {
+				t.Fatalf("SIMD %v block %d: record %+v, want d %v sums %v", simd, b, rec, d[b], sums[b*kSums:(b+1)*kSums])
+			}
+			if recs[b*rstep+1] != (kRec{}) {
+				t.Fatalf("SIMD %v block %d: the record after it was written", simd, b)
+			}
+			for i := range qstep {
+				want := int8(99)
+				if i < qkK {
+					want = q[b*qkK+i]
+				}
+				if gq[b*qstep+i] != want {
+					t.Fatalf("SIMD %v block %d byte %d: %d, want %d", simd, b, i, gq[b*qstep+i], want)
+				}
+			}
+		}
+	}
+}

@@ -99,6 +99,10 @@ func rowKernels(t gguf.Type) (k [9]rowKernel) {
 		k[1], k[2], k[4], k[8] = rowsQ5Kx1N, rowsQ5Kx2N, rowsQ5Kx4N, rowsQ5Kx8N // kqrows_arm64.s
 	case gguf.Q6_K:
 		k[1], k[2], k[4], k[8] = rowsQ6Kx1N, rowsQ6Kx2N, rowsQ6Kx4N, rowsQ6Kx8N
+	case gguf.Q3_K:
+		k[1], k[2], k[4], k[8] = rowsQ3Kx1N, rowsQ3Kx2N, rowsQ3Kx4N, rowsQ3Kx8N // kq23rows_arm64.s
+	case gguf.Q2_K:
+		k[1], k[2], k[4], k[8] = rowsQ2Kx1N, rowsQ2Kx2N, rowsQ2Kx4N, rowsQ2Kx8N // kq23rows_arm64.s
 	}
 	return k
 }

@@ -74,6 +74,7 @@ const download = (d: Partial<Download>): Download => ({
   total: 4 * 1024 * 1024,
   bytesPerSec: 1024 * 1024,
   etaSeconds: 3,
+  stalledSeconds: 0,
   error: "",
   model: null,
   ...d,
@@ -435,6 +436,7 @@ describe("models and settings", () => {
     expect(testid("running")?.textContent).toContain("stories.gguf on cpu");
     // Core ML's state is said once, in its own part, not again beside the build's backends.
     expect(testid("backend-build")?.textContent).toBe("This build has: cpu.");
+    expect(testid("coreml-detail")?.textContent).toBe("Core ML: this build has no Core ML");
     const select = testid<HTMLSelectElement>("compute-units")!;
     expect(select.value).toBe("neural-engine");
     await act(() => {

@@ -235,7 +235,8 @@ function BackendSection() {
             </select>
           </label>
           <p class="muted small" data-testid="coreml-detail">
-            {coreml.available ? "Core ML runs here: " : "Core ML does not run here: "}
+            {/* The detail says why when it does not run ("the Neural Engine is not available: …"). */}
+            {coreml.available ? "Core ML runs here: " : "Core ML: "}
             {coreml.detail}
           </p>
           <p data-testid="running">

@@ -557,6 +557,7 @@ describe("downloads and durations for people", () => {
     total: 12 * 1024 ** 2,
     bytesPerSec: 1.5 * 1024 ** 2,
     etaSeconds: 6,
+    stalledSeconds: 0,
     error: "",
     model: null,
   };
@@ -564,6 +565,9 @@ describe("downloads and durations for people", () => {
     expect(downloadLine(d)).toBe("3.0 MiB of 12.0 MiB (25%) · 1.5 MiB/s · 6 s left");
     expect(downloadLine({ ...d, total: -1, etaSeconds: -1 })).toBe("3.0 MiB · 1.5 MiB/s");
     expect(downloadLine({ ...d, state: "paused", bytesPerSec: 0, etaSeconds: -1 })).toBe("3.0 MiB of 12.0 MiB (25%)");
+    expect(downloadLine({ ...d, bytesPerSec: 0.4 * 1024 ** 2, stalledSeconds: 12.7 })).toBe(
+      "3.0 MiB of 12.0 MiB (25%) · nothing received for 13 s",
+    );
     expect(humanDuration(59.6)).toBe("1 min");
     expect(humanDuration(200)).toBe("3 min 20 s");
     expect(humanDuration(3900)).toBe("1 h 5 min");

@@ -418,8 +418,13 @@ export function downloadLine(d: Download): string {
       : humanBytes(d.received),
   );
   if (d.state === "running") {
-    if (d.bytesPerSec > 0) parts.push(`${humanBytes(Math.round(d.bytesPerSec))}/s`);
-    if (d.etaSeconds >= 0 && d.bytesPerSec > 0) parts.push(`${humanDuration(d.etaSeconds)} left`);
+    if (d.stalledSeconds > 0) {
+      // The server went quiet: say so, not the speed before it did.
+      parts.push(`nothing received for ${humanDuration(d.stalledSeconds)}`);
+    } else {
+      if (d.bytesPerSec > 0) parts.push(`${humanBytes(Math.round(d.bytesPerSec))}/s`);
+      if (d.etaSeconds >= 0 && d.bytesPerSec > 0) parts.push(`${humanDuration(d.etaSeconds)} left`);
+    }
   }
   return parts.join(" · ");
 }

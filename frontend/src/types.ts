@@ -284,6 +284,8 @@ export interface Download {
   bytesPerSec: number;
   /** -1 while unknown. */
   etaSeconds: number;
+  /** How long nothing has arrived while running, once that is a few seconds (0 while bytes flow). */
+  stalledSeconds: number;
   /** Why it failed, or why it paused by itself (Resume continues). */
   error: string;
   model: Model | null;

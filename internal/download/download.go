@@ -85,6 +85,29 @@ func (e *ChecksumError) Error() string {
 // progress is reported).
 const chunk = 128 << 10
 
+// DefaultStall is how long a response may send nothing before Fetch gives
+// up on it (Options.Stall).
+const DefaultStall = 60 * time.Second
+
+// Options say how Fetch talks to the server.
+type Options struct {
+	// Client sends the requests (nil: http.DefaultClient).
+	Client *http.Client
+	// Stall is how long a response may send nothing, headers or body,
+	// before Fetch drops it with an *InterruptedError, so that the caller's
+	// retry asks for the rest on a new connection (0: DefaultStall). Without
+	// it a server that stops sending but keeps the connection open holds the
+	// transfer forever: TCP keepalives only notice a peer that is gone.
+	Stall time.Duration
+}
+
+// errStalled is why a response was dropped by the stall watchdog.
+type errStalled time.Duration
+
+func (e errStalled) Error() string {
+	return fmt.Sprintf("the server sent nothing for %s", time.Duration(e))
+}
+
 // Fetch downloads m.URL into the partial file part, continuing after the
 // bytes it already holds, until the file is complete. It updates m (the
 // validators, the total) and calls save(m) before any byte of a new
@@ -94,7 +117,13 @@ const chunk = 128 << 10
 // It returns nil once part holds the whole file, ctx's error when
 // cancelled, *StatusError for a response that is not the file,
 // *InterruptedError for a transfer cut short (call Fetch again).
-func Fetch(ctx context.Context, client *http.Client, part string, m *Meta, save func(*Meta) error, progress func(received, total int64)) error {
+func Fetch(ctx context.Context, o Options, part string, m *Meta, save func(*Meta) error, progress func(received, total int64)) error {
+	if o.Client == nil {
+		o.Client = http.DefaultClient
+	}
+	if o.Stall <= 0 {
+		o.Stall = DefaultStall
+	}
 	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("download: %w", err)
@@ -115,18 +144,37 @@ func Fetch(ctx context.Context, client *http.Client, part string, m *Meta, save 
 			progress(have, m.Total)
 			return f.Sync()
 		}
-		resp, err := get(ctx, client, m, have)
+		// Each response has its own context, which the watchdog cancels
+		// when nothing arrives for o.Stall (the timer is reset on every
+		// read that brings bytes).
+		rctx, drop := context.WithCancelCause(ctx)
+		watch := time.AfterFunc(o.Stall, func() { drop(errStalled(o.Stall)) })
+		stalled := func(err error) error {
+			if ctx.Err() == nil && errors.Is(context.Cause(rctx), errStalled(o.Stall)) {
+				return errStalled(o.Stall)
+			}
+			return err
+		}
+		resp, err := get(rctx, o.Client, m, have)
 		if err != nil {
+			watch.Stop()
+			drop(nil)
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
-			return &InterruptedError{Received: have, Total: m.Total, Err: err}
+			return &InterruptedError{Received: have, Total: m.Total, Err: stalled(err)}
+		}
+		body := &watchedBody{r: resp.Body, reset: func() { watch.Reset(o.Stall) }}
+		done := func() {
+			watch.Stop()
+			resp.Body.Close()
+			drop(nil)
 		}
 		switch {
 		case resp.StatusCode == http.StatusPartialContent && have > 0:
 			start, total, ok := contentRange(resp.Header.Get("Content-Range"))
 			if !ok || start != have {
-				resp.Body.Close()
+				done()
 				if attempt > 0 {
 					return fmt.Errorf("download %s: the server sent bytes from %d when asked from %d (Content-Range %q)", m.URL, start, have, resp.Header.Get("Content-Range"))
 				}
@@ -141,13 +189,13 @@ func Fetch(ctx context.Context, client *http.Client, part string, m *Meta, save 
 			// changed (If-Range failed). Start over.
 			if have > 0 {
 				if have, err = restart(f, m); err != nil {
-					resp.Body.Close()
+					done()
 					return err
 				}
 			}
 			m.Total = resp.ContentLength
 		case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && have > 0:
-			resp.Body.Close()
+			done()
 			if _, total, ok := contentRange(resp.Header.Get("Content-Range")); ok && total == have {
 				m.Total = total // it was complete already
 				continue
@@ -160,16 +208,19 @@ func Fetch(ctx context.Context, client *http.Client, part string, m *Meta, save 
 			}
 			continue
 		default:
-			resp.Body.Close()
+			done()
 			return &StatusError{URL: m.URL, Code: resp.StatusCode, Status: resp.Status}
 		}
 		m.ETag, m.LastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 		if err := save(m); err != nil {
-			resp.Body.Close()
+			done()
 			return err
 		}
-		have, err = copyBody(ctx, f, resp.Body, have, m.Total, progress)
-		resp.Body.Close()
+		have, err = copyBody(ctx, f, body, have, m.Total, progress)
+		done()
+		if ie := (*InterruptedError)(nil); errors.As(err, &ie) {
+			ie.Err = stalled(ie.Err)
+		}
 		if err != nil {
 			return err
 		}
@@ -219,6 +270,21 @@ func restart(f *os.File, m *Meta) (int64, error) {
 	}
 	m.ETag, m.LastModified, m.Total = "", "", -1
 	return 0, nil
+}
+
+// watchedBody is a response body that tells the stall watchdog of every
+// read that brought bytes.
+type watchedBody struct {
+	r     io.Reader
+	reset func()
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 {
+		b.reset()
+	}
+	return n, err
 }
 
 // copyBody appends body to f, reporting progress; it returns the bytes f

@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -54,7 +56,7 @@ func serve(t *testing.T, data []byte, etag string, mod time.Time, reqs *[]http.H
 
 func fetch(t *testing.T, url, part string, m *Meta) error {
 	t.Helper()
-	return Fetch(context.Background(), http.DefaultClient, part, m, func(*Meta) error { return nil }, func(int64, int64) {})
+	return Fetch(context.Background(), Options{}, part, m, func(*Meta) error { return nil }, func(int64, int64) {})
 }
 
 func TestFetchContinuesOrStartsOver(t *testing.T) {
@@ -130,7 +132,7 @@ func TestFetchCompleteFileAndErrors(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	stop := errors.New("stop here")
 	cancel(stop)
-	if err := Fetch(ctx, http.DefaultClient, filepath.Join(t.TempDir(), "g"), &Meta{URL: url, Total: -1}, func(*Meta) error { return nil }, func(int64, int64) {}); !errors.Is(err, stop) {
+	if err := Fetch(ctx, Options{}, filepath.Join(t.TempDir(), "g"), &Meta{URL: url, Total: -1}, func(*Meta) error { return nil }, func(int64, int64) {}); !errors.Is(err, stop) {
 		t.Fatalf("cancelled: %v, want the cause", err)
 	}
 }
@@ -160,5 +162,56 @@ func TestVerifyAndMeta(t *testing.T) {
 	os.WriteFile(mp, []byte(`{"url": ""}`), 0o644)
 	if _, err := LoadMeta(mp); err == nil {
 		t.Fatal("a sidecar without a URL loaded")
+	}
+}
+
+// TestFetchDropsAStalledResponse: a server that stops sending but keeps
+// the connection open, before the headers or mid-body, is dropped after
+// Options.Stall with an *InterruptedError saying so, what arrived kept; the
+// next Fetch continues from it. Without the watchdog each Fetch would wait
+// forever.
+func TestFetchDropsAStalledResponse(t *testing.T) {
+	data := bytes.Repeat([]byte("anechat "), 40000)
+	half := len(data) / 2
+	var calls int
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		switch n {
+		case 1: // quiet before the headers
+			<-r.Context().Done()
+		case 2: // half the body, then quiet
+			w.Header().Set("ETag", `"v1"`)
+			w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+			w.Write(data[:half])
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		default:
+			w.Header().Set("ETag", `"v1"`)
+			http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
+		}
+	}))
+	defer srv.Close()
+	part := filepath.Join(t.TempDir(), "f.part")
+	m := &Meta{URL: srv.URL, Total: -1}
+	o := Options{Stall: 150 * time.Millisecond}
+	get := func() error {
+		return Fetch(context.Background(), o, part, m, func(*Meta) error { return nil }, func(int64, int64) {})
+	}
+	for i, want := range []int64{0, int64(half)} {
+		err := get()
+		var ie *InterruptedError
+		if !errors.As(err, &ie) || ie.Received != want || !strings.Contains(err.Error(), "the server sent nothing for 150ms") {
+			t.Fatalf("stall %d: %v, want an interruption after %d bytes naming the stall", i, err, want)
+		}
+	}
+	if err := get(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(part); !bytes.Equal(got, data) {
+		t.Fatalf("file after the stalls: %d bytes, want the %d of the file", len(got), len(data))
 	}
 }
