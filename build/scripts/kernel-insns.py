@@ -123,9 +123,9 @@ def gguf_tensors(path):
 
 # The formats with row kernels (a '-' where an architecture has none: amd64
 # has no Q2_K or Q3_K kernels) and their weight bytes per 32 weights.
-ROW_TYPES = ['Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q2_K', 'Q3_K', 'Q4_K', 'Q6_K']
+ROW_TYPES = ['Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K']
 BYTES_PER_32 = {'Q4_0': 18, 'Q4_1': 20, 'Q5_0': 22, 'Q5_1': 24, 'Q8_0': 34, 'Q2_K': 10.5, 'Q3_K': 13.75, 'Q4_K': 18,
-                'Q6_K': 26.25}
+                'Q5_K': 22, 'Q6_K': 26.25}
 
 
 # The machines of the issue: memory bandwidth, performance cores and clock,

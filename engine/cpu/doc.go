@@ -65,7 +65,7 @@
 // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K (Q2_K and Q3_K run the
 // Go loops), and on arm64 the SDOT row kernels (q8rows_arm64.s,
 // kqrows_arm64.s, kq23rows_arm64.s) for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K,
-// Q3_K, Q4_K and Q6_K (Q5_K runs the Go loops there); q8_amd64.s and
+// Q3_K, Q4_K, Q5_K and Q6_K (every integer format); q8_amd64.s and
 // q8_arm64.s hold the 32-value quantisers, q8k_amd64.s and q8k_arm64.s the
 // Q8_K ones. So a model gives the same bits with
 // every kernel set, and on every architecture (TestCanonicalSums,

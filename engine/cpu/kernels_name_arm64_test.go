@@ -46,7 +46,7 @@ func TestRowKernelsPresentNEON(t *testing.T) {
 	if !hasSDOT {
 		t.Skip("no SDOT on this CPU")
 	}
-	have := map[gguf.Type]bool{gguf.Q4_0: true, gguf.Q4_1: true, gguf.Q8_0: true, gguf.Q5_0: true, gguf.Q5_1: true, gguf.Q4_K: true, gguf.Q6_K: true, gguf.Q3_K: true, gguf.Q2_K: true}
+	have := map[gguf.Type]bool{gguf.Q4_0: true, gguf.Q4_1: true, gguf.Q8_0: true, gguf.Q5_0: true, gguf.Q5_1: true, gguf.Q4_K: true, gguf.Q5_K: true, gguf.Q6_K: true, gguf.Q3_K: true, gguf.Q2_K: true}
 	for _, typ := range allIntegerTypes {
 		ks := rowKernels(typ)
 		full := ks[1] != nil && ks[2] != nil && ks[4] != nil && ks[8] != nil

@@ -551,3 +551,226 @@ TEXT ·rowsQ6Kx4N(SB), NOSPLIT, $288-72
 // func rowsQ6Kx8N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 TEXT ·rowsQ6Kx8N(SB), NOSPLIT, $288-72
 	Q6KERNEL(2048, 2, KZERO4, Q6TOKS4, Q6END4, KOUT4, q6kh8, q6kq8, q6kb8, q6ko8)
+
+// Q5_K (176-byte blocks: d, dmin, scales[12], qh[32], qs[128]): Q4_K's
+// loop, scales, mins and sums, with w = nibble s of qs[32c+l] | (bit j of
+// qh[l])<<4 for sub-block j = 2c+s (q5kValues), 0..31. Per block the 4
+// rows' qh bytes are transposed as the nibbles are (4-byte chunk k of the
+// 4 rows in one vector) and kept in the frame at 208+16k(RSP) (K5QHF); per
+// sub-block j each chunk is shifted so that bit j lands on bit 4 and
+// inserted there (BIT, V30 = 0x10 in every byte) into the nibbles, whose
+// bit 4 is clear. Width 1 takes the sub-blocks in pairs (K51PAIR, below).
+
+// SHL_16B_N / USHR_16B_N: shl / ushr vd.16b, vn.16b, #s (1 <= s <= 7).
+#define SHL_16B_N(d, n, s) WORD $(0x4F005400 | (8+(s))<<16 | (n)<<5 | (d))
+#define USHR_16B_N(d, n, s) WORD $(0x6F000400 | (16-(s))<<16 | (n)<<5 | (d))
+
+// K5ARGS: KARGS with Q5_K's block size in R19.
+#define K5ARGS \
+	KARGS \
+	MOVD $176, R19
+
+// K5QHF: the frame offset of the transposed qh (8 chunks of 16 bytes;
+// named, since go vet's asmdecl reads a literal offset in these macros,
+// which follow rowsQ6Kx8N's TEXT, against that function's frame).
+#define K5QHF 208
+
+// K5QH: the block's qh of the 4 rows, transposed, into the frame; V30 the
+// bit-4 mask (KHEAD used V30 before; KE uses it after the sub-blocks).
+#define K5QH \
+	LOAD4(16) \
+	TRANSPOSE(0) \
+	LOAD4(32) \
+	TRANSPOSE(4) \
+	FSTPQ (F0, F1), K5QHF(RSP) \
+	FSTPQ (F2, F3), (K5QHF+32)(RSP) \
+	FSTPQ (F4, F5), (K5QHF+64)(RSP) \
+	FSTPQ (F6, F7), (K5QHF+96)(RSP) \
+	VMOVI $16, V30.B16
+
+// K5B0..K5B7: bit j of V8..V11 to bit 4.
+#define K5SH(SH, s) \
+	SH(8, 8, s) \
+	SH(9, 9, s) \
+	SH(10, 10, s) \
+	SH(11, 11, s)
+#define K5B0 K5SH(SHL_16B_N, 4)
+#define K5B1 K5SH(SHL_16B_N, 3)
+#define K5B2 K5SH(SHL_16B_N, 2)
+#define K5B3 K5SH(SHL_16B_N, 1)
+#define K5B4
+#define K5B5 K5SH(USHR_16B_N, 1)
+#define K5B6 K5SH(USHR_16B_N, 2)
+#define K5B7 K5SH(USHR_16B_N, 3)
+
+// K5HI(k, o, B): qh chunks k..k+3 (frame offset o) shifted by B, their
+// bit 4 inserted into V(k)..V(k+3).
+#define K5HI(k, o, B) \
+	FLDPQ o(RSP), (F8, F9) \
+	FLDPQ (o+32)(RSP), (F10, F11) \
+	B \
+	BIT_16B(k, 8, 30) \
+	BIT_16B(k+1, 9, 30) \
+	BIT_16B(k+2, 10, 30) \
+	BIT_16B(k+3, 11, 30)
+
+// K5SUB(c, j, NIB, B, TOKS): sub-block j = 2c+s, nibble s of
+// qs[32c..32c+31], bit j of qh.
+#define K5SUB(c, j, NIB, B, TOKS) \
+	LOAD4(48+32*c) \
+	TRANSPOSE(0) \
+	LOAD4(64+32*c) \
+	TRANSPOSE(4) \
+	NIB \
+	K5HI(0, K5QHF, B) \
+	K5HI(4, (K5QHF+64), B) \
+	FMOVQ (16+16*j)(RSP), F15 \
+	TOKS(j)
+
+// K5SUBS(TOKS): the block's 8 sub-blocks, one at a time (widths 2-8).
+#define K5SUBS(TOKS) \
+	K5SUB(0, 0, NIBLO, K5B0, TOKS) \
+	K5SUB(0, 1, NIBHI, K5B1, TOKS) \
+	K5SUB(1, 2, NIBLO, K5B2, TOKS) \
+	K5SUB(1, 3, NIBHI, K5B3, TOKS) \
+	K5SUB(2, 4, NIBLO, K5B4, TOKS) \
+	K5SUB(2, 5, NIBHI, K5B5, TOKS) \
+	K5SUB(3, 6, NIBLO, K5B6, TOKS) \
+	K5SUB(3, 7, NIBHI, K5B7, TOKS)
+#define K5SUBS2 K5SUBS(KTOKS2)
+#define K5SUBS4 K5SUBS(KTOKS4)
+
+// Width 1 (decode) has the registers of the other tokens' sums free
+// (V17..V19), so it takes the two sub-blocks 2c and 2c+1 of one qs chunk
+// together: the 4 rows' 32 bytes qs[32c..32c+31] are loaded and
+// transposed once (V0..V7), and per 4-byte chunk k its low nibbles (into
+// V17) and then its high nibbles (in place) get their fifth bits from qh
+// chunk k (V12 or V13; shifted into V18 and V19) and go to SDOT with the token's
+// values of sub-block 2c (V8, V9) and 2c+1 (V10, V11), P_2c in V14 and
+// P_2c+1 in V15; then I += P_2c·sc_2c + P_2c+1·sc_2c+1 (the same exact
+// int32 sum as K5SUB's).
+
+// K5V0..K5V7(d, n): qh chunk V(n) with bit j moved to bit 4, into V(d)
+// (nothing for j = 4); K5R0..K5R7(d, n): the register that then holds it.
+#define K5V0(d, n) SHL_16B_N(d, n, 4)
+#define K5V1(d, n) SHL_16B_N(d, n, 3)
+#define K5V2(d, n) SHL_16B_N(d, n, 2)
+#define K5V3(d, n) SHL_16B_N(d, n, 1)
+#define K5V4(d, n)
+#define K5V5(d, n) USHR_16B_N(d, n, 1)
+#define K5V6(d, n) USHR_16B_N(d, n, 2)
+#define K5V7(d, n) USHR_16B_N(d, n, 3)
+#define K5R0(d, n) d
+#define K5R1(d, n) d
+#define K5R2(d, n) d
+#define K5R3(d, n) d
+#define K5R4(d, n) n
+#define K5R5(d, n) d
+#define K5R6(d, n) d
+#define K5R7(d, n) d
+
+// K51C(k, q, xa, xb, i, V0, R0, V1, R1): chunk k (raw qs bytes in V(k)),
+// its qh in V(q), the token's values for it in lane i of V(xa) (sub-block
+// 2c) and V(xb) (2c+1); V0, R0 and V1, R1 the K5V, K5R of bits 2c, 2c+1.
+#define K51C(k, q, xa, xb, i, V0, R0, V1, R1) \
+	AND_16B(17, k, 31) \
+	V0(18, q) \
+	BIT_16B(17, R0(18, q), 30) \
+	SDOT_4S_E(14, 17, xa, i) \
+	USHR_16B_4(k, k) \
+	V1(19, q) \
+	BIT_16B(k, R1(19, q), 30) \
+	SDOT_4S_E(15, k, xb, i)
+
+// K51Q(k, o, xa, xb, i, V0, R0, V1, R1): chunks k, k+1 (qh from the frame
+// at o).
+#define K51Q(k, o, xa, xb, i, V0, R0, V1, R1) \
+	FLDPQ o(RSP), (F12, F13) \
+	K51C(k, 12, xa, xb, i, V0, R0, V1, R1) \
+	K51C(k+1, 13, xa, xb, i+1, V0, R0, V1, R1)
+
+// K51PAIR(c, V0, R0, V1, R1): sub-blocks 2c and 2c+1 at width 1.
+#define K51PAIR(c, V0, R0, V1, R1) \
+	LOAD4(48+32*c) \
+	TRANSPOSE(0) \
+	LOAD4(64+32*c) \
+	TRANSPOSE(4) \
+	FLDPQ (64*c)(R14), (F8, F9) \
+	FLDPQ (64*c+32)(R14), (F10, F11) \
+	VEOR V14.B16, V14.B16, V14.B16 \
+	VEOR V15.B16, V15.B16, V15.B16 \
+	K51Q(0, K5QHF, 8, 10, 0, V0, R0, V1, R1) \
+	K51Q(2, (K5QHF+32), 8, 10, 2, V0, R0, V1, R1) \
+	K51Q(4, (K5QHF+64), 9, 11, 0, V0, R0, V1, R1) \
+	K51Q(6, (K5QHF+96), 9, 11, 2, V0, R0, V1, R1) \
+	FLDPQ (16+32*c)(RSP), (F18, F19) \
+	MLA_4S(20, 14, 18) \
+	MLA_4S(20, 15, 19)
+
+#define K5PAIRS1 \
+	K51PAIR(0, K5V0, K5R0, K5V1, K5R1) \
+	K51PAIR(1, K5V2, K5R2, K5V3, K5R3) \
+	K51PAIR(2, K5V4, K5R4, K5V5, K5R5) \
+	K51PAIR(3, K5V6, K5R6, K5V7, K5R7)
+
+#define K5KERNEL(astr, Q, ZERO, BODY, END, OUT, lhalf, lquad, lblk, lout) \
+	K5ARGS \
+lhalf: \
+	MOVD R3, R24 \
+	MOVD R4, R25 \
+	MOVD R7, R22 \
+	MOVD $Q, R23 \
+lquad: \
+	MOVD R0, R10 \
+	ADD R1, R10, R11 \
+	ADD R1, R11, R12 \
+	ADD R1, R12, R13 \
+	MOVD R24, R14 \
+	MOVD R25, R15 \
+	MOVD R2, R17 \
+	ZERO \
+	CBZ R17, lout \
+lblk: \
+	KSCALES \
+	KHEAD \
+	K5QH \
+	BODY \
+	FLDPQ 144(RSP), (F8, F9) \
+	FLDPQ 176(RSP), (F10, F11) \
+	END \
+	ADD R19, R10, R10 \
+	ADD R19, R11, R11 \
+	ADD R19, R12, R12 \
+	ADD R19, R13, R13 \
+	ADD $astr, R14, R14 \
+	ADD R6, R15, R15 \
+	SUBS $1, R17, R17 \
+	BNE lblk \
+lout: \
+	OUT \
+	ADD $1024, R24, R24 \
+	ADD $256, R25, R25 \
+	ADD R9<<2, R22, R22 \
+	SUBS $1, R23, R23 \
+	BNE lquad \
+	ADD $16, R7, R7 \
+	ADD R1<<2, R0, R0 \
+	SUBS $1, R20, R20 \
+	BNE lhalf \
+	RET
+
+// func rowsQ5Kx1N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ5Kx1N(SB), NOSPLIT, $352-72
+	K5KERNEL(256, 1, KZERO1, K5PAIRS1, KEND1, KOUT1, q5kh1, q5kq1, q5kb1, q5ko1)
+
+// func rowsQ5Kx2N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ5Kx2N(SB), NOSPLIT, $352-72
+	K5KERNEL(512, 1, KZERO2, K5SUBS2, KEND2, KOUT2, q5kh2, q5kq2, q5kb2, q5ko2)
+
+// func rowsQ5Kx4N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ5Kx4N(SB), NOSPLIT, $352-72
+	K5KERNEL(1024, 1, KZERO4, K5SUBS4, KEND4, KOUT4, q5kh4, q5kq4, q5kb4, q5ko4)
+
+// func rowsQ5Kx8N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
+TEXT ·rowsQ5Kx8N(SB), NOSPLIT, $352-72
+	K5KERNEL(2048, 2, KZERO4, K5SUBS4, KEND4, KOUT4, q5kh8, q5kq8, q5kb8, q5ko8)

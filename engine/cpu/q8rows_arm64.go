@@ -95,6 +95,8 @@ func rowKernels(t gguf.Type) (k [9]rowKernel) {
 		k[1], k[2], k[4], k[8] = rowsQ50x1N, rowsQ50x2N, rowsQ50x4N, rowsQ50x8N
 	case gguf.Q5_1:
 		k[1], k[2], k[4], k[8] = rowsQ51x1N, rowsQ51x2N, rowsQ51x4N, rowsQ51x8N
+	case gguf.Q5_K:
+		k[1], k[2], k[4], k[8] = rowsQ5Kx1N, rowsQ5Kx2N, rowsQ5Kx4N, rowsQ5Kx8N // kqrows_arm64.s
 	case gguf.Q6_K:
 		k[1], k[2], k[4], k[8] = rowsQ6Kx1N, rowsQ6Kx2N, rowsQ6Kx4N, rowsQ6Kx8N
 	case gguf.Q3_K:
