@@ -924,6 +924,16 @@ func TestPubBackendPrefillChunks(t *testing.T) {
 	if be.PrefillNote() != "" || !slices.Equal(be.Widths(), []int{1, 2, 3, 4, pgN}) {
 		t.Fatalf("prefill note %q, widths %v", be.PrefillNote(), be.Widths())
 	}
+	// The load times name their functions (doctor prints them so): each
+	// decode chunk's two, then each prefill chunk's one.
+	var fns [][2]string
+	for _, l := range be.Runner().(*CoreMLRunner).Loads() {
+		fns = append(fns, l.Functions)
+	}
+	dv, pf := [2]string{PubDecode, PubVerify}, [2]string{PubPrefill, ""}
+	if want := [][2]string{dv, dv, dv, pf, pf, pf}; !slices.Equal(fns, want) {
+		t.Fatalf("loads name %v, want %v", fns, want)
+	}
 	o := &oracle{be: be}
 	for _, n := range []int{2, 5, pgN} {
 		cache, _ := kv.New(be.Config().KV, pgN)
