@@ -106,7 +106,8 @@ const DefaultStall = 60 * time.Second
 type Options struct {
 	// Client sends the requests (nil: http.DefaultClient).
 	Client *http.Client
-	// Stall is how long a response may send nothing, headers or body,
+	// Stall is how long Fetch waits for a response that sends nothing,
+	// headers or body (time the caller takes between reads not counted),
 	// before Fetch drops it with an *InterruptedError, so that the caller's
 	// retry asks for the rest on a new connection (0: DefaultStall). Without
 	// it a server that stops sending but keeps the connection open holds the
@@ -158,8 +159,10 @@ func Fetch(ctx context.Context, o Options, part string, m *Meta, save func(*Meta
 			return f.Sync()
 		}
 		// Each response has its own context, which the watchdog cancels
-		// when nothing arrives for o.Stall (the timer is reset on every
-		// read that brings bytes).
+		// when the server sends nothing for o.Stall. It runs only while
+		// Fetch waits for the server (the headers, then each read of the
+		// body), so time spent between reads (a slow disk, the sidecar's
+		// fsync, the progress callback) is not taken for the server's.
 		rctx, drop := context.WithCancelCause(ctx)
 		watch := time.AfterFunc(o.Stall, func() { drop(errStalled(o.Stall)) })
 		stalled := func(err error) error {
@@ -177,7 +180,8 @@ func Fetch(ctx context.Context, o Options, part string, m *Meta, save func(*Meta
 			}
 			return &InterruptedError{Received: have, Total: m.Total, Err: stalled(err)}
 		}
-		body := &watchedBody{r: resp.Body, reset: func() { watch.Reset(o.Stall) }}
+		watch.Stop() // the headers came
+		body := &watchedBody{r: resp.Body, watch: watch, stall: o.Stall}
 		done := func() {
 			watch.Stop()
 			resp.Body.Close()
@@ -285,18 +289,19 @@ func restart(f *os.File, m *Meta) (int64, error) {
 	return 0, nil
 }
 
-// watchedBody is a response body that tells the stall watchdog of every
-// read that brought bytes.
+// watchedBody is a response body whose reads are timed by the stall
+// watchdog: each read that waits longer than stall for the server is cut
+// short (watch cancels the response).
 type watchedBody struct {
 	r     io.Reader
-	reset func()
+	watch *time.Timer
+	stall time.Duration
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
+	b.watch.Reset(b.stall)
 	n, err := b.r.Read(p)
-	if n > 0 {
-		b.reset()
-	}
+	b.watch.Stop()
 	return n, err
 }
 

@@ -239,3 +239,44 @@ func TestInterruptedSaysWhatHappened(t *testing.T) {
 		t.Fatalf("cut: %q", got)
 	}
 }
+
+// TestFetchStallCountsOnlyTheServer: the watchdog times the waits for the
+// server (the headers, each read of the body), not the time the client
+// spends between reads (a slow disk write, the progress callback, the
+// sidecar's fsync): a client slower than Options.Stall between two reads of
+// a server that answers at once finishes the file.
+func TestFetchStallCountsOnlyTheServer(t *testing.T) {
+	data := bytes.Repeat([]byte("anechat "), 4096)
+	half := len(data) / 2
+	more := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		w.Write(data[:half])
+		w.(http.Flusher).Flush()
+		// The rest once the client has digested the first half: what
+		// the client does before asking is not the server's silence.
+		select {
+		case <-more:
+		case <-r.Context().Done():
+			return
+		}
+		w.Write(data[half:])
+	}))
+	defer srv.Close()
+	const stall = 300 * time.Millisecond
+	part := filepath.Join(t.TempDir(), "f.part")
+	m := &Meta{URL: srv.URL, Total: -1}
+	var once sync.Once
+	save := func(*Meta) error { time.Sleep(3 * stall); return nil }
+	progress := func(received, _ int64) {
+		if received > 0 {
+			once.Do(func() { time.Sleep(3 * stall); close(more) })
+		}
+	}
+	if err := Fetch(context.Background(), Options{Stall: stall}, part, m, save, progress); err != nil {
+		t.Fatalf("a client slower than the stall limit between reads: %v", err)
+	}
+	if got, _ := os.ReadFile(part); !bytes.Equal(got, data) {
+		t.Fatalf("%d bytes, want the %d of the file", len(got), len(data))
+	}
+}
