@@ -77,3 +77,23 @@ func TestBenchCoreML(t *testing.T) {
 		}
 	}
 }
+
+// TestCoreMLChunkLoads: a chunk's load line names the functions it timed,
+// in load order, and only those (a published prefill chunk has one, a
+// chunk whose verify function did not load only its decode function).
+func TestCoreMLChunkLoads(t *testing.T) {
+	for _, tc := range []struct {
+		c    coremlChunk
+		want string
+	}{
+		{coremlChunk{Functions: [2]string{"generate", "prefill"}, LoadSeconds: [2]float64{1.2, 0.8}}, "generate loaded in 1.20 s, prefill in 0.80 s"},
+		{coremlChunk{Functions: [2]string{"decode_q1", "verify_qK"}, LoadSeconds: [2]float64{0.5, 0.25}}, "decode_q1 loaded in 0.50 s, verify_qK in 0.25 s"},
+		{coremlChunk{Functions: [2]string{"prefill", ""}, LoadSeconds: [2]float64{2, 0}}, "prefill loaded in 2.00 s"},
+		{coremlChunk{Functions: [2]string{"decode_q1", ""}, LoadSeconds: [2]float64{0.3, 0}}, "decode_q1 loaded in 0.30 s"},
+		{coremlChunk{}, "no function loaded"},
+	} {
+		if got := tc.c.loads(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}
