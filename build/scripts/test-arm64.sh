@@ -85,9 +85,13 @@ runpkg() {
 	local TIMEFORMAT='%R %U %S'
 	local rc=0
 	# (|| rc=: under set -e a failure would end this before its code is
-	# written; the code is written last, once the time report is closed.)
+	# written; the code is written last, once the time report is closed,
+	# and renamed into place: the loop below reads i.rc as soon as it
+	# exists, and may look while this job writes it, woken by the other
+	# job's end; an empty i.rc would read as a failure.)
 	{ time (cd "$dir" && "${run[@]}" "$out/$i.test" -test.short -test.timeout 15m -test.skip "$skip" >"$out/$i.log" 2>&1); } 2>"$out/$i.time" || rc=$?
-	echo "$rc" >"$out/$i.rc"
+	echo "$rc" >"$out/$i.rc.tmp"
+	mv "$out/$i.rc.tmp" "$out/$i.rc"
 }
 start=$SECONDS
 jobs=2
