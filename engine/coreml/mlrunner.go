@@ -32,9 +32,12 @@ type ChunkLoad struct {
 	Compiled bool
 	// Compile is the time to find or compile the package (hashing it to
 	// find its cache entry included); Load the time to load each of its
-	// functions, generate then prefill.
-	Compile time.Duration
-	Load    [2]time.Duration
+	// functions, named by Functions ("" for none): generate then prefill
+	// for a bundle of the converter; decode then verify, or prefill alone,
+	// for a published one.
+	Compile   time.Duration
+	Load      [2]time.Duration
+	Functions [2]string
 }
 
 // CoreMLRunner runs the bundle's chunk packages with Core ML (package
@@ -121,7 +124,7 @@ func NewCoreMLRunner(ctx context.Context, rt mlcore.Runtime, b *Bundle, o CoreML
 			if err != nil {
 				return nil, fmt.Errorf("coreml: loading function %s of %s: %w", info.Name, pkg, err)
 			}
-			cl.Load[i] = time.Since(t1)
+			cl.Load[i], cl.Functions[i] = time.Since(t1), info.Name
 			fns[info.Name] = fn
 			if err := CheckFunction(pkg, info, fn.Inputs(), fn.Outputs()); err != nil {
 				return nil, err

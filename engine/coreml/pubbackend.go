@@ -619,7 +619,11 @@ func (be *PubBackend) Forward(ctx context.Context, tokens []int32, start int, ca
 		case want&model.Last != 0 && pre != nil && start+off == 0 && len(tokens)-off > 1:
 			// The prefill chunks start at position 0 only.
 			f, n = pre, min(pre.width, len(tokens)-off)
-		case want&model.Last == 0 && verify != nil && len(tokens)-off > 1:
+		case want&model.Last == 0 && verify != nil && len(tokens)-off > 1 && start+off <= be.geo.window-verify.width:
+			// Past W-K the verify graph's shift drops positions that
+			// its early rows need (PUBLISHED.md, "The sliding window"):
+			// there decode_q1 runs token by token, so speculation stays
+			// lossless.
 			f, n = verify, min(verify.width, len(tokens)-off)
 		}
 		t0 := time.Now()
@@ -680,12 +684,17 @@ func (be *PubBackend) call(ctx context.Context, f *pubFunc, tokens []int32, star
 		}
 	}
 	if x := f.host["causal_mask_sliding"]; x != nil {
+		// Both functions shift the W-slot buffer left by T inside the
+		// graph and append the call's T rows (PUBLISHED.md, "The sliding
+		// window"), so slot i holds position start+T-W+i; row t sees the
+		// slots holding positions 0..start+t. For decode_q1 (T = 1) these
+		// are the last min(start+1, W) slots.
+		W := g.window
 		for t := range T {
-			row := x.f16[t*g.window : (t+1)*g.window]
-			first := g.window - min(start+t+1, g.window)
+			row := x.f16[t*W : (t+1)*W]
 			for i := range row {
 				row[i] = ninf
-				if i >= first {
+				if p := start + T - W + i; p >= 0 && p <= start+t {
 					row[i] = zero
 				}
 			}

@@ -27,7 +27,7 @@ import (
 // ends in the argmax.
 const (
 	pgV, pgH, pgL, pgP = 64, 8, 6, 2
-	pgCtx, pgW, pgK    = 24, 4, 4
+	pgCtx, pgW, pgK    = 24, 16, 4
 	pgN                = 8 // the prefill chunks' width
 	pgHdS, pgHdF, pgSW = 4, 8, 8
 )
@@ -257,12 +257,14 @@ func (r *pubRuntime) Load(_ context.Context, compiled string, o mlcore.LoadOptio
 // pubFn executes a toy model that follows the contract: each owned cache
 // slot u gets, at position p, the rows k[d] = e[d%H]*(1+u/4) + cos[p][d],
 // v[d] = e[(d+1)%H] - cos[p][d] (e: the chunk's hidden row); the chunk
-// hashes the rows a query at p sees (its window on sliding slots, 0..p on
-// full ones) in position order into hidden[j+1]; the last chunk picks
-// hash(hidden, per-layer row) % V. It checks that the masks, update masks
-// and cache inputs hold what the contract says, so a host that builds
-// them wrong fails the call; the ideal bundle, whose decode and verify
-// functions compute every row alike.
+// builds the key buffers as CoreML-LLM's graphs do (PUBLISHED.md, "The
+// sliding window": a sliding buffer shifted by the call's T rows, a full
+// one with them scattered in) and hashes, in slot order, the rows each
+// query's masks open into hidden[j+1]; the last chunk picks
+// hash(hidden, per-layer row) % V. The oracle hashes the rows Gemma's
+// attention sees (positions p-W+1..p on sliding slots, 0..p on full
+// ones), so a host whose masks, update masks or cache inputs open any
+// other row gets other ids.
 type pubFn struct {
 	j, T      int
 	name      string
@@ -315,19 +317,14 @@ func (f *pubFn) Predict(_ context.Context, in, out map[string]mlcore.Buffer) err
 			}
 		}
 	}
+	// The masks are added to the scores, so the toy model needs them to
+	// be 0 (attend) or -inf (skip); which slots they open is what the
+	// hashes below depend on.
 	zero, ninf := toHalf(0), toHalf(negInf)
-	for t := range T {
-		p := s + t
-		mf, ms := h16(in, "causal_mask_full")[t*pgCtx:(t+1)*pgCtx], h16(in, "causal_mask_sliding")[t*pgW:(t+1)*pgW]
-		for i := range pgCtx {
-			if want := map[bool]uint16{true: zero, false: ninf}[i <= p]; mf[i] != want {
-				return fmt.Errorf("chunk %d %s: causal_mask_full row %d slot %d is %#x", j, f.name, t, i, mf[i])
-			}
-		}
-		first := pgW - min(p+1, pgW)
-		for i := range pgW {
-			if want := map[bool]uint16{true: zero, false: ninf}[i >= first]; ms[i] != want {
-				return fmt.Errorf("chunk %d %s: causal_mask_sliding row %d slot %d is %#x", j, f.name, t, i, ms[i])
+	for _, m := range []string{"causal_mask_full", "causal_mask_sliding"} {
+		for i, x := range h16(in, m) {
+			if x != zero && x != ninf {
+				return fmt.Errorf("chunk %d %s: %s entry %d is %#x, neither 0 nor -inf", j, f.name, m, i, x)
 			}
 		}
 	}
@@ -381,26 +378,39 @@ func (f *pubFn) Predict(_ context.Context, in, out map[string]mlcore.Buffer) err
 		}
 		return b[o : o+hd]
 	}
-	for t := range T {
-		p := s + t
-		h := fnv.New32a()
-		for sl := range ns {
-			for q := max(0, p-pgW+1); q <= p; q++ {
-				if q >= s {
-					hashRows(h, newRows[0][sl][q-s].k, newRows[0][sl][q-s].v)
-					continue
-				}
-				r := q - (s - pgW)
-				hashRows(h, cacheRow("K_sliding_in", pgW, sl, r, pgHdS), cacheRow("V_sliding_in", pgW, sl, r, pgHdS))
+	// The keys a layer attends to, as gemma4_swa_chunks.py builds them
+	// (PUBLISHED.md, "The sliding window"): a sliding layer's buffer
+	// shifted left by T with the call's T rows appended (decode_q1: by
+	// one), a full layer's buffer with the call's rows scattered in at
+	// s..s+T-1; row t hashes, in slot order, the slots its mask opens.
+	attend := func(kind, sl, i int) (k, v []uint16) {
+		if kind == 0 {
+			if i >= pgW-T {
+				r := newRows[0][sl][i-(pgW-T)]
+				return r.k, r.v
 			}
+			return cacheRow("K_sliding_in", pgW, sl, i+T, pgHdS), cacheRow("V_sliding_in", pgW, sl, i+T, pgHdS)
 		}
-		for sl := range nf {
-			for q := 0; q <= p; q++ {
-				if q >= s {
-					hashRows(h, newRows[1][sl][q-s].k, newRows[1][sl][q-s].v)
-					continue
+		if i >= s && i < s+T {
+			r := newRows[1][sl][i-s]
+			return r.k, r.v
+		}
+		return cacheRow("K_full_in", pgCtx, sl, i, pgHdF), cacheRow("V_full_in", pgCtx, sl, i, pgHdF)
+	}
+	for t := range T {
+		h := fnv.New32a()
+		for kind, n := range []int{ns, nf} {
+			m, w := h16(in, "causal_mask_sliding")[t*pgW:(t+1)*pgW], pgW
+			if kind == 1 {
+				m, w = h16(in, "causal_mask_full")[t*pgCtx:(t+1)*pgCtx], pgCtx
+			}
+			for sl := range n {
+				for i := range w {
+					if m[i] == zero {
+						k, v := attend(kind, sl, i)
+						hashRows(h, k, v)
+					}
 				}
-				hashRows(h, cacheRow("K_full_in", pgCtx, sl, q, pgHdF), cacheRow("V_full_in", pgCtx, sl, q, pgHdF))
 			}
 		}
 		hout[t*pgH+j+1] = toHalf(float32(h.Sum32() % 2048))
@@ -616,6 +626,46 @@ func TestPubBackendDecodeAndVerifyMatchTheModel(t *testing.T) {
 		run(a, refill, 3)
 		if width > 1 && rt.calls[PubVerify] == 0 {
 			t.Errorf("width %d: no verify call", width)
+		}
+	}
+}
+
+// The verify graph shifts its sliding buffer by K before it attends, so
+// it holds every key its rows need only from positions 0..W-K: a call
+// that starts there runs verify_qK, one that starts later runs decode_q1
+// row by row, and both give the model's ids.
+func TestPubBackendVerifyStopsAtTheWindow(t *testing.T) {
+	ctx := context.Background()
+	rt := &pubRuntime{}
+	be, err := openPub(t, pubFixture(t), rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &oracle{be: be}
+	seq := make([]int32, pgW-pgK+1)
+	for i := range seq {
+		seq[i] = int32((i*11 + 3) % pgV)
+	}
+	draft := []int32{7, 40, 12, 5}
+	for _, start := range []int{pgW - pgK, pgW - pgK + 1} {
+		cache, _ := kv.New(be.Config().KV, pgW)
+		if _, err := be.Forward(ctx, seq[:start], 0, cache, model.Argmax|model.Last); err != nil {
+			t.Fatal(err)
+		}
+		cache.Commit(start)
+		verifies, decodes := rt.calls[PubVerify], rt.calls[PubDecode]
+		res, err := be.Forward(ctx, draft, start, cache, model.Argmax)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range res.Argmax {
+			if want := o.next(append(slices.Clone(seq[:start]), draft[:i+1]...)); id != want {
+				t.Errorf("start %d: position %d: id %d, the model gives %d", start, start+i, id, want)
+			}
+		}
+		nv, nd := rt.calls[PubVerify]-verifies, rt.calls[PubDecode]-decodes
+		if exact := start <= pgW-pgK; (nv > 0) != exact || (nd > 0) == exact {
+			t.Errorf("start %d (W %d, K %d): %d verify and %d decode chunk calls", start, pgW, pgK, nv, nd)
 		}
 	}
 }
@@ -923,6 +973,16 @@ func TestPubBackendPrefillChunks(t *testing.T) {
 	}
 	if be.PrefillNote() != "" || !slices.Equal(be.Widths(), []int{1, 2, 3, 4, pgN}) {
 		t.Fatalf("prefill note %q, widths %v", be.PrefillNote(), be.Widths())
+	}
+	// The load times name their functions (doctor prints them so): each
+	// decode chunk's two, then each prefill chunk's one.
+	var fns [][2]string
+	for _, l := range be.Runner().(*CoreMLRunner).Loads() {
+		fns = append(fns, l.Functions)
+	}
+	dv, pf := [2]string{PubDecode, PubVerify}, [2]string{PubPrefill, ""}
+	if want := [][2]string{dv, dv, dv, pf, pf, pf}; !slices.Equal(fns, want) {
+		t.Fatalf("loads name %v, want %v", fns, want)
 	}
 	o := &oracle{be: be}
 	for _, n := range []int{2, 5, pgN} {

@@ -76,7 +76,7 @@ func NewPublishedRunner(ctx context.Context, rt mlcore.Runtime, p *Published, o 
 		if err != nil {
 			return nil, fmt.Errorf("coreml: loading the decode function of %s: %w", pkg, err)
 		}
-		cl.Load[0] = time.Since(t1)
+		cl.Load[0], cl.Functions[0] = time.Since(t1), PubDecode
 		fns[PubDecode] = fn
 		step()
 		if r.NoVerify == "" {
@@ -94,7 +94,7 @@ func NewPublishedRunner(ctx context.Context, rt mlcore.Runtime, p *Published, o 
 					}
 				}
 			} else {
-				cl.Load[1] = time.Since(t2)
+				cl.Load[1], cl.Functions[1] = time.Since(t2), PubVerify
 				fns[PubVerify] = vf
 			}
 		}
@@ -124,7 +124,7 @@ func NewPublishedRunner(ctx context.Context, rt mlcore.Runtime, p *Published, o 
 		if err != nil {
 			return nil, fmt.Errorf("coreml: loading %s: %w", cl.Package, err)
 		}
-		cl.Load[0] = time.Since(t1)
+		cl.Load[0], cl.Functions[0] = time.Since(t1), PubPrefill
 		r.fns[j][PubPrefill] = fn
 		r.loads = append(r.loads, cl)
 		step()

@@ -15,7 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -63,11 +65,22 @@ type InterruptedError struct {
 }
 
 func (e *InterruptedError) Error() string {
-	total := "an unknown size"
-	if e.Total >= 0 {
-		total = strconv.FormatInt(e.Total, 10) + " bytes"
+	// The URL is the caller's to show: keep the transport's own words
+	// (net/http's errors repeat the method and the URL).
+	cause := e.Err
+	var ue *url.Error
+	if errors.As(cause, &ue) {
+		cause = ue.Err
 	}
-	return fmt.Sprintf("the connection was lost after %d of %s: %v", e.Received, total, e.Err)
+	var op *net.OpError
+	if e.Received == 0 && errors.As(cause, &op) && op.Op == "dial" {
+		return fmt.Sprintf("the server could not be reached: %v", cause)
+	}
+	got := strconv.FormatInt(e.Received, 10) + " bytes"
+	if e.Total >= 0 {
+		got = fmt.Sprintf("%d of %d bytes", e.Received, e.Total)
+	}
+	return fmt.Sprintf("the connection was lost after %s: %v", got, cause)
 }
 
 func (e *InterruptedError) Unwrap() error { return e.Err }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -213,5 +215,27 @@ func TestFetchDropsAStalledResponse(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(part); !bytes.Equal(got, data) {
 		t.Fatalf("file after the stalls: %d bytes, want the %d of the file", len(got), len(data))
+	}
+}
+
+// TestInterruptedSaysWhatHappened: a server nobody answers on is "could not
+// be reached", not "lost after 0 bytes", and the message does not repeat
+// the URL (the window shows it beside); a cut transfer says how far it got.
+func TestInterruptedSaysWhatHappened(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	part := filepath.Join(t.TempDir(), "f.part")
+	err = Fetch(context.Background(), Options{}, part, &Meta{URL: "http://" + addr + "/m.gguf", Total: -1}, func(*Meta) error { return nil }, func(int64, int64) {})
+	var ie *InterruptedError
+	if !errors.As(err, &ie) || !strings.HasPrefix(err.Error(), "the server could not be reached: dial tcp") || strings.Contains(err.Error(), "m.gguf") {
+		t.Fatalf("unreachable: %v", err)
+	}
+	cut := &InterruptedError{Received: 10, Total: 20, Err: io.ErrUnexpectedEOF}
+	if got := cut.Error(); got != "the connection was lost after 10 of 20 bytes: unexpected EOF" {
+		t.Fatalf("cut: %q", got)
 	}
 }
