@@ -15,8 +15,10 @@ const (
 	// KernelsNEON: the arm64 row kernels with the dot-product extension
 	// (q8rows_arm64.s; Q5_0, Q5_1, and kqrows_arm64.s for Q4_K and Q6_K, since .2;
 	// kq23rows_arm64.s for Q3_K and Q2_K and the NEON Q8_K quantiser, since .3;
-	// Q5_K since .4), with the NEON float kernels.
-	KernelsNEON = "cpu/neon-sdot.4"
+	// Q5_K since .4; Q4_K's width 1 takes two sub-blocks per weight load,
+	// since .5: the same bits, fewer instructions), with the NEON float
+	// kernels.
+	KernelsNEON = "cpu/neon-sdot.5"
 	// KernelsGo: the portable Go loops (go.3: the integer formats multiply
 	// quantised activations with the canonical sums of dotref.go, as the
 	// row kernels do, instead of dequantising the rows to floats).

@@ -21,7 +21,9 @@
 // nibbles of the 4 rows are loaded and transposed (as Q4_0's) and every
 // token's P_j comes from 8 SDOTs by element; I accumulates P_j·sc_j
 // (MLA, exact in int32), M the mins times the token's S32 (SMLAL by
-// element), both converted once per block.
+// element), both converted once per block. Width 1 takes the sub-blocks
+// 2c and 2c+1 of each qs chunk together (K41PAIR, below), loading and
+// transposing their weights once.
 //
 // Registers: R10..R13 the half's 4 rows, R14 the token quad's activations
 // (block by block), R15 its records, R17 blocks left, R19 the block size,
@@ -195,6 +197,66 @@ GLOBL kq4c<>(SB), RODATA|NOPTR, $64
 	FMOVQ (16+16*j)(RSP), F15 \
 	TOKS(j)
 
+// KSUBS(TOKS): the block's 8 sub-blocks, one at a time (widths 2-8).
+#define KSUBS(TOKS) \
+	KSUB(0, 0, NIBLO, TOKS) \
+	KSUB(0, 1, NIBHI, TOKS) \
+	KSUB(1, 2, NIBLO, TOKS) \
+	KSUB(1, 3, NIBHI, TOKS) \
+	KSUB(2, 4, NIBLO, TOKS) \
+	KSUB(2, 5, NIBHI, TOKS) \
+	KSUB(3, 6, NIBLO, TOKS) \
+	KSUB(3, 7, NIBHI, TOKS)
+#define KSUBS2 KSUBS(KTOKS2)
+#define KSUBS4 KSUBS(KTOKS4)
+
+// Width 1 (decode) has the registers of the other tokens' sums free
+// (V17..V19), so, as Q5_K's (K51PAIR), it takes the two sub-blocks 2c and
+// 2c+1 of one qs chunk together: the 4 rows' 32 bytes qs[32c..32c+31]
+// are loaded and transposed once (V0..V7), not once per sub-block, and
+// per 4-byte chunk k its low nibbles (into V17) go to SDOT with the
+// token's values of sub-block 2c (V8, V9) into P_2c (V14), its high
+// nibbles (in place) with those of 2c+1 (V10, V11) into P_2c+1 (V15);
+// then I += P_2c·sc_2c + P_2c+1·sc_2c+1, the same exact int32 sum as
+// KSUB's (P_j and the products are the same integers, and int32 addition
+// is associative).
+
+// K41C(k, x, i): chunk k (raw qs bytes in V(k)); the token's values for
+// it in lane i of V(x) (sub-block 2c) and V(x+2) (2c+1).
+#define K41C(k, x, i) \
+	AND_16B(17, k, 31) \
+	SDOT_4S_E(14, 17, x, i) \
+	USHR_16B_4(k, k) \
+	SDOT_4S_E(15, k, x+2, i)
+
+// K41PAIR(c): sub-blocks 2c and 2c+1 at width 1.
+#define K41PAIR(c) \
+	LOAD4(16+32*c) \
+	TRANSPOSE(0) \
+	LOAD4(32+32*c) \
+	TRANSPOSE(4) \
+	FLDPQ (64*c)(R14), (F8, F9) \
+	FLDPQ (64*c+32)(R14), (F10, F11) \
+	VEOR V14.B16, V14.B16, V14.B16 \
+	VEOR V15.B16, V15.B16, V15.B16 \
+	K41C(0, 8, 0) \
+	K41C(1, 8, 1) \
+	K41C(2, 8, 2) \
+	K41C(3, 8, 3) \
+	K41C(4, 9, 0) \
+	K41C(5, 9, 1) \
+	K41C(6, 9, 2) \
+	K41C(7, 9, 3) \
+	FLDPQ (16+32*c)(RSP), (F18, F19) \
+	MLA_4S(20, 14, 18) \
+	MLA_4S(20, 15, 19)
+
+#define KPAIRS1 \
+	K41PAIR(0) \
+	K41PAIR(1) \
+	K41PAIR(2) \
+	K41PAIR(3)
+
 // KE(t): token t's block into its sum: M from the mins (V8..V11) and its
 // S32, then A = fma(d_w*d_x, float(I), A), A = fma(dmin_w*d_x, -float(M), A).
 #define KE(t) \
@@ -256,8 +318,8 @@ GLOBL kq4c<>(SB), RODATA|NOPTR, $64
 	FMOVQ F19, (R21)
 
 // KKERNEL: G tokens per pass, Q passes (G*Q tokens; astr the bytes from
-// one block's activations to the next).
-#define KKERNEL(astr, Q, ZERO, TOKS, END, OUT, lhalf, lquad, lblk, lout) \
+// one block's activations to the next); BODY the block's sub-blocks.
+#define KKERNEL(astr, Q, ZERO, BODY, END, OUT, lhalf, lquad, lblk, lout) \
 	KARGS \
 lhalf: \
 	MOVD R3, R24 \
@@ -277,14 +339,7 @@ lquad: \
 lblk: \
 	KSCALES \
 	KHEAD \
-	KSUB(0, 0, NIBLO, TOKS) \
-	KSUB(0, 1, NIBHI, TOKS) \
-	KSUB(1, 2, NIBLO, TOKS) \
-	KSUB(1, 3, NIBHI, TOKS) \
-	KSUB(2, 4, NIBLO, TOKS) \
-	KSUB(2, 5, NIBHI, TOKS) \
-	KSUB(3, 6, NIBLO, TOKS) \
-	KSUB(3, 7, NIBHI, TOKS) \
+	BODY \
 	FLDPQ 144(RSP), (F8, F9) \
 	FLDPQ 176(RSP), (F10, F11) \
 	END \
@@ -311,19 +366,19 @@ lout: \
 
 // func rowsQ4Kx1N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 TEXT ·rowsQ4Kx1N(SB), NOSPLIT, $224-72
-	KKERNEL(256, 1, KZERO1, KTOKS1, KEND1, KOUT1, q4kh1, q4kq1, q4kb1, q4ko1)
+	KKERNEL(256, 1, KZERO1, KPAIRS1, KEND1, KOUT1, q4kh1, q4kq1, q4kb1, q4ko1)
 
 // func rowsQ4Kx2N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 TEXT ·rowsQ4Kx2N(SB), NOSPLIT, $224-72
-	KKERNEL(512, 1, KZERO2, KTOKS2, KEND2, KOUT2, q4kh2, q4kq2, q4kb2, q4ko2)
+	KKERNEL(512, 1, KZERO2, KSUBS2, KEND2, KOUT2, q4kh2, q4kq2, q4kb2, q4ko2)
 
 // func rowsQ4Kx4N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 TEXT ·rowsQ4Kx4N(SB), NOSPLIT, $224-72
-	KKERNEL(1024, 1, KZERO4, KTOKS4, KEND4, KOUT4, q4kh4, q4kq4, q4kb4, q4ko4)
+	KKERNEL(1024, 1, KZERO4, KSUBS4, KEND4, KOUT4, q4kh4, q4kq4, q4kb4, q4ko4)
 
 // func rowsQ4Kx8N(w *byte, rstride, nb int, qx *int8, dx *float32, sx unsafe.Pointer, dstride int, out *float32, ostride int)
 TEXT ·rowsQ4Kx8N(SB), NOSPLIT, $224-72
-	KKERNEL(2048, 2, KZERO4, KTOKS4, KEND4, KOUT4, q4kh8, q4kq8, q4kb8, q4ko8)
+	KKERNEL(2048, 2, KZERO4, KSUBS4, KEND4, KOUT4, q4kh8, q4kq8, q4kb8, q4ko8)
 
 // Q6_K (210-byte blocks: ql[128], qh[64], int8 scales[16], d): the same
 // loop over the 4 rows of a half and passes of up to 4 tokens, per
