@@ -89,7 +89,8 @@ runpkg() {
 	# and renamed into place: the loop below reads i.rc as soon as it
 	# exists, and may look while this job writes it, woken by the other
 	# job's end; an empty i.rc would read as a failure.)
-	{ time (cd "$dir" && "${run[@]}" "$out/$i.test" -test.short -test.timeout 15m -test.skip "$skip" >"$out/$i.log" 2>&1); } 2>"$out/$i.time" || rc=$?
+	# timeout: -test.timeout bounds the Go test, this bounds qemu itself.
+	{ time (cd "$dir" && timeout 20m "${run[@]}" "$out/$i.test" -test.short -test.timeout 15m -test.skip "$skip" >"$out/$i.log" 2>&1); } 2>"$out/$i.time" || rc=$?
 	echo "$rc" >"$out/$i.rc.tmp"
 	mv "$out/$i.rc.tmp" "$out/$i.rc"
 }

@@ -82,5 +82,5 @@ func CoreMLStatus(goos, goarch string) string {
 			return "not available: " + st.Detail
 		}
 	}
-	return "available: Core ML bundles of the anechat converter run on the Neural Engine (compute units neural-engine by default); every other model on the CPU backend"
+	return "available: Core ML bundles (the anechat converter's, and published CoreML-LLM ones) run with Core ML, on the Neural Engine unless the compute units say otherwise; every other model on the CPU backend"
 }
