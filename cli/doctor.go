@@ -32,6 +32,9 @@ func runDoctor(ctx context.Context, env *Env, args []string) error {
 	if err := checkComputeUnits(*units); err != nil {
 		return badFlag(env, "doctor", err)
 	}
+	if *bundle == "" && (*units != "" || *reference != "") {
+		return badFlag(env, "doctor", errors.New("--compute-units and --reference say how to run a bundle: give it with --bundle DIR"))
+	}
 	r := doctorReport{w: env.Stdout}
 	r.platform()
 	r.backends(runtime.GOOS, runtime.GOARCH)

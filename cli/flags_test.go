@@ -252,6 +252,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"bench", "resume", "--model", "none.gguf", "--repeat", "0"}, "--repeat 0: want at least 1"},
 		{[]string{"bench", "coreml", "--bundle", "none", "--compute-units", "ane2"}, `--compute-units "ane2": want neural-engine`},
 		{[]string{"doctor", "--bundle", "none", "--compute-units", "ane2"}, `--compute-units "ane2": want neural-engine`},
+		{[]string{"doctor", "--compute-units", "gpu"}, "give it with --bundle DIR"},
 	} {
 		var out, errb bytes.Buffer
 		if code := Run(context.Background(), tc.args, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {

@@ -211,11 +211,13 @@ func pubPrefillFeatures(j int) (ins, outs []mlcore.FeatureSpec) {
 
 // pubRuntime is a fake mlcore.Runtime that loads the synthetic bundle's
 // chunks as pubFns. edit, when set, changes a function's features (a
-// damaged bundle); noVerify makes verify_qK fail to load.
+// damaged bundle); noVerify makes verify_qK fail to load, from chunk
+// verifyFrom+1 on when that is set.
 type pubRuntime struct {
-	edit     func(j int, fn string, ins, outs []mlcore.FeatureSpec) ([]mlcore.FeatureSpec, []mlcore.FeatureSpec)
-	noVerify bool
-	calls    map[string]int
+	edit       func(j int, fn string, ins, outs []mlcore.FeatureSpec) ([]mlcore.FeatureSpec, []mlcore.FeatureSpec)
+	noVerify   bool
+	verifyFrom int
+	calls      map[string]int
 }
 
 func (r *pubRuntime) Compile(context.Context, string) (string, error) {
@@ -240,7 +242,7 @@ func (r *pubRuntime) Load(_ context.Context, compiled string, o mlcore.LoadOptio
 	j--
 	name, T := PubDecode, 1
 	if o.FunctionName == PubVerify {
-		if r.noVerify {
+		if r.noVerify && j >= r.verifyFrom {
 			return nil, errors.New("no function verify_qK")
 		}
 		name, T = PubVerify, pgK
@@ -689,6 +691,20 @@ func TestPubBackendLogits(t *testing.T) {
 }
 
 func TestPubBackendWithoutVerify(t *testing.T) {
+	// Chunk 2's verify_qK fails to load: chunk 1's is closed again, and no
+	// load record lists a verify function any more (doctor prints them).
+	late, err := openPub(t, pubFixture(t), &pubRuntime{noVerify: true, verifyFrom: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range late.Runner().(*CoreMLRunner).Loads() {
+		if l.Functions != [2]string{PubDecode, ""} || l.Load[1] != 0 {
+			t.Errorf("chunk %d after a later verify failed: functions %v, load %v", i+1, l.Functions, l.Load)
+		}
+	}
+	if !slices.Equal(late.Widths(), []int{1}) {
+		t.Errorf("widths %v after a later verify failed", late.Widths())
+	}
 	be, err := openPub(t, pubFixture(t), &pubRuntime{noVerify: true})
 	if err != nil {
 		t.Fatal(err)

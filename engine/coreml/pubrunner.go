@@ -87,11 +87,13 @@ func NewPublishedRunner(ctx context.Context, rt mlcore.Runtime, p *Published, o 
 			vf, err := rt.Load(ctx, compiled, mlcore.LoadOptions{ComputeUnits: o.ComputeUnits, FunctionName: PubVerify})
 			if err != nil {
 				r.NoVerify = fmt.Sprintf("%s: no %s function loaded (%v): one token per call", pkg, PubVerify, err)
-				for _, f := range r.fns[:j] {
+				for i, f := range r.fns[:j] {
 					if v := f[PubVerify]; v != nil {
 						v.Close()
 						delete(f, PubVerify)
 					}
+					// Their load records no longer list a function in use.
+					r.loads[i].Load[1], r.loads[i].Functions[1] = 0, ""
 				}
 			} else {
 				cl.Load[1], cl.Functions[1] = time.Since(t2), PubVerify
