@@ -423,10 +423,7 @@ func (s *Downloads) transfer(ctx context.Context, j *dlJob) {
 	// While the transfer runs (and waits to retry), a ticker keeps the
 	// speed current when no bytes come: it falls to 0 over speedWindow and
 	// StalledSeconds counts, instead of the last speed standing still.
-	tick := s.tickEvery
-	if tick <= 0 {
-		tick = defaultTickEvery
-	}
+	tick := s.tickInterval()
 	ticking, ticked := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(ticked)

@@ -15,7 +15,7 @@ func runBenchCoreML(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "bench coreml", "--bundle DIR [--reference CHECKPOINT] [--compute-units U] [--tokens N] [--json]")
 	bundle := fs.String("bundle", "", "the Core ML bundle (a directory with manifest.json, or a CoreML-LLM bundle with model_config.json)")
 	reference := fs.String("reference", "", "run the bundle with the reference runner (its function contract on the CPU kernels) from the checkpoint it was converted from, instead of Core ML")
-	units := fs.String("compute-units", "", "where Core ML may run it: neural-engine (default), gpu, cpu or all")
+	units := computeUnitsFlag(fs)
 	tokens := fs.Int("tokens", 96, "tokens generated per prompt and width")
 	rows := fs.Int("row-checks", 16, "tokens checked for row independence (each in another slot)")
 	asJSON := fs.Bool("json", false, "print JSON")
