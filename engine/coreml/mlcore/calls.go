@@ -3,10 +3,12 @@ package mlcore
 import "unsafe"
 
 // This file is the one place that says how the darwin code talks to the
-// Objective-C runtime and Core ML: every selector it sends, with the C types
-// of its arguments and result, the header it was read from and the first
-// macOS that has it; every C function it looks up; the enum values it
-// passes. The darwin code sends messages only through send* helpers that
+// Objective-C runtime, Core ML and CoreVideo: every selector it sends, with
+// the C types of its arguments and result, the header it was read from and
+// the first macOS that has it; the parameters of every block it passes;
+// every C function and global it looks up (with the Go types purego calls
+// the functions with); the classes only some macOS versions have; the enum
+// values it passes. The darwin code sends messages only through send* helpers that
 // take a sel from this table and arguments made by the a* constructors
 // below, each of which names its C type. calls_test.go (run on Linux)
 // checks every send* call site in the darwin files against the table (arity
@@ -19,7 +21,9 @@ import "unsafe"
 // it through purego is fixed per ctype (see arg and the send* helpers):
 // object pointers and id arrays as uintptr / unsafe.Pointer, NSInteger and
 // enums over it as int, NSUInteger as uint, long long as int64, BOOL (a C
-// bool on arm64) as bool.
+// bool on arm64) as bool, double as float64; Core Foundation references
+// as uintptr; size_t as uintptr; uint32_t, uint64_t and int32_t as
+// themselves.
 type ctype string
 
 const (
@@ -31,10 +35,17 @@ const (
 	cBOOL      ctype = "BOOL"        // bool on arm64
 	cVoidPtr   ctype = "void*"       // void *, const void *
 	cErrOut    ctype = "NSError**"   // an out-parameter for an autoreleased NSError
-	cBlock     ctype = "block"       // a block pointer; only nil is ever passed
+	cBlock     ctype = "block"       // a block pointer: nil, or a block made by objc.NewBlock
 	cCString   ctype = "const char*" // a NUL-terminated UTF-8 string owned by the callee
 	cVoid      ctype = "void"        // no result
 	cSEL       ctype = "SEL"         // a selector (only objc_msgSend's second argument)
+	cDouble    ctype = "double"      // a C double (returned in d0 on arm64)
+	cCFRef     ctype = "CFTypeRef"   // a Core Foundation object: CVPixelBufferRef, CFStringRef, CFDictionaryRef, ...
+	cCFRefOut  ctype = "CFTypeRef*"  // an out-parameter receiving a +1 Core Foundation object
+	cSizeT     ctype = "size_t"      // unsigned long on arm64
+	cUInt32    ctype = "uint32_t"    // also OSType (FourCharCode)
+	cUInt64    ctype = "uint64_t"    // also CVOptionFlags
+	cInt32     ctype = "int32_t"     // also CVReturn
 )
 
 // method is one Objective-C method the darwin code sends.
@@ -94,6 +105,24 @@ const (
 	selFeatureDescriptionConstraint
 	selConstraintShape
 	selConstraintDataType
+	selNumberWithBool
+	selIsKindOfClass
+	selArrayInitWithPixelBuffer
+	selPlanLoad
+	selPlanModelStructure
+	selPlanDeviceUsage
+	selPlanCost
+	selStructureProgram
+	selProgramFunctions
+	selFunctionBlock
+	selBlockOperations
+	selOperationName
+	selOperationOutputs
+	selOperationBlocks
+	selNamedValueName
+	selUsagePreferred
+	selUsageSupported
+	selCostWeight
 	numSels
 )
 
@@ -180,11 +209,78 @@ var methods = [numSels]method{
 	selFeatureDescriptionConstraint: {"MLFeatureDescription", false, "multiArrayConstraint", nil, cID, "<CoreML/MLFeatureDescription.h>", "10.13"},
 	selConstraintShape:              {"MLMultiArrayConstraint", false, "shape", nil, cID, "<CoreML/MLMultiArrayConstraint.h>", "10.13"},
 	selConstraintDataType:           {"MLMultiArrayConstraint", false, "dataType", nil, cNSInteger, "<CoreML/MLMultiArrayConstraint.h>", "10.13"},
+
+	// IOSurface-backed buffers (surface.go). The pixel buffer attributes
+	// hold @YES for kCVPixelBufferMetalCompatibilityKey (a CFBoolean: the
+	// header's comment says so, and numberWithBool: returns one).
+	selNumberWithBool: {"NSNumber", true, "numberWithBool:", []ctype{cBOOL}, cID, "<Foundation/NSValue.h>", ""},
+	// -[MLMultiArray initWithPixelBuffer:shape:]: "an IOSurface backed
+	// MLMultiArray"; the pixel buffer must be OneComponent16Half, its width
+	// the last axis, its height the product of the others. It has no
+	// NSError**: nil is the only failure.
+	selArrayInitWithPixelBuffer: {"MLMultiArray", false, "initWithPixelBuffer:shape:", []ctype{cCFRef, cID}, cID, "<CoreML/MLMultiArray.h>", "12.0"},
+
+	// Compute plans (plan.go): where each operation of an ML Program runs.
+	// +[MLComputePlan loadContentsOfURL:configuration:completionHandler:]
+	// takes the compiled .mlmodelc and calls its block once, on a queue of
+	// its own, with the plan or an NSError (blockParams).
+	selPlanLoad:           {"MLComputePlan", true, "loadContentsOfURL:configuration:completionHandler:", []ctype{cID, cID, cBlock}, cVoid, "<CoreML/MLComputePlan.h>", "14.4"},
+	selPlanModelStructure: {"MLComputePlan", false, "modelStructure", nil, cID, "<CoreML/MLComputePlan.h>", "14.4"},
+	selPlanDeviceUsage:    {"MLComputePlan", false, "computeDeviceUsageForMLProgramOperation:", []ctype{cID}, cID, "<CoreML/MLComputePlan.h>", "14.4"},
+	// "Of", not "For" (the Python API says get_estimated_cost_for_...).
+	selPlanCost:         {"MLComputePlan", false, "estimatedCostOfMLProgramOperation:", []ctype{cID}, cID, "<CoreML/MLComputePlan.h>", "14.4"},
+	selStructureProgram: {"MLModelStructure", false, "program", nil, cID, "<CoreML/MLModelStructure.h>", "14.4"},
+	selProgramFunctions: {"MLModelStructureProgram", false, "functions", nil, cID, "<CoreML/MLModelStructureProgram.h>", "14.4"},
+	selFunctionBlock:    {"MLModelStructureProgramFunction", false, "block", nil, cID, "<CoreML/MLModelStructureProgramFunction.h>", "14.4"},
+	selBlockOperations:  {"MLModelStructureProgramBlock", false, "operations", nil, cID, "<CoreML/MLModelStructureProgramBlock.h>", "14.4"},
+	selOperationName:    {"MLModelStructureProgramOperation", false, "operatorName", nil, cID, "<CoreML/MLModelStructureProgramOperation.h>", "14.4"},
+	selOperationOutputs: {"MLModelStructureProgramOperation", false, "outputs", nil, cID, "<CoreML/MLModelStructureProgramOperation.h>", "14.4"},
+	selOperationBlocks:  {"MLModelStructureProgramOperation", false, "blocks", nil, cID, "<CoreML/MLModelStructureProgramOperation.h>", "14.4"},
+	selNamedValueName:   {"MLModelStructureProgramNamedValueType", false, "name", nil, cID, "<CoreML/MLModelStructureProgramNamedValueType.h>", "14.4"},
+	selUsagePreferred:   {"MLComputePlanDeviceUsage", false, "preferredComputeDevice", nil, cID, "<CoreML/MLComputePlanDeviceUsage.h>", "14.4"},
+	selUsageSupported:   {"MLComputePlanDeviceUsage", false, "supportedComputeDevices", nil, cID, "<CoreML/MLComputePlanDeviceUsage.h>", "14.4"},
+	// "The estimated workload of executing the operation over the total
+	// model execution. The value is between [0.0, 1.0]."
+	selCostWeight: {"MLComputePlanCost", false, "weight", nil, cDouble, "<CoreML/MLComputePlanCost.h>", "14.4"},
+	// A device is an id<MLComputeDeviceProtocol>: its class says which.
+	selIsKindOfClass: {"NSObject", false, "isKindOfClass:", []ctype{cID}, cBOOL, "<objc/NSObject.h>", ""},
 }
 
-// cfunc is one C function the darwin code looks up with dlsym.
+// blockParams gives the parameters of the block each block argument is
+// called with (the block's own first parameter, the block literal, left
+// out), as the header declares them; calls_test.go checks them against
+// the header and against the Go handler types below.
+var blockParams = map[sel][]ctype{
+	// void (^)(MLComputePlan * _Nullable computePlan, NSError * _Nullable error)
+	selPlanLoad: {cID, cID},
+}
+
+// planCompletion is the Go side of selPlanLoad's block (without the block
+// literal purego passes first): the plan or 0, and an NSError or 0.
+type planCompletion func(plan, nserr uintptr)
+
+// class is an Objective-C class the darwin code needs only on some macOS
+// versions: it is looked up when the runtime opens and is 0 where the
+// system lacks it.
+type class struct {
+	Name   string
+	Header string
+	Since  string
+}
+
+// optionalClasses are the classes of compute plans. The device classes are
+// what isKindOfClass: tells apart.
+var optionalClasses = [...]class{
+	{"MLComputePlan", "<CoreML/MLComputePlan.h>", "14.4"},
+	{"MLNeuralEngineComputeDevice", "<CoreML/MLNeuralEngineComputeDevice.h>", "14.0"},
+	{"MLGPUComputeDevice", "<CoreML/MLGPUComputeDevice.h>", "14.0"},
+	{"MLCPUComputeDevice", "<CoreML/MLCPUComputeDevice.h>", "14.0"},
+}
+
+// cfunc is one C function the darwin code looks up with dlsym in Lib.
 type cfunc struct {
 	Name   string
+	Lib    string
 	Args   []ctype
 	Ret    ctype
 	Header string
@@ -192,8 +288,9 @@ type cfunc struct {
 
 // The C functions, and the libraries they come from.
 const (
-	libobjcPath = "/usr/lib/libobjc.A.dylib"
-	coreMLPath  = "/System/Library/Frameworks/CoreML.framework/CoreML"
+	libobjcPath   = "/usr/lib/libobjc.A.dylib"
+	coreMLPath    = "/System/Library/Frameworks/CoreML.framework/CoreML"
+	coreVideoPath = "/System/Library/Frameworks/CoreVideo.framework/CoreVideo"
 
 	fnMsgSend  = "objc_msgSend"
 	fnPoolPush = "objc_autoreleasePoolPush"
@@ -207,10 +304,56 @@ const (
 // pointer type before being called": the darwin code registers it once per
 // result kind (sendKinds), and purego passes the arguments of each call as
 // that method's own prototype, never as C varargs.
+//
+// The CoreVideo functions make, lock and free the pixel buffers of
+// IOSurface-backed buffers; each is a field of coreVideo, registered by its
+// name, and calls_test.go checks each field's Go type against the entry.
 var cfuncs = [...]cfunc{
-	{fnMsgSend, []ctype{cID, cSEL}, cID, "<objc/message.h>"},
-	{fnPoolPush, nil, cVoidPtr, "clang ARC: runtime support"},
-	{fnPoolPop, []ctype{cVoidPtr}, cVoid, "clang ARC: runtime support"},
+	{fnMsgSend, libobjcPath, []ctype{cID, cSEL}, cID, "<objc/message.h>"},
+	{fnPoolPush, libobjcPath, nil, cVoidPtr, "clang ARC: runtime support"},
+	{fnPoolPop, libobjcPath, []ctype{cVoidPtr}, cVoid, "clang ARC: runtime support"},
+	// CVReturn CVPixelBufferCreate(CFAllocatorRef allocator, size_t width,
+	// size_t height, OSType pixelFormatType, CFDictionaryRef attributes,
+	// CVPixelBufferRef *pixelBufferOut): the out-parameter gets a +1
+	// reference (CV_RETURNS_RETAINED_PARAMETER).
+	{"CVPixelBufferCreate", coreVideoPath, []ctype{cCFRef, cSizeT, cSizeT, cUInt32, cCFRef, cCFRefOut}, cInt32, "<CoreVideo/CVPixelBuffer.h>"},
+	{"CVPixelBufferLockBaseAddress", coreVideoPath, []ctype{cCFRef, cUInt64}, cInt32, "<CoreVideo/CVPixelBuffer.h>"},
+	{"CVPixelBufferUnlockBaseAddress", coreVideoPath, []ctype{cCFRef, cUInt64}, cInt32, "<CoreVideo/CVPixelBuffer.h>"},
+	// "requires that the buffer base address be locked".
+	{"CVPixelBufferGetBaseAddress", coreVideoPath, []ctype{cCFRef}, cVoidPtr, "<CoreVideo/CVPixelBuffer.h>"},
+	{"CVPixelBufferGetBytesPerRow", coreVideoPath, []ctype{cCFRef}, cSizeT, "<CoreVideo/CVPixelBuffer.h>"},
+	{"CVPixelBufferRelease", coreVideoPath, []ctype{cCFRef}, cVoid, "<CoreVideo/CVPixelBuffer.h>"},
+}
+
+// coreVideo holds the CoreVideo functions of cfuncs, one field per
+// function, named after it; the darwin code registers every field with
+// purego from the symbol of its name. The Go types follow the ctype rules
+// above (goTypes in calls_test.go checks them).
+type coreVideo struct {
+	CVPixelBufferCreate            func(allocator, width, height uintptr, format uint32, attributes uintptr, out *uintptr) int32
+	CVPixelBufferLockBaseAddress   func(pixelBuffer uintptr, flags uint64) int32
+	CVPixelBufferUnlockBaseAddress func(pixelBuffer uintptr, flags uint64) int32
+	CVPixelBufferGetBaseAddress    func(pixelBuffer uintptr) unsafe.Pointer
+	CVPixelBufferGetBytesPerRow    func(pixelBuffer uintptr) uintptr
+	CVPixelBufferRelease           func(pixelBuffer uintptr)
+}
+
+// cvar is a C global the darwin code reads: the symbol's address holds a
+// value of type Type.
+type cvar struct {
+	Name   string
+	Type   ctype
+	Lib    string
+	Header string
+	Since  string
+}
+
+// cvars are the pixel buffer attribute keys (const CFStringRef).
+var cvars = [...]cvar{
+	// "presence requests buffer allocation via IOSurface"; its value is a
+	// dictionary of IOSurface properties, empty here.
+	{"kCVPixelBufferIOSurfacePropertiesKey", cCFRef, coreVideoPath, "<CoreVideo/CVPixelBuffer.h>", "10.6"},
+	{"kCVPixelBufferMetalCompatibilityKey", cCFRef, coreVideoPath, "<CoreVideo/CVPixelBuffer.h>", "10.11"},
 }
 
 // Enum values passed to or read from Core ML and Foundation.
@@ -232,6 +375,12 @@ const (
 
 	// NSStringEncoding (NSUInteger).
 	nsUTF8StringEncoding = 4
+
+	// OSType 'L00h': "16 bit one component IEEE half-precision float,
+	// 16-bit little-endian samples".
+	cvPixelFormatOneComponent16Half = 'L'<<24 | '0'<<16 | '0'<<8 | 'h'
+	// CVReturn.
+	cvReturnSuccess = 0
 )
 
 // enumValues names the values above as the headers spell them, with the
@@ -251,6 +400,8 @@ var enumValues = [...]struct {
 	{"MLMultiArrayDataTypeInt32", mlMultiArrayDataTypeInt32, ""},
 	{"MLFeatureTypeMultiArray", mlFeatureTypeMultiArray, ""},
 	{"NSUTF8StringEncoding", nsUTF8StringEncoding, ""},
+	{"kCVPixelFormatType_OneComponent16Half", cvPixelFormatOneComponent16Half, ""},
+	{"kCVReturnSuccess", cvReturnSuccess, ""},
 }
 
 // enumSince returns the first macOS that has the enum value named name
@@ -275,6 +426,8 @@ var sendKinds = map[string][]ctype{
 	"sendUint":     {cNSUInt},
 	"sendLongLong": {cLongLong},
 	"sendPtr":      {cVoidPtr, cCString},
+	"sendBool":     {cBOOL},
+	"sendDouble":   {cDouble},
 }
 
 // arg is one argument of a message, with the C type it is sent as. The
@@ -320,6 +473,12 @@ func aErr(out *uintptr) arg {
 
 // aNilBlock passes a nil block (the header marks the block _Nullable).
 func aNilBlock() arg { return arg{cBlock, uintptr(0)} }
+
+// aBlock passes a block (objc.NewBlock's result, as a pointer).
+func aBlock(b uintptr) arg { return arg{cBlock, b} }
+
+// aCF passes a Core Foundation reference (a CVPixelBufferRef, ...).
+func aCF(ref uintptr) arg { return arg{cCFRef, ref} }
 
 // checkCall reports whether args and the result kind of helper fit method
 // m: the arity, each argument's C type and the result type. It returns ""

@@ -12,9 +12,10 @@
 //     the checks that need no Core ML: buffer shapes, strides and dtypes
 //     against each other and against a function's description, the compile
 //     cache (Cache), the translation of NSError into Go errors;
-//   - calls.go: every Objective-C selector and C function the darwin code
-//     uses, with the argument and return types it assumes, the header each
-//     was read from and the macOS version that introduced it. The darwin
+//   - calls.go: every Objective-C selector, C function, C global and
+//     optional class the darwin code uses, with the argument and return
+//     types it assumes, the header each was read from and the macOS version
+//     that introduced it. The darwin
 //     code can only send messages through that table, and a test run on
 //     Linux checks every call site against it and the table against facts
 //     read from Apple's public headers (testdata/coreml_headers.txt);
@@ -35,4 +36,17 @@
 // objects today; Alloc's page-aligned memory (mmap where there is one) is
 // outside the Go heap altogether and is what Core ML's own header
 // recommends for output backings ("use page-aligned address").
+//
+// On a Mac the runtime also makes IOSurface-backed float16 buffers
+// (SurfaceAllocator, surface.go): the same Buffer, whose memory is a
+// CVPixelBuffer with an MLMultiArray made once over it, rows padded as the
+// pixel buffer pads them (the strides say so), locked by the host except
+// during Predict, and each an input or an output backing for its whole
+// life.
+//
+// # Compute plans
+//
+// On macOS 14.4 or later the runtime also reads a compiled model's compute
+// plan (Planner, plan.go): which device each operation of each function
+// prefers, and its estimated cost. Summarize turns it into a Placement.
 package mlcore

@@ -63,3 +63,16 @@ func (e *UnsupportedError) Error() string {
 
 // Is makes errors.Is(err, errors.ErrUnsupported) true.
 func (e *UnsupportedError) Is(target error) bool { return target == errors.ErrUnsupported }
+
+// CVReturnError is a CoreVideo call that returned a CVReturn other than
+// kCVReturnSuccess (the codes are in CVReturn.h: -6662 allocation failed,
+// -6681 invalid size, -6682 invalid pixel buffer attributes, ...).
+type CVReturnError struct {
+	Op   string // the CoreVideo function
+	Code int32
+}
+
+// Error returns "corevideo: <function> returned <code>".
+func (e *CVReturnError) Error() string {
+	return fmt.Sprintf("corevideo: %s returned %d", e.Op, e.Code)
+}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"sync"
@@ -34,7 +35,7 @@ var classNames = [...]string{
 // variadic arguments as the method's own prototype, not as C varargs).
 type objcRuntime struct {
 	os      osVersion
-	classes map[string]uintptr
+	classes map[string]uintptr // classNames, and optionalClasses (0 where missing)
 	sels    [numSels]uintptr
 
 	msgID       func(self, op uintptr, args ...any) uintptr
@@ -43,8 +44,17 @@ type objcRuntime struct {
 	msgUint     func(self, op uintptr, args ...any) uint
 	msgLongLong func(self, op uintptr, args ...any) int64
 	msgPtr      func(self, op uintptr, args ...any) unsafe.Pointer
+	msgBool     func(self, op uintptr, args ...any) bool
+	msgDouble   func(self, op uintptr, args ...any) float64
 	poolPush    func() unsafe.Pointer
 	poolPop     func(pool unsafe.Pointer)
+
+	// cv is CoreVideo, for IOSurface-backed buffers; cvKeys holds the
+	// values of cvars by name. cvErr says why they are missing (nil when
+	// they are not).
+	cv     coreVideo
+	cvKeys map[string]uintptr
+	cvErr  error
 }
 
 // openObjC loads libobjc and Core ML and resolves everything the calls use;
@@ -90,8 +100,13 @@ func openObjC() (*objcRuntime, error) {
 	purego.RegisterFunc(&r.msgUint, msgSend)
 	purego.RegisterFunc(&r.msgLongLong, msgSend)
 	purego.RegisterFunc(&r.msgPtr, msgSend)
+	purego.RegisterFunc(&r.msgBool, msgSend)
+	purego.RegisterFunc(&r.msgDouble, msgSend)
 	purego.RegisterFunc(&r.poolPush, push)
 	purego.RegisterFunc(&r.poolPop, pop)
+	// CoreVideo is needed only for IOSurface-backed buffers: without it
+	// Core ML still runs on plain memory (AllocSurface says why not).
+	r.cvErr = r.openCoreVideo()
 
 	// objc_getClass and sel_registerName through purego's objc package.
 	for _, name := range classNames {
@@ -101,10 +116,44 @@ func openObjC() (*objcRuntime, error) {
 		}
 		r.classes[name] = uintptr(c)
 	}
+	for _, c := range optionalClasses {
+		r.classes[c.Name] = uintptr(objc.GetClass(c.Name))
+	}
 	for s := range numSels {
 		r.sels[s] = uintptr(objc.RegisterName(methods[s].Name))
 	}
 	return r, nil
+}
+
+// openCoreVideo loads CoreVideo, registers every field of coreVideo with
+// the function of its name and reads the attribute keys of cvars.
+func (r *objcRuntime) openCoreVideo() error {
+	lib, err := purego.Dlopen(coreVideoPath, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return fmt.Errorf("loading CoreVideo %s: %w", coreVideoPath, err)
+	}
+	cv := reflect.ValueOf(&r.cv).Elem()
+	for i := range cv.NumField() {
+		name := cv.Type().Field(i).Name
+		fn, err := purego.Dlsym(lib, name)
+		if err != nil {
+			return fmt.Errorf("CoreVideo %s: %w", name, err)
+		}
+		purego.RegisterFunc(cv.Field(i).Addr().Interface(), fn)
+	}
+	r.cvKeys = map[string]uintptr{}
+	for _, v := range cvars {
+		addr, err := purego.Dlsym(lib, v.Name)
+		if err != nil {
+			return fmt.Errorf("CoreVideo %s: %w", v.Name, err)
+		}
+		// The symbol is a const CFStringRef: read the reference it holds.
+		r.cvKeys[v.Name] = **(**uintptr)(unsafe.Pointer(&addr))
+		if r.cvKeys[v.Name] == 0 {
+			return fmt.Errorf("CoreVideo %s is NULL", v.Name)
+		}
+	}
+	return nil
 }
 
 // args checks a call against the table (calls_test.go does the same for
@@ -142,6 +191,14 @@ func (r *objcRuntime) sendLongLong(recv uintptr, s sel, args ...arg) int64 {
 
 func (r *objcRuntime) sendPtr(recv uintptr, s sel, args ...arg) unsafe.Pointer {
 	return r.msgPtr(recv, r.sels[s], r.args(s, "sendPtr", args)...)
+}
+
+func (r *objcRuntime) sendBool(recv uintptr, s sel, args ...arg) bool {
+	return r.msgBool(recv, r.sels[s], r.args(s, "sendBool", args)...)
+}
+
+func (r *objcRuntime) sendDouble(recv uintptr, s sel, args ...arg) float64 {
+	return r.msgDouble(recv, r.sels[s], r.args(s, "sendDouble", args)...)
 }
 
 // withPool runs f inside an autorelease pool on one locked OS thread (a
@@ -503,11 +560,17 @@ func (f *function) predict(inputs, outputs map[string]Buffer) (int, error) {
 				return nil, nil, nil, err
 			}
 			owned = append(owned, key)
-			arr, err := r.multiArray(bufs[name], f.subject+": "+side+" "+name)
-			if err != nil {
-				return nil, nil, nil, err
+			var arr uintptr
+			if sf := bufs[name].surfaceOf(); sf != nil && sf.whole(bufs[name]) {
+				// Made once with the surface; the surface owns it.
+				arr = sf.ops.array()
+			} else {
+				arr, err = r.multiArray(bufs[name], f.subject+": "+side+" "+name)
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				owned = append(owned, arr)
 			}
-			owned = append(owned, arr)
 			if value {
 				arr = r.sendID(r.classes["MLFeatureValue"], selFeatureValueWithMultiArray, aID(arr))
 			}
@@ -536,9 +599,19 @@ func (f *function) predict(inputs, outputs map[string]Buffer) (int, error) {
 	owned = append(owned, opts)
 	r.sendVoid(opts, selOptionsSetOutputBackings, aID(r.dictionary(outKeys, outArrays)))
 
+	// The host gives up its locks on the IOSurfaces for the call and takes
+	// them back before anyone reads an output (surface.go).
+	relock, err := lendSurfaces(f.subject, inputs, outputs)
+	if err != nil {
+		return 0, err
+	}
 	result := r.sendID(f.model, selModelPredict, aID(provider), aID(opts), aErr(&errObj))
+	lockErr := relock()
 	if result == 0 {
-		return 0, r.fail(selModelPredict, f.subject, errObj)
+		return 0, errors.Join(r.fail(selModelPredict, f.subject, errObj), lockErr)
+	}
+	if lockErr != nil {
+		return 0, lockErr
 	}
 	// Core ML may ignore a backing (its header: compare by identity); then
 	// the output is in an array of its own and is copied into the buffer.
