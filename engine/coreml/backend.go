@@ -103,12 +103,23 @@ func NewBackend(b *Bundle, r Runner, fingerprint string) (*Backend, error) {
 func (be *Backend) allocate(kind string) (*function, error) {
 	m := be.b.Manifest
 	f := &function{kind: kind, host: map[string]*tensor{}}
-	alloc := func(t TensorInfo) (*tensor, error) {
+	// alloc makes one buffer; shared asks the runner for memory its compute
+	// units share with the host (IOSurfaces on a Mac), for float16 buffers
+	// only: there is no int32 pixel buffer (research-ane.md §5).
+	alloc := func(t TensorInfo, shared bool) (*tensor, error) {
 		dt, err := dtypeOf(be.run, t.DType)
 		if err != nil {
 			return nil, err
 		}
-		x, err := newTensor(dt, t.Shape)
+		var x *tensor
+		if sa, ok := be.run.(SharedAllocator); ok && shared && dt == mlcore.Float16 {
+			buf, free, aerr := sa.AllocShared(t.Shape)
+			if err = aerr; err == nil {
+				x, err = tensorOf(buf, free)
+			}
+		} else {
+			x, err = newTensor(dt, t.Shape)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("coreml: %s buffer %s%v: %w", kind, t.Name, t.Shape, err)
 		}
@@ -122,7 +133,10 @@ func (be *Backend) allocate(kind string) (*function, error) {
 		outs := map[string]*tensor{}
 		ob := map[string]mlcore.Buffer{}
 		for _, t := range info.Outputs {
-			x, err := alloc(t)
+			// Shared when only the host reads it back (logits, the K/V rows
+			// of the chunk's own layers); a carried output is a later
+			// chunk's input and stays plain.
+			x, err := alloc(t, !carried(m, kind, j, t.Name))
 			if err != nil {
 				return nil, err
 			}
@@ -146,8 +160,14 @@ func (be *Backend) allocate(kind string) (*function, error) {
 						return nil, fmt.Errorf("%w: %s is %v in one function, %v in the other", ErrBundle, t.Name, x.buf.Shape(), t.Shape)
 					}
 				} else {
+					// The KV caches are shared: the largest inputs, copied
+					// into on every call otherwise (about 23 MiB per E2B call
+					// at context 2048, issue 26). Every other input is
+					// small or has a short last axis (place_* [1,1,C,T] and
+					// last [1,1,T] with T=8 would pad 8 to 32 per row) and
+					// stays plain.
 					var err error
-					if x, err = alloc(t); err != nil {
+					if x, err = alloc(t, isKV); err != nil {
 						return nil, err
 					}
 				}
@@ -167,6 +187,24 @@ func (be *Backend) allocate(kind string) (*function, error) {
 		}
 	}
 	return f, nil
+}
+
+// carried reports whether output name of chunk j of function kind is an
+// input of a later chunk: hidden_out of every chunk but the last (the next
+// chunk's hidden_in), and per_layer, k_new_N, v_new_N when a later chunk
+// takes them (function.carrier).
+func carried(m *Manifest, kind string, j int, name string) bool {
+	if name == "hidden_out" {
+		return j+1 < len(m.Chunks)
+	}
+	for i := j + 1; i < len(m.Chunks); i++ {
+		for _, t := range m.Chunks[i].Function(kind).Inputs {
+			if t.Name == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // cacheInput reports the layer of a k_cache_N or v_cache_N input.
@@ -344,7 +382,7 @@ func (be *Backend) result(res *model.Result, f *function, c call, want model.Out
 			res.Logits = append(res.Logits, row)
 		}
 		if want&model.Argmax != 0 {
-			id := am.i32[t]
+			id := am.getInt32(t)
 			// The in-graph argmax cannot say "no number in this row"; a
 			// NaN at the id it picked (or an id outside the vocabulary)
 			// means the row has none, which the decode loops report as

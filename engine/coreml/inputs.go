@@ -127,11 +127,11 @@ func buildRope(cos, sin *tensor, c call, r *ropeRows) {
 		p := c.pos[t]
 		r.ensure(p, f16)
 		if f16 {
-			copy(cos.f16[t*hd:(t+1)*hd], r.c16[p*hd:(p+1)*hd])
-			copy(sin.f16[t*hd:(t+1)*hd], r.s16[p*hd:(p+1)*hd])
+			cos.setHalves(t*hd, r.c16[p*hd:(p+1)*hd])
+			sin.setHalves(t*hd, r.s16[p*hd:(p+1)*hd])
 		} else {
-			copy(cos.f32[t*hd:(t+1)*hd], r.c32[p*hd:(p+1)*hd])
-			copy(sin.f32[t*hd:(t+1)*hd], r.s32[p*hd:(p+1)*hd])
+			cos.setFloats(t*hd, r.c32[p*hd:(p+1)*hd])
+			sin.setFloats(t*hd, r.s32[p*hd:(p+1)*hd])
 		}
 	}
 }
@@ -139,8 +139,8 @@ func buildRope(cos, sin *tensor, c call, r *ropeRows) {
 // buildRows writes the sidecar rows of the call's tokens [1,T,cols].
 func buildRows(dst *tensor, c call, sc *Sidecar, scratch []float32) {
 	for t := range c.T {
-		if dst.f16 != nil {
-			sc.rowHalf(dst.f16[t*sc.Cols:], int(c.ids[t]))
+		if d := dst.row16(t*sc.Cols, sc.Cols); d != nil {
+			sc.rowHalf(d, int(c.ids[t]))
 			continue
 		}
 		dst.setRow(t*sc.Cols, sc.Row(scratch, int(c.ids[t])))

@@ -38,14 +38,22 @@ type ChunkLoad struct {
 	Compile   time.Duration
 	Load      [2]time.Duration
 	Functions [2]string
+	// Model is the compiled model the functions were loaded from (the
+	// .mlmodelc directory): what a compute plan is read from.
+	Model string
 }
 
 // CoreMLRunner runs the bundle's chunk packages with Core ML (package
 // mlcore). It is a Runner.
 type CoreMLRunner struct {
+	rt    mlcore.Runtime
+	log   *slog.Logger
 	units mlcore.ComputeUnits
 	fns   []map[string]mlcore.Function // per chunk, by function name
 	loads []ChunkLoad
+	// surfaces and plain count the buffers AllocShared made
+	// IOSurface-backed and those that fell back to plain memory.
+	surfaces, plain int
 	// NoVerify, for a published bundle (NewPublishedRunner), says why no
 	// verify function was loaded; "" when every chunk has one.
 	NoVerify string
@@ -84,7 +92,7 @@ func NewCoreMLRunner(ctx context.Context, rt mlcore.Runtime, b *Bundle, o CoreML
 		}
 	}
 	cache := mlcore.NewCache(o.CacheDir, rt.Compile, o.Log)
-	r := &CoreMLRunner{units: o.ComputeUnits}
+	r := newCoreMLRunner(rt, o)
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -104,7 +112,7 @@ func NewCoreMLRunner(ctx context.Context, rt mlcore.Runtime, b *Bundle, o CoreML
 		if err != nil {
 			return nil, fmt.Errorf("coreml: %s: %w", pkg, err)
 		}
-		cl.Compile, cl.Compiled = time.Since(t0), entry.Fresh
+		cl.Compile, cl.Compiled, cl.Model = time.Since(t0), entry.Fresh, entry.Path
 		fns := map[string]mlcore.Function{}
 		r.fns = append(r.fns, fns)
 		for i, kind := range []string{KindGenerate, KindPrefill} {
@@ -139,8 +147,79 @@ func NewCoreMLRunner(ctx context.Context, rt mlcore.Runtime, b *Bundle, o CoreML
 	return r, nil
 }
 
+// newCoreMLRunner is the empty runner both constructors fill.
+func newCoreMLRunner(rt mlcore.Runtime, o CoreMLOptions) *CoreMLRunner {
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	return &CoreMLRunner{rt: rt, log: log, units: o.ComputeUnits}
+}
+
 // Name implements Runner.
 func (r *CoreMLRunner) Name() string { return "Core ML (" + r.units.String() + ")" }
+
+// AllocShared implements SharedAllocator: an IOSurface-backed buffer when
+// the runtime makes them (Core ML on a Mac, mlcore.SurfaceAllocator),
+// else plain memory. A surface that cannot be made (CVPixelBufferCreate
+// refused the size, say) falls back to plain memory with a log line: the
+// call still works, Core ML copies that buffer on each call.
+func (r *CoreMLRunner) AllocShared(shape []int) (mlcore.Buffer, func() error, error) {
+	if sa, ok := r.rt.(mlcore.SurfaceAllocator); ok {
+		buf, free, err := sa.AllocSurface(shape...)
+		if err == nil {
+			r.surfaces++
+			return buf, free, nil
+		}
+		r.plain++
+		r.log.Warn("coreml: no IOSurface-backed buffer; using plain memory, which Core ML copies on each call", "shape", shape, "error", err)
+	}
+	return mlcore.Alloc(mlcore.Float16, shape...)
+}
+
+// SharedBuffers reports how many buffers AllocShared made IOSurface-backed
+// and how many fell back to plain memory.
+func (r *CoreMLRunner) SharedBuffers() (surfaces, plain int) { return r.surfaces, r.plain }
+
+// ChunkPlacement is where the functions of one chunk package run, as its
+// compute plan says.
+type ChunkPlacement struct {
+	Package   string             `json:"package"`
+	Functions []mlcore.Placement `json:"functions"`
+}
+
+// planTimeout bounds the wait for one package's compute plan. Core ML
+// builds the plan as it would load the model for the device (the
+// compiled-model cache makes later loads fast); ten minutes is far above
+// any load doctor has reported, and only guards against a completion
+// handler that never comes.
+const planTimeout = 10 * time.Minute
+
+// Placement reads the compute plan of every loaded chunk with the
+// runner's compute units and summarises each function of it
+// (mlcore.Summarize). It returns an error matching errors.ErrUnsupported
+// when the runtime reads no compute plans (it is not Core ML), and
+// Core ML's *mlcore.OSVersionError before macOS 14.4.
+func (r *CoreMLRunner) Placement(ctx context.Context) ([]ChunkPlacement, error) {
+	pl, ok := r.rt.(mlcore.Planner)
+	if !ok {
+		return nil, fmt.Errorf("coreml: %w: where operations run needs Core ML's compute plan (MLComputePlan, macOS 14.4 or later on Apple silicon)", errors.ErrUnsupported)
+	}
+	var out []ChunkPlacement
+	for _, l := range r.loads {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		pctx, cancel := context.WithTimeout(ctx, planTimeout)
+		plan, err := pl.ComputePlan(pctx, l.Model, r.units)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("coreml: the compute plan of %s: %w", l.Package, err)
+		}
+		out = append(out, ChunkPlacement{Package: l.Package, Functions: mlcore.SummarizePlan(plan)})
+	}
+	return out, nil
+}
 
 // Float implements Runner: Core ML's fp16 features take fp16 buffers.
 func (r *CoreMLRunner) Float() mlcore.DType { return mlcore.Float16 }

@@ -20,7 +20,7 @@ import (
 // token per call; NoVerify says why. progress receives the functions
 // loaded so far and their total; ctx is checked between them.
 func NewPublishedRunner(ctx context.Context, rt mlcore.Runtime, p *Published, o CoreMLOptions, progress func(done, total int)) (_ *CoreMLRunner, err error) {
-	r := &CoreMLRunner{units: o.ComputeUnits}
+	r := newCoreMLRunner(rt, o)
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -68,7 +68,7 @@ func NewPublishedRunner(ctx context.Context, rt mlcore.Runtime, p *Published, o 
 		if err != nil {
 			return nil, err
 		}
-		cl.Compile = time.Since(t0)
+		cl.Compile, cl.Model = time.Since(t0), compiled
 		fns := map[string]mlcore.Function{}
 		r.fns = append(r.fns, fns)
 		t1 := time.Now()
@@ -120,7 +120,7 @@ func NewPublishedRunner(ctx context.Context, rt mlcore.Runtime, p *Published, o 
 		if err != nil {
 			return nil, err
 		}
-		cl.Compile = time.Since(t0)
+		cl.Compile, cl.Model = time.Since(t0), path
 		t1 := time.Now()
 		fn, err := rt.Load(ctx, path, mlcore.LoadOptions{ComputeUnits: o.ComputeUnits})
 		if err != nil {

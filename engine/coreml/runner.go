@@ -34,13 +34,34 @@ type Runner interface {
 	Close() error
 }
 
-// tensor is a host buffer with typed access to its elements.
+// A SharedAllocator is a Runner that can put float16 buffers in memory
+// its compute units read and write without a copy: the Core ML runner
+// makes IOSurface-backed buffers on a Mac (mlcore.SurfaceAllocator). The
+// backend asks it for the KV cache inputs and for the outputs it reads
+// back itself; never for an output a later chunk takes as an input, since
+// a surface must not be an input and an output backing (mlcore/surface.go).
+type SharedAllocator interface {
+	// AllocShared returns a zeroed float16 buffer of shape, shared when it
+	// can be and plain memory otherwise, and the function that frees it.
+	// Its rows may be padded (mlcore.Buffer.Rows).
+	AllocShared(shape []int) (mlcore.Buffer, func() error, error)
+}
+
+// tensor is a host buffer with typed access to its elements. Elements are
+// addressed by their row-major index in the tensor's shape, the layout
+// the manifest and the host code assume. The memory may pad the rows of
+// the last axis (an IOSurface-backed buffer: mlcore.Buffer.Rows): element
+// i then lives at (i/width)*pitch + i%width, and every accessor below maps
+// it so. The f16/f32/i32 slices are the raw memory: indexing them directly
+// is right only when the tensor is contiguous (pitch == width), which every
+// tensor of newTensor is.
 type tensor struct {
-	buf  mlcore.Buffer
-	f16  []uint16
-	f32  []float32
-	i32  []int32
-	free func() error
+	buf          mlcore.Buffer
+	f16          []uint16
+	f32          []float32
+	i32          []int32
+	width, pitch int // elements per row of the last axis, and from row to row
+	free         func() error
 }
 
 // newTensor allocates a zeroed buffer of dt and shape outside the Go heap
@@ -50,73 +71,136 @@ func newTensor(dt mlcore.DType, shape []int) (*tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tensor{buf: buf, f16: buf.Float16s(), f32: buf.Float32s(), i32: buf.Int32s(), free: free}, nil
+	return tensorOf(buf, free)
 }
 
-// wrapTensor gives typed access to a buffer someone else owns.
-func wrapTensor(buf mlcore.Buffer) *tensor {
-	return &tensor{buf: buf, f16: buf.Float16s(), f32: buf.Float32s(), i32: buf.Int32s()}
+// tensorOf gives typed access to buf, contiguous or in padded rows; free
+// (nil for memory someone else owns) releases it. A buffer in another
+// layout is refused: no host code here could address it.
+func tensorOf(buf mlcore.Buffer, free func() error) (*tensor, error) {
+	width, pitch, ok := buf.Rows()
+	if !ok {
+		if free != nil {
+			free()
+		}
+		return nil, fmt.Errorf("coreml: a %v buffer of shape %v with strides %v is not in rows of its last axis", buf.DType(), buf.Shape(), buf.Strides())
+	}
+	return &tensor{buf: buf, f16: buf.Float16s(), f32: buf.Float32s(), i32: buf.Int32s(), width: width, pitch: pitch, free: free}, nil
+}
+
+// at maps a row-major element index to its place in memory.
+func (t *tensor) at(i int) int {
+	if t.pitch == t.width {
+		return i
+	}
+	return i/t.width*t.pitch + i%t.width
+}
+
+// spans calls f for the pieces of elements off..off+n-1 that lie in one
+// row each: f(p, k, j) covers k elements from memory index p, the j-th
+// element of the range first. A contiguous tensor is one piece.
+func (t *tensor) spans(off, n int, f func(p, k, j int)) {
+	if t.pitch == t.width {
+		f(off, n, 0)
+		return
+	}
+	for j := 0; j < n; {
+		r, c := (off+j)/t.width, (off+j)%t.width
+		k := min(t.width-c, n-j)
+		f(r*t.pitch+c, k, j)
+		j += k
+	}
 }
 
 func (t *tensor) set(i int, v float32) {
 	if t.f16 != nil {
-		t.f16[i] = toHalf(v)
+		t.f16[t.at(i)] = toHalf(v)
 	} else {
-		t.f32[i] = v
+		t.f32[t.at(i)] = v
 	}
 }
 
 // set64 stores v with one rounding to the buffer's type.
 func (t *tensor) set64(i int, v float64) {
 	if t.f16 != nil {
-		t.f16[i] = toHalf64(v)
+		t.f16[t.at(i)] = toHalf64(v)
 	} else {
-		t.f32[i] = float32(v)
+		t.f32[t.at(i)] = float32(v)
 	}
 }
 
 func (t *tensor) get(i int) float32 {
 	if t.f16 != nil {
-		return fromHalf(t.f16[i])
+		return fromHalf(t.f16[t.at(i)])
 	}
-	return t.f32[i]
+	return t.f32[t.at(i)]
 }
+
+// getInt32 reads element i of an int32 tensor.
+func (t *tensor) getInt32(i int) int32 { return t.i32[t.at(i)] }
 
 // setRow stores row at off.
 func (t *tensor) setRow(off int, row []float32) {
-	if t.f16 != nil {
-		d := t.f16[off : off+len(row)]
-		for i, v := range row {
-			d[i] = toHalf(v)
+	t.spans(off, len(row), func(p, k, j int) {
+		if t.f16 != nil {
+			d := t.f16[p : p+k]
+			for i, v := range row[j : j+k] {
+				d[i] = toHalf(v)
+			}
+			return
 		}
-		return
+		copy(t.f32[p:p+k], row[j:j+k])
+	})
+}
+
+// row16 returns the fp16 memory of the n elements from off when they lie
+// in one row of the last axis (a whole row always does), else nil; nil
+// for a float32 tensor.
+func (t *tensor) row16(off, n int) []uint16 {
+	if t.f16 == nil || t.pitch != t.width && off%t.width+n > t.width {
+		return nil
 	}
-	copy(t.f32[off:off+len(row)], row)
+	p := t.at(off)
+	return t.f16[p : p+n]
+}
+
+// setHalves stores fp16 bits at off (an fp16 tensor only).
+func (t *tensor) setHalves(off int, h []uint16) {
+	t.spans(off, len(h), func(p, k, j int) { copy(t.f16[p:p+k], h[j:j+k]) })
+}
+
+// setFloats stores float32 values at off unrounded (a float32 tensor only).
+func (t *tensor) setFloats(off int, v []float32) {
+	t.spans(off, len(v), func(p, k, j int) { copy(t.f32[p:p+k], v[j:j+k]) })
 }
 
 // getRow reads len(dst) elements at off.
 func (t *tensor) getRow(dst []float32, off int) {
-	if t.f16 != nil {
-		for i, h := range t.f16[off : off+len(dst)] {
-			dst[i] = fromHalf(h)
+	t.spans(off, len(dst), func(p, k, j int) {
+		if t.f16 != nil {
+			for i, h := range t.f16[p : p+k] {
+				dst[j+i] = fromHalf(h)
+			}
+			return
 		}
-		return
-	}
-	copy(dst, t.f32[off:off+len(dst)])
+		copy(dst[j:j+k], t.f32[p:p+k])
+	})
 }
 
 // fill stores v in n elements from off.
 func (t *tensor) fill(off, n int, v float32) {
-	if t.f16 != nil {
-		h := toHalf(v)
-		for i := off; i < off+n; i++ {
-			t.f16[i] = h
+	t.spans(off, n, func(p, k, _ int) {
+		if t.f16 != nil {
+			h := toHalf(v)
+			for i := p; i < p+k; i++ {
+				t.f16[i] = h
+			}
+			return
 		}
-		return
-	}
-	for i := off; i < off+n; i++ {
-		t.f32[i] = v
-	}
+		for i := p; i < p+k; i++ {
+			t.f32[i] = v
+		}
+	})
 }
 
 func (t *tensor) close() error {

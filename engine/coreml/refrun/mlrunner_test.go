@@ -15,6 +15,7 @@ import (
 	"anechat/engine/coreml/mlcore"
 	"anechat/engine/coreml/refrun"
 	"anechat/engine/cpu"
+	"anechat/engine/model"
 )
 
 // fakeCoreML is an mlcore.Runtime whose "compiled models" compute the
@@ -30,6 +31,11 @@ type fakeCoreML struct {
 	// reshape, when set, changes the declared shape of this input of
 	// every function (a package that disagrees with its manifest).
 	reshape string
+	// roles, when set, records what each buffer in surfaces (by its
+	// memory) has been to a call: Predict fails when one is an input and
+	// an output backing, the rule mlcore enforces on a Mac.
+	surfaces map[*uint16]bool
+	roles    map[*uint16]string
 }
 
 func (f *fakeCoreML) Compile(_ context.Context, pkg string) (string, error) {
@@ -89,12 +95,38 @@ func (f *fakeFn) Outputs() []mlcore.FeatureSpec { return specs(f.info.Outputs, "
 func (f *fakeFn) Stats() mlcore.Stats           { return mlcore.Stats{Calls: f.calls} }
 func (f *fakeFn) Close() error                  { f.rt.closed++; return nil }
 
+// rowIndex maps a row-major element index of b to its memory index, for
+// contiguous buffers and buffers in padded rows alike.
+func rowIndex(b mlcore.Buffer) func(int) int {
+	width, pitch, ok := b.Rows()
+	if !ok {
+		panic("fake: a buffer not in rows")
+	}
+	return func(i int) int { return i/width*pitch + i%width }
+}
+
 func (f *fakeFn) Predict(ctx context.Context, inputs, outputs map[string]mlcore.Buffer) error {
+	for side, bufs := range map[string]map[string]mlcore.Buffer{"input": inputs, "output": outputs} {
+		for name, b := range bufs {
+			h := b.Float16s()
+			if len(h) == 0 || !f.rt.surfaces[&h[0]] {
+				continue
+			}
+			if was := f.rt.roles[&h[0]]; was != "" && was != side {
+				return errors.New("fake: the surface of " + name + " was an " + was + " and is now an " + side)
+			}
+			f.rt.roles[&h[0]] = side
+		}
+	}
 	widen := func(b mlcore.Buffer) mlcore.Buffer {
-		h := b.Float16s()
-		v := make([]float32, len(h))
-		for i, x := range h {
-			v[i] = cpu.F16(x)
+		h, at := b.Float16s(), rowIndex(b)
+		n := 1
+		for _, d := range b.Shape() {
+			n *= d
+		}
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = cpu.F16(h[at(i)])
 		}
 		w, _ := mlcore.NewFloat32(v, b.Shape()...)
 		return w
@@ -117,9 +149,9 @@ func (f *fakeFn) Predict(ctx context.Context, inputs, outputs map[string]mlcore.
 		return err
 	}
 	for name, b := range outputs {
-		if h := b.Float16s(); h != nil {
+		if h, at := b.Float16s(), rowIndex(b); h != nil {
 			for i, v := range out[name].Float32s() {
-				h[i] = cpu.ToF16(v)
+				h[at(i)] = cpu.ToF16(v)
 			}
 		}
 	}
@@ -251,3 +283,216 @@ func TestCoreMLRunnerSpeculation(t *testing.T) {
 }
 
 var quiet = slog.New(slog.DiscardHandler)
+
+// surfaceCoreML is fakeCoreML with IOSurface-like buffers: memory whose
+// rows are padded to 32 elements, as Apple pads an IOSurface's rows
+// (forum thread 712709), so the host must honour the strides. A shape
+// whose last axis is wider than refuse fails, as CVPixelBufferCreate may.
+type surfaceCoreML struct {
+	*fakeCoreML
+	refuse int
+	shapes [][]int // every shape asked for, in order
+}
+
+func (f *surfaceCoreML) AllocSurface(shape ...int) (mlcore.Buffer, func() error, error) {
+	f.shapes = append(f.shapes, slices.Clone(shape))
+	width := shape[len(shape)-1]
+	if width > f.refuse {
+		return mlcore.Buffer{}, nil, errors.New("corevideo: CVPixelBufferCreate returned -6681")
+	}
+	pitch := (width + 31) / 32 * 32
+	rows := 1
+	for _, d := range shape[:len(shape)-1] {
+		rows *= d
+	}
+	mem, free, err := mlcore.Alloc(mlcore.Float16, rows*pitch)
+	if err != nil {
+		return mlcore.Buffer{}, nil, err
+	}
+	for i := range mem.Float16s() {
+		if i%pitch >= width {
+			mem.Float16s()[i] = 0x7e00 // NaN in the padding: a read of it would show
+		}
+	}
+	strides := make([]int, len(shape))
+	strides[len(shape)-1] = 1
+	for i, step := len(shape)-2, pitch; i >= 0; i-- {
+		strides[i] = step
+		step *= shape[i]
+	}
+	b, err := mem.View(shape, strides)
+	if err != nil {
+		free()
+		return mlcore.Buffer{}, nil, err
+	}
+	f.surfaces[&mem.Float16s()[0]] = true
+	return b, free, nil
+}
+
+// TestCoreMLRunnerSharedBuffers: with IOSurface-like buffers (rows padded
+// to 32 elements, head_dim 16 here), the backend puts the KV caches and the
+// outputs only the host reads in them, never an int32 output nor an output
+// a later chunk takes as an input (a surface is never an input and an
+// output backing); a buffer the runtime cannot make falls back to plain
+// memory with a log line; and every id and every logit bit is what plain
+// buffers give.
+func TestCoreMLRunnerSharedBuffers(t *testing.T) {
+	ctx := context.Background()
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	open := func(surfaces bool) (*coreml.Backend, *coreml.CoreMLRunner, *surfaceCoreML) {
+		f := newFake(t)
+		var rt mlcore.Runtime = f
+		sf := &surfaceCoreML{fakeCoreML: f, refuse: 256}
+		if surfaces {
+			f.surfaces, f.roles = map[*uint16]bool{}, map[*uint16]string{}
+			rt = sf
+		}
+		r, err := coreml.NewCoreMLRunner(ctx, rt, f.b, coreml.CoreMLOptions{Log: log, CacheDir: t.TempDir()}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		be, err := coreml.NewBackend(f.b, r, "fake")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return be, r, sf
+	}
+	plain, _, _ := open(false)
+	shared, r, sf := open(true)
+
+	// The fixture bundle (3 chunks, layers 0-1 sliding with 24 slots, 2
+	// full with 128, head_dim 16 and 32): the caches of the owning layers
+	// 0, 1, 2, and the K/V rows of layer 0 (chunk 0; layers 1 and 2 are
+	// taken by later chunks) of each function; the logits [1,T,512] are
+	// refused (wider than 256) and fall back.
+	want := [][]int{
+		{1, 2, 8, 16}, {1, 2, 8, 16}, {1, 2, 24, 16}, {1, 2, 24, 16}, {1, 2, 24, 16}, {1, 2, 24, 16}, {1, 2, 128, 32}, {1, 2, 128, 32},
+		{1, 8, 512},
+		{1, 2, 16, 16}, {1, 2, 16, 16},
+		{1, 1, 512},
+	}
+	sortShapes := func(s [][]int) { slices.SortFunc(s, func(a, b []int) int { return slices.Compare(a, b) }) }
+	sortShapes(want)
+	got := slices.Clone(sf.shapes)
+	sortShapes(got)
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("surfaces asked for %v\nwant %v", got, want)
+	}
+	if s, p := r.SharedBuffers(); s != 10 || p != 2 {
+		t.Errorf("%d surfaces, %d fell back; want 10, 2", s, p)
+	}
+	if n := strings.Count(logs.String(), "no IOSurface-backed buffer"); n != 2 || !strings.Contains(logs.String(), "-6681") {
+		t.Errorf("%d fallback log lines:\n%s", n, logs.String())
+	}
+
+	V := plain.Config().VocabSize
+	for i, prompt := range prompts(V)[:3] {
+		for _, w := range []int{1, 4, 8} {
+			a, _ := generate(t, plain, prompt, 24, w, nil, true)
+			b, _ := generate(t, shared, prompt, 24, w, nil, true)
+			if !slices.Equal(a, b) {
+				t.Fatalf("prompt %d width %d: %v with surfaces, %v without", i, w, b, a)
+			}
+		}
+	}
+	// Logits, bit for bit, of a generation call after a prefill.
+	prompt := prompts(V)[4]
+	var logits [2][][]float32
+	for k, be := range []*coreml.Backend{plain, shared} {
+		cache := newCache(t, be, 64)
+		if _, err := be.Forward(ctx, prompt, 0, cache, model.Argmax|model.Last); err != nil {
+			t.Fatal(err)
+		}
+		if err := cache.Commit(len(prompt)); err != nil {
+			t.Fatal(err)
+		}
+		res, err := be.Forward(ctx, prompt[:8], len(prompt), cache, model.Logits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits[k] = res.Logits
+	}
+	for row := range logits[0] {
+		if !model.SameBits(logits[0][row], logits[1][row]) {
+			t.Fatalf("row %d: logits differ with surfaces", row)
+		}
+	}
+}
+
+// planCoreML is fakeCoreML with compute plans: chunk j's plan puts j
+// operations of each function on the CPU, the rest on the Neural Engine.
+type planCoreML struct {
+	*fakeCoreML
+	units []mlcore.ComputeUnits
+	fail  error
+}
+
+func (f *planCoreML) ComputePlan(ctx context.Context, compiled string, units mlcore.ComputeUnits) (*mlcore.ComputePlan, error) {
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	f.units = append(f.units, units)
+	raw, err := os.ReadFile(filepath.Join(compiled, "chunk"))
+	if err != nil {
+		return nil, err
+	}
+	j, _ := strconv.Atoi(string(raw))
+	plan := &mlcore.ComputePlan{Functions: map[string][]mlcore.PlanOp{}}
+	for _, fn := range f.b.Manifest.Chunks[j].Functions {
+		ops := []mlcore.PlanOp{{Operator: "ios18.constexpr_lut_to_dense"}, {Operator: "ios18.conv", Preferred: mlcore.DeviceNeuralEngine}}
+		for range j {
+			ops = append(ops, mlcore.PlanOp{Operator: "ios18.reduce_argmax", Output: "argmax", Preferred: mlcore.DeviceCPU, HasCost: true, Cost: 0.01})
+		}
+		plan.Functions[fn.Name] = ops
+	}
+	return plan, nil
+}
+
+// TestCoreMLRunnerPlacement: the runner reads the compute plan of every
+// chunk it loaded, with its compute units, and summarises each function;
+// a runtime without compute plans says so (errors.ErrUnsupported), and a
+// plan that fails names the package.
+func TestCoreMLRunnerPlacement(t *testing.T) {
+	ctx := context.Background()
+	f := newFake(t)
+	pf := &planCoreML{fakeCoreML: f}
+	r, err := coreml.NewCoreMLRunner(ctx, pf, f.b, coreml.CoreMLOptions{Log: quiet, CacheDir: t.TempDir(), ComputeUnits: mlcore.ComputeAll}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	pl, err := r.Placement(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl) != len(f.b.Manifest.Chunks) {
+		t.Fatalf("%d chunks placed, want %d", len(pl), len(f.b.Manifest.Chunks))
+	}
+	for j, c := range pl {
+		if c.Package != f.b.PackagePath(j) || len(c.Functions) != 2 {
+			t.Fatalf("chunk %d: %+v", j, c)
+		}
+		for _, p := range c.Functions {
+			if p.Ops != 1+j || p.NeuralEngine != 1 || p.CPU != j || p.ConstOps != 1 || len(p.OffANE) != j {
+				t.Errorf("chunk %d %s: %+v", j, p.Function, p)
+			}
+		}
+	}
+	if len(pf.units) != len(pl) || pf.units[0] != mlcore.ComputeAll {
+		t.Errorf("plans read with units %v", pf.units)
+	}
+	pf.fail = errors.New("no plan for you")
+	if _, err := r.Placement(ctx); err == nil || !strings.Contains(err.Error(), "chunk_0.mlpackage") || !strings.Contains(err.Error(), "no plan for you") {
+		t.Errorf("failing plan: %v", err)
+	}
+	plainRunner, err := coreml.NewCoreMLRunner(ctx, f, f.b, coreml.CoreMLOptions{Log: quiet, CacheDir: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plainRunner.Close()
+	if _, err := plainRunner.Placement(ctx); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "macOS 14.4") {
+		t.Errorf("no compute plans: %v", err)
+	}
+}
