@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"anechat/engine"
 	"anechat/engine/chat"
 	"anechat/engine/coreml"
+	"anechat/engine/coreml/mlcore"
 	"anechat/engine/kv"
 	"anechat/engine/load"
 	"anechat/engine/model"
@@ -58,6 +60,22 @@ type coremlReport struct {
 	TauOn        float64         `json:"tau_spec_on"`
 	Latency      []coremlLatency `json:"latency"`
 	CostsByWidth map[int]float64 `json:"call_ms_by_width"`
+	// Placement is where each chunk's functions run, from Core ML's
+	// compute plans (a Mac with macOS 14.4 or later); PlacementAbsent says
+	// why it is missing otherwise.
+	Placement       []coreml.ChunkPlacement `json:"placement,omitempty"`
+	PlacementAbsent string                  `json:"placement_absent,omitempty"`
+	// SharedBuffers counts the buffers Core ML shares with the host
+	// (IOSurface-backed) and those that fell back to plain memory.
+	SharedBuffers *sharedBuffers `json:"iosurface_buffers,omitempty"`
+	// placementFailed is true when the compute plan was there to read
+	// and failed (doctor reports it as a problem), not merely unsupported.
+	placementFailed bool
+}
+
+type sharedBuffers struct {
+	Backed   int `json:"backed"`
+	Fallback int `json:"fell_back"`
 }
 
 type coremlChunk struct {
@@ -182,6 +200,12 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 			rep.Chunks = append(rep.Chunks, coremlChunk{Package: l.Package, Compiled: l.Compiled, CompileSeconds: l.Compile.Seconds(),
 				LoadSeconds: [2]float64{l.Load[0].Seconds(), l.Load[1].Seconds()}, Functions: l.Functions})
 		}
+		backed, fallback := cr.SharedBuffers()
+		rep.SharedBuffers = &sharedBuffers{Backed: backed, Fallback: fallback}
+		say("reading the compute plans (where each operation runs) ...")
+		placement(ctx, cr, rep)
+	} else {
+		rep.PlacementAbsent = placementNeedsMac(rep.Runner)
 	}
 	tmpl, err := chat.ForModel(be.Config().Arch, lm.Tokenizer, lm.Chat)
 	if err != nil {
@@ -262,6 +286,33 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 			MeanMs: float64(c.Total.Microseconds()) / 1000 / float64(c.Calls), MinMs: float64(c.Min.Microseconds()) / 1000})
 	}
 	return rep, nil
+}
+
+// placementNeedsMac says why a run without Core ML has no placement;
+// runner is what ran the bundle instead ("" for nothing).
+func placementNeedsMac(runner string) string {
+	here := fmt.Sprintf("this is %s/%s", runtime.GOOS, runtime.GOARCH)
+	if runner != "" {
+		here = fmt.Sprintf("this run used %s on %s/%s", runner, runtime.GOOS, runtime.GOARCH)
+	}
+	return "not checked: where the operations run is Core ML's compute plan (MLComputePlan), which needs a Mac with Apple silicon and macOS 14.4 or later; " + here
+}
+
+// placement records the compute plans of the runner's chunks in rep, or
+// why there are none: a macOS before 14.4 or a runtime without compute
+// plans is not a failure; a plan Core ML could not give is.
+func placement(ctx context.Context, cr *coreml.CoreMLRunner, rep *coremlReport) {
+	pl, err := cr.Placement(ctx)
+	var old *mlcore.OSVersionError
+	switch {
+	case err == nil:
+		rep.Placement = pl
+	case errors.Is(err, errors.ErrUnsupported) || errors.As(err, &old):
+		rep.PlacementAbsent = "not checked: " + err.Error()
+	default:
+		rep.PlacementAbsent = "failed: " + err.Error()
+		rep.placementFailed = true
+	}
 }
 
 // rowIndependence checks that the generation function computes a token's
@@ -375,6 +426,10 @@ func printCoreMLReport(w io.Writer, rep *coremlReport, table bool) {
 		for _, l := range rep.Latency {
 			fmt.Fprintf(w, "  %-8s %2d rows: %4d calls, mean %.2f ms, min %.2f ms\n", l.Kind, l.Rows, l.Calls, l.MeanMs, l.MinMs)
 		}
+		if sb := rep.SharedBuffers; sb != nil {
+			line("buffers", "%d IOSurface-backed (KV caches and outputs the host reads), %d fell back to plain memory", sb.Backed, sb.Fallback)
+		}
+		printPlacement(w, rep, line)
 		return
 	}
 	fmt.Fprintf(w, "bundle %s on %s, loaded in %.2f s\n\n", rep.Bundle, rep.Runner, rep.LoadSeconds)
@@ -401,6 +456,47 @@ func printCoreMLReport(w io.Writer, rep *coremlReport, table bool) {
 	fmt.Fprintln(tw, "prompts\tidentical\trow checks\tsame bits\tmax |diff|\ttok/s off\ttok/s on\tτ on\t")
 	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.3g\t%.1f\t%.1f\t%.2f\t\n", rep.Prompts, rep.Identical, rep.RowChecks, rep.RowSameBits, rep.RowMaxDiff, rep.TokSOff, rep.TokSOn, rep.TauOn)
 	tw.Flush()
+	if rep.PlacementAbsent != "" {
+		fmt.Fprintf(w, "\nplacement %s\n", rep.PlacementAbsent)
+		return
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "chunk\tfunction\tops\tANE\tGPU\tCPU\tunplaced\test. cost\toff-ANE cost\t")
+	for _, c := range rep.Placement {
+		for _, p := range c.Functions {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.4f\t%.4f\t\n", filepath.Base(c.Package), p.Function, p.Ops, p.NeuralEngine, p.GPU, p.CPU, p.Unplaced, p.Cost, p.OffANECost)
+		}
+	}
+	tw.Flush()
+}
+
+// maxOffANEShown bounds the operations doctor lists per function; the
+// JSON report has them all.
+const maxOffANEShown = 12
+
+// printPlacement prints doctor's placement lines: per chunk and function,
+// the operations on each device, the estimated cost and the operations
+// that left the Neural Engine.
+func printPlacement(w io.Writer, rep *coremlReport, line func(label, format string, args ...any)) {
+	if rep.PlacementAbsent != "" {
+		line("placement", "%s", rep.PlacementAbsent)
+		return
+	}
+	line("placement", "where Core ML's compute plan puts each operation (const and constexpr_* ops left out)")
+	for _, c := range rep.Placement {
+		for _, p := range c.Functions {
+			fmt.Fprintf(w, "  %s %s: %d of %d ops on the Neural Engine (%.1f%%), %d GPU, %d CPU, %d unplaced; estimated cost %.4f, off the Neural Engine %.4f\n",
+				filepath.Base(c.Package), p.Function, p.NeuralEngine, p.Ops, 100*p.OnNeuralEngine(), p.GPU, p.CPU, p.Unplaced, p.Cost, p.OffANECost)
+			for i, op := range p.OffANE {
+				if i == maxOffANEShown {
+					fmt.Fprintf(w, "    ... and %d more (doctor --json lists them all)\n", len(p.OffANE)-i)
+					break
+				}
+				fmt.Fprintf(w, "    %-7s %-28s %s (cost %.4f)\n", op.Device, op.Operator, op.Output, op.Cost)
+			}
+		}
+	}
 }
 
 // describePublished says what a CoreML-LLM bundle is and how it runs.

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
+	"anechat/engine/coreml"
+	"anechat/engine/coreml/mlcore"
 	"anechat/internal/testres"
 )
 
@@ -67,6 +70,10 @@ func TestBenchCoreML(t *testing.T) {
 	if rep.Prompts != len(checkPrompts) || rep.Identical != rep.Prompts || rep.RowChecks != 4 || rep.RowSameBits != 4 || len(rep.Latency) == 0 || rep.CostsByWidth[8] <= 0 {
 		t.Errorf("report %+v", rep)
 	}
+	// The placement field is there, absent with its reason off Core ML.
+	if rep.Placement != nil || !strings.Contains(rep.PlacementAbsent, "MLComputePlan") {
+		t.Errorf("placement %v, absent %q", rep.Placement, rep.PlacementAbsent)
+	}
 	o.Reset()
 	if code := Run(context.Background(), args[:len(args)-1], nil, &o, &e); code != 0 {
 		t.Fatalf("exit %d: %s", code, e.String())
@@ -95,5 +102,100 @@ func TestCoreMLChunkLoads(t *testing.T) {
 		if got := tc.c.loads(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.c, got, tc.want)
 		}
+	}
+}
+
+// TestDoctorBundleJSON: `doctor --bundle DIR --json` writes one JSON
+// document with the checks, the problems and the bundle's report (identity
+// with speculation on and off, latency per call and width). Where Core ML
+// cannot run, placement is absent and the document says why, and the text
+// report does not end in a bare "no problems found".
+func TestDoctorBundleJSON(t *testing.T) {
+	bundle := coremlData(t, "gemma4-exact.bundle")
+	code, out, errOut := doctor(t, "--data-dir", t.TempDir(), "--bundle", bundle, "--reference", coremlData(t, "gemma4-exact"), "--tokens", "8", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+	var doc doctorDocument
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	b := doc.Bundle
+	if b == nil || b.Bundle != bundle || b.Prompts != len(checkPrompts) || b.Identical != b.Prompts || len(b.Latency) == 0 || len(b.CostsByWidth) == 0 || b.RowChecks == 0 {
+		t.Fatalf("bundle report %+v", b)
+	}
+	if doc.Platform != runtime.GOOS+"/"+runtime.GOARCH || len(doc.Problems) != 0 || len(doc.Checks) == 0 {
+		t.Errorf("document %+v", doc)
+	}
+	// The reference runner is not Core ML: no placement, and why.
+	if b.Placement != nil || !strings.Contains(b.PlacementAbsent, "MLComputePlan") || !strings.Contains(b.PlacementAbsent, "macOS 14.4") ||
+		!strings.Contains(b.PlacementAbsent, "reference (CPU kernels, float32)") {
+		t.Errorf("placement %v, absent %q", b.Placement, b.PlacementAbsent)
+	}
+	if len(doc.NotChecked) != 1 || !strings.Contains(doc.NotChecked[0], "where the bundle's operations run") {
+		t.Errorf("not checked: %q", doc.NotChecked)
+	}
+	var raw map[string]map[string]any
+	json.Unmarshal([]byte(out), &raw)
+	for _, key := range []string{"identical", "prompts", "call_ms_by_width", "latency", "placement_absent"} {
+		if _, ok := raw["bundle"][key]; !ok {
+			t.Errorf("the bundle report lacks %q", key)
+		}
+	}
+	if _, ok := raw["bundle"]["placement"]; ok {
+		t.Error("an absent placement is written")
+	}
+	// The text report says what it could not check.
+	_, out, _ = doctor(t, "--data-dir", t.TempDir(), "--bundle", bundle, "--reference", coremlData(t, "gemma4-exact"), "--tokens", "4")
+	if !strings.Contains(out, "placement: not checked:") || !strings.Contains(out, "NOT checked: where the bundle's operations run") || strings.HasSuffix(out, "no problems found\n") {
+		t.Errorf("text report:\n%s", out)
+	}
+	if runtime.GOOS == "darwin" && runtime.GOARCH == "arm64" {
+		return
+	}
+	// No Neural Engine and no reference: the document still names the
+	// bundle, why nothing ran, and why there is no placement.
+	code, out, _ = doctor(t, "--data-dir", t.TempDir(), "--bundle", bundle, "--json")
+	doc = doctorDocument{}
+	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || doc.Bundle == nil || !strings.Contains(doc.Bundle.Note, "Neural Engine is not available") ||
+		!strings.Contains(doc.Bundle.PlacementAbsent, "needs a Mac") || len(doc.NotChecked) == 0 {
+		t.Errorf("exit %d, %v: %s", code, err, out)
+	}
+}
+
+// TestPrintPlacement: doctor's placement lines and bench's table, from a
+// report as a Mac would fill it: per chunk and function the operations on
+// each device, the estimated cost, and the operations that left the
+// Neural Engine (at most maxOffANEShown listed; the JSON has them all).
+func TestPrintPlacement(t *testing.T) {
+	var off []mlcore.OffANEOp
+	for i := range maxOffANEShown + 3 {
+		off = append(off, mlcore.OffANEOp{Output: fmt.Sprintf("tail_%d", i), Operator: "ios18.mul", Device: mlcore.DeviceCPU, Cost: 0.0001})
+	}
+	rep := &coremlReport{Bundle: "b", Runner: "Core ML (neural-engine)", Placement: []coreml.ChunkPlacement{
+		{Package: "/x/chunk_0.mlpackage", Functions: []mlcore.Placement{{Function: "generate_8", Ops: 1058, NeuralEngine: 1058, Cost: 0.31}}},
+		{Package: "/x/chunk_2.mlpackage", Functions: []mlcore.Placement{{Function: "generate_8", Ops: 841, NeuralEngine: 826, CPU: 15, Cost: 0.42, OffANECost: 0.0015, OffANE: off}}},
+	}, SharedBuffers: &sharedBuffers{Backed: 70, Fallback: 2}}
+	var w bytes.Buffer
+	printCoreMLReport(&w, rep, false)
+	out := w.String()
+	for _, want := range []string{
+		"chunk_0.mlpackage generate_8: 1058 of 1058 ops on the Neural Engine (100.0%), 0 GPU, 0 CPU, 0 unplaced; estimated cost 0.3100",
+		"chunk_2.mlpackage generate_8: 826 of 841 ops on the Neural Engine (98.2%), 0 GPU, 15 CPU",
+		"cpu     ios18.mul                    tail_0 (cost 0.0001)",
+		"... and 3 more (doctor --json lists them all)",
+		"buffers:   70 IOSurface-backed (KV caches and outputs the host reads), 2 fell back to plain memory",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor lines lack %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "tail_12") {
+		t.Errorf("more than %d operations listed:\n%s", maxOffANEShown, out)
+	}
+	w.Reset()
+	printCoreMLReport(&w, rep, true)
+	if !strings.Contains(w.String(), "off-ANE cost") || !strings.Contains(w.String(), "chunk_2.mlpackage") || !strings.Contains(w.String(), "826") {
+		t.Errorf("bench table:\n%s", w.String())
 	}
 }

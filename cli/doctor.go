@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,12 +22,13 @@ import (
 // data directory: platform, backends, data dir, database, models. It exits 1
 // when it found a problem (each one printed with what to do).
 func runDoctor(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "doctor", "[--data-dir DIR] [--bundle DIR [--reference CHECKPOINT] [--compute-units U]]")
+	fs := newFlags(env, "doctor", "[--data-dir DIR] [--bundle DIR [--reference CHECKPOINT] [--compute-units U]] [--json]")
 	dataDir := fs.String("data-dir", "", "data directory to check (default $ANECHAT_HOME or the OS default)")
 	bundle := fs.String("bundle", "", "also check this Core ML bundle: load and compile time, speculation on/off identity over a prompt set, row independence of the generation function, latency per call kind and width, tok/s")
 	reference := fs.String("reference", "", "with --bundle: run it with the reference runner (its function contract on the CPU kernels) from the checkpoint it was converted from, instead of Core ML")
 	units := computeUnitsFlag(fs)
 	tokens := fs.Int("tokens", 48, "with --bundle: tokens generated per prompt and width")
+	asJSON := fs.Bool("json", false, "print one JSON document: every check, the problems, and with --bundle the bundle's report (identity, latency per width, where each operation runs; the shape of bench coreml --json)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -37,6 +39,9 @@ func runDoctor(ctx context.Context, env *Env, args []string) error {
 		return badFlag(env, "doctor", errors.New("--compute-units and --reference say how to run a bundle: give it with --bundle DIR"))
 	}
 	r := doctorReport{w: env.Stdout}
+	if *asJSON {
+		r.w, r.doc, r.out = io.Discard, &doctorDocument{Problems: []string{}}, env.Stdout
+	}
 	r.platform()
 	r.backends(runtime.GOOS, runtime.GOARCH)
 	dir, err := storage.DataDir(*dataDir, cliLogger(env))
@@ -64,13 +69,30 @@ func (r *doctorReport) bundle(ctx context.Context, o coremlCheckOptions) {
 		if coreml.IsPublished(o.bundle) {
 			r.line("bundle", "%s", describePublished(o.bundle))
 		}
+		rep = &coremlReport{Bundle: o.bundle, Note: noNeuralEngine(), PlacementAbsent: placementNeedsMac("")}
+		r.line("placement", "%s", rep.PlacementAbsent)
+		r.notChecked = append(r.notChecked, "the bundle (no Neural Engine here)")
+		if r.doc != nil {
+			r.doc.Bundle = rep
+		}
 		return
 	}
 	if err != nil {
 		r.problem("bundle", err)
 		return
 	}
+	if r.doc != nil {
+		r.doc.Bundle = rep
+	}
 	printCoreMLReport(r.w, rep, false)
+	if rep.placementFailed {
+		r.problems++
+		if r.doc != nil {
+			r.doc.Problems = append(r.doc.Problems, "placement: "+rep.PlacementAbsent)
+		}
+	} else if rep.PlacementAbsent != "" {
+		r.notChecked = append(r.notChecked, "where the bundle's operations run (Core ML's compute plan needs a Mac with Apple silicon and macOS 14.4 or later)")
+	}
 	if rep.Identical != rep.Prompts {
 		why := ""
 		if rep.Published {
@@ -83,44 +105,106 @@ func (r *doctorReport) bundle(ctx context.Context, o coremlCheckOptions) {
 	}
 }
 
-// doctorReport prints aligned "label: value" lines and counts problems.
+// doctorReport prints aligned "label: value" lines and counts problems;
+// with --json it records them in doc instead and prints doc at the end.
 type doctorReport struct {
 	w        io.Writer
 	problems int
+	// notChecked names what doctor could not check on this machine: the
+	// last line says so rather than a bare "no problems found".
+	notChecked []string
+	doc        *doctorDocument
+	out        io.Writer // where doc goes
+}
+
+// doctorDocument is `anechat doctor --json`: every line doctor prints,
+// the problems, what it could not check here, and with --bundle the
+// bundle's report, the same shape as `bench coreml --json`.
+type doctorDocument struct {
+	Anechat    string        `json:"anechat"`
+	Go         string        `json:"go"`
+	Platform   string        `json:"platform"`
+	CPUs       int           `json:"cpus"`
+	Checks     []doctorCheck `json:"checks"`
+	Problems   []string      `json:"problems"`
+	NotChecked []string      `json:"not_checked,omitempty"`
+	Bundle     *coremlReport `json:"bundle,omitempty"`
+}
+
+// doctorCheck is one line of doctor's text report and the lines under it.
+type doctorCheck struct {
+	Label   string   `json:"label"`
+	Text    string   `json:"text"`
+	Problem bool     `json:"problem,omitempty"`
+	Details []string `json:"details,omitempty"`
 }
 
 func (r *doctorReport) line(label, format string, args ...any) {
-	fmt.Fprintf(r.w, "%-10s %s\n", label+":", fmt.Sprintf(format, args...))
+	text := fmt.Sprintf(format, args...)
+	fmt.Fprintf(r.w, "%-10s %s\n", label+":", text)
+	if r.doc != nil {
+		r.doc.Checks = append(r.doc.Checks, doctorCheck{Label: label, Text: text})
+	}
+}
+
+// detail prints an indented line under the last one.
+func (r *doctorReport) detail(format string, args ...any) {
+	text := fmt.Sprintf(format, args...)
+	fmt.Fprintf(r.w, "  %s\n", text)
+	if r.doc != nil && len(r.doc.Checks) > 0 {
+		c := &r.doc.Checks[len(r.doc.Checks)-1]
+		c.Details = append(c.Details, text)
+	}
 }
 
 func (r *doctorReport) problem(label string, err error) {
 	r.problems++
 	r.line(label, "PROBLEM: %v", err)
+	if r.doc != nil {
+		r.doc.Checks[len(r.doc.Checks)-1].Problem = true
+		r.doc.Problems = append(r.doc.Problems, label+": "+err.Error())
+	}
 }
 
 func (r *doctorReport) result() error {
-	if r.problems == 0 {
-		fmt.Fprintln(r.w, "no problems found")
-		return nil
+	if r.doc != nil {
+		r.doc.NotChecked = r.notChecked
+		enc := json.NewEncoder(r.out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r.doc); err != nil {
+			return err
+		}
 	}
-	return fmt.Errorf("found %d problem(s), see above", r.problems)
+	if r.problems > 0 {
+		return fmt.Errorf("found %d problem(s), see above", r.problems)
+	}
+	switch {
+	case len(r.notChecked) > 0:
+		fmt.Fprintf(r.w, "no problems found in what could be checked here; NOT checked: %s\n", strings.Join(r.notChecked, "; "))
+	default:
+		fmt.Fprintln(r.w, "no problems found")
+	}
+	return nil
 }
 
 func (r *doctorReport) platform() {
 	r.line("anechat", "%s (%s)", Version, runtime.Version())
 	r.line("platform", "%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	if r.doc != nil {
+		r.doc.Anechat, r.doc.Go, r.doc.Platform, r.doc.CPUs = Version, runtime.Version(), runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU()
+	}
 }
 
 // backends says which backends this binary can run here, and why not.
 func (r *doctorReport) backends(goos, goarch string) {
 	r.line("backends", "")
-	fmt.Fprintf(r.w, "  %-8s %s\n", "cpu", "available (pure Go; runs on every platform)")
-	fmt.Fprintf(r.w, "  %-8s %s\n", "coreml", backends.CoreMLStatus(goos, goarch))
+	r.detail("%-8s %s", "cpu", "available (pure Go; runs on every platform)")
+	r.detail("%-8s %s", "coreml", backends.CoreMLStatus(goos, goarch))
 	what := "the CPU backend runs every model"
 	if goos == "darwin" && goarch == "arm64" && backends.Statuses()[0].Available {
 		what = "Core ML bundles run on the Core ML backend, every other model on the CPU backend"
 	}
-	fmt.Fprintf(r.w, "  %s\n", what)
+	r.detail("%s", what)
 }
 
 // database opens the database (migrating it, as the app would) and reports
@@ -179,14 +263,17 @@ func (r *doctorReport) models(ctx context.Context, dir string) {
 		if arch == "" {
 			arch = "unknown architecture"
 		}
-		fmt.Fprintf(r.w, "  %s  (%s %s, %s, %s, context %d, runs on %s, fingerprint %s)\n", f.Path, f.Format, f.Quant, arch,
+		r.detail("%s  (%s %s, %s, %s, context %d, runs on %s, fingerprint %s)", f.Path, f.Format, f.Quant, arch,
 			human.Bytes(f.SizeBytes), f.Config.ContextLen, f.Backend, f.Fingerprint)
 	}
 	for _, p := range problems {
 		r.problems++
-		fmt.Fprintf(r.w, "  PROBLEM: %s: %s\n", p.Path, p.Error)
+		r.detail("PROBLEM: %s: %s", p.Path, p.Error)
+		if r.doc != nil {
+			r.doc.Problems = append(r.doc.Problems, "models: "+p.Path+": "+p.Error)
+		}
 	}
 	if len(found) == 0 {
-		fmt.Fprintf(r.w, "  (put a .gguf file or a model directory in %s)\n", dir)
+		r.detail("(put a .gguf file or a model directory in %s)", dir)
 	}
 }
