@@ -76,6 +76,11 @@ type coremlReport struct {
 type sharedBuffers struct {
 	Backed   int `json:"backed"`
 	Fallback int `json:"fell_back"`
+	// Predictions counts Core ML calls; OutputCopies the outputs Core ML
+	// wrote into memory of its own instead of the backing it was given
+	// (copied in by mlcore): 0 when every backing was honoured.
+	Predictions  int64 `json:"predictions"`
+	OutputCopies int64 `json:"output_copies"`
 }
 
 type coremlChunk struct {
@@ -281,6 +286,14 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 			return nil, err
 		}
 	}
+	if cr, ok := runner.(*coreml.CoreMLRunner); ok {
+		for _, fns := range cr.Stats() {
+			for _, st := range fns {
+				rep.SharedBuffers.Predictions += st.Calls
+				rep.SharedBuffers.OutputCopies += st.OutputCopies
+			}
+		}
+	}
 	for _, c := range be.CallStats() {
 		rep.Latency = append(rep.Latency, coremlLatency{Kind: c.Kind, Rows: c.Rows, Calls: c.Calls,
 			MeanMs: float64(c.Total.Microseconds()) / 1000 / float64(c.Calls), MinMs: float64(c.Min.Microseconds()) / 1000})
@@ -427,7 +440,8 @@ func printCoreMLReport(w io.Writer, rep *coremlReport, table bool) {
 			fmt.Fprintf(w, "  %-8s %2d rows: %4d calls, mean %.2f ms, min %.2f ms\n", l.Kind, l.Rows, l.Calls, l.MeanMs, l.MinMs)
 		}
 		if sb := rep.SharedBuffers; sb != nil {
-			line("buffers", "%d IOSurface-backed (KV caches and outputs the host reads), %d fell back to plain memory", sb.Backed, sb.Fallback)
+			line("buffers", "%d IOSurface-backed (KV caches and outputs the host reads), %d fell back to plain memory; %d of the outputs of %d Core ML calls were copied in (not written into their backing)",
+				sb.Backed, sb.Fallback, sb.OutputCopies, sb.Predictions)
 		}
 		printPlacement(w, rep, line)
 		return

@@ -175,7 +175,7 @@ func TestPrintPlacement(t *testing.T) {
 	rep := &coremlReport{Bundle: "b", Runner: "Core ML (neural-engine)", Placement: []coreml.ChunkPlacement{
 		{Package: "/x/chunk_0.mlpackage", Functions: []mlcore.Placement{{Function: "generate_8", Ops: 1058, NeuralEngine: 1058, Cost: 0.31}}},
 		{Package: "/x/chunk_2.mlpackage", Functions: []mlcore.Placement{{Function: "generate_8", Ops: 841, NeuralEngine: 826, CPU: 15, Cost: 0.42, OffANECost: 0.0015, OffANE: off}}},
-	}, SharedBuffers: &sharedBuffers{Backed: 70, Fallback: 2}}
+	}, SharedBuffers: &sharedBuffers{Backed: 70, Fallback: 2, Predictions: 300, OutputCopies: 4}}
 	var w bytes.Buffer
 	printCoreMLReport(&w, rep, false)
 	out := w.String()
@@ -184,7 +184,7 @@ func TestPrintPlacement(t *testing.T) {
 		"chunk_2.mlpackage generate_8: 826 of 841 ops on the Neural Engine (98.2%), 0 GPU, 15 CPU",
 		"cpu     ios18.mul                    tail_0 (cost 0.0001)",
 		"... and 3 more (doctor --json lists them all)",
-		"buffers:   70 IOSurface-backed (KV caches and outputs the host reads), 2 fell back to plain memory",
+		"buffers:   70 IOSurface-backed (KV caches and outputs the host reads), 2 fell back to plain memory; 4 of the outputs of 300 Core ML calls were copied in",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor lines lack %q:\n%s", want, out)
