@@ -176,3 +176,101 @@ func TestCoreMLMultiFunction(t *testing.T) {
 		t.Errorf("unknown function: %v", err)
 	}
 }
+
+// TestCoreMLSurfaces: IOSurface-backed input and output (rows of 3 padded
+// as CoreVideo pads them), reused across calls; the host reads the right
+// values through the strides; a surface cannot change roles. Mac only:
+// nothing here has run yet (see README "What only a Mac can confirm").
+func TestCoreMLSurfaces(t *testing.T) {
+	ctx := context.Background()
+	rt, cache := newCoreML(t)
+	sa, ok := rt.(SurfaceAllocator)
+	if !ok {
+		t.Fatal("Core ML's runtime makes no IOSurface-backed buffers")
+	}
+	x, freeX, err := sa.AllocSurface(2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer freeX()
+	y, freeY, err := sa.AllocSurface(2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer freeY()
+	w, pitch, ok := x.Rows()
+	if !ok || w != 3 || pitch < 3 {
+		t.Fatalf("rows %d pitch %d %v (strides %v)", w, pitch, ok, x.Strides())
+	}
+	t.Logf("IOSurface rows of 3 float16 are %d elements apart", pitch)
+	for i, v := range tinyX {
+		x.Float16s()[i/3*pitch+i%3] = v
+	}
+	for _, units := range []ComputeUnits{ComputeCPU, ComputeNeuralEngine} {
+		fn, err := LoadPackage(ctx, rt, cache, filepath.Join("testdata", "add.mlpackage"), LoadOptions{ComputeUnits: units})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := fn.Predict(ctx, map[string]Buffer{"x": x}, map[string]Buffer{"y": y}); err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range tinyPlus1 {
+				if got := y.Float16s()[i/3*pitch+i%3]; got != want {
+					t.Fatalf("%v: y[%d] = %#x, want %#x", units, i, got, want)
+				}
+			}
+		}
+		t.Logf("%v: %+v (copies: outputs Core ML did not write into the surface)", units, fn.Stats())
+		if err := fn.Predict(ctx, map[string]Buffer{"x": y}, map[string]Buffer{"y": x}); err == nil || !strings.Contains(err.Error(), "cannot be") {
+			t.Errorf("%v: swapped roles: %v", units, err)
+		}
+		fn.Close()
+	}
+}
+
+// TestCoreMLComputePlan: the compute plan of the add model lists its one
+// operation with a device (macOS 14.4 or later; Mac only, not run yet).
+func TestCoreMLComputePlan(t *testing.T) {
+	ctx := context.Background()
+	rt, cache := newCoreML(t)
+	entry, err := cache.Compiled(ctx, filepath.Join("testdata", "add.mlpackage"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, ok := rt.(Planner)
+	if !ok {
+		t.Fatal("Core ML's runtime reads no compute plans")
+	}
+	plan, err := pl.ComputePlan(ctx, entry.Path, ComputeNeuralEngine)
+	var old *OSVersionError
+	if errors.As(err, &old) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := SummarizePlan(plan)
+	t.Logf("%+v", sum)
+	if len(sum) != 1 || sum[0].Ops < 1 || sum[0].Unplaced != 0 {
+		t.Fatalf("placement %+v of plan %+v", sum, plan)
+	}
+	// A multifunction package: one plan, every function in it (what
+	// doctor relies on for the converter's generate/prefill packages).
+	if !macOS(t).atLeast(osVersion{15}) {
+		return
+	}
+	multi, err := cache.Compiled(ctx, filepath.Join("testdata", "multi.mlpackage"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err = pl.ComputePlan(ctx, multi.Path, ComputeNeuralEngine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"add_one", "times_two"} {
+		if _, ok := plan.Functions[name]; !ok {
+			t.Errorf("the plan of multi.mlpackage has no function %s: %+v", name, SummarizePlan(plan))
+		}
+	}
+}
