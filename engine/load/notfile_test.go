@@ -14,27 +14,6 @@ import (
 	"anechat/internal/testres"
 )
 
-// copyDir copies the regular files of src into a new directory dst.
-func copyDir(t *testing.T, src, dst string) {
-	t.Helper()
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ents, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestNamedPipesAreRefused: a named pipe where a model file belongs (a
 // .gguf, a directory's config.json, weights, tokenizer or chat template, a
 // Core ML bundle's manifest.json or model_config.json) made Detect,
@@ -46,7 +25,9 @@ func TestNamedPipesAreRefused(t *testing.T) {
 	gemma := func(name, fifo string) func() string {
 		return func() string {
 			d := filepath.Join(dir, name)
-			copyDir(t, gemmaFixture(t, "model"), d)
+			if err := os.CopyFS(d, os.DirFS(gemmaFixture(t, "model"))); err != nil {
+				t.Fatal(err)
+			}
 			os.Remove(filepath.Join(d, fifo))
 			testres.Mkfifo(t, filepath.Join(d, fifo))
 			return filepath.Join(d, fifo)

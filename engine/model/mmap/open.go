@@ -58,18 +58,15 @@ func kindOf(m fs.FileMode) string {
 // and the opened file is checked again (what was opened is what is read).
 // For a regular file the flag changes nothing: reads of one never block.
 func Open(path string) (*os.File, error) {
-	st, err := os.Stat(path)
-	if err != nil {
+	if _, err := Stat(path); err != nil {
 		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, &NotRegularError{Path: path, Mode: st.Mode()}
 	}
 	fh, err := os.OpenFile(path, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
 		return nil, err
 	}
-	if st, err = fh.Stat(); err != nil {
+	st, err := fh.Stat()
+	if err != nil {
 		fh.Close()
 		return nil, err
 	}
@@ -78,6 +75,20 @@ func Open(path string) (*os.File, error) {
 		return nil, &NotRegularError{Path: path, Mode: st.Mode()}
 	}
 	return fh, nil
+}
+
+// Stat returns the file information of path (a symbolic link is followed)
+// if it is a regular file, else a *NotRegularError naming it: for a check of
+// a model file's presence and size that opens nothing.
+func Stat(path string) (fs.FileInfo, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &NotRegularError{Path: path, Mode: st.Mode()}
+	}
+	return st, nil
 }
 
 // ReadFile reads the regular file at path (opened by Open's rules), refusing

@@ -28,6 +28,7 @@ func TestOpenRefusesNonRegular(t *testing.T) {
 	for name, c := range cases {
 		for fn, call := range map[string]func() error{
 			"Open":     func() error { f, err := Open(c.path); closeIf(f); return err },
+			"Stat":     func() error { _, err := Stat(c.path); return err },
 			"ReadFile": func() error { _, err := ReadFile(c.path, 1<<20); return err },
 			"Map": func() error {
 				m, err := Map(c.path)
