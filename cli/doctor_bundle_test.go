@@ -266,3 +266,29 @@ func TestDoctorReferenceStaysInTheCheckpoint(t *testing.T) {
 		})
 	}
 }
+
+// TestNamedPipeModels: a named pipe called evil.gguf in the models folder
+// made `doctor` block forever, and `generate --model` on it too (issue 21
+// part 2). Doctor now lists it as a problem and finishes; generate fails
+// at once, naming it.
+func TestNamedPipeModels(t *testing.T) {
+	dir := t.TempDir()
+	mdir := filepath.Join(dir, "models")
+	os.MkdirAll(mdir, 0o755)
+	evil := filepath.Join(mdir, "evil.gguf")
+	testres.Mkfifo(t, evil)
+	var code int
+	var out string
+	testres.Promptly(t, "doctor", func() error { code, out, _ = doctor(t, "--data-dir", dir); return nil })
+	if code != 1 || !strings.Contains(out, "PROBLEM: "+evil) || !strings.Contains(out, evil+" is not a regular file (a named pipe)") {
+		t.Errorf("doctor: exit %d:\n%s", code, out)
+	}
+	var o, e bytes.Buffer
+	testres.Promptly(t, "generate", func() error {
+		code = Run(t.Context(), []string{"generate", "--data-dir", dir, "--model", evil, "--prompt", "hi"}, nil, &o, &e)
+		return nil
+	})
+	if code == 0 || !strings.Contains(e.String(), evil+" is not a regular file (a named pipe)") {
+		t.Errorf("generate: exit %d: %s%s", code, o.String(), e.String())
+	}
+}
