@@ -58,7 +58,7 @@ func tinyPublished(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), "published")
 	V, H, L, P, C := 32, 8, 2, 4, 16
 	files := map[string][]byte{
-		"model_config.json": fmt.Appendf(nil, `{"model_name":"tiny","architecture":"gemma4","hidden_size":%d,"context_length":%d,"vocab_size":%d,"num_layers":%d,"per_layer_dim":%d,"sliding_window":4,"bos_token_id":2,"eos_token_id":1}`, H, C, V, L, P),
+		"model_config.json":   fmt.Appendf(nil, `{"model_name":"tiny","architecture":"gemma4","hidden_size":%d,"context_length":%d,"vocab_size":%d,"num_layers":%d,"per_layer_dim":%d,"sliding_window":4,"bos_token_id":2,"eos_token_id":1}`, H, C, V, L, P),
 		"embed_tokens_q8.bin": make([]byte, V*H), "embed_tokens_scales.bin": make([]byte, V*2),
 		"embed_tokens_per_layer_q8.bin": make([]byte, V*L*P), "embed_tokens_per_layer_scales.bin": make([]byte, V*2),
 		"per_layer_projection.bin": make([]byte, L*P*H*2),
@@ -120,7 +120,9 @@ func TestDoctorBundleReportsDamage(t *testing.T) {
 			setManifest(t, dir, func(m map[string]any) { m["tokenizer"].(map[string]any)["file"] = "/etc/hostname" })
 		}, []string{"manifest.json", "tokenizer", "/etc/hostname"}},
 		{"chat template ../ path", false, func(t *testing.T, dir string) {
-			setManifest(t, dir, func(m map[string]any) { m["chat_template"] = map[string]any{"format": "jinja", "file": "../chat.jinja"} })
+			setManifest(t, dir, func(m map[string]any) {
+				m["chat_template"] = map[string]any{"format": "jinja", "file": "../chat.jinja"}
+			})
 		}, []string{"manifest.json", "chat_template.file", "../chat.jinja"}},
 		{"source ../ path", false, func(t *testing.T, dir string) {
 			setManifest(t, dir, func(m map[string]any) {

@@ -179,8 +179,12 @@ func TestReadManifestRefusesNames(t *testing.T) {
 		edit func(m map[string]any)
 		want string
 	}{
-		{func(m map[string]any) { m["source"].(map[string]any)["files"].([]any)[1].(map[string]any)["file"] = "../outside/secret.txt" }, `source.files[1].file "../outside/secret.txt"`},
-		{func(m map[string]any) { m["source"].(map[string]any)["files"].([]any)[0].(map[string]any)["file"] = "/dev/zero" }, `source.files[0].file "/dev/zero"`},
+		{func(m map[string]any) {
+			m["source"].(map[string]any)["files"].([]any)[1].(map[string]any)["file"] = "../outside/secret.txt"
+		}, `source.files[1].file "../outside/secret.txt"`},
+		{func(m map[string]any) {
+			m["source"].(map[string]any)["files"].([]any)[0].(map[string]any)["file"] = "/dev/zero"
+		}, `source.files[0].file "/dev/zero"`},
 		{func(m map[string]any) {
 			m["sidecars"].(map[string]any)["per_layer"].(map[string]any)["scales"].(map[string]any)["file"] = "/etc/passwd"
 		}, `sidecars.per_layer.scales.file "/etc/passwd"`},
