@@ -20,6 +20,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,6 +68,27 @@ type Model struct {
 	Path string
 	// Created is when it was added (GET /v1/models reports it).
 	Created time.Time
+}
+
+// public is e as a client may read it. The engine's errors name the
+// model's files, as the log and the CLI want; a client knows the model by
+// its ID and has no business with the server's file system, so the model's
+// path, in each form the loader may name it, becomes its ID.
+func (m Model) public(e *apiError) *apiError {
+	if m.Path == "" {
+		return e
+	}
+	forms := []string{m.Path, filepath.Clean(m.Path)}
+	if abs, err := filepath.Abs(m.Path); err == nil {
+		forms = append(forms, abs)
+	}
+	// Longest first: a form that is part of another must not split it.
+	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	c := *e
+	for _, f := range forms {
+		c.msg = strings.ReplaceAll(c.msg, f, m.ID)
+	}
+	return &c
 }
 
 // Defaults are what a request that does not say gets.
