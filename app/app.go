@@ -51,7 +51,8 @@ type Options struct {
 	// speeds); nil means time.Now.
 	Now func() time.Time
 	// HTTP is the client downloads use; nil means one with no overall
-	// timeout (a model takes long) that follows redirects.
+	// timeout (a model takes long). Downloads follow its redirects only as
+	// far as the URL rule allows (download.Fetch holds each hop to it).
 	HTTP *http.Client
 }
 

@@ -64,12 +64,16 @@ type Download struct {
 type DownloadRequest struct {
 	// URL is an https URL of a .gguf file, e.g. a Hugging Face
 	// https://huggingface.co/OWNER/REPO/resolve/main/FILE.gguf link
-	// (redirects are followed).
+	// (redirects are followed, each held to the same rule).
 	URL string `json:"url"`
 	// SHA256 is the file's checksum (64 hex digits), "" to skip the check.
 	SHA256 string `json:"sha256"`
 	// FileName overrides the name taken from the URL's last path segment.
 	FileName string `json:"fileName"`
+	// Size is the file's size in bytes when the caller knows it (a
+	// catalog's), 0 when not: a server announcing another size or sending
+	// more is refused.
+	Size int64 `json:"size"`
 }
 
 // Downloads is the model download service: files come into the models
@@ -99,6 +103,13 @@ type Downloads struct {
 	stall         time.Duration
 	tickEvery     time.Duration
 	stallShown    time.Duration
+	// The bounds on what a download writes (download.Options): the most
+	// bytes of a file of unknown size, the free space kept on the models
+	// folder's volume (0: the download package's defaults) and what reports
+	// that space (nil: the disk's).
+	maxSize int64
+	reserve int64
+	space   func(dir string) (free, size int64, err error)
 }
 
 // dlJob is one download's state; mu guards it (Downloads.mu guards the map).
@@ -136,9 +147,9 @@ const (
 	// defaultStallShown is how long nothing must arrive before the window
 	// is told (Download.StalledSeconds): a pause of a second is normal.
 	defaultStallShown = 3 * time.Second
-	downloadsDir         = ".downloads"
-	partSuffix           = ".part"
-	metaSuffix           = ".json"
+	downloadsDir      = ".downloads"
+	partSuffix        = ".part"
+	metaSuffix        = ".json"
 )
 
 func (s *Downloads) dir() string { return filepath.Join(storage.ModelsPath(s.c.dataDir), downloadsDir) }
@@ -204,6 +215,9 @@ func (s *Downloads) Start(req DownloadRequest) (Download, error) {
 	if sum != "" && !isHex64(sum) {
 		return Download{}, fmt.Errorf("downloads: sha256 %q: want 64 hexadecimal digits (or leave it empty)", req.SHA256)
 	}
+	if req.Size < 0 {
+		return Download{}, fmt.Errorf("downloads: size %d: want the file's size in bytes, or 0 when it is not known", req.Size)
+	}
 	final := filepath.Join(storage.ModelsPath(s.c.dataDir), name)
 	if _, err := os.Lstat(final); err == nil {
 		return Download{}, fmt.Errorf("downloads: %s is already in the models folder (%s): remove or rename it first", name, final)
@@ -222,7 +236,7 @@ func (s *Downloads) Start(req DownloadRequest) (Download, error) {
 		}
 	}
 	j := &dlJob{d: Download{Name: name, URL: u.String(), SHA256: sum, State: DownloadPaused, Total: -1},
-		meta: download.Meta{URL: u.String(), Name: name, SHA256: sum, Total: -1, StartedAt: s.c.now().UTC()}}
+		meta: download.Meta{URL: u.String(), Name: name, SHA256: sum, Total: -1, Expected: req.Size, StartedAt: s.c.now().UTC()}}
 	s.jobs[name] = j
 	s.mu.Unlock()
 	// A stale partial file of an earlier, forgotten attempt must not be
@@ -235,21 +249,16 @@ func (s *Downloads) Start(req DownloadRequest) (Download, error) {
 	return s.run(j), nil
 }
 
-// checkURL accepts an https URL, or http to this machine (a local server).
+// checkURL parses a pasted link and holds it to the download URL rule
+// (download.CheckURL: https, or http to this machine), the same rule every
+// redirect is held to.
 func checkURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("downloads: %q is not a URL: paste an https link to a .gguf file", raw)
 	}
-	switch u.Scheme {
-	case "https":
-	case "http":
-		host := u.Hostname()
-		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			return nil, fmt.Errorf("downloads: %s: plain http is allowed only from this machine; use the https link", raw)
-		}
-	default:
-		return nil, fmt.Errorf("downloads: %s: want an https URL", raw)
+	if err := download.CheckURL(u); err != nil {
+		return nil, fmt.Errorf("downloads: %w", err)
 	}
 	return u, nil
 }
@@ -444,7 +453,8 @@ func (s *Downloads) transfer(ctx context.Context, j *dlJob) {
 		j.mu.Lock()
 		m := j.meta
 		j.mu.Unlock()
-		err = download.Fetch(ctx, download.Options{Client: s.client(), Stall: s.stall}, part, &m, save, progress)
+		o := download.Options{Client: s.client(), Stall: s.stall, MaxSize: s.maxSize, Reserve: s.reserve, Space: s.space}
+		err = download.Fetch(ctx, o, part, &m, save, progress)
 		j.mu.Lock()
 		j.meta = m
 		j.mu.Unlock()
@@ -475,10 +485,21 @@ func (s *Downloads) transfer(ctx context.Context, j *dlJob) {
 		s.finish(j, DownloadPaused, "") // the app closing pauses it too
 	default:
 		var ie *download.InterruptedError
-		if errors.As(err, &ie) {
+		var se *download.SpaceError
+		var ze *download.SizeError
+		switch {
+		case errors.As(err, &ie):
 			s.finish(j, DownloadPaused, err.Error()+": press Resume to continue")
 			return
+		case errors.As(err, &se):
+			// What arrived is kept: the user frees space and resumes.
+			s.finish(j, DownloadPaused, err.Error()+": free some space, then press Resume")
+			return
+		case errors.As(err, &ze):
+			err = fmt.Errorf("%w: the download was removed (check the link)", err)
 		}
+		// A refused URL or redirect, a file larger than it may be, a
+		// response that is not the file: nothing of it is kept.
 		s.removeFiles(name)
 		s.finish(j, DownloadFailed, err.Error())
 	}

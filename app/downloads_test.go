@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,6 +124,14 @@ func waitDownload(t *testing.T, rec *recorder, ok func(Download) bool) Download 
 
 func inState(name, state string) func(Download) bool {
 	return func(d Download) bool { return d.Name == name && d.State == state }
+}
+
+// ended matches the download's first event in a state it stays in
+// (anything but running or verifying).
+func ended(name string) func(Download) bool {
+	return func(d Download) bool {
+		return d.Name == name && d.State != DownloadRunning && d.State != DownloadVerifying
+	}
 }
 
 func sha(b []byte) string {
@@ -478,4 +488,163 @@ func TestDownloadShutdownMidwayLeavesNoModel(t *testing.T) {
 	if models, _ := modelsFolder(t, dir); len(models) != 0 {
 		t.Fatalf("models folder after shutdown: %v", models)
 	}
+}
+
+// redirector is an https server that redirects every request to
+// target+path, and a client for the App that trusts it and resolves the
+// made-up host models.example.invalid to the loopback model server, as a
+// network (or an attacker on it) would; dials records each address the
+// client connected to.
+func redirector(t *testing.T, target string, modelSrv *httptest.Server) (*httptest.Server, *http.Client, func() []string) {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target+r.URL.Path, http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	var mu sync.Mutex
+	var dials []string
+	tr := srv.Client().Transport.(*http.Transport).Clone()
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dials = append(dials, addr)
+		mu.Unlock()
+		if host, _, _ := net.SplitHostPort(addr); host == "models.example.invalid" {
+			addr = modelSrv.Listener.Addr().String()
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
+	return srv, &http.Client{Transport: tr}, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), dials...)
+	}
+}
+
+// TestDownloadRefusesARedirectToPlainHTTP: an https link whose server
+// redirects to plain http on another machine fails naming the hop, with no
+// connection to it, nothing left on disk and nothing registered; the old
+// code fetched the model over plain http and registered it. A redirect to
+// plain http on this machine is within the rule and completes (with the
+// size the caller knows).
+func TestDownloadRefusesARedirectToPlainHTTP(t *testing.T) {
+	ms, plain := newModelServer(t)
+	_, port, _ := net.SplitHostPort(plain.Listener.Addr().String())
+	srv, client, dials := redirector(t, "http://models.example.invalid:"+port, plain)
+	dir := t.TempDir()
+	a, rec := startDownloads(t, dir, 0)
+	a.core.opts.HTTP = client
+	d, err := a.Downloads.Start(DownloadRequest{URL: srv.URL + "/stories260K.gguf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := waitDownload(t, rec, ended(d.Name))
+	want := "the server redirected to http://models.example.invalid:" + port + "/stories260K.gguf which is not https (plain http is allowed only from this machine); refusing"
+	if f.State != DownloadFailed || f.Error != want {
+		t.Fatalf("download %+v, want failed with %q", f, want)
+	}
+	for _, addr := range dials() {
+		if addr != srv.Listener.Addr().String() {
+			t.Fatalf("dialled %s: the refused hop was connected to", addr)
+		}
+	}
+	if reqs := ms.requests(); len(reqs) != 0 {
+		t.Fatalf("the plain-http server served the file %d times", len(reqs))
+	}
+	if models, hidden := modelsFolder(t, dir); len(models)+len(hidden) != 0 {
+		t.Fatalf("left behind: %v %v", models, hidden)
+	}
+	if list, _ := a.Models.List(); len(list.Models) != 0 {
+		t.Fatalf("registered %+v", list.Models)
+	}
+	a.Downloads.Dismiss(d.Name)
+
+	local, client, _ := redirector(t, plain.URL, plain)
+	a.core.opts.HTTP = client
+	d, err = a.Downloads.Start(DownloadRequest{URL: local.URL + "/stories260K.gguf", Size: int64(len(ms.data))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDone(t, a, dir, waitDownload(t, rec, inState(d.Name, DownloadDone)), ms.data)
+}
+
+// TestDownloadStopsAnEndlessBody: a body without end (no Content-Length)
+// stops at the size the request gives or, with none, at the app's cap,
+// fails saying so, and leaves nothing; the old code wrote all the server
+// sent (the test's 64 MiB, on a real server until the disk is full).
+func TestDownloadStopsAnEndlessBody(t *testing.T) {
+	var sent atomic.Int64
+	buf := bytes.Repeat([]byte("z"), 64<<10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for sent.Load() < 64<<20 {
+			n, err := w.Write(buf)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	a, rec := startDownloads(t, dir, 0)
+	a.Downloads.maxSize = 1 << 20
+	for _, c := range []struct {
+		req  DownloadRequest
+		want string
+	}{
+		{DownloadRequest{URL: srv.URL + "/known.gguf", Size: 300 << 10}, "the server sent more than the 307200 bytes the file should have; stopped: the download was removed (check the link)"},
+		{DownloadRequest{URL: srv.URL + "/unknown.gguf"}, "the server sent more than 1.0 MiB, the most a download may be, and did not say how much; stopped: the download was removed (check the link)"},
+	} {
+		sent.Store(0)
+		d, err := a.Downloads.Start(c.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := waitDownload(t, rec, ended(d.Name))
+		if f.State != DownloadFailed || f.Error != c.want {
+			t.Fatalf("%s: %+v, want failed with %q", c.req.URL, f, c.want)
+		}
+		if sent.Load() >= 64<<20 {
+			t.Fatalf("%s: the server sent its whole %d bytes", c.req.URL, sent.Load())
+		}
+	}
+	if models, hidden := modelsFolder(t, dir); len(models)+len(hidden) != 0 {
+		t.Fatalf("left behind: %v %v", models, hidden)
+	}
+	if list, _ := a.Models.List(); len(list.Models) != 0 {
+		t.Fatalf("registered %+v", list.Models)
+	}
+	if _, err := a.Downloads.Start(DownloadRequest{URL: srv.URL + "/x.gguf", Size: -1}); err == nil || !strings.Contains(err.Error(), "size -1") {
+		t.Fatalf("a negative size: %v", err)
+	}
+}
+
+// TestDownloadPausesWhenTheDiskIsFull: a model whose rest would leave less
+// than the reserve free pauses before a byte is written, saying so, its
+// partial file and sidecar kept; once there is room, Resume completes it.
+// The volume is a function reporting the free space (the error path).
+func TestDownloadPausesWhenTheDiskIsFull(t *testing.T) {
+	ms, srv := newModelServer(t)
+	dir := t.TempDir()
+	a, rec := startDownloads(t, dir, 0)
+	var free atomic.Int64
+	free.Store(1<<30 + 100<<10)
+	a.Downloads.reserve = 1 << 30
+	a.Downloads.space = func(string) (int64, int64, error) { return free.Load(), 100 << 30, nil }
+	d, err := a.Downloads.Start(DownloadRequest{URL: srv.URL + "/stories260K.gguf", SHA256: sha(ms.data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := waitDownload(t, rec, ended(d.Name))
+	if p.State != DownloadPaused || !strings.HasPrefix(p.Error, "not enough free space: 1.0 GiB free, keeping 1.0 GiB in reserve for the app's data, and 1.1 MiB of the file still to come") ||
+		!strings.HasSuffix(p.Error, ": free some space, then press Resume") {
+		t.Fatalf("a full disk: %+v", p)
+	}
+	if _, hidden := modelsFolder(t, dir); len(hidden) != 2 {
+		t.Fatalf("the downloads folder holds %v, want the partial file and its sidecar", hidden)
+	}
+	free.Store(2 << 30)
+	if _, err := a.Downloads.Resume(d.Name); err != nil {
+		t.Fatal(err)
+	}
+	checkDone(t, a, dir, waitDownload(t, rec, inState(d.Name, DownloadDone)), ms.data)
 }

@@ -13,6 +13,7 @@ import (
 	"anechat/app"
 	"anechat/engine/coreml"
 	"anechat/internal/backends"
+	"anechat/internal/human"
 	"anechat/storage"
 )
 
@@ -164,7 +165,7 @@ func (r *doctorReport) database(ctx context.Context, path string) {
 		return
 	}
 	r.line("database", "%s: schema version %d, integrity ok", path, d.SchemaVersion())
-	r.line("contents", "%s (%s of KV snapshots)", counts, humanBytes(kvBytes))
+	r.line("contents", "%s (%s of KV snapshots)", counts, human.Bytes(kvBytes))
 }
 
 // models lists what a scan of the models folder finds: each model validated
@@ -183,7 +184,7 @@ func (r *doctorReport) models(ctx context.Context, dir string) {
 			arch = "unknown architecture"
 		}
 		fmt.Fprintf(r.w, "  %s  (%s %s, %s, %s, context %d, runs on %s, fingerprint %s)\n", f.Path, f.Format, f.Quant, arch,
-			humanBytes(f.SizeBytes), f.Config.ContextLen, f.Backend, f.Fingerprint)
+			human.Bytes(f.SizeBytes), f.Config.ContextLen, f.Backend, f.Fingerprint)
 	}
 	for _, p := range problems {
 		r.problems++
@@ -192,18 +193,4 @@ func (r *doctorReport) models(ctx context.Context, dir string) {
 	if len(found) == 0 {
 		fmt.Fprintf(r.w, "  (put a .gguf file or a model directory in %s)\n", dir)
 	}
-}
-
-// humanBytes formats n with a binary unit.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -363,7 +363,7 @@ describe("models and settings", () => {
     await type(testid<HTMLInputElement>("dl-url"), "https://h/c.gguf");
     await type(testid<HTMLInputElement>("dl-sha"), "ab");
     await submit(testid("dl-url")?.closest("form"));
-    expect(fb.args["Downloads.Start"]).toEqual([[{ url: "https://h/c.gguf", sha256: "ab", fileName: "" }]]);
+    expect(fb.args["Downloads.Start"]).toEqual([[{ url: "https://h/c.gguf", sha256: "ab", fileName: "", size: 0 }]]);
   });
 
   it("loads a model now with its progress, and Settings shows what runs it, compute units and the cache", async () => {

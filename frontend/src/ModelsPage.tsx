@@ -235,7 +235,7 @@ function Downloads() {
         class="row"
         onSubmit={(e) => {
           e.preventDefault();
-          void store.startDownload({ url: url.trim(), sha256: sha.trim(), fileName: "" }).then((ok) => {
+          void store.startDownload({ url: url.trim(), sha256: sha.trim(), fileName: "", size: 0 }).then((ok) => {
             if (!ok) return;
             setUrl("");
             setSha("");

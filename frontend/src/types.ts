@@ -297,6 +297,8 @@ export interface DownloadRequest {
   sha256: string;
   /** "" takes the URL's file name. */
   fileName: string;
+  /** The file's size in bytes when known (a catalog's), 0 when not: the download stops at it. */
+  size: number;
 }
 
 export interface CacheUsage {

@@ -5,6 +5,14 @@
 // the start instead of being spliced. Servers without range support are
 // handled by starting over. The app's model downloads (app/downloads.go)
 // run on it; it knows nothing of models.
+//
+// A checksum is optional, so the transport is what keeps the file honest:
+// every URL, the one asked for and each redirect's target, must be https
+// (plain http only to this machine, CheckURL), checked before any
+// connection to it is made. A body never fills the disk: the transfer stops
+// at the size the server announced or the caller expected, at
+// Options.MaxSize when neither is known, and before the volume keeps less
+// than Options.Reserve free for the app's own data.
 package download
 
 import (
@@ -23,6 +31,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"anechat/internal/human"
 )
 
 // Meta describes a download in progress; Save keeps it beside the partial
@@ -41,6 +51,10 @@ type Meta struct {
 	LastModified string `json:"lastModified,omitempty"`
 	// Total is the file's size, -1 while unknown.
 	Total int64 `json:"total"`
+	// Expected is the file's size as the caller knows it beforehand (a
+	// catalog's), 0 when it does not: a server announcing another size or
+	// sending more is refused (*SizeError).
+	Expected int64 `json:"expected,omitempty"`
 	// StartedAt is when the download was first asked for.
 	StartedAt time.Time `json:"startedAt"`
 }
@@ -94,9 +108,103 @@ func (e *ChecksumError) Error() string {
 	return fmt.Sprintf("sha256 mismatch: expected %s, got %s", e.Want, e.Got)
 }
 
+// URLError is a URL Fetch refuses to fetch: one CheckURL refuses, asked
+// for or redirected to, or a redirect past MaxRedirects. Nothing was
+// fetched from it: the check comes before the connection.
+type URLError struct {
+	// URL is the refused URL (without its query, which may hold a
+	// signature), Via the one that redirected to it ("" for the URL asked
+	// for).
+	URL, Via string
+	// Reason says what is wrong with URL.
+	Reason string
+}
+
+func (e *URLError) Error() string {
+	if e.Via != "" {
+		return fmt.Sprintf("the server redirected to %s %s; refusing", e.URL, e.Reason)
+	}
+	return fmt.Sprintf("%s: %s", e.URL, e.Reason)
+}
+
+// SizeError is a response larger than the file may be: more bytes than the
+// server announced or the caller expected (Meta.Expected), an announced
+// size other than the expected one, or more than Options.MaxSize. Nothing
+// past the limit is written.
+type SizeError struct {
+	// Limit is the size the file may have; Of names whose limit it is.
+	Limit int64
+	Of    SizeLimit
+	// Got is the size the server announced (Announced) or the bytes the
+	// file would have held with the last read (at least Limit+1).
+	Got       int64
+	Announced bool
+}
+
+// SizeLimit names where a SizeError's limit comes from.
+type SizeLimit int
+
+// Where a size limit comes from.
+const (
+	LimitAnnounced SizeLimit = iota // the response's Content-Length or Content-Range
+	LimitExpected                   // Meta.Expected, the caller's
+	LimitMax                        // Options.MaxSize, for a file of unknown size
+)
+
+func (e *SizeError) Error() string {
+	switch {
+	case e.Of == LimitMax && e.Announced:
+		return fmt.Sprintf("the server announces %s, more than the %s a download may be", human.Bytes(e.Got), human.Bytes(e.Limit))
+	case e.Of == LimitMax:
+		return fmt.Sprintf("the server sent more than %s, the most a download may be, and did not say how much; stopped", human.Bytes(e.Limit))
+	case e.Announced:
+		return fmt.Sprintf("the server announces %d bytes, but the file should have %d", e.Got, e.Limit)
+	case e.Of == LimitExpected:
+		return fmt.Sprintf("the server sent more than the %d bytes the file should have; stopped", e.Limit)
+	}
+	return fmt.Sprintf("the server sent more than the %d bytes it announced; stopped", e.Limit)
+}
+
+// SpaceError is a transfer stopped (or not started) because the volume
+// holding the partial file would keep less than Options.Reserve free: the
+// app's database and snapshots need room too. What arrived is kept.
+type SpaceError struct {
+	Dir           string
+	Free, Reserve int64
+	// Need is the bytes of the file still to come, 0 when unknown.
+	Need int64
+}
+
+func (e *SpaceError) Error() string {
+	msg := fmt.Sprintf("not enough free space: %s free, keeping %s in reserve for the app's data", human.Bytes(e.Free), human.Bytes(e.Reserve))
+	if e.Need > 0 {
+		msg += fmt.Sprintf(", and %s of the file still to come", human.Bytes(e.Need))
+	}
+	return msg
+}
+
 // chunk is how much is read and written at a time (and so how often
 // progress is reported).
 const chunk = 128 << 10
+
+// spaceEvery is how many bytes are written between two looks at the free
+// space: small beside the smallest reserve (1 GiB), so a disk filling by
+// other means is noticed well before the reserve is gone.
+const spaceEvery = 32 * chunk
+
+// MaxRedirects is how many redirects Fetch follows for one request (Hugging
+// Face uses one or two).
+const MaxRedirects = 10
+
+// DefaultMaxSize is the most bytes a file of unknown size may have
+// (Options.MaxSize): above the largest single file Hugging Face stores
+// (50 GB), so no real model is refused, yet a bound on an endless body.
+const DefaultMaxSize = 64 << 30
+
+// DefaultReserve is the free space kept on a volume of the given size
+// (Options.Reserve): 2%, at least 1 GiB, enough for SQLite to finish its
+// writes and the snapshot cache to notice it is full.
+func DefaultReserve(volume int64) int64 { return max(1<<30, volume/50) }
 
 // DefaultStall is how long a response may send nothing before Fetch gives
 // up on it (Options.Stall).
@@ -113,6 +221,17 @@ type Options struct {
 	// it a server that stops sending but keeps the connection open holds the
 	// transfer forever: TCP keepalives only notice a peer that is gone.
 	Stall time.Duration
+	// MaxSize is the most bytes the file may have when Meta.Expected does
+	// not say its size: the most the server may announce, and where a body
+	// of unannounced size is stopped (0: DefaultMaxSize).
+	MaxSize int64
+	// Reserve is the free space the transfer leaves on the partial file's
+	// volume (0 or less: DefaultReserve of the volume's size).
+	Reserve int64
+	// Space reports the bytes free for this user and the size of the
+	// volume holding dir (nil: DiskSpace). When it fails the space is not
+	// watched (MaxSize still bounds the file).
+	Space func(dir string) (free, size int64, err error)
 }
 
 // errStalled is why a response was dropped by the stall watchdog.
@@ -130,13 +249,27 @@ func (e errStalled) Error() string {
 //
 // It returns nil once part holds the whole file, ctx's error when
 // cancelled, *StatusError for a response that is not the file,
-// *InterruptedError for a transfer cut short (call Fetch again).
+// *InterruptedError for a transfer cut short (call Fetch again), *URLError
+// for a URL or redirect the rule refuses, *SizeError for a file larger
+// than it may be, *SpaceError when the disk is getting full (what arrived
+// is kept: free some space and call Fetch again).
 func Fetch(ctx context.Context, o Options, part string, m *Meta, save func(*Meta) error, progress func(received, total int64)) error {
-	if o.Client == nil {
-		o.Client = http.DefaultClient
+	u, err := url.Parse(m.URL)
+	if err != nil {
+		return fmt.Errorf("download: %q is not a URL: %w", m.URL, err)
 	}
+	if err := CheckURL(u); err != nil {
+		return err
+	}
+	o.Client = guardRedirects(o.Client)
 	if o.Stall <= 0 {
 		o.Stall = DefaultStall
+	}
+	if o.MaxSize <= 0 {
+		o.MaxSize = DefaultMaxSize
+	}
+	if o.Space == nil {
+		o.Space = DiskSpace
 	}
 	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -178,6 +311,9 @@ func Fetch(ctx context.Context, o Options, part string, m *Meta, save func(*Meta
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
+			if ue := (*URLError)(nil); errors.As(err, &ue) {
+				return ue // a refused redirect: no retry makes it right
+			}
 			return &InterruptedError{Received: have, Total: m.Total, Err: stalled(err)}
 		}
 		watch.Stop() // the headers came
@@ -187,6 +323,7 @@ func Fetch(ctx context.Context, o Options, part string, m *Meta, save func(*Meta
 			resp.Body.Close()
 			drop(nil)
 		}
+		var lim limit
 		switch {
 		case resp.StatusCode == http.StatusPartialContent && have > 0:
 			start, total, ok := contentRange(resp.Header.Get("Content-Range"))
@@ -200,8 +337,15 @@ func Fetch(ctx context.Context, o Options, part string, m *Meta, save func(*Meta
 				}
 				continue
 			}
-			m.Total = total
+			if lim, err = limitFor(m, total, o.MaxSize); err != nil {
+				done()
+				return err
+			}
 		case resp.StatusCode == http.StatusOK:
+			if lim, err = limitFor(m, resp.ContentLength, o.MaxSize); err != nil {
+				done()
+				return err
+			}
 			// The whole file: the server does not do ranges, or the file
 			// changed (If-Range failed). Start over.
 			if have > 0 {
@@ -210,10 +354,12 @@ func Fetch(ctx context.Context, o Options, part string, m *Meta, save func(*Meta
 					return err
 				}
 			}
-			m.Total = resp.ContentLength
 		case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && have > 0:
 			done()
 			if _, total, ok := contentRange(resp.Header.Get("Content-Range")); ok && total == have {
+				if _, err := limitFor(m, total, o.MaxSize); err != nil {
+					return err
+				}
 				m.Total = total // it was complete already
 				continue
 			}
@@ -228,12 +374,18 @@ func Fetch(ctx context.Context, o Options, part string, m *Meta, save func(*Meta
 			done()
 			return &StatusError{URL: m.URL, Code: resp.StatusCode, Status: resp.Status}
 		}
+		m.Total = lim.total()
+		disk := &room{space: o.Space, reserve: o.Reserve, dir: filepath.Dir(part), lim: lim, next: have}
+		if err := disk.check(have); err != nil {
+			done()
+			return err
+		}
 		m.ETag, m.LastModified = resp.Header.Get("ETag"), resp.Header.Get("Last-Modified")
 		if err := save(m); err != nil {
 			done()
 			return err
 		}
-		have, err = copyBody(ctx, f, body, have, m.Total, progress)
+		have, err = copyBody(ctx, f, body, have, m.Total, disk, progress)
 		done()
 		if ie := (*InterruptedError)(nil); errors.As(err, &ie) {
 			ie.Err = stalled(ie.Err)
@@ -277,6 +429,146 @@ func get(ctx context.Context, client *http.Client, m *Meta, have int64) (*http.R
 	return client.Do(req)
 }
 
+// CheckURL is the rule every URL of a download follows, the one asked
+// for and each redirect's target: https, or plain http only to this
+// machine (a local server), so that no one on the network can change the
+// bytes on the way, checksum or not. It returns a *URLError saying which
+// part is wrong.
+func CheckURL(u *url.URL) error {
+	if reason := refusal(u, false); reason != "" {
+		return &URLError{URL: shown(u), Reason: reason}
+	}
+	return nil
+}
+
+// refusal says why u breaks the URL rule, "" if it does not; a redirect's
+// target is worded as such.
+func refusal(u *url.URL, redirect bool) string {
+	switch {
+	case u.Host != "" && (u.Scheme == "https" || u.Scheme == "http" && loopback(u.Hostname())):
+		return ""
+	case redirect && u.Scheme == "http":
+		return "which is not https (plain http is allowed only from this machine)"
+	case redirect:
+		return "which is not https"
+	case u.Host == "":
+		return "has no host: want an https link"
+	case u.Scheme == "http":
+		return "plain http is allowed only from this machine; use the https link"
+	}
+	return "want an https URL"
+}
+
+// loopback reports whether host names this machine.
+func loopback(host string) bool {
+	return host == "localhost" || net.ParseIP(host).IsLoopback()
+}
+
+// shown is u as errors show it: without the query, which may hold a
+// signature, and without a password.
+func shown(u *url.URL) string {
+	c := *u
+	c.RawQuery, c.ForceQuery, c.Fragment = "", false, ""
+	return c.Redacted()
+}
+
+// guardRedirects returns a copy of client (nil: http.DefaultClient) that
+// holds each redirect to CheckURL, before any connection to its target,
+// and follows at most MaxRedirects of them; the client's own
+// CheckRedirect, if any, is asked after.
+func guardRedirects(client *http.Client) *http.Client {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	c := *client
+	next := client.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		from := shown(via[len(via)-1].URL)
+		if len(via) > MaxRedirects {
+			return &URLError{URL: shown(req.URL), Via: from, Reason: fmt.Sprintf("after %d redirects", MaxRedirects)}
+		}
+		if reason := refusal(req.URL, true); reason != "" {
+			return &URLError{URL: shown(req.URL), Via: from, Reason: reason}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		return nil
+	}
+	return &c
+}
+
+// limit is how many bytes the partial file may hold after one response
+// and whose word that is.
+type limit struct {
+	n  int64
+	of SizeLimit
+}
+
+// total is the file's size as far as it is known, -1 for none (the cap of
+// a file of unknown size is not its size).
+func (l limit) total() int64 {
+	if l.of == LimitMax {
+		return -1
+	}
+	return l.n
+}
+
+// limitFor says how large the file may be given the size a response
+// announces (-1: none): the announced size, which must be the expected one
+// when the caller knows it; else the expected size; else maxSize. Without an
+// expected size, an announced size above maxSize is refused (the caller's
+// expected size is the caller's to bound).
+func limitFor(m *Meta, announced, maxSize int64) (limit, error) {
+	switch {
+	case m.Expected > 0 && announced >= 0 && announced != m.Expected:
+		return limit{}, &SizeError{Limit: m.Expected, Of: LimitExpected, Got: announced, Announced: true}
+	case m.Expected <= 0 && announced > maxSize:
+		return limit{}, &SizeError{Limit: maxSize, Of: LimitMax, Got: announced, Announced: true}
+	case announced >= 0:
+		return limit{announced, LimitAnnounced}, nil
+	case m.Expected > 0:
+		return limit{m.Expected, LimitExpected}, nil
+	}
+	return limit{maxSize, LimitMax}, nil
+}
+
+// room watches the free space of the partial file's volume during one
+// response.
+type room struct {
+	space   func(dir string) (free, size int64, err error)
+	reserve int64 // 0: DefaultReserve
+	dir     string
+	lim     limit
+	next    int64 // the file's size at which to look again
+}
+
+// check returns a *SpaceError when the volume, with the rest of the file
+// written (as far as its size is known), would keep less than the reserve
+// free. After the first look it looks again only every spaceEvery bytes.
+func (r *room) check(have int64) error {
+	if have < r.next {
+		return nil
+	}
+	r.next = have + spaceEvery
+	free, size, err := r.space(r.dir)
+	if err != nil {
+		return nil // not known here: MaxSize still bounds the file
+	}
+	reserve := r.reserve
+	if reserve <= 0 {
+		reserve = DefaultReserve(size)
+	}
+	var need int64
+	if r.lim.of != LimitMax {
+		need = max(r.lim.n-have, 0)
+	}
+	if free-need < reserve {
+		return &SpaceError{Dir: r.dir, Free: free, Reserve: reserve, Need: need}
+	}
+	return nil
+}
+
 // restart empties the partial file.
 func restart(f *os.File, m *Meta) (int64, error) {
 	if err := f.Truncate(0); err != nil {
@@ -306,12 +598,19 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 }
 
 // copyBody appends body to f, reporting progress; it returns the bytes f
-// holds.
-func copyBody(ctx context.Context, f *os.File, body io.Reader, have, total int64, progress func(received, total int64)) (int64, error) {
+// holds. It stops with a *SizeError before f would hold more than r's
+// limit, and with a *SpaceError when the volume is getting full.
+func copyBody(ctx context.Context, f *os.File, body io.Reader, have, total int64, r *room, progress func(received, total int64)) (int64, error) {
 	buf := make([]byte, chunk)
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
+			if have+int64(n) > r.lim.n {
+				return have, &SizeError{Limit: r.lim.n, Of: r.lim.of, Got: have + int64(n)}
+			}
+			if err := r.check(have); err != nil {
+				return have, err
+			}
 			if _, werr := f.Write(buf[:n]); werr != nil {
 				return have, fmt.Errorf("download: write %s: %w", f.Name(), werr)
 			}

@@ -1,0 +1,14 @@
+package human
+
+import "testing"
+
+func TestBytes(t *testing.T) {
+	for n, want := range map[int64]string{
+		0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB",
+		64 << 30: "64.0 GiB", 1<<63 - 1: "8.0 EiB", -5: "-5 B",
+	} {
+		if got := Bytes(n); got != want {
+			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
