@@ -291,7 +291,7 @@ func (ch *Chat) purge() {
 		return
 	}
 	if n, err := d.PurgeDeleted(ch.c.context(), ch.c.now().Add(-UndoWindow)); err != nil {
-		ch.c.log.Warn("deleted conversations not purged", "err", err)
+		ch.c.log.Warn("deleted conversations not purged", "purged", n, "err", err)
 	} else if n > 0 {
 		ch.c.log.Info("deleted conversations purged", "count", n)
 	}

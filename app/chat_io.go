@@ -3,7 +3,10 @@ package app
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -234,27 +237,55 @@ func conversationMarkdown(c storage.Conversation, mdl *storage.Model, branch []s
 	return strings.TrimRight(b.String(), "\n") + "\n"
 }
 
+// ImportedConversation is what Chat.Import stored, and what of the file it
+// left out, a sentence each naming the field, for the window to show. Only
+// drafted highlighting that does not fit its message is ever left out: the
+// messages themselves are imported whole or not at all.
+type ImportedConversation struct {
+	Conversation storage.Conversation `json:"conversation"`
+	Warnings     []string             `json:"warnings"`
+}
+
+// maxImportWarnings bounds the warnings Import returns (one per message at
+// most); the last one says how many more there were.
+const maxImportWarnings = 10
+
 // Import adds a conversation from a file Export wrote as JSON, with its
 // whole message tree. The file is checked first, and an error names the
 // field (messages[3].parent) and what is wrong; nothing is stored then.
+// A message's drafted spans that do not fit its text (see checkSpans) are
+// the exception: they only shade text, so the message is imported without
+// them and a warning says which and why.
 // The conversation uses the registered model with the file's model
 // fingerprint if there is one, else the default.
-func (ch *Chat) Import(text string) (storage.Conversation, error) {
-	in, err := ch.decodeConversation(text)
+func (ch *Chat) Import(text string) (ImportedConversation, error) {
+	in, warnings, err := ch.decodeConversation(text)
 	if err != nil {
-		return storage.Conversation{}, err
+		return ImportedConversation{}, err
 	}
 	d, err := ch.c.db()
 	if err != nil {
-		return storage.Conversation{}, err
+		return ImportedConversation{}, err
 	}
-	return d.ImportConversation(ch.c.context(), in)
+	c, err := d.ImportConversation(ch.c.context(), in)
+	if err != nil {
+		return ImportedConversation{}, err
+	}
+	if len(warnings) > 0 {
+		ch.c.log.Warn("conversation imported without some drafted highlighting", "conversation", c.ID, "messages", len(warnings), "first", warnings[0])
+	}
+	if n := len(warnings); n > maxImportWarnings {
+		warnings = append(warnings[:maxImportWarnings-1], fmt.Sprintf("and %d more messages' drafted highlighting was left out", n-maxImportWarnings+1))
+	}
+	return ImportedConversation{Conversation: c, Warnings: append([]string{}, warnings...)}, nil
 }
 
-// decodeConversation parses and checks a conversation file.
-func (ch *Chat) decodeConversation(text string) (storage.ConversationImport, error) {
-	fail := func(format string, a ...any) (storage.ConversationImport, error) {
-		return storage.ConversationImport{}, fmt.Errorf("chat: import: "+format, a...)
+// decodeConversation parses and checks a conversation file. The warnings
+// say what was left out (see Import).
+func (ch *Chat) decodeConversation(text string) (storage.ConversationImport, []string, error) {
+	var warnings []string
+	fail := func(format string, a ...any) (storage.ConversationImport, []string, error) {
+		return storage.ConversationImport{}, nil, fmt.Errorf("chat: import: "+format, a...)
 	}
 	if len(text) > maxImportBytes {
 		return fail("the file is %d bytes; at most %d are read", len(text), maxImportBytes)
@@ -339,11 +370,14 @@ func (ch *Chat) decodeConversation(text string) (storage.ConversationImport, err
 		}
 		var stats json.RawMessage
 		if len(m.Stats) > 0 && !bytes.Equal(bytes.TrimSpace(m.Stats), []byte("null")) {
-			var st GenerateStats
-			if err := json.Unmarshal(m.Stats, &st); err != nil {
+			st, dropped, err := importStats(m.Stats, m.Content)
+			if err != nil {
 				return fail("%s.stats: %v", where, err)
 			}
-			stats = compact(m.Stats)
+			if dropped != nil {
+				warnings = append(warnings, fmt.Sprintf("%s.stats.draftedSpans%v: the message was imported without its drafted highlighting", where, dropped))
+			}
+			stats = st
 		}
 		index[m.ID] = i
 		in.Messages = append(in.Messages, storage.ImportedMessage{Parent: parent, Role: m.Role, Content: m.Content,
@@ -359,7 +393,73 @@ func (ch *Chat) decodeConversation(text string) (storage.ConversationImport, err
 	case len(f.Messages) > 0:
 		return fail("activeLeaf: missing: name the message whose branch is shown")
 	}
-	return in, nil
+	return in, warnings, nil
+}
+
+// importStats checks a message's stats from a conversation file, the JSON
+// of GenerateStats, and returns them compacted. Drafted spans that do not
+// fit the message's text (see checkSpans) are taken out, and dropped says
+// why; the other figures stay as they are (they are only shown).
+func importStats(raw json.RawMessage, content string) (stats json.RawMessage, dropped error, err error) {
+	var st GenerateStats
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, nil, errors.New("want an object of generation figures")
+	}
+	if spans, ok := fields["draftedSpans"]; ok {
+		if dropped = checkSpans(spans, utf16Len(content)); dropped != nil {
+			delete(fields, "draftedSpans")
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false) // the file's text as it was
+			if err := enc.Encode(fields); err != nil {
+				return nil, nil, err
+			}
+			raw = b.Bytes()
+		}
+	}
+	// The figures' types: a count must be a number.
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, nil, err
+	}
+	return compact(raw), dropped, nil
+}
+
+// checkSpans checks drafted spans from a file against a text n UTF-16 units
+// long, the unit the window indexes strings in and Chat records them in: a
+// list of [start, end] pairs of whole numbers with 0 <= start < end <= n,
+// each starting at or after the end of the one before. That bounds their
+// number by n too, so that the window's highlighting is linear in the
+// text. The error starts with the index of the span at fault ("[3]: ...").
+func checkSpans(raw json.RawMessage, n int) error {
+	var spans []json.RawMessage
+	if err := json.Unmarshal(raw, &spans); err != nil {
+		return errors.New(": want a list of [start, end] pairs")
+	}
+	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	end := 0
+	for i, r := range spans {
+		var sp []float64
+		if err := json.Unmarshal(r, &sp); err != nil || len(sp) != 2 {
+			return fmt.Errorf("[%d]: %s: want [start, end], two whole numbers", i, clip(string(r), 40))
+		}
+		s, e := sp[0], sp[1]
+		at := fmt.Sprintf("[%d]: [%s, %s]", i, num(s), num(e))
+		switch {
+		case s != math.Trunc(s) || e != math.Trunc(e):
+			return fmt.Errorf("%s: want whole numbers", at)
+		case s < 0:
+			return fmt.Errorf("%s: starts before the text", at)
+		case e <= s:
+			return fmt.Errorf("%s: ends before it starts (or where it starts)", at)
+		case e > float64(n):
+			return fmt.Errorf("%s: ends past the text's %d UTF-16 units", at, n)
+		case s < float64(end):
+			return fmt.Errorf("%s: starts before the span before it ends (%d): spans are in order and do not overlap", at, end)
+		}
+		end = int(e)
+	}
+	return nil
 }
 
 // compact is raw (valid JSON) without the file's indentation, as the app

@@ -1,7 +1,10 @@
 package app
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -62,10 +65,11 @@ func TestConversationJSONRoundTripKeepsTheTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := a.Chat.Thread(c.ID)
-	imp, err := a.Chat.Import(js.Text)
-	if err != nil {
-		t.Fatal(err)
+	res, err := a.Chat.Import(js.Text)
+	if err != nil || len(res.Warnings) != 0 {
+		t.Fatalf("import: %v, warnings %q", err, res.Warnings)
 	}
+	imp := res.Conversation
 	got, _ := a.Chat.Thread(imp.ID)
 	if imp.ID == c.ID || imp.Title != "Branches" || imp.TitleSource != storage.TitleImport || !imp.Pinned ||
 		imp.SystemPrompt != "Be brief." || imp.ModelID != c.ModelID || !imp.CreatedAt.Equal(want.Conversation.CreatedAt) {
@@ -138,8 +142,81 @@ func TestConversationImportErrorsNameTheField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	th, _ := a.Chat.Thread(c.ID)
+	th, _ := a.Chat.Thread(c.Conversation.ID)
 	if len(th.Path) != 2 || th.Messages[1].Content != "hello" || th.Messages[1].ParentID != th.Messages[0].ID {
 		t.Fatalf("imported thread %+v", th)
+	}
+}
+
+// Drafted spans that do not fit their message (out of range, reversed,
+// overlapping, not whole numbers, too many) are left out of that message's
+// stats, with a warning naming the message, the span and why; everything
+// else is imported as it was.
+func TestConversationImportDropsSpansThatDoNotFit(t *testing.T) {
+	a, _, _ := start(t, nil)
+	many := make([][2]int, 100_000)
+	for i := range many {
+		many[i] = [2]int{i, i + 1}
+	}
+	manyJSON, _ := json.Marshal(many)
+	const text = "héllo 😀 world" // 14 UTF-16 units (é is one, 😀 two), 17 bytes
+	cases := []struct{ spans, want string }{
+		{`[[0, 5], [9, 14]]`, ""}, // fits: kept
+		{`[[0, 1099511627776]]`, "[0]: [0, 1099511627776]: ends past the text's 14 UTF-16 units"},
+		{`[[0, 15]]`, "[0]: [0, 15]: ends past the text's 14 UTF-16 units"},
+		{`[[5, 2]]`, "[0]: [5, 2]: ends before it starts"},
+		{`[[3, 3]]`, "[0]: [3, 3]: ends before it starts (or where it starts)"},
+		{`[[-1, 2]]`, "[0]: [-1, 2]: starts before the text"},
+		{`[[0, 4], [3, 6]]`, "[1]: [3, 6]: starts before the span before it ends (4)"},
+		{`[[6, 8], [0, 2]]`, "[1]: [0, 2]: starts before the span before it ends (8)"},
+		{`[[0.5, 2]]`, "[0]: [0.5, 2]: want whole numbers"},
+		{`[[1, 2, 3]]`, "[0]: [1, 2, 3]: want [start, end]"},
+		{`[["a", 2]]`, `[0]: ["a", 2]: want [start, end]`},
+		{`"x"`, ": want a list of [start, end] pairs"},
+		{string(manyJSON), "[14]: [14, 15]: ends past the text's 14 UTF-16 units"},
+	}
+	var msgs []string
+	msgs = append(msgs, `{"id": 1, "parent": null, "role": "user", "content": "hi"}`)
+	for i, c := range cases {
+		msgs = append(msgs, fmt.Sprintf(`{"id": %d, "parent": 1, "role": "assistant", "content": %q, "stats": {"tokens": 7, "future": "<kept>", "draftedSpans": %s}}`, i+2, text, c.spans))
+	}
+	file := `{"format": "anechat.conversation", "version": 1, "conversation": {"title": "T"}, "messages": [` +
+		strings.Join(msgs, ", ") + fmt.Sprintf(`], "activeLeaf": %d}`, len(cases)+1)
+	res, err := a.Chat.Import(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One warning per message at fault, at most maxImportWarnings: the last
+	// counts the rest.
+	bad := len(cases) - 1
+	if len(res.Warnings) != maxImportWarnings || !strings.Contains(res.Warnings[maxImportWarnings-1], fmt.Sprintf("and %d more", bad-maxImportWarnings+1)) {
+		t.Fatalf("%d warnings %q; want %d, the last counting the rest", len(res.Warnings), res.Warnings, maxImportWarnings)
+	}
+	for i, c := range cases[1:maxImportWarnings] {
+		want := fmt.Sprintf("messages[%d].stats.draftedSpans%s", i+2, c.want)
+		if w := res.Warnings[i]; !strings.HasPrefix(w, want) || !strings.HasSuffix(w, "the message was imported without its drafted highlighting") {
+			t.Errorf("warning %d: %q, want it to start %q", i, w, want)
+		}
+	}
+	th, err := a.Chat.Thread(res.Conversation.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases {
+		m := th.Messages[i+1]
+		var st struct {
+			GenerateStats
+			Future string `json:"future"`
+		}
+		if err := json.Unmarshal(m.Stats, &st); err != nil || st.Tokens != 7 || st.Future != "<kept>" || m.Content != text {
+			t.Fatalf("message %d: %s, %q (%v)", i+1, m.Stats, m.Content, err)
+		}
+		if c.want == "" {
+			if !reflect.DeepEqual(st.DraftedSpans, [][2]int{{0, 5}, {9, 14}}) {
+				t.Errorf("message %d: spans that fit became %v", i+1, st.DraftedSpans)
+			}
+		} else if bytes.Contains(m.Stats, []byte("draftedSpans")) {
+			t.Errorf("message %d kept spans that do not fit: %s", i+1, m.Stats)
+		}
 	}
 }

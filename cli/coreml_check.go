@@ -150,6 +150,13 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 			o.progress(fmt.Sprintf(format, args...))
 		}
 	}
+	src, err := load.Detect(o.bundle)
+	if err != nil {
+		return nil, err
+	}
+	if src.Format != load.CoreML {
+		return nil, fmt.Errorf("%s is a %s model, not a Core ML bundle", o.bundle, src.Format)
+	}
 	var reg *load.Registry
 	if o.reference != "" {
 		reg = backends.Reference(o.reference)
@@ -158,13 +165,6 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 			return nil, fmt.Errorf("%w: %s", errNoNeuralEngine, noNeuralEngine())
 		}
 		reg = backends.RegistryWith(backends.Options{ComputeUnits: o.units})
-	}
-	src, err := load.Detect(o.bundle)
-	if err != nil {
-		return nil, err
-	}
-	if src.Format != load.CoreML {
-		return nil, fmt.Errorf("%s is a %s model, not a Core ML bundle", o.bundle, src.Format)
 	}
 	if coreml.IsPublished(o.bundle) && o.reference != "" {
 		return nil, fmt.Errorf("%s: %s. --reference runs the function contract of the anechat converter's bundles; a CoreML-LLM bundle runs with Core ML only", o.bundle, describePublished(o.bundle))

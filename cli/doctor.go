@@ -61,17 +61,21 @@ func runDoctor(ctx context.Context, env *Env, args []string) error {
 // bundle runs the Core ML check on a bundle and reports it; a difference
 // between speculation on and off, or rows that depend on their slot, is a
 // problem. Where there is no Neural Engine (and no reference checkpoint)
-// it says so and which backend runs: that is this machine, not a problem.
+// the bundle is still checked in full (coreml.CheckBundle: every file,
+// size and checksum; only running it needs a Mac), and doctor says which
+// backend runs here: that is this machine, not a problem.
 func (r *doctorReport) bundle(ctx context.Context, o coremlCheckOptions) {
 	rep, err := runCoreMLCheck(ctx, o)
 	if errors.Is(err, errNoNeuralEngine) {
-		r.line("bundle", "%s: %s", o.bundle, noNeuralEngine())
-		if coreml.IsPublished(o.bundle) {
-			r.line("bundle", "%s", describePublished(o.bundle))
+		if what, err := coreml.CheckBundle(ctx, o.bundle); err != nil {
+			r.problem("bundle", err)
+		} else {
+			r.line("bundle", "%s: %s", o.bundle, what)
 		}
+		r.line("bundle", "%s: %s", o.bundle, noNeuralEngine())
 		rep = &coremlReport{Bundle: o.bundle, Note: noNeuralEngine(), PlacementAbsent: placementNeedsMac("")}
 		r.line("placement", "%s", rep.PlacementAbsent)
-		r.notChecked = append(r.notChecked, "the bundle (no Neural Engine here)")
+		r.notChecked = append(r.notChecked, "running the bundle (no Neural Engine here)")
 		if r.doc != nil {
 			r.doc.Bundle = rep
 		}

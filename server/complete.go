@@ -85,10 +85,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j job) {
 		s.log.Info("api request cancelled", "path", r.URL.Path, "model", m.ID, "tokens", st.Tokens, "after", time.Since(began))
 		return
 	case errors.As(err, &ae):
-		out.fail(ae)
+		out.fail(m.public(ae))
 	default:
 		s.log.Error("api request failed", "path", r.URL.Path, "model", m.ID, "err", err)
-		out.fail(&apiError{status: http.StatusInternalServerError, typ: "server_error", msg: err.Error()})
+		out.fail(m.public(&apiError{status: http.StatusInternalServerError, typ: "server_error", msg: err.Error()}))
 	}
 	if err == nil {
 		s.log.Info("api request", "path", r.URL.Path, "model", m.ID, "stream", j.p.stream, "prompt_tokens", promptLen,

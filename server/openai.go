@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"anechat/engine/chat"
@@ -22,6 +23,8 @@ type apiError struct {
 	msg    string
 	// retryAfter, when > 0, is sent as Retry-After (503).
 	retryAfter int
+	// close: the connection closes after the answer.
+	close bool
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -63,6 +66,9 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	if e.retryAfter > 0 {
 		w.Header().Set("Retry-After", fmt.Sprint(e.retryAfter))
 	}
+	if e.close {
+		w.Header().Set("Connection", "close")
+	}
 	writeJSON(w, e.status, e.body())
 }
 
@@ -86,6 +92,13 @@ func decode(r *http.Request, v any) *apiError {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return apiErr(http.StatusRequestEntityTooLarge, "", "body_too_large", "the request body is larger than %d bytes", tooBig.Limit)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Config.ReadTimeout passed: the rest of the body is not
+			// waited for, and the connection closes.
+			e := apiErr(http.StatusRequestTimeout, "", "body_timeout", "the request body did not arrive in time: send it whole, at once")
+			e.close = true
+			return e
 		}
 		return apiErr(http.StatusBadRequest, "", "unreadable_body", "reading the request body: %v", err)
 	}

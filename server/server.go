@@ -20,6 +20,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +39,27 @@ const DefaultQueue = 16
 // maxBody caps a request body; a larger one is refused with 413.
 const maxBody = 16 << 20
 
+// The defaults of Config's limits on connections (RELIABILITY.md, "HTTP
+// API: idle and trickling clients, paths in errors"). A request's headers
+// come in one packet and a body of at most maxBody in well under a minute
+// on any link a local API is used over; a streamed reply writes an event
+// per token, so a write blocked for WriteTimeout means the client stopped
+// reading; a client that keeps a connection for later uses it within
+// seconds. Connections cost a file descriptor each in a process that also
+// holds the database, the model's files and snapshots.
+const (
+	// DefaultHeaderTimeout is Config.HeaderTimeout's default.
+	DefaultHeaderTimeout = 10 * time.Second
+	// DefaultReadTimeout is Config.ReadTimeout's default.
+	DefaultReadTimeout = time.Minute
+	// DefaultWriteTimeout is Config.WriteTimeout's default.
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultIdleTimeout is Config.IdleTimeout's default.
+	DefaultIdleTimeout = 30 * time.Second
+	// DefaultMaxConns is Config.MaxConns's least default.
+	DefaultMaxConns = 64
+)
+
 // Model is a model the server serves.
 type Model struct {
 	// ID is the name requests give as "model" and GET /v1/models lists.
@@ -45,6 +68,27 @@ type Model struct {
 	Path string
 	// Created is when it was added (GET /v1/models reports it).
 	Created time.Time
+}
+
+// public is e as a client may read it. The engine's errors name the
+// model's files, as the log and the CLI want; a client knows the model by
+// its ID and has no business with the server's file system, so the model's
+// path, in each form the loader may name it, becomes its ID.
+func (m Model) public(e *apiError) *apiError {
+	if m.Path == "" {
+		return e
+	}
+	forms := []string{m.Path, filepath.Clean(m.Path)}
+	if abs, err := filepath.Abs(m.Path); err == nil {
+		forms = append(forms, abs)
+	}
+	// Longest first: a form that is part of another must not split it.
+	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	c := *e
+	for _, f := range forms {
+		c.msg = strings.ReplaceAll(c.msg, f, m.ID)
+	}
+	return &c
 }
 
 // Defaults are what a request that does not say gets.
@@ -82,6 +126,23 @@ type Config struct {
 	CORS string
 	// Queue is how many requests may wait while one runs; 0 = DefaultQueue.
 	Queue int
+	// HeaderTimeout bounds the arrival of a request's line and headers;
+	// ReadTimeout that of the whole request, body included (a body still
+	// arriving then is refused with 408). Neither bounds the reply. Zero
+	// durations here and below take the Default values.
+	HeaderTimeout, ReadTimeout time.Duration
+	// WriteTimeout bounds each write of a reply (each event of a stream),
+	// not the whole reply: a client that stops reading is dropped, a
+	// slow generation is not.
+	WriteTimeout time.Duration
+	// IdleTimeout is how long a kept-alive connection may wait for its
+	// next request.
+	IdleTimeout time.Duration
+	// MaxConns caps the open connections; past it, the oldest connection
+	// that never sent the token is closed (then the oldest idle one), and
+	// when every connection is serving a request the next one waits. 0 =
+	// DefaultMaxConns, or twice the requests the queue holds if more.
+	MaxConns int
 	// Log receives a line per request and what went wrong; nil discards.
 	Log *slog.Logger
 }
@@ -106,6 +167,20 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Queue <= 0 {
 		cfg.Queue = DefaultQueue
 	}
+	if cfg.MaxConns <= 0 {
+		// Every request the queue holds, and as many again for kept-alive
+		// connections and arrivals.
+		cfg.MaxConns = max(DefaultMaxConns, 2*(cfg.Queue+1))
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&cfg.HeaderTimeout, DefaultHeaderTimeout}, {&cfg.ReadTimeout, DefaultReadTimeout},
+		{&cfg.WriteTimeout, DefaultWriteTimeout}, {&cfg.IdleTimeout, DefaultIdleTimeout}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
 	if cfg.Defaults == nil {
 		cfg.Defaults = func(context.Context) Defaults { return DefaultDefaults() }
 	}
@@ -129,14 +204,23 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// every generation between two model calls.
 	reqCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	limit := newConnLimit(ln, s.cfg.MaxConns, s.cfg.WriteTimeout, s.log)
+	// No http.Server WriteTimeout: it would bound the whole reply, and a
+	// streamed generation may take minutes; conn.Write bounds each write.
+	// ReadTimeout's deadline is lifted once the body is read, so it does
+	// not end a long reply.
 	hs := &http.Server{
 		Handler:           s.handler(hosts),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.cfg.HeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		ConnState:         limit.track,
+		ConnContext:       withConn,
 		BaseContext:       func(net.Listener) context.Context { return reqCtx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
+	go func() { done <- hs.Serve(limit) }()
 	select {
 	case err := <-done:
 		return fmt.Errorf("server: %w", err)
@@ -163,7 +247,7 @@ func (s *Server) handler(hosts hostCheck) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hosts.allowed(r.Host) {
 			// A page that rebound its own name to this address lands here.
-			writeError(w, &apiError{status: http.StatusForbidden, typ: "permission_error", code: "host_not_allowed",
+			writeError(w, &apiError{status: http.StatusForbidden, typ: "permission_error", code: "host_not_allowed", close: true,
 				msg: fmt.Sprintf("the Host header %q is not an address this server listens on (%s)", r.Host, hosts)})
 			return
 		}
@@ -171,11 +255,14 @@ func (s *Server) handler(hosts hostCheck) http.Handler {
 			return // a preflight, answered
 		}
 		if !s.authorized(r) {
+			// Closed after the answer (close): a client without the token
+			// keeps no connection, and file descriptor, open.
 			w.Header().Set("WWW-Authenticate", `Bearer realm="anechat"`)
-			writeError(w, &apiError{status: http.StatusUnauthorized, typ: "authentication_error", code: "invalid_api_key",
+			writeError(w, &apiError{status: http.StatusUnauthorized, typ: "authentication_error", code: "invalid_api_key", close: true,
 				msg: "missing or wrong bearer token: send `Authorization: Bearer TOKEN` with the token `anechat serve` prints (kept in the data directory's " + TokenFile + ")"})
 			return
 		}
+		serving(r)
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		mux.ServeHTTP(w, r)
 	})

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"anechat/storage/db"
@@ -167,8 +169,14 @@ func (d *DB) SetPinned(ctx context.Context, id int64, pinned bool) (Conversation
 // until evicted.
 func (d *DB) DeleteConversation(ctx context.Context, id int64) error {
 	op := fmt.Sprintf("delete conversation %d", id)
-	n, err := d.q.DeleteConversation(ctx, id)
-	return d.fail(op, oneRow(op, n, err))
+	return d.tx(ctx, op, func(q *db.Queries) error {
+		// Flat first, so that the delete does not recurse (see DetachMessages).
+		if err := q.DetachMessages(ctx, id); err != nil {
+			return err
+		}
+		n, err := q.DeleteConversation(ctx, id)
+		return oneRow(op, n, err)
+	})
 }
 
 // SoftDeleteConversation hides the conversation from every list, search and
@@ -193,10 +201,43 @@ func (d *DB) RestoreConversation(ctx context.Context, id int64, notBefore time.T
 }
 
 // PurgeDeleted removes for good, with their messages, the conversations
-// deleted before cutoff. It returns how many went.
+// deleted before cutoff. It returns how many went. Each goes in a
+// transaction of its own: a long one does not hold the database for the
+// others' time, and one that fails is reported (with the others' errors)
+// without keeping the rest from going.
 func (d *DB) PurgeDeleted(ctx context.Context, cutoff time.Time) (int64, error) {
-	n, err := d.q.PurgeDeletedConversations(ctx, idIn(millis(cutoff)))
-	return n, d.fail("purge deleted conversations", err)
+	var purged int64
+	var errs []error
+	for after := int64(0); ; {
+		id, err := d.q.NextPurgeable(ctx, db.NextPurgeableParams{Cutoff: idIn(millis(cutoff)), After: after})
+		if errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		if err != nil {
+			errs = append(errs, d.fail("purge deleted conversations", err))
+			break
+		}
+		after = id
+		var n int64
+		err = d.tx(ctx, fmt.Sprintf("purge conversation %d", id), func(q *db.Queries) error {
+			// Flat first, so that the delete does not recurse (see DetachMessages).
+			if err := q.DetachMessages(ctx, id); err != nil {
+				return err
+			}
+			// Still deleted before cutoff: a restore may have come in between.
+			n, err = q.PurgeDeletedConversation(ctx, db.PurgeDeletedConversationParams{ID: id, Cutoff: idIn(millis(cutoff))})
+			return err
+		})
+		if err != nil {
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		purged += n
+	}
+	return purged, errors.Join(errs...)
 }
 
 // SetActiveLeaf makes the branch ending at message leafID the one on screen.
@@ -367,6 +408,10 @@ func (d *DB) Children(ctx context.Context, id int64) ([]Message, error) {
 	return messagesOut(ms), nil
 }
 
+// reparentBatch is how many ids one Reparent statement binds, well under
+// SQLite's limit on a statement's variables (32,766).
+const reparentBatch = 1000
+
 // DeleteMessage deletes a message and its whole subtree. If the active leaf
 // was inside it, the deleted message's parent becomes the active leaf.
 func (d *DB) DeleteMessage(ctx context.Context, id int64) error {
@@ -379,6 +424,16 @@ func (d *DB) DeleteMessage(ctx context.Context, id int64) error {
 		c, err := q.GetConversation(ctx, m.ConversationID)
 		if err != nil {
 			return err
+		}
+		// Flat first, so that the delete does not recurse (see ListBelow).
+		below, err := q.ListBelow(ctx, idIn(id))
+		if err != nil {
+			return err
+		}
+		for ids := range slices.Chunk(below, reparentBatch) {
+			if err := q.Reparent(ctx, db.ReparentParams{ParentID: idIn(id), Ids: ids}); err != nil {
+				return err
+			}
 		}
 		if _, err := q.DeleteMessage(ctx, id); err != nil {
 			return err

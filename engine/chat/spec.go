@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"anechat/engine/model/gguf"
+	"anechat/engine/model/mmap"
 	"anechat/engine/tokenizer"
 )
 
@@ -155,15 +155,10 @@ func templateField(raw json.RawMessage, path string) (string, error) {
 	return "", fmt.Errorf("chat: %s: chat_template lists no template named \"default\"", path)
 }
 
+// readSmall reads a template or tokenizer config: a regular file (a named
+// pipe there would block the read forever) of at most maxTemplateFile bytes.
 func readSmall(path string) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > maxTemplateFile {
-		return nil, fmt.Errorf("chat: %s is %d bytes, more than the %d a template or tokenizer config may have", path, st.Size(), maxTemplateFile)
-	}
-	data, err := os.ReadFile(path)
+	data, err := mmap.ReadFile(path, maxTemplateFile)
 	if err != nil {
 		return nil, fmt.Errorf("chat: %w", err)
 	}

@@ -3,7 +3,6 @@ package coreml
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"anechat/engine/arch/gemma4"
@@ -40,35 +39,52 @@ func OpenBundle(ctx context.Context, dir string, progress func(done, total int64
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBundle, filepath.Join(dir, ManifestName), err)
 	}
+	// Every entry the manifest names must lie inside the bundle, symbolic
+	// links followed, before anything is opened.
 	for j, c := range m.Chunks {
-		pkg := filepath.Join(dir, c.Package)
-		st, err := os.Stat(pkg)
-		if err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("%w: %s (chunks[%d].package) is missing or not a directory: the bundle is incomplete", ErrBundle, pkg, j)
+		field := fmt.Sprintf("chunks[%d].package", j)
+		pkg, err := insideBundle(dir, field, c.Package)
+		if err != nil {
+			return nil, err
 		}
-		if _, err := os.Stat(filepath.Join(pkg, "Manifest.json")); err != nil {
-			if _, err2 := os.Stat(filepath.Join(pkg, "coremldata.bin")); err2 != nil {
-				return nil, fmt.Errorf("%w: %s (chunks[%d].package) is not a Core ML package (no Manifest.json): the bundle is incomplete", ErrBundle, pkg, j)
+		if !statDir(pkg) {
+			return nil, fmt.Errorf("%w: %s (%s) is missing or not a directory: the bundle is incomplete", ErrBundle, pkg, field)
+		}
+		if _, err := mmap.Stat(filepath.Join(pkg, "Manifest.json")); err != nil {
+			if _, err2 := mmap.Stat(filepath.Join(pkg, "coremldata.bin")); err2 != nil {
+				return nil, fmt.Errorf("%w: %s (%s) is not a Core ML package (no Manifest.json): the bundle is incomplete", ErrBundle, pkg, field)
 			}
 		}
 	}
 	if f := m.ChatTemplate.File; f != "" {
-		if !localName(f) {
-			return nil, fmt.Errorf("%w: %s: chat_template.file %q is not a file of the bundle", ErrBundle, filepath.Join(dir, ManifestName), f)
+		p, err := insideBundle(dir, "chat_template.file", f)
+		if err != nil {
+			return nil, err
 		}
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return nil, fmt.Errorf("%w: %s (chat_template.file): %w", ErrBundle, filepath.Join(dir, f), err)
+		if _, err := mmap.Stat(p); err != nil {
+			return nil, fmt.Errorf("%w: chat_template.file: %w", ErrBundle, err)
 		}
 	}
-	files := []checksum{{filepath.Join(dir, m.Tokenizer.File), m.Tokenizer.SHA256, "tokenizer.sha256"}}
+	tok, err := insideBundle(dir, "tokenizer.file", m.Tokenizer.File)
+	if err != nil {
+		return nil, err
+	}
+	files := []checksum{{tok, m.Tokenizer.SHA256, "tokenizer.sha256"}}
 	for _, name := range []string{"embed", "per_layer"} {
 		s, ok := m.Sidecars[name]
 		if !ok {
 			continue
 		}
-		files = append(files, checksum{filepath.Join(dir, s.Data.File), s.Data.SHA256, "sidecars." + name + ".data.sha256"})
+		p, err := insideBundle(dir, "sidecars."+name+".data.file", s.Data.File)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, checksum{p, s.Data.SHA256, "sidecars." + name + ".data.sha256"})
 		if s.Scales != nil {
-			files = append(files, checksum{filepath.Join(dir, s.Scales.File), s.Scales.SHA256, "sidecars." + name + ".scales.sha256"})
+			if p, err = insideBundle(dir, "sidecars."+name+".scales.file", s.Scales.File); err != nil {
+				return nil, err
+			}
+			files = append(files, checksum{p, s.Scales.SHA256, "sidecars." + name + ".scales.sha256"})
 		}
 	}
 	b := &Bundle{Dir: dir, Manifest: m, plan: p}
@@ -91,6 +107,33 @@ func OpenBundle(ctx context.Context, dir string, progress func(done, total int64
 		return nil, err
 	}
 	return b, nil
+}
+
+// CheckBundle checks the bundle in dir as fully as a machine without Core
+// ML can (everything but running its functions): for a bundle of the
+// anechat converter, what OpenBundle checks (the manifest and the
+// architecture it describes, every chunk package, sidecar, tokenizer and
+// chat template present, a regular file or package inside the bundle, of
+// the size the manifest implies and with its sha256); for a CoreML-LLM
+// bundle, what ReadPublished checks. It returns what it found, for a
+// report (`anechat doctor --bundle` where there is no Neural Engine).
+// Errors wrap ErrBundle (or are ctx's) and name the file and the field.
+func CheckBundle(ctx context.Context, dir string) (string, error) {
+	if IsPublished(dir) {
+		p, err := ReadPublished(dir)
+		if err != nil {
+			return "", err
+		}
+		return p.Describe(), nil
+	}
+	b, err := OpenBundle(ctx, dir, nil)
+	if err != nil {
+		return "", err
+	}
+	defer b.Close()
+	m := b.Manifest
+	return fmt.Sprintf("a bundle of the anechat converter (%s, %d layers, context %d, generate width %d, prefill width %d, %s weights): its manifest, %d chunk packages, sidecars and tokenizer check out (shapes, sizes, sha256)",
+		m.Architecture, len(m.Arch.Layers), m.Geometry.Context, m.Geometry.GenerateWidth, m.Geometry.PrefillWidth, m.Converter.Weights, len(m.Chunks)), nil
 }
 
 // Config is the model the bundle runs (without a fingerprint: engine/load

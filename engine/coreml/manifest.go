@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
+
+	"anechat/engine/model/mmap"
 )
 
 // The bundle format this package reads (engine/coreml/convert/README.md).
@@ -208,9 +208,9 @@ func (c *ChunkInfo) Function(kind string) *FunctionInfo {
 // other file.
 func ReadManifest(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, ManifestName)
-	raw, err := os.ReadFile(path)
+	raw, err := mmap.ReadFile(path, maxManifest)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBundle, path, err)
+		return nil, fmt.Errorf("%w: %w", ErrBundle, err)
 	}
 	var probe struct {
 		Format        *string `json:"format"`
@@ -270,6 +270,15 @@ func (m *Manifest) validate() error {
 	}
 	if a.Window < 0 || a.PLEDim < 0 || a.PLEVocab < 0 || a.Softcap < 0 || math.IsNaN(a.Softcap) {
 		return fmt.Errorf("arch: negative window %d, ple_dim %d, ple_vocab %d or softcap %g", a.Window, a.PLEDim, a.PLEVocab, a.Softcap)
+	}
+	if a.PLEDim > 1<<16 {
+		return fmt.Errorf("arch.ple_dim = %d is out of range (at most %d)", a.PLEDim, 1<<16)
+	}
+	for i, f := range m.Source.Files {
+		// The reference runner joins these to the checkpoint directory.
+		if f.File == "" || !filepath.IsLocal(filepath.FromSlash(f.File)) {
+			return fmt.Errorf("source.files[%d].file %q is not a file inside the checkpoint directory", i, f.File)
+		}
 	}
 	if a.PLEDim > 0 && a.PLEVocab != a.Vocab {
 		return fmt.Errorf("arch.ple_vocab %d differs from arch.vocab %d (not supported)", a.PLEVocab, a.Vocab)
@@ -345,12 +354,6 @@ func (m *Manifest) validate() error {
 	return m.validateChunks()
 }
 
-// localName reports whether name is a plain file or directory name inside
-// the bundle (no path separators, not "." or "..").
-func localName(name string) bool {
-	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, `/\`)
-}
-
 func (m *Manifest) validateSidecars() error {
 	a := &m.Arch
 	want := map[string][2]int{"embed": {a.Vocab, a.Hidden}}
@@ -370,13 +373,19 @@ func (m *Manifest) validateSidecars() error {
 		if s.Rows != shape[0] || s.Cols != shape[1] {
 			return fmt.Errorf("sidecars.%s is %d x %d, want %d x %d", name, s.Rows, s.Cols, shape[0], shape[1])
 		}
+		if _, ok := tableBytes(s.Rows, s.Cols, 2); !ok {
+			return fmt.Errorf("sidecars.%s: %d x %d values are more than a table can hold", name, s.Rows, s.Cols)
+		}
 		if !localName(s.Data.File) {
 			return fmt.Errorf("sidecars.%s.data.file %q is not a file of the bundle", name, s.Data.File)
 		}
 		switch s.Data.DType {
 		case "int8":
-			if s.Scales == nil || !localName(s.Scales.File) || s.Scales.DType != "float16" {
+			if s.Scales == nil || s.Scales.DType != "float16" {
 				return fmt.Errorf("sidecars.%s: int8 rows need scales {file, dtype: float16}", name)
+			}
+			if !localName(s.Scales.File) {
+				return fmt.Errorf("sidecars.%s.scales.file %q is not a file of the bundle", name, s.Scales.File)
 			}
 		case "float16":
 			if s.Scales != nil {

@@ -3,14 +3,18 @@ package coreml
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"anechat/engine/model/mmap"
 )
 
 // IsPublished reports whether dir looks like a bundle of the CoreML-LLM
@@ -91,12 +95,16 @@ type NPYHeader struct {
 var chunkName = regexp.MustCompile(`^(prefill_)?chunk(\d+)\.(mlmodelc|mlpackage)$`)
 
 // ReadPublished reads a CoreML-LLM bundle's model_config.json and checks
-// that the files it needs are present and of the sizes the config implies.
-// Errors wrap ErrBundle and name the file.
+// the bundle as far as that can be done without Core ML: the config's
+// fields and the sizes they imply (multiplied without overflow), every
+// chunk a directory, every sidecar and RoPE table a regular file of exactly
+// the size the config and its .npy header imply, tokenizer.json (when
+// present) a regular file. Errors wrap ErrBundle and name the file and the
+// field.
 func ReadPublished(dir string) (*Published, error) {
 	p := &Published{Dir: dir, Sidecars: map[string]int64{}, Ropes: map[string]NPYHeader{}}
 	cfgPath := filepath.Join(dir, "model_config.json")
-	raw, err := os.ReadFile(cfgPath)
+	raw, err := mmap.ReadFile(cfgPath, maxManifest)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBundle, err)
 	}
@@ -107,9 +115,11 @@ func ReadPublished(dir string) (*Published, error) {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"hidden_size", c.HiddenSize}, {"context_length", c.ContextLength}, {"vocab_size", c.VocabSize}, {"num_layers", c.NumLayers}, {"per_layer_dim", c.PerLayerDim}} {
-		if f.v <= 0 || f.v > 1<<24 {
-			return nil, fmt.Errorf("%w: %s: %s = %d is missing or out of range", ErrBundle, cfgPath, f.name, f.v)
+		max  int
+	}{{"hidden_size", c.HiddenSize, 1 << 24}, {"context_length", c.ContextLength, 1 << 24}, {"vocab_size", c.VocabSize, 1 << 24},
+		{"num_layers", c.NumLayers, 1024}, {"per_layer_dim", c.PerLayerDim, 1 << 24}} {
+		if f.v <= 0 || f.v > f.max {
+			return nil, fmt.Errorf("%w: %s: %s = %d is missing or out of range (1..%d)", ErrBundle, cfgPath, f.name, f.v, f.max)
 		}
 	}
 	entries, err := os.ReadDir(dir)
@@ -125,6 +135,9 @@ func ReadPublished(dir string) (*Published, error) {
 		m := chunkName.FindStringSubmatch(e.Name())
 		if m == nil {
 			continue
+		}
+		if !statDir(filepath.Join(dir, e.Name())) {
+			return nil, fmt.Errorf("%w: %s is not a directory (a chunk is a compiled .mlmodelc or an .mlpackage directory)", ErrBundle, filepath.Join(dir, e.Name()))
 		}
 		n, _ := strconv.Atoi(m[2])
 		if m[1] == "" {
@@ -148,21 +161,39 @@ func ReadPublished(dir string) (*Published, error) {
 	if len(p.Decode) == 0 {
 		return nil, fmt.Errorf("%w: %s: no decode chunks (chunk1.mlmodelc ...)", ErrBundle, dir)
 	}
-	V, H, LP := int64(c.VocabSize), int64(c.HiddenSize), int64(c.NumLayers*c.PerLayerDim)
-	for name, size := range map[string]int64{
-		"embed_tokens_q8.bin": V * H, "embed_tokens_scales.bin": V * 2,
-		"embed_tokens_per_layer_q8.bin": V * LP, "embed_tokens_per_layer_scales.bin": V * 2,
-		"per_layer_projection.bin": LP * H * 2,
-	} {
-		path := filepath.Join(dir, name)
-		st, err := os.Stat(path)
+	V, H, L, P := c.VocabSize, c.HiddenSize, c.NumLayers, c.PerLayerDim
+	sidecars := []struct {
+		name   string
+		dims   []int
+		fields string
+		size   int64
+	}{
+		{"embed_tokens_q8.bin", []int{V, H}, "vocab_size x hidden_size", 0},
+		{"embed_tokens_scales.bin", []int{V, 2}, "vocab_size x 2 bytes", 0},
+		{"embed_tokens_per_layer_q8.bin", []int{V, L, P}, "vocab_size x num_layers x per_layer_dim", 0},
+		{"embed_tokens_per_layer_scales.bin", []int{V, 2}, "vocab_size x 2 bytes", 0},
+		{"per_layer_projection.bin", []int{L, P, H, 2}, "num_layers x per_layer_dim x hidden_size x 2 bytes", 0},
+	}
+	// The config first: every size it implies, multiplied without
+	// overflow, then each file against its size.
+	for i, s := range sidecars {
+		size, ok := tableBytes(s.dims...)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s: %s (%s) is more bytes than any file of %s can hold: the config is damaged", ErrBundle, cfgPath, s.fields, strings.Trim(fmt.Sprint(s.dims), "[]"), s.name)
+		}
+		sidecars[i].size = size
+	}
+	for _, s := range sidecars {
+		size := s.size
+		path := filepath.Join(dir, s.name)
+		st, err := mmap.Stat(path)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBundle, err)
 		}
 		if st.Size() != size {
-			return nil, fmt.Errorf("%w: %s is %d bytes, model_config.json implies %d", ErrBundle, path, st.Size(), size)
+			return nil, fmt.Errorf("%w: %s is %d bytes, model_config.json implies %d (%s)", ErrBundle, path, st.Size(), size, s.fields)
 		}
-		p.Sidecars[name] = size
+		p.Sidecars[s.name] = size
 	}
 	for _, name := range []string{"cos_sliding.npy", "sin_sliding.npy", "cos_full.npy", "sin_full.npy"} {
 		path := filepath.Join(dir, name)
@@ -170,20 +201,25 @@ func ReadPublished(dir string) (*Published, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(h.Shape) < 2 || h.Shape[0] < c.ContextLength {
-			return nil, fmt.Errorf("%w: %s has shape %v: fewer rows than context_length %d", ErrBundle, path, h.Shape, c.ContextLength)
+		if len(h.Shape) != 2 || h.Shape[0] < c.ContextLength {
+			return nil, fmt.Errorf("%w: %s has shape %v: want (positions, width) with at least context_length %d positions", ErrBundle, path, h.Shape, c.ContextLength)
 		}
 		p.Ropes[name] = h
 	}
-	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err == nil {
+	switch _, err := mmap.Stat(filepath.Join(dir, "tokenizer.json")); {
+	case err == nil:
 		p.Tokenizer = filepath.Join(dir, "tokenizer.json")
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w: %w", ErrBundle, err)
 	}
 	return p, nil
 }
 
-// readNPYHeader reads a .npy file's header (format versions 1-3).
+// readNPYHeader reads a .npy file's header (format versions 1-3) and
+// checks that the file holds exactly the data the header declares (a 2-D
+// table of '<f2' or '<f4' values, what openNPYTable maps).
 func readNPYHeader(path string) (NPYHeader, error) {
-	f, err := os.Open(path)
+	f, err := mmap.Open(path)
 	if err != nil {
 		return NPYHeader{}, fmt.Errorf("%w: %w", ErrBundle, err)
 	}
@@ -192,19 +228,19 @@ func readNPYHeader(path string) (NPYHeader, error) {
 	if _, err := io.ReadFull(f, pre[:8]); err != nil || string(pre[:6]) != "\x93NUMPY" {
 		return NPYHeader{}, fmt.Errorf("%w: %s is not a .npy file", ErrBundle, path)
 	}
-	var n int
+	var n, at int
 	switch pre[6] {
 	case 1:
 		if _, err := io.ReadFull(f, pre[8:10]); err != nil {
 			return NPYHeader{}, fmt.Errorf("%w: %s: %w", ErrBundle, path, err)
 		}
-		n = int(binary.LittleEndian.Uint16(pre[8:10]))
+		n, at = int(binary.LittleEndian.Uint16(pre[8:10])), 10
 	case 2, 3:
 		var b [4]byte
 		if _, err := io.ReadFull(f, b[:]); err != nil {
 			return NPYHeader{}, fmt.Errorf("%w: %s: %w", ErrBundle, path, err)
 		}
-		n = int(binary.LittleEndian.Uint32(b[:]))
+		n, at = int(binary.LittleEndian.Uint32(b[:])), 12
 	default:
 		return NPYHeader{}, fmt.Errorf("%w: %s: .npy version %d is unknown", ErrBundle, path, pre[6])
 	}
@@ -215,7 +251,35 @@ func readNPYHeader(path string) (NPYHeader, error) {
 	if _, err := io.ReadFull(f, hdr); err != nil {
 		return NPYHeader{}, fmt.Errorf("%w: %s: %w", ErrBundle, path, err)
 	}
-	return parseNPYDict(path, string(hdr))
+	h, err := parseNPYDict(path, string(hdr))
+	if err != nil {
+		return NPYHeader{}, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return NPYHeader{}, fmt.Errorf("%w: %w", ErrBundle, err)
+	}
+	if err := npyDataSize(path, h, st.Size()-int64(at+n)); err != nil {
+		return NPYHeader{}, err
+	}
+	return h, nil
+}
+
+// npyDataSize checks that a .npy table of header h has exactly data bytes
+// after its header: a 2-D array of '<f2' or '<f4' values.
+func npyDataSize(path string, h NPYHeader, data int64) error {
+	elem := map[string]int{"<f2": 2, "<f4": 4}[h.DType]
+	if elem == 0 {
+		return fmt.Errorf("%w: %s holds %s values; want little-endian float16 or float32 ('<f2', '<f4')", ErrBundle, path, h.DType)
+	}
+	if len(h.Shape) != 2 {
+		return fmt.Errorf("%w: %s has shape %v; a RoPE table is (positions, width)", ErrBundle, path, h.Shape)
+	}
+	want, ok := tableBytes(h.Shape[0], h.Shape[1], elem)
+	if !ok || want != data {
+		return fmt.Errorf("%w: %s: %d data bytes for shape %v of %s", ErrBundle, path, data, h.Shape, h.DType)
+	}
+	return nil
 }
 
 var (

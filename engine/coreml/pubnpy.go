@@ -57,21 +57,13 @@ func (t *npyTable) parse(width int) error {
 	if err != nil {
 		return err
 	}
-	elem := 2
-	switch h.DType {
-	case "<f2":
-	case "<f4":
-		t.f32, elem = true, 4
-	default:
-		return fmt.Errorf("%w: %s holds %s values; want little-endian float16 or float32 ('<f2', '<f4')", ErrBundle, t.path, h.DType)
+	if err := npyDataSize(t.path, h, int64(len(b)-at-n)); err != nil {
+		return err
 	}
-	if len(h.Shape) != 2 || h.Shape[1] != width {
+	if h.Shape[1] != width {
 		return fmt.Errorf("%w: %s has shape %v; the chunks' RoPE inputs want (positions, %d)", ErrBundle, t.path, h.Shape, width)
 	}
-	t.off, t.rows, t.width = at+n, h.Shape[0], width
-	if int64(len(b)-t.off) != int64(t.rows)*int64(width)*int64(elem) {
-		return fmt.Errorf("%w: %s: %d data bytes for shape %v of %s", ErrBundle, t.path, len(b)-t.off, h.Shape, h.DType)
-	}
+	t.off, t.rows, t.width, t.f32 = at+n, h.Shape[0], width, h.DType == "<f4"
 	return nil
 }
 

@@ -42,17 +42,22 @@ func (s *Sidecar) rowScale(r int) float32 {
 // are checked by verifyFiles).
 func openSidecar(dir, name string, s SidecarInfo) (*Sidecar, error) {
 	sc := &Sidecar{Rows: s.Rows, Cols: s.Cols, int8: s.Data.DType == "int8"}
-	elem := int64(2)
+	elem := 2
 	if sc.int8 {
 		elem = 1
 	}
+	size, ok := tableBytes(s.Rows, s.Cols, elem)
+	scales, sok := tableBytes(s.Rows, 2)
+	if !ok || !sok {
+		return nil, fmt.Errorf("%w: %s: sidecars.%s: %d x %d %s values are not a table a file can hold (the bundle's config is damaged)", ErrBundle, filepath.Join(dir, s.Data.File), name, s.Rows, s.Cols, s.Data.DType)
+	}
 	var err error
-	if sc.data, err = mapSized(filepath.Join(dir, s.Data.File), int64(s.Rows)*int64(s.Cols)*elem,
+	if sc.data, err = mapSized(filepath.Join(dir, s.Data.File), size,
 		fmt.Sprintf("%d x %d %s values (sidecars.%s)", s.Rows, s.Cols, s.Data.DType, name)); err != nil {
 		return nil, err
 	}
 	if sc.int8 {
-		if sc.scales, err = mapSized(filepath.Join(dir, s.Scales.File), int64(s.Rows)*2,
+		if sc.scales, err = mapSized(filepath.Join(dir, s.Scales.File), scales,
 			fmt.Sprintf("%d float16 scales (sidecars.%s)", s.Rows, name)); err != nil {
 			sc.Close()
 			return nil, err
@@ -169,7 +174,7 @@ func verifyFiles(ctx context.Context, files []checksum, progress func(done, tota
 	}
 	buf := make([]byte, 4<<20)
 	for _, f := range files {
-		fh, err := os.Open(f.path)
+		fh, err := mmap.Open(f.path)
 		if err != nil {
 			return fmt.Errorf("%w: %s (%s): %w", ErrBundle, f.path, f.field, err)
 		}

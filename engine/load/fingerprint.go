@@ -6,10 +6,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"anechat/engine/model/mmap"
 )
 
 // Sizes of what a fingerprint reads of each weight file: the whole head
@@ -62,7 +63,7 @@ func Fingerprint(root string, files ...string) (string, error) {
 }
 
 func fingerprintFile(h io.Writer, path, name string) (int64, error) {
-	f, err := os.Open(path)
+	f, err := mmap.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("fingerprint: %w", err)
 	}

@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"anechat/engine/model/gguf"
+	"anechat/engine/model/mmap"
 	"anechat/engine/model/safetensors"
 )
 
@@ -168,7 +169,7 @@ func detectGGUF(src *Source) error {
 }
 
 func detectSafetensors(src *Source) error {
-	raw, err := os.ReadFile(filepath.Join(src.Path, "config.json"))
+	raw, err := mmap.ReadFile(filepath.Join(src.Path, "config.json"), safetensors.MaxConfig)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
@@ -221,9 +222,12 @@ func detectCoreML(src *Source) error {
 	sort.Strings(files)
 	src.Files, src.SizeBytes = files, dirSize(src.Path)
 	for _, name := range []string{"manifest.json", "model_config.json"} {
-		raw, err := os.ReadFile(filepath.Join(src.Path, name))
-		if err != nil {
+		raw, err := mmap.ReadFile(filepath.Join(src.Path, name), safetensors.MaxConfig)
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
+		}
+		if err != nil {
+			return fmt.Errorf("load: %s: %w", src.Path, err)
 		}
 		var m struct {
 			Arch      string `json:"architecture"`

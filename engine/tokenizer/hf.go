@@ -6,10 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"anechat/engine/model/mmap"
+)
+
+// Bounds on what is read whole into memory: the largest tokenizer.json
+// files (multilingual vocabularies of 256k pieces and their merges) are
+// tens of MiB; the configs beside them are KiBs to a few MiB.
+const (
+	maxTokenizerFile = 512 << 20
+	maxSideConfig    = 64 << 20
 )
 
 // ErrUnsupported marks a tokenizer file that is well formed but uses a
@@ -23,7 +32,7 @@ var ErrMalformed = errors.New("malformed tokenizer file")
 // tokenizer_config.json (and generation_config.json) sits beside it, its
 // eos_token and add_bos_token settings are used too.
 func Load(path string) (*Tokenizer, error) {
-	data, err := os.ReadFile(path)
+	data, err := mmap.ReadFile(path, maxTokenizerFile)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
@@ -658,7 +667,7 @@ func (t *Tokenizer) readSideConfig(dir string) {
 		}
 		return ""
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); err == nil {
+	if data, err := mmap.ReadFile(filepath.Join(dir, "tokenizer_config.json"), maxSideConfig); err == nil {
 		var cfg map[string]any
 		if json.Unmarshal(data, &cfg) == nil {
 			if id, ok := t.vocab.get(tokenName(cfg["eos_token"])); ok {
@@ -678,7 +687,7 @@ func (t *Tokenizer) readSideConfig(dir string) {
 			}
 		}
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, "generation_config.json")); err == nil {
+	if data, err := mmap.ReadFile(filepath.Join(dir, "generation_config.json"), maxSideConfig); err == nil {
 		var cfg struct {
 			EOS any `json:"eos_token_id"`
 		}

@@ -243,7 +243,14 @@ describe("conversations", () => {
             ? { fileName: "Story.json", mimeType: "application/json", text: '{"format":"anechat.conversation"}' }
             : { fileName: "Story.md", mimeType: "text/markdown", text: "# Story" },
         "System.SaveFile": () => "/home/u/Story.json",
-        "Chat.Import": () => imported,
+        // The second import left some drafted highlighting out.
+        "Chat.Import": () => ({
+          conversation: imported,
+          warnings:
+            (fb.args["Chat.Import"]?.length ?? 0) > 1
+              ? ["messages[3].stats.draftedSpans[0]: [5, 2]: ends before it starts"]
+              : [],
+        }),
         "Chat.Thread": (id) => threadOf(id === 9 ? imported : conv),
       }),
     );
@@ -273,6 +280,17 @@ describe("conversations", () => {
     await submit(testid("chat-import"));
     expect(fb.args["Chat.Import"]).toEqual([['{"format":"anechat.conversation"}']]);
     expect(testid("chat-title")?.textContent).toBe("Story (imported)");
+    expect(testid("notice")).toBeNull();
+
+    // What the import left out is said, once the conversation is open.
+    await click(testid("import-chat"));
+    await type(testid<HTMLTextAreaElement>("import-json"), '{"format":"anechat.conversation"}');
+    await submit(testid("chat-import"));
+    expect(testid("chat-title")?.textContent).toBe("Story (imported)");
+    expect(testid("notice")?.dataset["kind"]).toBe("info");
+    expect(testid("notice")?.textContent).toContain(
+      "Imported, but: messages[3].stats.draftedSpans[0]: [5, 2]: ends before it starts.",
+    );
   });
 });
 

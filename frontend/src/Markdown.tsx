@@ -1,8 +1,7 @@
-import type { JSX } from "preact";
 import { memo } from "preact/compat";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { highlightCode, knownLang } from "./highlight";
-import { allowedUrl, renderBlocks, type Span } from "./markdown";
+import { allowedUrl, renderBlocks, splitDrafted, type Part, type Span } from "./markdown";
 import { useActions } from "./useStore";
 
 /**
@@ -66,8 +65,15 @@ export const CodeBlock = memo(function CodeBlock({
   const store = useActions();
   const [copied, setCopied] = useState(false);
   const pieces = useMemo(() => highlightCode(code, lang), [code, lang]);
+  const parts = useMemo(
+    () =>
+      splitDrafted(
+        pieces.map((p) => p.text),
+        drafted,
+      ),
+    [pieces, drafted],
+  );
   const name = knownLang(lang) ? lang : lang || "code";
-  let at = 0;
   return (
     <div class="code-block" data-testid="code-block">
       <div class="code-head">
@@ -89,9 +95,7 @@ export const CodeBlock = memo(function CodeBlock({
       <pre>
         <code class={lang ? `language-${lang}` : undefined}>
           {pieces.map((p, i) => {
-            const start = at;
-            at += p.text.length;
-            const body = markDrafted(p.text, start, drafted);
+            const body = markDrafted(parts[i] ?? []);
             return p.kind ? (
               <span key={i} class={`tok-${p.kind}`}>
                 {body}
@@ -106,23 +110,17 @@ export const CodeBlock = memo(function CodeBlock({
   );
 });
 
-// The text at [start, start+len) of the code, its drafted stretches in <mark>.
-function markDrafted(text: string, start: number, drafted: readonly Span[]) {
-  const end = start + text.length;
-  const out: (string | JSX.Element)[] = [];
-  let at = start;
-  for (const [s, e] of drafted) {
-    const a = Math.max(s, at);
-    const b = Math.min(e, end);
-    if (a >= b) continue;
-    if (a > at) out.push(text.slice(at - start, a - start));
-    out.push(
-      <mark key={a} class="drafted">
-        {text.slice(a - start, b - start)}
-      </mark>,
-    );
-    at = b;
-  }
-  if (at < end) out.push(text.slice(at - start));
-  return out.length === 1 && typeof out[0] === "string" ? out[0] : out;
+// A piece's parts, its drafted ones in <mark>.
+function markDrafted(parts: readonly Part[]) {
+  const only = parts[0];
+  if (parts.length === 1 && only && !only.drafted) return only.text;
+  return parts.map((p, i) =>
+    p.drafted ? (
+      <mark key={i} class="drafted">
+        {p.text}
+      </mark>
+    ) : (
+      p.text
+    ),
+  );
 }

@@ -15,6 +15,7 @@ import type {
   ExportFile,
   FirstRun,
   ImportResult,
+  ImportedConversation,
   ModelList,
   Model,
   ModelProgress,
@@ -78,7 +79,8 @@ export function api(b: Bridge) {
       startFromPrompt: (promptId: number, values: Record<string, string>) =>
         chat<Turn>("StartFromPrompt", promptId, values),
       exportAs: (id: number, format: "markdown" | "json") => chat<ExportFile>("Export", id, format),
-      importJSON: (text: string) => chat<Conversation>("Import", text),
+      /** The conversation, opened by the caller, and what of the file was left out. */
+      importJSON: (text: string) => chat<ImportedConversation>("Import", text),
     },
     library: {
       list: (tag = "", query = "") => lib<Prompt[]>("List", tag, query),

@@ -75,59 +75,191 @@ const HAS_MARKER = /[\uFDD0\uFDD1]/;
 // marker is moved over them, into the stretch, so it never splits a construct.
 const SYNTAX = /[\s#>*_\-+`~|[\]()!=:.]/;
 
-// A line's start up to an ordered list number, through (possibly nested)
-// list markers and quotes: "- 1. 12" ends in a number that "." makes a marker.
-const LIST_PREFIX = String.raw`(?:[\s>*+-]|\d{1,9}[.)])*`;
-const LIST_PREFIX_DIGITS = new RegExp(`^${LIST_PREFIX}\\d*$`);
-const LIST_PREFIX_ITEM = new RegExp(`^${LIST_PREFIX}\\d{1,9}[.)]$`);
-const LIST_PREFIX_NUMBER = new RegExp(`^${LIST_PREFIX}(\\d{1,9})$`);
-const LIST_PREFIX_ONLY = new RegExp(`^${LIST_PREFIX}$`);
-
-/** Inserts the drafted markers into src around each span (see SYNTAX). */
+/**
+ * Inserts the drafted markers into src around each span (see SYNTAX). Spans
+ * may be garbage (they come from the database and from imported files): they
+ * are cut to the text, whole numbers, sorted and merged first (see
+ * cleanSpans). The work is linear in src's length and the number of spans,
+ * but for a binary search per step (and a sort of spans out of order): the
+ * text is read a fixed number of times, never again per span.
+ */
 export function markSpans(src: string, spans: readonly Span[]): string {
-  const clean = src;
-  const opens = new Set<number>();
-  const closes = new Set<number>();
-  const zones = noMarkZones(clean);
-  const inside = (p: number) => zones.find(([zs, ze]) => zs < p && p < ze);
-  for (const [s0, e0] of spans) {
-    let s = Math.max(0, s0);
-    let e = Math.min(clean.length, e0);
-    // Each step only moves s forward and e back: a few rounds settle it.
-    for (let round = 0; round < 8; round++) {
+  const reach = listPrefixes(src);
+  const zones = noMarkZones(src, reach);
+  let out = "";
+  let at = 0;
+  for (const [s0, e0] of cleanSpans(spans, src.length)) {
+    let s = s0;
+    let e = e0;
+    // beforeListNumber's answer for e (it may read far ahead): a round that
+    // only moved s asks again for the same e.
+    let eAsked = -1;
+    let eList = e;
+    // Each round moves s forward or e back, inside [s0, e0): the rounds of
+    // all the spans together are at most the text's length.
+    while (s < e) {
       const s1 = s;
       const e1 = e;
-      while (s < e && SYNTAX.test(clean.charAt(s))) s++;
-      // An ordered list's number ("12. ") at the start of a line.
-      const lineStart = clean.lastIndexOf("\n", s - 1) + 1;
-      const list = /^\d*[.)]/.exec(clean.slice(s));
-      if (
-        list &&
-        LIST_PREFIX_DIGITS.test(clean.slice(lineStart, s)) &&
-        LIST_PREFIX_ITEM.test(clean.slice(lineStart, s + list[0].length))
-      ) {
-        s += list[0].length;
+      while (s < e && SYNTAX.test(src.charAt(s))) s++;
+      s = afterListNumber(src, reach, s);
+      s = zones.after(s);
+      while (e > s && SYNTAX.test(src.charAt(e - 1))) e--;
+      if (e !== eAsked) {
+        eAsked = e;
+        eList = beforeListNumber(src, reach, e);
       }
-      const zs = inside(s);
-      if (zs) s = zs[1];
-      while (e > s && SYNTAX.test(clean.charAt(e - 1))) e--;
-      const eLine = clean.lastIndexOf("\n", e - 1) + 1;
-      const num = LIST_PREFIX_NUMBER.exec(clean.slice(eLine, e));
-      if (num && /^\d*[.)]/.test(clean.slice(e))) e = Math.max(s, e - (num[1] ?? "").length);
-      const ze = inside(e);
-      if (ze) e = Math.max(s, ze[0]);
+      e = Math.max(s, eList);
+      e = Math.max(s, zones.before(e));
       if (s === s1 && e === e1) break;
     }
     if (s < e) {
-      opens.add(s);
-      closes.add(e);
+      // Disjoint spans stay disjoint and in order (each only shrank).
+      out += src.slice(at, s) + OPEN + src.slice(s, e) + CLOSE;
+      at = e;
     }
   }
-  let out = "";
-  for (let i = 0; i <= clean.length; i++) {
-    if (closes.has(i)) out += CLOSE;
-    if (opens.has(i)) out += OPEN;
-    if (i < clean.length) out += clean.charAt(i);
+  return out + src.slice(at);
+}
+
+/**
+ * The spans as markSpans uses them: each a pair of whole numbers cut to
+ * [0, n), the empty ones dropped, sorted by start, and overlapping ones
+ * merged (touching ones stay apart). Anything that is not a pair of finite
+ * numbers is dropped. At most n come out.
+ */
+export function cleanSpans(spans: readonly Span[], n: number): [number, number][] {
+  const out: [number, number][] = [];
+  let sorted = true;
+  for (const sp of spans as readonly unknown[]) {
+    if (!Array.isArray(sp)) continue;
+    const [a, b] = sp as unknown[];
+    if (typeof a !== "number" || typeof b !== "number" || !Number.isFinite(a) || !Number.isFinite(b)) continue;
+    const s = Math.max(0, Math.trunc(a));
+    const e = Math.min(n, Math.trunc(b));
+    if (s >= e) continue;
+    const last = out[out.length - 1];
+    if (last && s < last[0]) sorted = false;
+    out.push([s, e]);
+  }
+  if (!sorted) out.sort((x, y) => x[0] - y[0]);
+  const merged: [number, number][] = [];
+  for (const sp of out) {
+    const last = merged[merged.length - 1];
+    if (last && sp[0] < last[1]) last[1] = Math.max(last[1], sp[1]);
+    else merged.push(sp);
+  }
+  return merged;
+}
+
+// Characters a line's container prefix is made of (besides ordered list
+// numbers "12." and "3)"): indentation, quotes and bullets.
+const PREFIX_CHAR = /[\s>*+-]/;
+
+function isDigit(src: string, i: number): boolean {
+  const c = src.charCodeAt(i);
+  return c >= 48 && c <= 57;
+}
+
+/**
+ * listPrefixes marks, for each position t of src, whether the text from its
+ * line's start to t is all container prefix: prefix characters and ordered
+ * list numbers (1 to 9 digits and "." or ")"), in any order: "- 1. " is
+ * one, and the "12" after it is a list marker if a "." follows. It is
+ * computed once, in one pass, for the rules that used to test the text
+ * from the line's start again at each span.
+ */
+function listPrefixes(src: string): Uint8Array {
+  const n = src.length;
+  const reach = new Uint8Array(n + 1);
+  reach[0] = 1;
+  for (let i = 0; i < n; i++) {
+    const c = src.charAt(i);
+    if (c === "\n") {
+      reach[i + 1] = 1;
+      continue;
+    }
+    if (!reach[i]) continue;
+    if (PREFIX_CHAR.test(c)) reach[i + 1] = 1;
+    else if (isDigit(src, i)) {
+      let j = i;
+      while (j < n && j - i <= 9 && isDigit(src, j)) j++;
+      if (j - i <= 9 && (src.charAt(j) === "." || src.charAt(j) === ")")) reach[j + 1] = 1;
+    }
+  }
+  return reach;
+}
+
+// The start of the run of digits that ends at i, looking back at most 10.
+function digitsBack(src: string, i: number): number {
+  let t = i;
+  while (t > 0 && i - t <= 9 && isDigit(src, t - 1)) t--;
+  return t;
+}
+
+/**
+ * A span starting at s inside (or at) an ordered list's number in a line's
+ * prefix ("12. " at the start of a line, or "- 1. "): where it starts
+ * instead, after the marker; s itself otherwise.
+ */
+function afterListNumber(src: string, reach: Uint8Array, s: number): number {
+  const t = digitsBack(src, s);
+  if (!reach[t]) return s;
+  let j = s;
+  while (j < src.length && j - t <= 9 && isDigit(src, j)) j++;
+  const digits = j - t;
+  return digits >= 1 && digits <= 9 && (src.charAt(j) === "." || src.charAt(j) === ")") ? j + 1 : s;
+}
+
+/**
+ * A span ending at e after the start of a line's ordered list number (a
+ * marker would make "12." text): where it ends instead, before the number;
+ * e itself otherwise.
+ */
+function beforeListNumber(src: string, reach: Uint8Array, e: number): number {
+  const t = digitsBack(src, e);
+  if (t === e || e - t > 9 || !reach[t]) return e;
+  // Spans are disjoint, so at most 9 of them end in the first digits of
+  // one run (and markSpans asks once per end): the scans stay linear.
+  let j = e;
+  while (j < src.length && isDigit(src, j)) j++;
+  return src.charAt(j) === "." || src.charAt(j) === ")" ? t : e;
+}
+
+/** A piece of text, drafted or not (see splitDrafted). */
+export interface Part {
+  text: string;
+  drafted: boolean;
+}
+
+/**
+ * Cuts pieces (consecutive stretches of one text, such as a code block's
+ * highlighted tokens) at the edges of the drafted spans of that text: for
+ * each piece, its parts in order. One walk over both lists (after
+ * cleanSpans): linear in their lengths, however many spans a piece holds.
+ */
+export function splitDrafted(pieces: readonly string[], drafted: readonly Span[]): Part[][] {
+  let total = 0;
+  for (const p of pieces) total += p.length;
+  const spans = cleanSpans(drafted, total);
+  const out: Part[][] = [];
+  let at = 0; // the pieces' offset in the text
+  let k = 0; // the first span that ends after at
+  for (const text of pieces) {
+    const end = at + text.length;
+    const parts: Part[] = [];
+    let from = at;
+    for (; k < spans.length; k++) {
+      const [s, e] = spans[k] ?? [0, 0];
+      if (s >= end) break;
+      if (s > from) parts.push({ text: text.slice(from - at, s - at), drafted: false });
+      const to = Math.min(e, end);
+      parts.push({ text: text.slice(Math.max(s, from) - at, to - at), drafted: true });
+      from = to;
+      if (e > end) break; // the span goes on into the next piece
+    }
+    if (from < end || parts.length === 0) parts.push({ text: text.slice(from - at), drafted: false });
+    out.push(parts);
+    at = end;
   }
   return out;
 }
@@ -141,6 +273,87 @@ function normalLabel(l: string): string {
   return l.trim().replace(/\s+/g, " ").toLowerCase();
 }
 
+/**
+ * Stretches of the text a marker must not sit strictly inside, merged into
+ * disjoint ones and sorted, so that a position is looked up by binary search.
+ */
+class Zones {
+  private readonly starts: number[] = [];
+  private readonly ends: number[] = [];
+
+  constructor(zones: [number, number][]) {
+    zones.sort((a, b) => a[0] - b[0]);
+    for (const [zs, ze] of zones) {
+      if (ze - zs < 2) continue; // no position lies strictly inside
+      const k = this.starts.length - 1;
+      // Positions are whole numbers: (1, 5) and (4, 8) leave none between them.
+      if (k >= 0 && zs < (this.ends[k] ?? 0)) this.ends[k] = Math.max(this.ends[k] ?? 0, ze);
+      else {
+        this.starts.push(zs);
+        this.ends.push(ze);
+      }
+    }
+  }
+
+  // The zone with p strictly inside, as its index, or -1.
+  private find(p: number): number {
+    let lo = 0;
+    let hi = this.starts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((this.starts[mid] ?? 0) < p) lo = mid + 1;
+      else hi = mid;
+    }
+    // lo - 1 is the last zone starting before p.
+    return lo > 0 && p < (this.ends[lo - 1] ?? 0) ? lo - 1 : -1;
+  }
+
+  /** p, or the end of the zone it is strictly inside. */
+  after(p: number): number {
+    const k = this.find(p);
+    return k < 0 ? p : (this.ends[k] ?? p);
+  }
+
+  /** p, or the start of the zone it is strictly inside. */
+  before(p: number): number {
+    const k = this.find(p);
+    return k < 0 ? p : (this.starts[k] ?? p);
+  }
+}
+
+// Bare URLs and e-mail addresses, which GFM autolinks. An address is read
+// from the start of its run of local-part characters (the lookbehind):
+// trying one from every character of a long word took time quadratic in the
+// word's length (a 100 KB word: 11 s). AUTOLINK_AT reads one at a given
+// position, without the lookbehind.
+const AUTOLINK_BODY = String.raw`[A-Za-z0-9._+-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+`;
+const AUTOLINK_URL = String.raw`(?:(?:https?|ftp):\/\/|www\.)[^\s<]*`;
+const AUTOLINK = new RegExp(`${AUTOLINK_URL}|(?<![A-Za-z0-9._+-])${AUTOLINK_BODY}`, "g");
+const AUTOLINK_AT = new RegExp(`${AUTOLINK_URL}|${AUTOLINK_BODY}`, "y");
+const LOCAL_PART = /[A-Za-z0-9._+-]/;
+
+/** The bare URLs and e-mail addresses of src, in order, as GFM finds them. */
+function autolinks(src: string): [number, number][] {
+  const out: [number, number][] = [];
+  const re = new RegExp(AUTOLINK);
+  const at = new RegExp(AUTOLINK_AT);
+  for (let m = re.exec(src); m; m = re.exec(src)) {
+    let end = m.index + m[0].length;
+    out.push([m.index, end]);
+    // An address may start right where one ends, inside a run of
+    // local-part characters ("a@b.c+x@d.e" is two), which the lookbehind
+    // refuses: that one place is tried on its own.
+    while (LOCAL_PART.test(src.charAt(end))) {
+      at.lastIndex = end;
+      if (!at.exec(src)) break;
+      out.push([end, at.lastIndex]);
+      end = at.lastIndex;
+    }
+    re.lastIndex = end;
+  }
+  return out;
+}
+
 // noMarkZones lists the stretches (zs, ze) of src a marker must not sit
 // strictly inside: link destinations "](url)", which are not text (marked
 // would percent-encode a marker into the URL), reference definitions
@@ -148,8 +361,8 @@ function normalLabel(l: string): string {
 // tags, and bare URLs and e-mail addresses with the whitespace around them,
 // which GFM autolinks only when nothing is attached. None of this is needed
 // for safety (the sanitizer runs last); it keeps the highlighted document's
-// structure the same as the plain one's.
-function noMarkZones(src: string): [number, number][] {
+// structure the same as the plain one's. reach is listPrefixes(src).
+function noMarkZones(src: string, reach: Uint8Array): Zones {
   const zones: [number, number][] = [];
   for (const m of src.matchAll(/\]\([^()\s]*\)?/g)) zones.push([m.index, m.index + m[0].length]);
   // A reference definition, from its line's start (a marker before the "["
@@ -180,17 +393,13 @@ function noMarkZones(src: string): [number, number][] {
   // At a line's (or list item's) start a tag opens an HTML block: nothing
   // may precede it.
   for (const m of src.matchAll(/<!--[\s\S]*?(?:-->|$)|<\/?[A-Za-z][^<>]*>?/g)) {
-    const lineStart = LIST_PREFIX_ONLY.test(src.slice(src.lastIndexOf("\n", m.index - 1) + 1, m.index));
-    zones.push([lineStart ? m.index - 1 : m.index, m.index + m[0].length]);
+    zones.push([reach[m.index] ? m.index - 1 : m.index, m.index + m[0].length]);
   }
-  for (const m of src.matchAll(
-    /(?:(?:https?|ftp):\/\/|www\.)[^\s<]*|[A-Za-z0-9._+-]+@[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+/g,
-  )) {
-    const zs = m.index > 0 && /\s/.test(src.charAt(m.index - 1)) ? m.index - 1 : m.index;
-    const end = m.index + m[0].length;
+  for (const [start, end] of autolinks(src)) {
+    const zs = start > 0 && /\s/.test(src.charAt(start - 1)) ? start - 1 : start;
     zones.push([zs, end < src.length && /\s/.test(src.charAt(end)) ? end + 1 : end]);
   }
-  return zones;
+  return new Zones(zones);
 }
 
 // The index of the newline that ends the line holding i (or src's length).

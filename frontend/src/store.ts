@@ -499,13 +499,20 @@ export class Store {
     return this.attempt("chat", () => this.api.chat.exportAs(id, format), true);
   }
 
-  /** Adds a conversation from an exported JSON file and opens it; false if refused. */
+  /**
+   * Adds a conversation from an exported JSON file and opens it; false if
+   * refused. What of the file was left out (drafted highlighting that did
+   * not fit its message) becomes the notice.
+   */
   async importConversation(text: string): Promise<boolean> {
-    const c = await this.attempt("chat", () => this.api.chat.importJSON(text));
-    if (!c) return false;
+    const r = await this.attempt("chat", () => this.api.chat.importJSON(text));
+    if (!r) return false;
     this.set({ importing: false });
     await this.reloadConversations();
-    await this.open(c.id);
+    await this.open(r.conversation.id);
+    if (r.warnings.length > 0) {
+      this.set({ notice: { kind: "info", text: `Imported, but: ${r.warnings.join("; ")}.`, scope: "chat" } });
+    }
     return true;
   }
 

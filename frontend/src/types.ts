@@ -198,6 +198,12 @@ export interface PrepareResult {
   message: string;
 }
 
+/** Chat.Import: the conversation stored, and what of the file was left out (a sentence each). */
+export interface ImportedConversation {
+  conversation: Conversation;
+  warnings: string[];
+}
+
 export interface PromptImport {
   created: Prompt[];
   /** Titles of prompts the library already held. */

@@ -67,6 +67,7 @@ const deleteConversation = `-- name: DeleteConversation :execrows
 DELETE FROM conversations WHERE id = ?
 `
 
+// Run DetachMessages on it first (see there).
 func (q *Queries) DeleteConversation(ctx context.Context, id int64) (int64, error) {
 	result, err := q.db.ExecContext(ctx, deleteConversation, id)
 	if err != nil {
@@ -148,13 +149,39 @@ func (q *Queries) ListConversations(ctx context.Context, arg ListConversationsPa
 	return items, nil
 }
 
-const purgeDeletedConversations = `-- name: PurgeDeletedConversations :execrows
-DELETE FROM conversations WHERE deleted_at IS NOT NULL AND deleted_at < ?1
+const nextPurgeable = `-- name: NextPurgeable :one
+SELECT id FROM conversations
+WHERE deleted_at IS NOT NULL AND deleted_at < ?1 AND id > ?2
+ORDER BY id LIMIT 1
 `
 
-// Removes for good the conversations deleted before the cutoff.
-func (q *Queries) PurgeDeletedConversations(ctx context.Context, cutoff sql.NullInt64) (int64, error) {
-	result, err := q.db.ExecContext(ctx, purgeDeletedConversations, cutoff)
+type NextPurgeableParams struct {
+	Cutoff sql.NullInt64 `json:"cutoff"`
+	After  int64         `json:"after"`
+}
+
+// The first conversation after the given id deleted before the cutoff:
+// PurgeDeleted removes them one at a time.
+func (q *Queries) NextPurgeable(ctx context.Context, arg NextPurgeableParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, nextPurgeable, arg.Cutoff, arg.After)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
+const purgeDeletedConversation = `-- name: PurgeDeletedConversation :execrows
+DELETE FROM conversations WHERE id = ? AND deleted_at IS NOT NULL AND deleted_at < ?2
+`
+
+type PurgeDeletedConversationParams struct {
+	ID     int64         `json:"id"`
+	Cutoff sql.NullInt64 `json:"cutoff"`
+}
+
+// Removes for good the conversation if it was deleted before the cutoff.
+// Run DetachMessages on it first (see there).
+func (q *Queries) PurgeDeletedConversation(ctx context.Context, arg PurgeDeletedConversationParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, purgeDeletedConversation, arg.ID, arg.Cutoff)
 	if err != nil {
 		return 0, err
 	}

@@ -8,6 +8,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"strings"
 
 	"github.com/sqlc-dev/pqtype"
 )
@@ -17,12 +18,31 @@ DELETE FROM messages WHERE id = ?
 `
 
 // Deletes the message and, through the foreign key, its whole subtree.
+// Run Reparent on ListBelow's ids first (see there).
 func (q *Queries) DeleteMessage(ctx context.Context, id int64) (int64, error) {
 	result, err := q.db.ExecContext(ctx, deleteMessage, id)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const detachMessages = `-- name: DetachMessages :exec
+
+UPDATE messages SET parent_id = NULL WHERE conversation_id = ? AND parent_id IS NOT NULL
+`
+
+// Deleting messages must not recurse. SQLite runs the ON DELETE CASCADE of
+// messages.parent_id as a nested trigger program per generation and stops at
+// 1,000 levels (SQLITE_MAX_TRIGGER_DEPTH): a branch of 1,200 messages could
+// never be deleted. The queries below first make the tree flat, so that
+// the delete that follows cascades one level at most; the foreign key still
+// holds at every step, and the caller runs both in one transaction.
+// Makes every message of the conversation a root (before the conversation
+// is deleted, which deletes its messages).
+func (q *Queries) DetachMessages(ctx context.Context, conversationID int64) error {
+	_, err := q.db.ExecContext(ctx, detachMessages, conversationID)
+	return err
 }
 
 const getMessage = `-- name: GetMessage :one
@@ -98,6 +118,39 @@ func (q *Queries) LatestLeaf(ctx context.Context, id int64) (int64, error) {
 	var leaf int64
 	err := row.Scan(&leaf)
 	return leaf, err
+}
+
+const listBelow = `-- name: ListBelow :many
+WITH RECURSIVE below (id) AS (
+    SELECT c.id FROM messages c WHERE c.parent_id = ?1
+    UNION ALL
+    SELECT c.id FROM messages c JOIN below b ON c.parent_id = b.id
+)
+SELECT CAST(id AS INTEGER) AS id FROM below
+`
+
+// The ids of every message below the given one (its replies, theirs, ...).
+func (q *Queries) ListBelow(ctx context.Context, id sql.NullInt64) ([]int64, error) {
+	rows, err := q.db.QueryContext(ctx, listBelow, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const listBranch = `-- name: ListBranch :many
@@ -288,6 +341,33 @@ func (q *Queries) ListSiblings(ctx context.Context, id int64) ([]Message, error)
 		return nil, err
 	}
 	return items, nil
+}
+
+const reparent = `-- name: Reparent :exec
+UPDATE messages SET parent_id = ?1 WHERE id IN (/*SLICE:ids*/?)
+`
+
+type ReparentParams struct {
+	ParentID sql.NullInt64 `json:"parent_id"`
+	Ids      []int64       `json:"ids"`
+}
+
+// Makes the given messages direct replies to parent_id (ListBelow's ids,
+// before the message they are below is deleted, which deletes its replies).
+func (q *Queries) Reparent(ctx context.Context, arg ReparentParams) error {
+	query := reparent
+	var queryParams []interface{}
+	queryParams = append(queryParams, arg.ParentID)
+	if len(arg.Ids) > 0 {
+		for _, v := range arg.Ids {
+			queryParams = append(queryParams, v)
+		}
+		query = strings.Replace(query, "/*SLICE:ids*/?", strings.Repeat(",?", len(arg.Ids))[1:], 1)
+	} else {
+		query = strings.Replace(query, "/*SLICE:ids*/?", "NULL", 1)
+	}
+	_, err := q.db.ExecContext(ctx, query, queryParams...)
+	return err
 }
 
 const searchMessages = `-- name: SearchMessages :many

@@ -42,9 +42,18 @@ UPDATE conversations SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL;
 UPDATE conversations SET deleted_at = NULL
 WHERE id = ? AND deleted_at IS NOT NULL AND deleted_at >= sqlc.arg(cutoff);
 
--- name: PurgeDeletedConversations :execrows
--- Removes for good the conversations deleted before the cutoff.
-DELETE FROM conversations WHERE deleted_at IS NOT NULL AND deleted_at < sqlc.arg(cutoff);
+-- name: NextPurgeable :one
+-- The first conversation after the given id deleted before the cutoff:
+-- PurgeDeleted removes them one at a time.
+SELECT id FROM conversations
+WHERE deleted_at IS NOT NULL AND deleted_at < sqlc.arg(cutoff) AND id > sqlc.arg(after)
+ORDER BY id LIMIT 1;
+
+-- name: PurgeDeletedConversation :execrows
+-- Removes for good the conversation if it was deleted before the cutoff.
+-- Run DetachMessages on it first (see there).
+DELETE FROM conversations WHERE id = ? AND deleted_at IS NOT NULL AND deleted_at < sqlc.arg(cutoff);
 
 -- name: DeleteConversation :execrows
+-- Run DetachMessages on it first (see there).
 DELETE FROM conversations WHERE id = ?;

@@ -34,7 +34,34 @@ ORDER BY b.depth DESC;
 
 -- name: DeleteMessage :execrows
 -- Deletes the message and, through the foreign key, its whole subtree.
+-- Run Reparent on ListBelow's ids first (see there).
 DELETE FROM messages WHERE id = ?;
+
+-- Deleting messages must not recurse. SQLite runs the ON DELETE CASCADE of
+-- messages.parent_id as a nested trigger program per generation and stops at
+-- 1,000 levels (SQLITE_MAX_TRIGGER_DEPTH): a branch of 1,200 messages could
+-- never be deleted. The queries below first make the tree flat, so that
+-- the delete that follows cascades one level at most; the foreign key still
+-- holds at every step, and the caller runs both in one transaction.
+
+-- name: DetachMessages :exec
+-- Makes every message of the conversation a root (before the conversation
+-- is deleted, which deletes its messages).
+UPDATE messages SET parent_id = NULL WHERE conversation_id = ? AND parent_id IS NOT NULL;
+
+-- name: ListBelow :many
+-- The ids of every message below the given one (its replies, theirs, ...).
+WITH RECURSIVE below (id) AS (
+    SELECT c.id FROM messages c WHERE c.parent_id = sqlc.arg(id)
+    UNION ALL
+    SELECT c.id FROM messages c JOIN below b ON c.parent_id = b.id
+)
+SELECT CAST(id AS INTEGER) AS id FROM below;
+
+-- name: Reparent :exec
+-- Makes the given messages direct replies to parent_id (ListBelow's ids,
+-- before the message they are below is deleted, which deletes its replies).
+UPDATE messages SET parent_id = sqlc.arg(parent_id) WHERE id IN (sqlc.slice(ids));
 
 -- name: SearchMessages :many
 -- Matches in live conversations (not deleted ones), best first.

@@ -2,11 +2,14 @@ package gemma4
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strconv"
+
+	"anechat/engine/model/mmap"
 )
 
 // Layer is the plan of one gemma4 decoder layer.
@@ -310,12 +313,16 @@ func parseIDs(raw json.RawMessage) ([]int32, error) {
 	return many, nil
 }
 
+// maxGenerationConfig bounds generation_config.json (a few hundred bytes in
+// real checkpoints).
+const maxGenerationConfig = 1 << 20
+
 // GenerationEOS returns the eos ids of dir/generation_config.json, which
 // real checkpoints use to add end-of-turn ids; none if the file is absent.
 func GenerationEOS(dir string) ([]int32, error) {
 	p := filepath.Join(dir, "generation_config.json")
-	data, err := os.ReadFile(p)
-	if os.IsNotExist(err) {
+	data, err := mmap.ReadFile(p, maxGenerationConfig)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"anechat/engine/model/mmap"
 )
 
 // CompileFunc compiles a model package and returns the directory it wrote
@@ -364,8 +366,10 @@ func PackageKey(ctx context.Context, pkg string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// hashFile hashes one file of a model package, opened only if it is a
+// regular file (the walk saw one, but another may be put in its place).
 func hashFile(ctx context.Context, h io.Writer, path, rel string) error {
-	f, err := os.Open(path)
+	f, err := mmap.Open(path)
 	if err != nil {
 		return err
 	}

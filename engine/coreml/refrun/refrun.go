@@ -55,6 +55,7 @@ import (
 	"anechat/engine/coreml/mlcore"
 	"anechat/engine/cpu"
 	"anechat/engine/model/gguf"
+	"anechat/engine/model/mmap"
 	"anechat/engine/model/safetensors"
 )
 
@@ -117,7 +118,10 @@ func Open(ctx context.Context, b *coreml.Bundle, source string, pool *cpu.Pool) 
 }
 
 // checkSource compares the checkpoint's files with the manifest's
-// source.files: the same names and the same sha256.
+// source.files: the same names and the same sha256. The names are local
+// (ReadManifest refuses one that is absolute or climbs out with ".."), and
+// each file is opened only if it is regular: a manifest cannot make it
+// hash a file outside the checkpoint, nor /dev/zero forever.
 func checkSource(ctx context.Context, m *coreml.Manifest, source string) error {
 	st, err := os.Stat(source)
 	if err != nil {
@@ -146,7 +150,7 @@ func checkSource(ctx context.Context, m *coreml.Manifest, source string) error {
 }
 
 func fileSHA256(ctx context.Context, path string) (string, error) {
-	fh, err := os.Open(path)
+	fh, err := mmap.Open(path)
 	if err != nil {
 		return "", err
 	}

@@ -2,6 +2,10 @@
 // readers (GGUF, safetensors) hand out tensor bytes without copying them. On
 // systems without mmap the file is read into memory instead.
 //
+// It is also where every model and bundle file is opened (Open, ReadFile):
+// only regular files are, so a named pipe or a device put where a model
+// belongs gives an error naming it instead of a read that never returns.
+//
 // A mapping is only as stable as the file under it: when another program
 // truncates the file (a re-download, an editor saving over it) while it is
 // mapped, reading the pages past the new end raises SIGBUS, which kills a

@@ -40,10 +40,12 @@ type Mapping struct {
 	unmap func() error
 }
 
-// Map maps the regular file at path read-only. An empty file maps to an
-// empty slice. Its bytes must not be written to, nor used after Close.
+// Map maps the regular file at path read-only (opened as Open opens it: a
+// named pipe or device gives a *NotRegularError, never a blocked open). An
+// empty file maps to an empty slice. Its bytes must not be written to, nor
+// used after Close.
 func Map(path string) (*Mapping, error) {
-	fh, err := os.Open(path)
+	fh, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -51,9 +53,6 @@ func Map(path string) (*Mapping, error) {
 	st, err := fh.Stat()
 	if err != nil {
 		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	data, unmap, err := mapFile(fh, st.Size())
 	if err != nil {

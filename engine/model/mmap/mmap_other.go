@@ -8,6 +8,10 @@ import (
 	"os"
 )
 
+// openNonblock is 0 where open(2) has no such flag (Open still checks the
+// file's type before and after opening it).
+const openNonblock = 0
+
 // mapFile reads the file into memory, where mmap is not available; the
 // release does nothing (the garbage collector frees the bytes). Such bytes
 // cannot fault; Mapping.Check still reports a changed file.

@@ -9,6 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// openNonblock makes Open's open(2) return at once on a named pipe with no
+// writer instead of waiting for one.
+const openNonblock = unix.O_NONBLOCK
+
 // mapFile maps size bytes of fh read-only.
 //
 // MAP_SHARED rather than MAP_PRIVATE: for a read-only mapping the two differ

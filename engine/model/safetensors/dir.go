@@ -34,6 +34,11 @@ func parseMapped(m *mmap.Mapping) (f *File, err error) {
 	return Parse(m.Path(), m.Data())
 }
 
+// MaxConfig bounds config.json and the shard index, which are read whole:
+// real ones are KiBs (an index of a model of thousands of tensors, a few
+// MiB).
+const MaxConfig = 64 << 20
+
 // IndexName is the file that lists which shard holds each tensor of a
 // sharded checkpoint.
 const IndexName = "model.safetensors.index.json"
@@ -53,7 +58,7 @@ type Dir struct {
 // in only one file. Weights stay mapped until Close.
 func OpenDir(dir string) (*Dir, error) {
 	cfgPath := filepath.Join(dir, "config.json")
-	cfg, err := os.ReadFile(cfgPath)
+	cfg, err := mmap.ReadFile(cfgPath, MaxConfig)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: model directory %s: %w", dir, err)
 	}
@@ -86,7 +91,7 @@ func OpenDir(dir string) (*Dir, error) {
 // weightFiles lists the weight files of dir (base names, sorted).
 func weightFiles(dir string) ([]string, error) {
 	idxPath := filepath.Join(dir, IndexName)
-	if idx, err := os.ReadFile(idxPath); err == nil {
+	if idx, err := mmap.ReadFile(idxPath, MaxConfig); err == nil {
 		var ix struct {
 			WeightMap map[string]string `json:"weight_map"`
 		}

@@ -1,0 +1,87 @@
+package mmap
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"anechat/internal/testres"
+)
+
+// TestOpenRefusesNonRegular: a named pipe where a model belongs is refused
+// at once, naming it, by Open, ReadFile and Map (a plain open of it blocks
+// until a writer comes: forever); so are a directory and a device.
+func TestOpenRefusesNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "evil.gguf")
+	testres.Mkfifo(t, fifo)
+	cases := map[string]struct{ path, kind string }{
+		"named pipe": {fifo, "a named pipe"},
+		"directory":  {dir, "a directory"},
+	}
+	if _, err := os.Stat(os.DevNull); err == nil && os.DevNull == "/dev/null" {
+		cases["device"] = struct{ path, kind string }{os.DevNull, "a character device"}
+	}
+	for name, c := range cases {
+		for fn, call := range map[string]func() error{
+			"Open":     func() error { f, err := Open(c.path); closeIf(f); return err },
+			"Stat":     func() error { _, err := Stat(c.path); return err },
+			"ReadFile": func() error { _, err := ReadFile(c.path, 1<<20); return err },
+			"Map": func() error {
+				m, err := Map(c.path)
+				if err == nil {
+					m.Close()
+				}
+				return err
+			},
+		} {
+			t.Run(name+"/"+fn, func(t *testing.T) {
+				err := testres.Promptly(t, fn+" of "+name, call)
+				var nr *NotRegularError
+				if !errors.As(err, &nr) || !errors.Is(err, ErrNotRegular) {
+					t.Fatalf("%s(%s) = %v, want a *NotRegularError", fn, c.path, err)
+				}
+				want := c.path + " is not a regular file (" + c.kind + "): models must be regular files"
+				if err.Error() != want {
+					t.Errorf("error %q, want %q", err, want)
+				}
+			})
+		}
+	}
+}
+
+func closeIf(f *os.File) {
+	if f != nil {
+		f.Close()
+	}
+}
+
+// TestReadFile: a regular file (or a symbolic link to one) reads whole; one
+// over the limit is refused, naming it and the limit.
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "config.json")
+	want := bytes.Repeat([]byte("{}"), 50)
+	if err := os.WriteFile(p, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(p, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{p, link} {
+		if got, err := ReadFile(path, 100); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("ReadFile(%s, 100) = %d bytes, %v; want the 100 bytes", path, len(got), err)
+		}
+	}
+	_, err := ReadFile(p, 99)
+	if err == nil || !strings.Contains(err.Error(), p+" is 100 bytes, more than the 99") {
+		t.Errorf("ReadFile over the limit: %v", err)
+	}
+	if _, err := ReadFile(filepath.Join(dir, "absent"), 100); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ReadFile of a missing file: %v", err)
+	}
+}
