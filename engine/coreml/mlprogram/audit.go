@@ -288,9 +288,18 @@ func auditOp(fn *Function, op *Op, scope map[string]scoped, l Limits, flexible b
 	}
 	tensor := func(t Type) bool { return t.Kind == KindTensor || t.Kind == KindState }
 
+	// RuleReduction: the elements one reduction covers. A reduction
+	// breaking it is not reported again under RuleLastAxis (one finding
+	// for the one cause, the more specific rule).
+	reduces := false
+	if n, how, ok := reduction(op, scope); ok && n > l.MaxAxis {
+		reduces = true
+		add(RuleReduction, fmt.Sprintf("reduces %d elements (%s), more than %d", n, how, l.MaxAxis))
+	}
+
 	// RuleLastAxis: the longest last axis among the op's run-time inputs
 	// and its outputs.
-	if !matmulClass(base) {
+	if !matmulClass(base) && !reduces {
 		var worst int64
 		what := ""
 		for _, in := range runtime {
@@ -308,15 +317,10 @@ func auditOp(fn *Function, op *Op, scope map[string]scoped, l Limits, flexible b
 		}
 	}
 
-	// RuleReduction: the elements one reduction covers.
-	if n, how, ok := reduction(op, scope); ok && n > l.MaxAxis {
-		add(RuleReduction, fmt.Sprintf("reduces %d elements (%s), more than %d", n, how, l.MaxAxis))
-	}
-
 	// RuleInteger: an integer value computed at run time, read here.
 	for _, in := range runtime {
 		if tensor(in.t) && in.t.DType.IsInteger() {
-			add(RuleInteger, fmt.Sprintf("reads %s, an %s value computed at run time", in.param, in.t.DType))
+			add(RuleInteger, fmt.Sprintf("reads %s, %s computed at run time", in.param, in.t))
 			break
 		}
 	}

@@ -117,3 +117,16 @@ func TestReduction(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditReductionOnce: a reduction over a last axis past the limit is
+// one finding (the reduction rule), not two.
+func TestAuditReductionOnce(t *testing.T) {
+	x := Type{Kind: KindTensor, DType: Float16, Rank: 3, Shape: []int64{1, 8, 32768}}
+	op := &Op{Type: "reduce_argmax", Name: "argmax", Inputs: []Param{{Name: "x", Args: []Binding{{Name: "x"}}}},
+		Outputs: []Var{{Name: "argmax", Type: Type{Kind: KindTensor, DType: Int32, Rank: 2, Shape: []int64{1, 8}}}}}
+	m := &Model{Functions: []*Function{{Name: "main", Inputs: []Var{{Name: "x", Type: x}}, Block: &Block{Ops: []*Op{op}, Outputs: []string{"argmax"}}}}}
+	r := Audit(&Package{Model: m, Blobs: map[BlobRef]Blob{}}, DefaultLimits())
+	if got := found(r); !slices.Equal(got, []string{"main argmax reduction"}) {
+		t.Fatalf("violations %v, want the reduction only", got)
+	}
+}
