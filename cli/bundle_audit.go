@@ -74,8 +74,8 @@ func printAudit(w io.Writer, r *coreml.AuditReport) {
 	broken := map[string]bool{}
 	for _, p := range r.Packages {
 		name, err := filepath.Rel(r.Bundle, p.Path)
-		if err != nil || name == "." {
-			name = filepath.Base(p.Path)
+		if err != nil || r.Layout == coreml.LayoutPackage {
+			name = filepath.Base(r.Bundle)
 		}
 		fmt.Fprintf(w, "\n%s  %s (weights %s)\n", name, human.Bytes(p.Bytes), human.Bytes(p.WeightBytes))
 		fmt.Fprintf(w, "  %-16s %6s %10s %12s %11s\n", "function", "ops", "constants", "weights", "violations")

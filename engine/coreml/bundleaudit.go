@@ -69,7 +69,13 @@ func bundlePackages(dir string) (string, []string, error) {
 	// By name: on a case-insensitive volume (a Mac's default) a package's
 	// Manifest.json also answers to the bundle's manifest.json.
 	if strings.HasSuffix(filepath.Clean(dir), ".mlpackage") {
-		return LayoutPackage, []string{dir}, nil
+		// The package the user named, wherever a link of theirs points
+		// (a bundle's packages, below, are read only inside it).
+		real, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return "", nil, fmt.Errorf("%w: %w", ErrBundle, err)
+		}
+		return LayoutPackage, []string{real}, nil
 	}
 	if _, err := os.Stat(filepath.Join(dir, ManifestName)); err == nil {
 		m, err := ReadManifest(dir)

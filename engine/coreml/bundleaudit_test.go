@@ -108,8 +108,16 @@ func TestAuditBundleLayouts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(stories, "chunk_0.mlpackage", "Data", "com.apple.CoreML", "model.mlmodel"), []byte("junk"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	linked := copyBundle(t, "stories.bundle") // its package a symlink to one outside the bundle
+	if err := os.RemoveAll(filepath.Join(linked, "chunk_0.mlpackage")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(testData(t, "stories.bundle/chunk_0.mlpackage"), filepath.Join(linked, "chunk_0.mlpackage")); err != nil {
+		t.Fatal(err)
+	}
 	for dir, want := range map[string]string{
 		stories:                                 "model.mlmodel",
+		linked:                                  "chunk_0.mlpackage is not a directory",
 		t.TempDir():                             "is not a bundle",
 		filepath.Join(t.TempDir(), "missing"):   "no such file",
 		filepath.Join(stories, "manifest.json"): "not a directory",

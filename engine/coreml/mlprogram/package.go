@@ -102,7 +102,9 @@ func OpenPackage(ctx context.Context, dir string) (*Package, error) {
 		return nil, fmt.Errorf("%w: %w", ErrPackage, err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("%w: %s is not a directory (an .mlpackage is one)", ErrPackage, dir)
+		// A symbolic link is not followed: what is read stays inside the
+		// bundle that names the package.
+		return nil, fmt.Errorf("%w: %s is not a directory (it is %s; an .mlpackage is a directory)", ErrPackage, dir, kindOf(fi.Mode()))
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -336,6 +338,8 @@ func kindOf(m fs.FileMode) string {
 		return "a device"
 	case m.IsDir():
 		return "a directory"
+	case m.IsRegular():
+		return "a file"
 	}
 	return "not a plain file"
 }
