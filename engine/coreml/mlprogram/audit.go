@@ -8,13 +8,14 @@ import (
 
 // The audit checks a saved package against the rules that the projects
 // which measured Core ML on the Neural Engine (ANE) found to push work off
-// it. Each rule below carries its threshold and its source; the sources
-// were read for /work/research-ane.md (CoreML-LLM = john-rocky/CoreML-LLM
-// @72178c6, ANEMLL = Anemll/Anemll @6ecb10d and its v0.3.5 files). None of
-// these limits is documented by Apple except the one on flexible shapes;
-// they are what public projects measured or assume, and only Core ML's
-// compute plan on a Mac (`anechat doctor --bundle`) says where each op
-// actually runs. The audit is the cheap check that runs everywhere.
+// it. Each rule below carries its threshold and its source: CoreML-LLM is
+// github.com/john-rocky/CoreML-LLM @72178c6, ANEMLL is
+// github.com/Anemll/Anemll @6ecb10d with its 0.3.5 files from the fork
+// zkh2016/Anemll @fb42f60 (DESIGN.md summarises what they found). Apple
+// documents none of these limits except the one on flexible shapes: they
+// are what public projects measured or assume, and only Core ML's compute
+// plan on a Mac says where each op actually runs. The audit is the cheap
+// check that runs everywhere.
 
 // The rules, by the ID a Violation carries.
 const (
