@@ -27,7 +27,7 @@ func runBundleAudit(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "bundle audit", "DIR [--json] [--max-mb N] [--max-ops N]")
 	def := mlprogram.DefaultLimits()
 	asJSON := fs.Bool("json", false, "print JSON")
-	maxMB := fs.Int64("max-mb", def.MaxPackageBytes>>20, "largest package in MiB (ANEMLL's chunk-planner default; iOS refuses weight files over about 1 GB)")
+	maxMB := fs.Int64("max-mb", def.MaxPackageBytes>>20, "largest package in MiB (ANEMLL's chunk-planner default; iOS may fail to load weight files over 1 GB)")
 	maxOps := fs.Int("max-ops", def.MaxOps, "most ops per function, constants not counted (CoreML-LLM's largest working chunk has about 1,714)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: anechat bundle audit DIR [--json] [--max-mb N] [--max-ops N]\n\n"+

@@ -205,6 +205,9 @@ func auditFunction(p *Package, fn *Function, l Limits) FunctionReport {
 	}
 	var visit func(blk *Block)
 	visit = func(blk *Block) {
+		if blk == nil {
+			return
+		}
 		for _, in := range blk.Inputs {
 			scope[in.Name] = scoped{t: in.Type}
 		}
