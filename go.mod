@@ -8,6 +8,7 @@ require (
 	github.com/wailsapp/wails/v2 v2.13.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/text v0.37.0
+	google.golang.org/protobuf v1.36.11
 	modernc.org/sqlite v1.62.0
 )
 

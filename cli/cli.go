@@ -35,6 +35,7 @@ func commands() []command {
 		{"serve", "serve the OpenAI-compatible HTTP API on a model", runServe},
 		{"bench", "run a benchmark (anechat bench WHAT; resume, ...)", runBench},
 		{"doctor", "report platform, backends, data dir, database and models", runDoctor},
+		{"bundle", "inspect a Core ML bundle (anechat bundle WHAT; audit)", runBundle},
 	}
 }
 
@@ -114,6 +115,34 @@ func (u *usageOut) Write(p []byte) (int, error) {
 // return flag.ErrHelp (exit 0); a bad flag or a stray positional argument
 // prints what is wrong and the usage to stderr and returns errUsage (exit 2).
 func parse(fs *flag.FlagSet, args []string) error {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	return noArgs(fs, "every input is a flag")
+}
+
+// parseOperand parses args into fs for a command that takes one operand
+// (what, e.g. "DIR"), before or after its flags, and returns it. A missing
+// operand or a second one is a usage error (exit 2), like a bad flag.
+func parseOperand(fs *flag.FlagSet, args []string, what string) (string, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return "", err
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintf(fs.Output(), "anechat %s: missing %s\n", fs.Name(), what)
+		fs.Usage()
+		return "", errUsage
+	}
+	operand := fs.Arg(0)
+	if err := parseFlags(fs, fs.Args()[1:]); err != nil {
+		return "", err
+	}
+	return operand, noArgs(fs, "it takes one "+what)
+}
+
+// parseFlags parses args into fs, sending a --help to stdout and anything
+// else fs prints to stderr.
+func parseFlags(fs *flag.FlagSet, args []string) error {
 	u, _ := fs.Output().(*usageOut)
 	if u != nil {
 		u.buf = &bytes.Buffer{}
@@ -133,8 +162,14 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return err
 	case err != nil:
 		return errUsage
-	case fs.NArg() > 0:
-		fmt.Fprintf(fs.Output(), "anechat %s: unexpected argument %q (every input is a flag)\n", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+// noArgs refuses positional arguments left after the flags, saying why.
+func noArgs(fs *flag.FlagSet, why string) error {
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "anechat %s: unexpected argument %q (%s)\n", fs.Name(), fs.Arg(0), why)
 		fs.Usage()
 		return errUsage
 	}

@@ -36,6 +36,16 @@
 //     internal/backends, first on darwin/arm64), with progress and
 //     cancellation between files and chunks.
 //
+// AuditBundle (bundleaudit.go; `anechat bundle audit`) reads every saved
+// package of a bundle with engine/coreml/mlprogram, a Go reader of the
+// .mlpackage format (the protobuf ML program and its weight blobs), and
+// checks it against the rules known to push work off the Neural Engine,
+// each with its threshold and source in mlprogram/audit.go: package size,
+// ops per function, last axes and reductions over 16384 elements outside
+// matmul-class ops, integer values computed at run time, shapes that are
+// not fixed. TestAuditFixtureBundles holds the converter's test bundles to
+// them in make test.
+//
 // It also reads and runs the layout the CoreML-LLM project publishes
 // (Published, PubBackend; PUBLISHED.md has its function contract): its
 // decode and verify functions are different functions, so speculation

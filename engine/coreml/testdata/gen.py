@@ -28,6 +28,13 @@ writes into OUT:
 - golden.json + golden.bin: every input the Python host (anebundle.host)
   builds for a few calls of each bundle, with synthetic KV rows, as fp16
   bits: the Go host's inputs must equal them.
+- audit-violations.mlpackage: a tiny package that breaks each rule of
+  `anechat bundle audit` (engine/coreml/mlprogram/audit.go) once, beside
+  ops that must pass; its functions are described in audit_violations().
+- audit-expected.json: for every package above, each function's op count
+  (constants excluded), constant count and weight bytes as coremltools
+  reads them (its milproto loader and its protobuf classes), for the Go
+  reader to match.
 """
 import json
 import math
@@ -141,6 +148,126 @@ def golden(out: str, cases):
         json.dump({"cases": index}, f, indent=1)
 
 
+def audit_violations(out: str) -> str:
+    """audit-violations.mlpackage, one function per concern:
+    rules: argmax_20000 (reduce_argmax over an axis of 20000, not the last:
+    the reduction rule only), head_20000 (a linear with a last axis of
+    20000: exempt) feeding tanh_20000 (the last-axis rule), int_add (an
+    int32 input plus 1: the integer rule); flexible: an input with a range
+    of shapes (dynamic-shape); enumerated: an input with enumerated shapes
+    (passes); many_ops: 1801 adds (op-count, default limit 1800)."""
+    import coremltools as ct
+    from coremltools.converters.mil import Builder as mb
+    from coremltools.converters.mil.mil import get_new_symbol, types
+    W = 20000
+    work = os.path.join(out, ".audit-work")
+    os.makedirs(work)
+
+    def save(prog, name, inputs=None):
+        m = ct.convert(prog, convert_to="mlprogram", minimum_deployment_target=ct.target.iOS18,
+                       pass_pipeline=ct.PassPipeline.EMPTY, compute_units=ct.ComputeUnit.CPU_AND_NE,
+                       skip_model_load=True, inputs=inputs)
+        p = os.path.join(work, name + ".mlpackage")
+        m.save(p)
+        return p
+
+    fp16, i32 = types.fp16, types.int32
+    head = np.random.default_rng(26).standard_normal((W, 4)).astype(np.float16)
+
+    @mb.program(input_specs=[mb.TensorSpec((1, W, 4), dtype=fp16), mb.TensorSpec((1, 4), dtype=fp16),
+                             mb.TensorSpec((1, 4), dtype=i32)], opset_version=ct.target.iOS18)
+    def rules(wide, h, ids):
+        am = mb.reduce_argmax(x=wide, axis=1, keep_dims=False, name="argmax_20000")
+        t = mb.tanh(x=mb.linear(x=h, weight=head, name="head_20000"), name="tanh_20000")
+        return am, t, mb.add(x=ids, y=np.int32(1), name="int_add")
+
+    @mb.program(input_specs=[mb.TensorSpec((1, get_new_symbol()), dtype=fp16)], opset_version=ct.target.iOS18)
+    def flexible(flex):
+        return mb.mul(x=flex, y=np.float16(2), name="flex_mul")
+
+    @mb.program(input_specs=[mb.TensorSpec((1, get_new_symbol()), dtype=fp16)], opset_version=ct.target.iOS18)
+    def enumerated(e):
+        return mb.mul(x=e, y=np.float16(2), name="enum_mul")
+
+    @mb.program(input_specs=[mb.TensorSpec((1, 4), dtype=fp16)], opset_version=ct.target.iOS18)
+    def many_ops(x):
+        for i in range(1801):
+            x = mb.add(x=x, y=np.float16(1), name=f"add_{i}")
+        return x
+
+    desc = ct.utils.MultiFunctionDescriptor()
+    desc.add_function(save(rules, "rules"), "main", "rules")
+    desc.add_function(save(flexible, "flexible", [ct.TensorType(name="flex", shape=(1, ct.RangeDim(1, 64, default=4)),
+                                                                dtype=np.float16)]), "main", "flexible")
+    desc.add_function(save(enumerated, "enumerated", [ct.TensorType(
+        name="e", shape=ct.EnumeratedShapes(shapes=[(1, 4), (1, 8)], default=(1, 4)), dtype=np.float16)]),
+        "main", "enumerated")
+    desc.add_function(save(many_ops, "many_ops"), "main", "many_ops")
+    desc.default_function_name = "rules"
+    path = os.path.join(out, "audit-violations.mlpackage")
+    ct.utils.save_multifunction(desc, path)
+    shutil.rmtree(work)
+    return path
+
+
+# Bits per element of the MIL data types (MIL.proto, DataType).
+_BITS = {10: 16, 11: 32, 12: 64, 13: 16, 21: 8, 22: 16, 23: 32, 24: 64, 25: 4, 31: 8, 32: 16, 33: 32, 34: 64,
+         35: 4, 36: 2, 37: 1, 38: 6, 39: 3, 40: 8, 41: 8}
+
+
+def audit_expected(out: str, packages):
+    """audit-expected.json: per package (path relative to out) and
+    function, the ops (const and constexpr_* excluded, nested blocks
+    included) as coremltools' milproto loader reads the program, and the
+    bytes of the weight blobs it references, from the blob values' types
+    (element count x bits), each (file, offset) counted once."""
+    from anebundle.interp import load_package
+    from coremltools.proto import Model_pb2
+
+    def count(block):
+        ops = consts = 0
+        for op in block.operations:
+            if op.op_type == "const" or op.op_type.startswith("constexpr_"):
+                consts += 1
+            else:
+                ops += 1
+            for b in op.blocks:
+                o, c = count(b)
+                ops, consts = ops + o, consts + c
+        return ops, consts
+
+    def blobs(block, seen):
+        for op in block.operations:
+            values = list(op.attributes.values())
+            for arg in op.inputs.values():
+                values += [b.value for b in arg.arguments if b.HasField("value")]
+            for v in values:
+                if v.HasField("blobFileValue"):
+                    t = v.type.tensorType
+                    n = int(np.prod([d.constant.size for d in t.dimensions]))
+                    seen[(v.blobFileValue.fileName, v.blobFileValue.offset)] = (n * _BITS[t.dataType] + 7) // 8
+            for b in op.blocks:
+                blobs(b, seen)
+        return seen
+
+    result = {}
+    for pkg in packages:
+        path = os.path.join(out, pkg)
+        prog, _ = load_package(path)
+        spec = Model_pb2.Model()
+        with open(os.path.join(path, "Data", "com.apple.CoreML", "model.mlmodel"), "rb") as f:
+            spec.ParseFromString(f.read())
+        fns = {}
+        for name, fn in prog.functions.items():
+            ops, consts = count(fn)
+            pf = spec.mlProgram.functions[name]
+            fns[name] = {"ops": ops, "constants": consts,
+                         "weight_bytes": sum(blobs(pf.block_specializations[pf.opset], {}).values())}
+        result[pkg] = fns
+    with open(os.path.join(out, "audit-expected.json"), "w") as f:
+        json.dump({"packages": result}, f, indent=1, sort_keys=True)
+
+
 def main():
     if len(sys.argv) != 2:
         raise SystemExit("usage: gen.py OUT")
@@ -166,6 +293,10 @@ def main():
         ("stories.bundle", "prefill", list(range(20, 36)), 20),
         ("stories.bundle", "generate", [300], 127),
     ])
+    audit_violations(out)
+    audit_expected(out, sorted(
+        os.path.relpath(os.path.join(root, d), out)
+        for root, dirs, _ in os.walk(out) for d in dirs if d.endswith(".mlpackage")))
 
 
 if __name__ == "__main__":
