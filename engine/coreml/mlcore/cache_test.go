@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"anechat/internal/atomicfile"
 )
 
 // writeTree writes files (slash paths relative to root) under root.
@@ -217,7 +219,7 @@ func TestCacheCompilesOnce(t *testing.T) {
 	// Nothing temporary is left in the cache directory.
 	list, _ := os.ReadDir(dir)
 	for _, d := range list {
-		if strings.HasPrefix(d.Name(), tmpPrefix) {
+		if strings.HasPrefix(d.Name(), atomicfile.TempPrefix) {
 			t.Errorf("temporary entry left: %s", d.Name())
 		}
 	}
@@ -363,17 +365,17 @@ func TestCacheRace(t *testing.T) {
 func TestCacheRemovesAbandonedTemporaries(t *testing.T) {
 	ctx := context.Background()
 	c, _, dir := newTestCache(t)
-	os.MkdirAll(filepath.Join(dir, tmpPrefix+"old-1", "model.mlmodelc"), 0o755)
-	os.MkdirAll(filepath.Join(dir, tmpPrefix+"new-1"), 0o755)
+	os.MkdirAll(filepath.Join(dir, atomicfile.TempPrefix+"old-1", "model.mlmodelc"), 0o755)
+	os.MkdirAll(filepath.Join(dir, atomicfile.TempPrefix+"new-1"), 0o755)
 	old := time.Now().Add(-48 * time.Hour)
-	os.Chtimes(filepath.Join(dir, tmpPrefix+"old-1"), old, old)
+	os.Chtimes(filepath.Join(dir, atomicfile.TempPrefix+"old-1"), old, old)
 	if _, err := c.Compiled(ctx, testPackage(t)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, tmpPrefix+"old-1")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, atomicfile.TempPrefix+"old-1")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a two-day-old temporary entry is still there: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, tmpPrefix+"new-1")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, atomicfile.TempPrefix+"new-1")); err != nil {
 		t.Errorf("a recent temporary entry (maybe another process's compile) was removed: %v", err)
 	}
 }
