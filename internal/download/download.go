@@ -32,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	"anechat/internal/atomicfile"
 	"anechat/internal/human"
 )
 
@@ -690,25 +691,14 @@ func Verify(ctx context.Context, path, want string) (got string, err error) {
 	return got, nil
 }
 
-// SaveMeta writes m to path atomically (a temporary file, fsync, rename).
+// SaveMeta writes m to path atomically (atomicfile: a temporary file,
+// fsync, rename, fsync of the directory).
 func SaveMeta(path string, m *Meta) error {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("download: %w", err)
-	}
-	_, werr := tmp.Write(append(b, '\n'))
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("download: write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("download: %w", err)
 	}
 	return nil
