@@ -17,8 +17,6 @@ package download
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"anechat/engine/model/mmap"
 	"anechat/internal/atomicfile"
 	"anechat/internal/human"
 )
@@ -661,30 +660,16 @@ func contentRange(h string) (start, total int64, ok bool) {
 	return s, total, true
 }
 
-// Verify computes the SHA-256 of the file at path and, when want is not
-// "", compares it: a mismatch is a *ChecksumError.
+// Verify computes the SHA-256 of the file at path (mmap.SHA256) and, when
+// want is not "", compares it: a mismatch is a *ChecksumError.
 func Verify(ctx context.Context, path, want string) (got string, err error) {
-	f, err := os.Open(path)
+	got, err = mmap.SHA256(ctx, path, nil)
 	if err != nil {
-		return "", fmt.Errorf("download: %w", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	buf := make([]byte, 1<<20)
-	for {
-		if err := ctx.Err(); err != nil {
+		if ctx.Err() != nil {
 			return "", context.Cause(ctx)
 		}
-		n, err := f.Read(buf)
-		h.Write(buf[:n])
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return "", fmt.Errorf("download: read %s: %w", path, err)
-		}
+		return "", fmt.Errorf("download: %w", err)
 	}
-	got = hex.EncodeToString(h.Sum(nil))
 	if want != "" && !strings.EqualFold(want, got) {
 		return got, &ChecksumError{Want: strings.ToLower(want), Got: got}
 	}

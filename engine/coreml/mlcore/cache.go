@@ -152,7 +152,7 @@ func (c *Cache) Verify(ctx context.Context, e Entry) error {
 		return fmt.Errorf("mlcore: cache entry %s: %w", dir, err)
 	}
 	for _, f := range m.Files {
-		sum, err := fileSHA256(ctx, filepath.Join(dir, filepath.FromSlash(f.Path)))
+		sum, err := mmap.SHA256(ctx, filepath.Join(dir, filepath.FromSlash(f.Path)), nil)
 		if err != nil {
 			return fmt.Errorf("mlcore: cache entry %s: %w", dir, err)
 		}
@@ -161,19 +161,6 @@ func (c *Cache) Verify(ctx context.Context, e Entry) error {
 		}
 	}
 	return nil
-}
-
-func fileSHA256(ctx context.Context, path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // install moves the compiler's output into a temporary entry, writes its
@@ -209,7 +196,7 @@ func (c *Cache) install(ctx context.Context, key, pkg, out, entry string) error 
 			return err
 		}
 		rel, _ := filepath.Rel(tmp, path)
-		sum, err := fileSHA256(ctx, path)
+		sum, err := mmap.SHA256(ctx, path, nil)
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"anechat/engine/model/mmap"
 	"anechat/internal/atomicfile"
+	"anechat/internal/testres"
 )
 
 // writeTree writes files (slash paths relative to root) under root.
@@ -399,6 +401,15 @@ func TestCacheVerify(t *testing.T) {
 	}
 	if err := c.Verify(ctx, Entry{Key: "x"}); err == nil {
 		t.Fatal("a bad key verified")
+	}
+	// A named pipe in the entry's place of a file is refused, not read
+	// (which would block until a writer comes: forever).
+	weights := filepath.Join(e.Path, "weights", "weight.bin")
+	os.Remove(weights)
+	testres.Mkfifo(t, weights)
+	err = testres.Promptly(t, "Verify of an entry holding a named pipe", func() error { return c.Verify(ctx, e) })
+	if !errors.Is(err, mmap.ErrNotRegular) || !strings.Contains(err.Error(), weights) {
+		t.Fatalf("a named pipe in the entry: %v", err)
 	}
 	os.Remove(filepath.Join(filepath.Dir(e.Path), manifestName))
 	if err := c.Verify(ctx, e); err == nil || !strings.Contains(err.Error(), "manifest is missing") {
