@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -117,16 +116,7 @@ func TestKilledWriter(t *testing.T) {
 		cmd := crashtest.Command(t, "TestKilledWriterHelper", killDirEnv+"="+dir, killFromEnv+"="+strconv.FormatUint(from, 10))
 		// Kill after 0-2 completed steps plus up to a few ms: before the
 		// first write, inside a write or an install, between the two.
-		steps := rng.IntN(3)
-		delay := time.Duration(rng.IntN(4000)) * time.Microsecond
-		if steps == 0 {
-			delay *= 10
-		}
-		crashtest.KillAfter(t, cmd, steps, delay)
-		err := cmd.Wait()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.Success() {
-			t.Fatalf("run %d: helper ended with %v, want killed", run, err)
-		}
+		crashtest.KillAnywhere(t, rng, cmd, 3, 4*time.Millisecond)
 
 		b, err := os.ReadFile(path)
 		switch {
