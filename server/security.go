@@ -43,27 +43,13 @@ func LoadToken(dataDir string) (string, error) {
 		return "", fmt.Errorf("server: make an API token: %w", err)
 	}
 	tok := hex.EncodeToString(raw[:])
-	switch err := writeNew(path, []byte(tok+"\n")); {
+	switch err := atomicfile.WriteNewFile(path, []byte(tok+"\n"), 0o600); {
 	case errors.Is(err, fs.ErrExist):
 		return LoadToken(dataDir) // another process made one meanwhile: the first wins
 	case err != nil:
 		return "", fmt.Errorf("server: write the API token %s: %w", path, err)
 	}
 	return tok, nil
-}
-
-// writeNew writes data as the new file path, readable by its owner only,
-// failing with fs.ErrExist when path exists (atomicfile CommitNew).
-func writeNew(path string, data []byte) error {
-	f, err := atomicfile.Create(path, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Abort()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	return f.CommitNew()
 }
 
 // authorized reports whether r carries the bearer token, compared in

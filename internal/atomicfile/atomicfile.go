@@ -194,6 +194,17 @@ func (f *File) Abort() {
 // WriteFile writes data to path with permissions perm, whole or not at
 // all (Create, Write, Commit).
 func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return writeFile(path, data, perm, (*File).Commit)
+}
+
+// WriteNewFile is WriteFile for a path that must not exist yet (CommitNew):
+// when another writer put a file there first, it fails with an error
+// matching fs.ErrExist and leaves that file.
+func WriteNewFile(path string, data []byte, perm fs.FileMode) error {
+	return writeFile(path, data, perm, (*File).CommitNew)
+}
+
+func writeFile(path string, data []byte, perm fs.FileMode, commit func(*File) error) error {
 	f, err := Create(path, perm)
 	if err != nil {
 		return err
@@ -202,7 +213,7 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 	if _, err := f.Write(data); err != nil {
 		return fmt.Errorf("atomicfile: write %s: %w", path, err)
 	}
-	return f.Commit()
+	return commit(f)
 }
 
 // Dir is a directory tree being built under a temporary name, to be put in

@@ -92,12 +92,7 @@ func TestCommitNewKeepsTheFirst(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "api-token")
 	for i, want := range []string{"first", "first"} {
-		f, err := Create(path, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.Write([]byte([]string{"first", "second"}[i]))
-		err = f.CommitNew()
+		err := WriteNewFile(path, []byte([]string{"first", "second"}[i]), 0o600)
 		if i == 1 && !errors.Is(err, fs.ErrExist) {
 			t.Errorf("a second CommitNew: %v, want an error matching fs.ErrExist", err)
 		}
