@@ -74,10 +74,12 @@ type SyncDirError struct {
 	Err  error
 }
 
+// Error says the file is in place and what the sync failed with.
 func (e *SyncDirError) Error() string {
 	return fmt.Sprintf("%s is in place, but syncing its directory failed (a power loss could undo the write): %v", e.Path, e.Err)
 }
 
+// Unwrap returns the sync's error.
 func (e *SyncDirError) Unwrap() error { return e.Err }
 
 // SyncDir fsyncs the directory dir, which makes the renames and creations
