@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"anechat/internal/atomicfile"
 	"anechat/internal/download"
 	"anechat/storage"
 )
@@ -555,11 +556,16 @@ func (s *Downloads) complete(ctx context.Context, j *dlJob) {
 		fail(fmt.Sprintf("downloads: %s appeared in the models folder meanwhile: the download was removed", final))
 		return
 	}
-	if err := os.Rename(staged, final); err != nil {
+	// The partial file was synced when its last byte came (download.Fetch).
+	var placed *atomicfile.SyncDirError
+	switch err := atomicfile.Rename(staged, final); {
+	case errors.As(err, &placed):
+		// The model is in the folder; a scan would find it anyway.
+		s.c.log.Warn("downloaded model moved into the models folder, the folder not synced", "path", final, "err", err)
+	case err != nil:
 		fail(fmt.Sprintf("downloads: %v", err))
 		return
 	}
-	syncDir(storage.ModelsPath(s.c.dataDir))
 	info.Path = final // same name, same fingerprint
 	sm, err := s.models.register(info)
 	if err == nil {
@@ -575,14 +581,6 @@ func (s *Downloads) complete(ctx context.Context, j *dlJob) {
 	j.d.Model = &sm
 	j.mu.Unlock()
 	s.finish(j, DownloadDone, "")
-}
-
-// syncDir makes a rename in dir durable (best effort).
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }
 
 // progress records bytes received and sends an event when enough time has

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 
+	"anechat/internal/atomicfile"
 	"anechat/internal/backends"
 	"anechat/storage"
 )
@@ -203,8 +204,8 @@ func (s *System) ChooseFolder(title string) (string, error) {
 // offering f.FileName) and writes f.Text there: the path written, or ""
 // when they cancel. The web view cannot download a file itself, so
 // exports (Chat.Export, Library.Export) are saved through here. The file
-// is written to a temporary name beside it and renamed into place, so a
-// file already there is replaced whole or not at all.
+// is written atomically (atomicfile), readable by the user's other
+// programs, so a file already there is replaced whole or not at all.
 func (s *System) SaveFile(title string, f ExportFile) (string, error) {
 	if s.c.opts.Dialogs == nil {
 		return "", errors.New("system: no window to show a save dialog in: copy the text instead")
@@ -217,34 +218,16 @@ func (s *System) SaveFile(title string, f ExportFile) (string, error) {
 	if err != nil || path == "" {
 		return "", err
 	}
-	if err := writeFileAtomic(path, []byte(f.Text)); err != nil {
+	var placed *atomicfile.SyncDirError
+	switch err := atomicfile.WriteFile(path, []byte(f.Text), 0o644); {
+	case errors.As(err, &placed):
+		// Saved; only the folder's sync failed (some network or removable
+		// volumes cannot sync a directory): not a failure to show.
+		s.c.log.Warn("export saved, its folder not synced", "path", path, "err", err)
+	case err != nil:
 		return "", fmt.Errorf("system: save %s: %w (choose another folder, or copy the text instead)", path, err)
 	}
 	return path, nil
-}
-
-// writeFileAtomic writes b to path through a temporary file in the same
-// directory (synced, then renamed over path), readable by the user's other
-// programs.
-func writeFileAtomic(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(b)
-	cerr := tmp.Chmod(0o644)
-	serr := tmp.Sync()
-	if err := errors.Join(werr, cerr, serr, tmp.Close()); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	syncDir(dir)
-	return nil
 }
 
 // Example is a prompt the first run offers.

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"anechat/internal/atomicfile"
 )
 
 // TokenFile is the file in the data directory that keeps the API's bearer
@@ -22,7 +24,7 @@ const TokenFile = "api-token"
 
 // LoadToken returns the bearer token kept in dataDir's TokenFile, creating
 // one (256 random bits, hex) the first time. The file is readable by its
-// owner only and written atomically (temp file, fsync, rename).
+// owner only and written atomically (atomicfile).
 func LoadToken(dataDir string) (string, error) {
 	path := filepath.Join(dataDir, TokenFile)
 	b, err := os.ReadFile(path)
@@ -41,46 +43,13 @@ func LoadToken(dataDir string) (string, error) {
 		return "", fmt.Errorf("server: make an API token: %w", err)
 	}
 	tok := hex.EncodeToString(raw[:])
-	switch err := writeNew(path, []byte(tok+"\n")); {
+	switch err := atomicfile.WriteNewFile(path, []byte(tok+"\n"), 0o600); {
 	case errors.Is(err, fs.ErrExist):
 		return LoadToken(dataDir) // another process made one meanwhile: the first wins
 	case err != nil:
 		return "", fmt.Errorf("server: write the API token %s: %w", path, err)
 	}
 	return tok, nil
-}
-
-// writeNew writes data as the new file path, readable by its owner only:
-// a temp file, fsynced, then linked to path (failing with fs.ErrExist when
-// path exists) and the directory fsynced.
-func writeNew(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after the link, path keeps the file
-	err = tmp.Chmod(0o600)
-	if err == nil {
-		_, err = tmp.Write(data)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Link(tmp.Name(), path)
-	}
-	if err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // authorized reports whether r carries the bearer token, compared in

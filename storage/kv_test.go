@@ -543,12 +543,3 @@ func TestReconcileSparesYoungFiles(t *testing.T) {
 		t.Errorf("ReconcileMinAge(0): %+v", rep)
 	}
 }
-
-func TestTempWriter(t *testing.T) {
-	for name, want := range map[string]int{".tmp-42-123.kv": 42, ".tmp-7-x": 7, ".tmp-123.kv": 0, ".tmp--1-x.kv": 0,
-		".tmp-0-x.kv": 0, ".tmp-042-x.kv": 0, ".tmp-99999999999999999999-x": 0, "x.kv": 0, ".tmp-a-b": 0} {
-		if pid, ok := TempWriter(name); pid != want || ok != (want != 0) {
-			t.Errorf("TempWriter(%q) = %d, %v; want %d", name, pid, ok, want)
-		}
-	}
-}

@@ -9,10 +9,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"anechat/internal/atomicfile"
 )
 
 // CleanAge is how long ago a file in kv/ that no row points at must have
@@ -21,32 +22,6 @@ import (
 // snapshot another process is writing, or has renamed into place and is
 // about to index. A save takes seconds at most, so a few minutes is ample.
 const CleanAge = 5 * time.Minute
-
-// TempPrefix starts the name of a snapshot file being written. engine/kv
-// names its temporary files TempPrefix + "<pid>-<random>.kv", pid being the
-// writer's process id, so that Reconcile can tell a write in progress from
-// one a crash interrupted. (storage does not import the engine: this is the
-// contract between them; kvindex's tests check both sides agree.)
-const TempPrefix = ".tmp-"
-
-// TempWriter returns the process id in the name of a snapshot temp file
-// (TempPrefix + "<pid>-..."); ok is false for any other name, including
-// temp files of older versions, which carry no pid.
-func TempWriter(name string) (pid int, ok bool) {
-	rest, found := strings.CutPrefix(name, TempPrefix)
-	if !found {
-		return 0, false
-	}
-	digits, _, found := strings.Cut(rest, "-")
-	if !found {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(digits)
-	if err != nil || pid <= 0 || strconv.Itoa(pid) != digits {
-		return 0, false
-	}
-	return pid, true
-}
 
 // ReconcileEntry is one path Reconcile removed or left alone, and why.
 type ReconcileEntry struct {
@@ -81,7 +56,7 @@ func (d *DB) Reconcile(ctx context.Context, kvDir string) (ReconcileReport, erro
 // other than the row's Bytes: incomplete), and deletes the files (at any
 // depth) that no row points at and that were last modified at least minAge
 // ago, except the temporary files of writers that are still running (named
-// by TempWriter) and hidden files that are not temporary files (.DS_Store and
+// by atomicfile.TempWriter, as engine/kv writes through atomicfile) and hidden files that are not temporary files (.DS_Store and
 // the like are not ours). A missing kvDir is created; a kvDir that is a
 // symlink is followed, never removed.
 //
@@ -176,8 +151,8 @@ func cleanFiles(ctx context.Context, kvDir string, keep map[string]bool, now tim
 			return nil
 		}
 		name := e.Name()
-		pid, isTemp := TempWriter(name)
-		legacyTemp := !isTemp && strings.HasPrefix(name, TempPrefix)
+		pid, isTemp := atomicfile.TempWriter(name)
+		legacyTemp := !isTemp && strings.HasPrefix(name, atomicfile.TempPrefix)
 		if (tempsOnly || strings.HasPrefix(name, ".")) && !isTemp && !legacyTemp {
 			return nil
 		}

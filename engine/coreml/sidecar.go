@@ -2,11 +2,9 @@ package coreml
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -172,34 +170,20 @@ func verifyFiles(ctx context.Context, files []checksum, progress func(done, tota
 		}
 		total += st.Size()
 	}
-	buf := make([]byte, 4<<20)
 	for _, f := range files {
-		fh, err := mmap.Open(f.path)
-		if err != nil {
-			return fmt.Errorf("%w: %s (%s): %w", ErrBundle, f.path, f.field, err)
-		}
-		h := sha256.New()
-		for {
-			if err := ctx.Err(); err != nil {
-				fh.Close()
-				return err
-			}
-			n, err := fh.Read(buf)
-			h.Write(buf[:n])
-			done += int64(n)
-			if progress != nil && n > 0 {
+		got, err := mmap.SHA256(ctx, f.path, func(n int64) {
+			done += n
+			if progress != nil {
 				progress(done, total)
 			}
-			if err == io.EOF {
-				break
+		})
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+				return err // cancelled: not a fault of the bundle
 			}
-			if err != nil {
-				fh.Close()
-				return fmt.Errorf("%w: reading %s: %w", ErrBundle, f.path, err)
-			}
+			return fmt.Errorf("%w: %s (%s): %w", ErrBundle, f.path, f.field, err)
 		}
-		fh.Close()
-		if got := hex.EncodeToString(h.Sum(nil)); got != f.want {
+		if got != f.want {
 			return fmt.Errorf("%w: %s: sha256 %s differs from the manifest's %s (%s): the file is damaged or was replaced; copy or convert the bundle again",
 				ErrBundle, f.path, got, f.want, f.field)
 		}

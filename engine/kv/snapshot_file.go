@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"unsafe"
+
+	"anechat/internal/atomicfile"
 )
 
 // chunk is the unit of file I/O: small enough that checksumming a chunk just
@@ -37,9 +39,10 @@ func floatBytes(f []float32) []byte {
 // snapshot under a snapshot name. Writing a snapshot that already exists
 // replaces the file with an identical one.
 //
-// Temporary files are named ".tmp-<pid>-<random>.kv", pid being this
-// process's id, so that start-up cleaning (storage.ReconcileMinAge) leaves
-// the files of writes still in progress in other processes alone.
+// Temporary files are atomicfile's (".tmp-<pid>-<name>-<random>", pid
+// being this process's id), so that start-up cleaning
+// (storage.ReconcileMinAge) leaves the files of writes still in progress in
+// other processes alone.
 func Write(ctx context.Context, dir string, meta Meta, tokens []int32, c *Cache) (string, error) {
 	path, _, err := Create(ctx, dir, meta, tokens, c)
 	return path, err
@@ -89,21 +92,14 @@ func Create(ctx context.Context, dir string, meta Meta, tokens []int32, c *Cache
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", false, fmt.Errorf("kv: snapshot dir: %w", err)
 	}
-	f, err := os.CreateTemp(dir, fmt.Sprintf(".tmp-%d-*.kv", os.Getpid()))
+	f, err := atomicfile.Create(final, 0o600)
 	if err != nil {
-		return "", false, fmt.Errorf("kv: snapshot temp file in %s: %w", dir, err)
+		return "", false, fmt.Errorf("kv: snapshot: %w", err)
 	}
-	tmp := f.Name()
-	done := false
-	defer func() {
-		if !done {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
+	defer f.Abort()
 	w := bufio.NewWriterSize(f, chunk)
 	if _, err := w.Write(h.encode()); err != nil {
-		return "", false, fmt.Errorf("kv: write %s: %w", tmp, err)
+		return "", false, fmt.Errorf("kv: write %s: %w", f.Name(), err)
 	}
 	off := int64(h.Size)
 	var zeros [SectionAlign]byte
@@ -115,33 +111,27 @@ func Create(ctx context.Context, dir string, meta Meta, tokens []int32, c *Cache
 			return "", false, err
 		}
 		if _, err := w.Write(zeros[:s.Offset-off]); err != nil {
-			return "", false, fmt.Errorf("kv: write %s: %w", tmp, err)
+			return "", false, fmt.Errorf("kv: write %s: %w", f.Name(), err)
 		}
 		k, v, _ := c.Rows(i, s.First, s.First+s.Rows)
 		for _, p := range append(k, v...) {
 			if _, err := w.Write(rowBytes(p)); err != nil {
-				return "", false, fmt.Errorf("kv: write %s: %w", tmp, err)
+				return "", false, fmt.Errorf("kv: write %s: %w", f.Name(), err)
 			}
 		}
 		off = s.Offset + s.Size
 	}
 	if err := w.Flush(); err != nil {
-		return "", false, fmt.Errorf("kv: write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		return "", false, fmt.Errorf("kv: fsync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return "", false, fmt.Errorf("kv: close %s: %w", tmp, err)
+		return "", false, fmt.Errorf("kv: write %s: %w", f.Name(), err)
 	}
 	_, err = os.Lstat(final)
 	created = errors.Is(err, os.ErrNotExist)
-	if err := os.Rename(tmp, final); err != nil {
-		return "", false, fmt.Errorf("kv: rename %s to %s: %w", tmp, final, err)
-	}
-	done = true
-	if err := syncDir(dir); err != nil {
-		return final, created, err
+	if err := f.Commit(); err != nil {
+		var placed *atomicfile.SyncDirError
+		if errors.As(err, &placed) {
+			return final, created, fmt.Errorf("kv: snapshot: %w", err)
+		}
+		return "", false, fmt.Errorf("kv: snapshot: %w", err)
 	}
 	return final, created, nil
 }
@@ -157,19 +147,6 @@ func rowBytes(f []float32) []byte {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
 	return b
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("kv: open dir %s for fsync: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("kv: fsync dir %s: %w", dir, err)
-	}
-	return nil
 }
 
 // ReadHeader reads and checks the header of the snapshot file at path, and

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,16 +64,7 @@ func TestKilledWriter(t *testing.T) {
 		cmd := crashtest.Command(t, "TestKilledWriterHelper", killDirEnv+"="+dir)
 		// Kill after 0-2 completed saves plus up to a few ms: before the
 		// first write, inside a write, between write and delete.
-		saves := rng.IntN(3)
-		delay := time.Duration(rng.IntN(4000)) * time.Microsecond
-		if saves == 0 {
-			delay *= 10
-		}
-		crashtest.KillAfter(t, cmd, saves, delay)
-		err := cmd.Wait()
-		if ee, ok := err.(*exec.ExitError); !ok || ee.Success() {
-			t.Fatalf("run %d: helper ended with %v, want killed", run, err)
-		}
+		crashtest.KillAnywhere(t, rng, cmd, 3, 4*time.Millisecond)
 		ents, err := os.ReadDir(dir)
 		if err != nil {
 			t.Fatal(err)

@@ -8,7 +8,9 @@ package crashtest
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"syscall"
@@ -78,4 +80,32 @@ func KillAfter(t testing.TB, cmd *exec.Cmd, steps int, delay time.Duration) {
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// KillAnywhere starts cmd and SIGKILLs it at a random point: after 0 to
+// steps-1 completed steps (Progress) and a further delay of up to maxDelay,
+// ten times that when no step is awaited, so that kills also land in the
+// helper's start-up. It waits for cmd and fails the test unless SIGKILL
+// ended it (a helper that failed or exited by itself), quoting cmd's
+// stderr when it was captured in a buffer.
+func KillAnywhere(t testing.TB, rng *rand.Rand, cmd *exec.Cmd, steps int, maxDelay time.Duration) {
+	t.Helper()
+	n := rng.IntN(steps)
+	delay := time.Duration(rng.Int64N(int64(maxDelay)))
+	if n == 0 {
+		delay *= 10
+	}
+	KillAfter(t, cmd, n, delay)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return
+		}
+	}
+	var stderr string
+	if s, ok := cmd.Stderr.(fmt.Stringer); ok {
+		stderr = ": " + s.String()
+	}
+	t.Fatalf("helper ended with %v, want killed by SIGKILL%s", err, stderr)
 }

@@ -2,6 +2,7 @@ package crashtest
 
 import (
 	"errors"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"syscall"
@@ -36,5 +37,17 @@ func TestKillAfter(t *testing.T) {
 	}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && (!ws.Signaled() || ws.Signal() != syscall.SIGKILL) {
 		t.Errorf("helper status %v, want killed by SIGKILL", ws)
+	}
+}
+
+// TestKillAnywhere: the helper is killed by SIGKILL at whatever point the
+// random schedule picks, 5 times.
+func TestKillAnywhere(t *testing.T) {
+	if os.Getenv(helperEnv) != "" {
+		t.Skip("inside the helper")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 5 {
+		KillAnywhere(t, rng, Command(t, "TestLoopHelper", helperEnv+"=1"), 3, time.Millisecond)
 	}
 }

@@ -17,8 +17,6 @@ package download
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +30,8 @@ import (
 	"strings"
 	"time"
 
+	"anechat/engine/model/mmap"
+	"anechat/internal/atomicfile"
 	"anechat/internal/human"
 )
 
@@ -660,55 +660,30 @@ func contentRange(h string) (start, total int64, ok bool) {
 	return s, total, true
 }
 
-// Verify computes the SHA-256 of the file at path and, when want is not
-// "", compares it: a mismatch is a *ChecksumError.
+// Verify computes the SHA-256 of the file at path (mmap.SHA256) and, when
+// want is not "", compares it: a mismatch is a *ChecksumError.
 func Verify(ctx context.Context, path, want string) (got string, err error) {
-	f, err := os.Open(path)
+	got, err = mmap.SHA256(ctx, path, nil)
 	if err != nil {
-		return "", fmt.Errorf("download: %w", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	buf := make([]byte, 1<<20)
-	for {
-		if err := ctx.Err(); err != nil {
+		if ctx.Err() != nil {
 			return "", context.Cause(ctx)
 		}
-		n, err := f.Read(buf)
-		h.Write(buf[:n])
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return "", fmt.Errorf("download: read %s: %w", path, err)
-		}
+		return "", fmt.Errorf("download: %w", err)
 	}
-	got = hex.EncodeToString(h.Sum(nil))
 	if want != "" && !strings.EqualFold(want, got) {
 		return got, &ChecksumError{Want: strings.ToLower(want), Got: got}
 	}
 	return got, nil
 }
 
-// SaveMeta writes m to path atomically (a temporary file, fsync, rename).
+// SaveMeta writes m to path atomically (atomicfile: a temporary file,
+// fsync, rename, fsync of the directory).
 func SaveMeta(path string, m *Meta) error {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("download: %w", err)
-	}
-	_, werr := tmp.Write(append(b, '\n'))
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("download: write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("download: %w", err)
 	}
 	return nil

@@ -123,15 +123,7 @@ func TestSnapshotWriterKilled(t *testing.T) {
 		// start-up (open, migrate, reconcile), inside a file write, between
 		// the rename and the row swap, during the old file's delete or an
 		// eviction.
-		saves := rng.IntN(4)
-		delay := time.Duration(rng.IntN(5000)) * time.Microsecond
-		if saves == 0 {
-			delay *= 10
-		}
-		crashtest.KillAfter(t, cmd, saves, delay)
-		if err := cmd.Wait(); err == nil {
-			t.Fatalf("run %d: helper exited by itself: %s", run, stderr.String())
-		}
+		crashtest.KillAnywhere(t, rng, cmd, 4, 5*time.Millisecond)
 		if strings.Contains(stderr.String(), "FAIL") {
 			t.Fatalf("run %d: helper failed: %s", run, stderr.String())
 		}

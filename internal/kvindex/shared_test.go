@@ -18,6 +18,7 @@ import (
 
 	"anechat/engine"
 	"anechat/engine/kv"
+	"anechat/internal/atomicfile"
 	"anechat/internal/crashtest"
 	"anechat/storage"
 )
@@ -223,7 +224,7 @@ type stalledWriter struct {
 func (w *stalledWriter) temp() string {
 	ents, _ := os.ReadDir(w.kvDir)
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), storage.TempPrefix) {
+		if strings.HasPrefix(e.Name(), atomicfile.TempPrefix) {
 			return filepath.Join(w.kvDir, e.Name())
 		}
 	}
@@ -297,7 +298,7 @@ func TestStalledWriter(t *testing.T) {
 		close(w.lines)
 	}()
 	tmp := w.stopInsideWrite()
-	if pid, ok := storage.TempWriter(filepath.Base(tmp)); !ok || pid != cmd.Process.Pid {
+	if pid, ok := atomicfile.TempWriter(filepath.Base(tmp)); !ok || pid != cmd.Process.Pid {
 		t.Errorf("temporary file %s does not name its writer %d", tmp, cmd.Process.Pid)
 	}
 	hourAgo := time.Now().Add(-time.Hour)

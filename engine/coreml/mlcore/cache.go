@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"anechat/engine/model/mmap"
+	"anechat/internal/atomicfile"
 )
 
 // CompileFunc compiles a model package and returns the directory it wrote
@@ -66,7 +67,6 @@ const (
 	cacheKeyTag   = "anechat-mlcore-package-v1"
 	compiledName  = "model.mlmodelc"
 	manifestName  = "manifest.json"
-	tmpPrefix     = ".tmp-"
 	staleTmpAfter = 24 * time.Hour
 )
 
@@ -152,7 +152,7 @@ func (c *Cache) Verify(ctx context.Context, e Entry) error {
 		return fmt.Errorf("mlcore: cache entry %s: %w", dir, err)
 	}
 	for _, f := range m.Files {
-		sum, err := fileSHA256(ctx, filepath.Join(dir, filepath.FromSlash(f.Path)))
+		sum, err := mmap.SHA256(ctx, filepath.Join(dir, filepath.FromSlash(f.Path)), nil)
 		if err != nil {
 			return fmt.Errorf("mlcore: cache entry %s: %w", dir, err)
 		}
@@ -163,31 +163,16 @@ func (c *Cache) Verify(ctx context.Context, e Entry) error {
 	return nil
 }
 
-func fileSHA256(ctx context.Context, path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
 // install moves the compiler's output into a temporary entry, writes its
-// manifest, syncs everything and renames the entry into place.
-func (c *Cache) install(ctx context.Context, key, pkg, out, entry string) (err error) {
-	tmp, err := os.MkdirTemp(c.dir, tmpPrefix+key[:12]+"-")
+// manifest and installs the entry whole (atomicfile.Dir: every file and
+// directory synced, renamed into place, the cache directory synced).
+func (c *Cache) install(ctx context.Context, key, pkg, out, entry string) error {
+	d, err := atomicfile.CreateDir(entry)
 	if err != nil {
 		return fmt.Errorf("mlcore: compiled model cache: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			os.RemoveAll(tmp)
-		}
-	}()
+	defer d.Abort()
+	tmp := d.Name()
 	dst := filepath.Join(tmp, compiledName)
 	if err := c.rename(out, dst); err != nil {
 		// Another file system (the compiler writes to $TMPDIR): copy.
@@ -211,12 +196,12 @@ func (c *Cache) install(ctx context.Context, key, pkg, out, entry string) (err e
 			return err
 		}
 		rel, _ := filepath.Rel(tmp, path)
-		sum, err := fileSHA256(ctx, path)
+		sum, err := mmap.SHA256(ctx, path, nil)
 		if err != nil {
 			return err
 		}
 		m.Files = append(m.Files, manifestFile{Path: filepath.ToSlash(rel), Size: info.Size(), SHA256: sum})
-		return syncPath(path)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("mlcore: compiled model: %w", err)
@@ -228,22 +213,18 @@ func (c *Cache) install(ctx context.Context, key, pkg, out, entry string) (err e
 	if err != nil {
 		return err
 	}
-	if err := writeSynced(filepath.Join(tmp, manifestName), data); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, manifestName), data, 0o644); err != nil {
 		return fmt.Errorf("mlcore: writing the cache manifest: %w", err)
 	}
-	if err := syncDirs(tmp); err != nil {
-		return fmt.Errorf("mlcore: syncing the cache entry: %w", err)
-	}
-	if err := os.Rename(tmp, entry); err != nil {
-		// Another process may have installed the same entry meanwhile.
-		if checkEntry(entry, key) == nil {
-			os.RemoveAll(tmp)
-			return nil
+	if err := d.Commit(); err != nil {
+		var placed *atomicfile.SyncDirError
+		switch {
+		case errors.As(err, &placed):
+			return fmt.Errorf("mlcore: syncing the cache directory: %w", err)
+		case checkEntry(entry, key) == nil:
+			return nil // another process installed the same entry meanwhile
 		}
 		return fmt.Errorf("mlcore: installing the cache entry: %w", err)
-	}
-	if err := syncPath(c.dir); err != nil {
-		return fmt.Errorf("mlcore: syncing the cache directory: %w", err)
 	}
 	return nil
 }
@@ -256,7 +237,7 @@ func (c *Cache) removeStale() {
 		return
 	}
 	for _, d := range list {
-		if !strings.HasPrefix(d.Name(), tmpPrefix) {
+		if !strings.HasPrefix(d.Name(), atomicfile.TempPrefix) {
 			continue
 		}
 		info, err := d.Info()
@@ -405,8 +386,8 @@ func (r ctxReader) Read(p []byte) (int, error) {
 	return r.r.Read(p)
 }
 
-// copyTree copies the directory src to dst (which must not exist), each
-// file synced.
+// copyTree copies the directory src to dst (which must not exist); the
+// install's commit syncs the copies.
 func copyTree(ctx context.Context, src, dst string) error {
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -441,55 +422,5 @@ func copyFile(ctx context.Context, src, dst string) error {
 		out.Close()
 		return err
 	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
 	return out.Close()
-}
-
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// syncPath fsyncs a file or directory.
-func syncPath(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
-
-// syncDirs fsyncs every directory under root, root last.
-func syncDirs(root string) error {
-	var dirs []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, path)
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := syncPath(dirs[i]); err != nil {
-			return err
-		}
-	}
-	return nil
 }

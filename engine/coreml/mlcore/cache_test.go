@@ -12,6 +12,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"anechat/engine/model/mmap"
+	"anechat/internal/atomicfile"
+	"anechat/internal/testres"
 )
 
 // writeTree writes files (slash paths relative to root) under root.
@@ -217,7 +221,7 @@ func TestCacheCompilesOnce(t *testing.T) {
 	// Nothing temporary is left in the cache directory.
 	list, _ := os.ReadDir(dir)
 	for _, d := range list {
-		if strings.HasPrefix(d.Name(), tmpPrefix) {
+		if strings.HasPrefix(d.Name(), atomicfile.TempPrefix) {
 			t.Errorf("temporary entry left: %s", d.Name())
 		}
 	}
@@ -363,17 +367,17 @@ func TestCacheRace(t *testing.T) {
 func TestCacheRemovesAbandonedTemporaries(t *testing.T) {
 	ctx := context.Background()
 	c, _, dir := newTestCache(t)
-	os.MkdirAll(filepath.Join(dir, tmpPrefix+"old-1", "model.mlmodelc"), 0o755)
-	os.MkdirAll(filepath.Join(dir, tmpPrefix+"new-1"), 0o755)
+	os.MkdirAll(filepath.Join(dir, atomicfile.TempPrefix+"old-1", "model.mlmodelc"), 0o755)
+	os.MkdirAll(filepath.Join(dir, atomicfile.TempPrefix+"new-1"), 0o755)
 	old := time.Now().Add(-48 * time.Hour)
-	os.Chtimes(filepath.Join(dir, tmpPrefix+"old-1"), old, old)
+	os.Chtimes(filepath.Join(dir, atomicfile.TempPrefix+"old-1"), old, old)
 	if _, err := c.Compiled(ctx, testPackage(t)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, tmpPrefix+"old-1")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, atomicfile.TempPrefix+"old-1")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a two-day-old temporary entry is still there: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, tmpPrefix+"new-1")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, atomicfile.TempPrefix+"new-1")); err != nil {
 		t.Errorf("a recent temporary entry (maybe another process's compile) was removed: %v", err)
 	}
 }
@@ -397,6 +401,15 @@ func TestCacheVerify(t *testing.T) {
 	}
 	if err := c.Verify(ctx, Entry{Key: "x"}); err == nil {
 		t.Fatal("a bad key verified")
+	}
+	// A named pipe in the entry's place of a file is refused, not read
+	// (which would block until a writer comes: forever).
+	weights := filepath.Join(e.Path, "weights", "weight.bin")
+	os.Remove(weights)
+	testres.Mkfifo(t, weights)
+	err = testres.Promptly(t, "Verify of an entry holding a named pipe", func() error { return c.Verify(ctx, e) })
+	if !errors.Is(err, mmap.ErrNotRegular) || !strings.Contains(err.Error(), weights) {
+		t.Fatalf("a named pipe in the entry: %v", err)
 	}
 	os.Remove(filepath.Join(filepath.Dir(e.Path), manifestName))
 	if err := c.Verify(ctx, e); err == nil || !strings.Contains(err.Error(), "manifest is missing") {

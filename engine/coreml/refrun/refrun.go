@@ -38,11 +38,8 @@ package refrun
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -138,7 +135,7 @@ func checkSource(ctx context.Context, m *coreml.Manifest, source string) error {
 			}
 			path = source
 		}
-		sum, err := fileSHA256(ctx, path)
+		sum, err := mmap.SHA256(ctx, path, nil)
 		if err != nil {
 			return fmt.Errorf("refrun: source checkpoint: %w", err)
 		}
@@ -147,29 +144,6 @@ func checkSource(ctx context.Context, m *coreml.Manifest, source string) error {
 		}
 	}
 	return nil
-}
-
-func fileSHA256(ctx context.Context, path string) (string, error) {
-	fh, err := mmap.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer fh.Close()
-	h := sha256.New()
-	buf := make([]byte, 4<<20)
-	for {
-		if err := ctx.Err(); err != nil {
-			return "", err
-		}
-		n, err := fh.Read(buf)
-		h.Write(buf[:n])
-		if err == io.EOF {
-			return hex.EncodeToString(h.Sum(nil)), nil
-		}
-		if err != nil {
-			return "", err
-		}
-	}
 }
 
 // half returns vals rounded to fp16 (in place), failing on an overflow as

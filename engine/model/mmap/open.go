@@ -1,6 +1,9 @@
 package mmap
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -117,4 +120,42 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s grew past %d bytes while it was read", path, limit)
 	}
 	return data, nil
+}
+
+// sumBlock is how much SHA256 reads at a time: between two blocks it
+// checks ctx and reports progress.
+const sumBlock = 4 << 20
+
+// SHA256 returns the hex SHA-256 of the regular file at path (opened by
+// Open's rules), for checking a model or bundle file against a manifest or
+// a published checksum. ctx stops it between blocks of 4 MiB with ctx's
+// error; progress, when not nil, is called with the bytes of each block.
+func SHA256(ctx context.Context, path string, progress func(n int64)) (string, error) {
+	fh, err := Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return "", err
+	}
+	buf := make([]byte, min(sumBlock, max(st.Size(), 512)))
+	h := sha256.New()
+	for {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		n, err := fh.Read(buf)
+		h.Write(buf[:n])
+		if n > 0 && progress != nil {
+			progress(int64(n))
+		}
+		if errors.Is(err, io.EOF) {
+			return hex.EncodeToString(h.Sum(nil)), nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading %s: %w", path, err)
+		}
+	}
 }

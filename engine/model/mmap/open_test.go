@@ -2,6 +2,9 @@ package mmap
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -83,5 +86,38 @@ func TestReadFile(t *testing.T) {
 	}
 	if _, err := ReadFile(filepath.Join(dir, "absent"), 100); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("ReadFile of a missing file: %v", err)
+	}
+}
+
+// TestSHA256: the sum of a file of several blocks, with progress adding up
+// to its size; a named pipe refused at once; a cancelled context stops it.
+func TestSHA256(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "weights.bin")
+	data := bytes.Repeat([]byte("anechat!"), (2*sumBlock+100)/8)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.Sum256(data)
+	var seen int64
+	got, err := SHA256(context.Background(), p, func(n int64) { seen += n })
+	if err != nil || got != hex.EncodeToString(want[:]) || seen != int64(len(data)) {
+		t.Errorf("SHA256 = %s, %v (progress %d of %d bytes); want %x", got, err, seen, len(data), want)
+	}
+	empty := filepath.Join(dir, "empty")
+	os.WriteFile(empty, nil, 0o644)
+	if got, err := SHA256(context.Background(), empty, nil); err != nil || got != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
+		t.Errorf("SHA256 of an empty file = %s, %v", got, err)
+	}
+	fifo := filepath.Join(dir, "pipe.bin")
+	testres.Mkfifo(t, fifo)
+	err = testres.Promptly(t, "SHA256 of a named pipe", func() error { _, err := SHA256(context.Background(), fifo, nil); return err })
+	if !errors.Is(err, ErrNotRegular) {
+		t.Errorf("SHA256 of a named pipe: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := SHA256(ctx, p, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("SHA256 with a cancelled context: %v", err)
 	}
 }
