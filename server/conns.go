@@ -57,9 +57,16 @@ func (l *connLimit) Accept() (net.Conn, error) {
 	c := &conn{Conn: nc, l: l, since: time.Now()}
 	l.mu.Lock()
 	for len(l.open) >= l.max && !l.closed {
-		v := l.victim()
+		v, young := l.victim(time.Now())
 		if v == nil {
-			l.room.Wait()
+			if young > 0 {
+				// Wake when the youngest candidate may be shed.
+				t := time.AfterFunc(young, l.wake)
+				l.room.Wait()
+				t.Stop()
+			} else {
+				l.room.Wait()
+			}
 			continue
 		}
 		l.warnCap()
@@ -116,10 +123,18 @@ func outOfResources(err error) bool {
 		errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
 }
 
+// wake signals the Accept waiting for room (a candidate has aged past
+// shedGrace).
+func (l *connLimit) wake() {
+	l.mu.Lock()
+	l.room.Broadcast()
+	l.mu.Unlock()
+}
+
 // shed closes the connection victim picks, reporting whether there was one.
 func (l *connLimit) shed() bool {
 	l.mu.Lock()
-	v := l.victim()
+	v, _ := l.victim(time.Now())
 	if v != nil {
 		l.drop(v)
 	}
@@ -137,19 +152,39 @@ func (l *connLimit) shed() bool {
 // left open after a preflight), then idle ones of token holders, the
 // longest in their state first. A client that sends its request at once
 // is in the first group for the moment its headers take to arrive, so
-// only a flood of new connections faster than that could shed it.
-func (l *connLimit) victim() *conn {
-	var v *conn
+// A connection is not shed in its first shedGrace in a state: a client
+// whose request is still on its way (a new connection, an idle one just
+// reused) would see its request fail, and under a burst of ordinary
+// clients that was most of them (TestLoad, 50 clients on a cap of 64:
+// connections reset while their headers were in flight). When no
+// connection may be shed yet, young is how long until one may (0: none
+// will, all serve).
+func (l *connLimit) victim(now time.Time) (v *conn, young time.Duration) {
 	for c := range l.open {
 		if c.serving {
+			continue
+		}
+		if wait := c.since.Add(shedGrace).Sub(now); wait > 0 {
+			if young == 0 || wait < young {
+				young = wait
+			}
 			continue
 		}
 		if v == nil || (!c.proven && v.proven) || (c.proven == v.proven && c.since.Before(v.since)) {
 			v = c
 		}
 	}
-	return v
+	if v != nil {
+		young = 0
+	}
+	return v, young
 }
+
+// shedGrace is how long a connection is safe from shedding after it enters
+// a state (accepted, idle): far longer than a request's headers take to
+// arrive on a loaded machine, far shorter than what a silent client would
+// hold a place for without it (HeaderTimeout, IdleTimeout).
+const shedGrace = 2 * time.Second
 
 // drop forgets c (l.mu held) and makes room.
 func (l *connLimit) drop(c *conn) {

@@ -334,3 +334,38 @@ func TestWriteDeadlineEachWrite(t *testing.T) {
 		}
 	}
 }
+
+// A connection is not shed in its first shedGrace in a state, whatever the
+// pressure: under a burst of ordinary clients the newest connections are
+// the ones whose requests are on their way (TestLoad reset them before).
+// When every candidate is that young, victim says how long until one is not.
+func TestVictimSparesYoungConnections(t *testing.T) {
+	l := newConnLimit(nil, 2, time.Second, slog.New(slog.DiscardHandler))
+	now := time.Now()
+	silentOld := &conn{l: l, since: now.Add(-3 * shedGrace)}
+	proven := &conn{l: l, since: now.Add(-2 * shedGrace), proven: true}
+	fresh := &conn{l: l, since: now.Add(-shedGrace / 4)}
+	busy := &conn{l: l, since: now.Add(-10 * shedGrace), proven: true, serving: true}
+	for _, c := range []*conn{silentOld, proven, fresh, busy} {
+		l.open[c] = struct{}{}
+	}
+	if v, _ := l.victim(now); v != silentOld {
+		t.Fatalf("victim %+v, want the old silent connection", v)
+	}
+	delete(l.open, silentOld)
+	if v, _ := l.victim(now); v != proven {
+		t.Fatalf("victim %+v, want the idle token holder", v)
+	}
+	delete(l.open, proven)
+	v, young := l.victim(now)
+	if v != nil || young <= 0 || young > shedGrace {
+		t.Fatalf("victim %+v, wait %v: want none before the fresh connection is %v old", v, young, shedGrace)
+	}
+	if v, _ := l.victim(now.Add(young)); v != fresh {
+		t.Fatalf("after %v: victim %+v, want the once fresh connection", young, v)
+	}
+	delete(l.open, fresh)
+	if v, young := l.victim(now); v != nil || young != 0 {
+		t.Fatalf("only a serving connection: victim %+v, wait %v; want none, and no wait", v, young)
+	}
+}
