@@ -183,7 +183,7 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 				LoadSeconds: [2]float64{l.Load[0].Seconds(), l.Load[1].Seconds()}, Functions: l.Functions})
 		}
 	}
-	tmpl, err := chat.ForModel(be.Config().Arch, lm.Tokenizer, lm.Chat)
+	tmpl, err := chat.ForModel(ctx, be.Config().Arch, lm.Tokenizer, lm.Chat)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +200,7 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 	var offTok, onTok, onCalls int
 	var offSec, onSec float64
 	for i, p := range checkPrompts {
-		ids, err := tmpl.Render([]chat.Message{{Role: chat.RoleUser, Content: p}}, true)
+		ids, err := tmpl.Render(ctx, []chat.Message{{Role: chat.RoleUser, Content: p}}, true)
 		if err != nil {
 			return nil, err
 		}

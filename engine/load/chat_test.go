@@ -33,11 +33,11 @@ func TestChatTemplateIsRead(t *testing.T) {
 	if m.Chat.Template != tmpl || !strings.Contains(m.Chat.Source, "good.gguf") || m.Chat.Tokens["bos_token"] != "<s>" {
 		t.Errorf("Chat = %+v", m.Chat)
 	}
-	ct, err := chat.ForModel(m.Backend.Config().Arch, m.Tokenizer, m.Chat)
+	ct, err := chat.ForModel(context.Background(), m.Backend.Config().Arch, m.Tokenizer, m.Chat)
 	if err != nil || ct.Name() != "jinja" {
 		t.Fatalf("ForModel = %v, %v", ct, err)
 	}
-	ids, err := ct.Render([]chat.Message{{Role: chat.RoleUser, Content: "Once"}}, true)
+	ids, err := ct.Render(context.Background(), []chat.Message{{Role: chat.RoleUser, Content: "Once"}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
