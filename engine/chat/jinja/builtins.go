@@ -989,6 +989,9 @@ func init() {
 			total := argOr(args, kwargs, 1, "start", Int(0))
 			attr, hasAttr := arg(args, kwargs, 0, "attribute")
 			for _, it := range items {
+				if err := ev.step(line); err != nil {
+					return Value{}, err
+				}
 				if hasAttr && attr.k == KindString {
 					if it, err = ev.attrPath(line, it, attr.s); err != nil {
 						return Value{}, err

@@ -48,6 +48,10 @@ const entrySize = 2*valueSize + 32
 // calls in a loop cannot churn memory for free.
 const frameSize = 512
 
+// methodSize is what binding a method to a value allocates (a closure
+// that holds the value).
+const methodSize = 64 + valueSize
+
 // maxNest bounds how deeply values (lists in lists, tuples in tuples) are
 // walked by comparison, hashing and printing, as Python's recursion limit
 // does (at 1,000).

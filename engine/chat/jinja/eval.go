@@ -189,7 +189,7 @@ func (ev *evaluator) node(n node, sc *scope, w *tstr) error {
 		if err != nil {
 			return err
 		}
-		args, kwargs, err := ev.evalArgs(n.call.args, n.call.kwargs, sc)
+		args, kwargs, err := ev.evalArgs(line, n.call.args, n.call.kwargs, sc)
 		if err != nil {
 			return err
 		}
@@ -458,7 +458,12 @@ func (ev *evaluator) macro(m *macroDef, sc *scope, _ *Value) Value {
 	}}}
 }
 
-func (ev *evaluator) evalArgs(args []expr, kwargs []kwarg, sc *scope) ([]Value, []kwValue, error) {
+// evalArgs evaluates a call's arguments; the memory they take is charged
+// (a call in a loop would otherwise churn it for free).
+func (ev *evaluator) evalArgs(line int, args []expr, kwargs []kwarg, sc *scope) ([]Value, []kwValue, error) {
+	if err := ev.alloc(line, len(args)*valueSize+len(kwargs)*(valueSize+16)); err != nil {
+		return nil, nil, err
+	}
 	av := make([]Value, len(args))
 	for i, a := range args {
 		v, err := ev.eval(a, sc)
@@ -570,7 +575,7 @@ func (ev *evaluator) eval(x expr, sc *scope) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		args, kwargs, err := ev.evalArgs(x.args, x.kwargs, sc)
+		args, kwargs, err := ev.evalArgs(line, x.args, x.kwargs, sc)
 		if err != nil {
 			return Value{}, err
 		}
@@ -586,7 +591,7 @@ func (ev *evaluator) eval(x expr, sc *scope) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		args, kwargs, err := ev.evalArgs(x.args, x.kwargs, sc)
+		args, kwargs, err := ev.evalArgs(line, x.args, x.kwargs, sc)
 		if err != nil {
 			return Value{}, err
 		}
@@ -805,7 +810,7 @@ func (ev *evaluator) getattr(line int, v Value, name string) (Value, error) {
 		return Value{}, undefinedErr(line, v)
 	case KindDict:
 		if m, ok := methodOf(v, name); ok {
-			return m, nil
+			return m, ev.alloc(line, methodSize)
 		}
 		if unsafeMethod(v.k, name) {
 			return Value{}, errorf(line, "access to attribute '%s' of 'dict' object is unsafe", name)
@@ -823,7 +828,7 @@ func (ev *evaluator) getattr(line int, v Value, name string) (Value, error) {
 		}
 	default:
 		if m, ok := methodOf(v, name); ok {
-			return m, nil
+			return m, ev.alloc(line, methodSize)
 		}
 		if unsafeMethod(v.k, name) {
 			return Value{}, errorf(line, "access to attribute '%s' of '%s' object is unsafe", name, v.k)
@@ -1056,7 +1061,7 @@ func sliceIndices(n int64, lo, hi *int64, step int64) (start, count int64) {
 }
 
 func (ev *evaluator) filter(f *filterExpr, v Value, sc *scope) (Value, error) {
-	args, kwargs, err := ev.evalArgs(f.args, f.kwargs, sc)
+	args, kwargs, err := ev.evalArgs(f.line, f.args, f.kwargs, sc)
 	if err != nil {
 		return Value{}, err
 	}

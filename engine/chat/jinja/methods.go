@@ -115,12 +115,15 @@ func methodOf(v Value, name string) (Value, bool) {
 	return Value{}, false
 }
 
-func prefixes(line int, v Value, what string) ([]string, error) {
+func (ev *evaluator) prefixes(line int, v Value, what string) ([]string, error) {
 	switch v.k {
 	case KindString:
 		return []string{v.s}, nil
 	case KindTuple, KindList:
-		var out []string
+		if err := ev.items(line, len(v.l)); err != nil {
+			return nil, err
+		}
+		out := make([]string, 0, len(v.l))
 		for _, x := range v.l {
 			if x.k != KindString {
 				return nil, errorf(line, "tuple for %s must only contain str, not %s", what, x.k)
@@ -207,11 +210,14 @@ func strMethod(v Value, name string) (Value, bool) {
 			if len(args) < 1 {
 				return Value{}, errorf(line, "%s takes at least 1 argument", name)
 			}
-			ps, err := prefixes(line, args[0], name)
+			ps, err := ev.prefixes(line, args[0], name)
 			if err != nil {
 				return Value{}, err
 			}
 			for _, p := range ps {
+				if err := ev.step(line); err != nil {
+					return Value{}, err
+				}
 				if err := ev.touch(line, min(len(p), len(s))); err != nil {
 					return Value{}, err
 				}
