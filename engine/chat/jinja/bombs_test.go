@@ -40,51 +40,81 @@ func loadBombs(t testing.TB) []bomb {
 // Limits.Memory plus what the interpreter's own frames and scratch take.
 const maxBombAlloc = 256 << 20
 
-// Every template bomb ends in a template error: parsing or rendering with
-// the default limits, the render is stopped by the work it was charged
-// (steps, value sizes, memory, nesting), not by the wall clock, and what it
-// allocated in all stays under 256 MB. The wall-clock limit is set out of
-// reach here, so that a bomb whose work goes uncharged fails the test
-// instead of being saved by the clock; each bomb's time is logged.
-func TestBombs(t *testing.T) {
+// bombResult is how one bomb ended.
+type bombResult struct {
+	err        error
+	took       time.Duration
+	alloc      uint64 // bytes allocated in all (TotalAlloc)
+	steps, mem int    // the render's accounts
+}
+
+// renderBomb parses and renders b with lim (the clock set out of reach, so
+// that a bomb whose work goes uncharged is not saved by it).
+func renderBomb(t testing.TB, b bomb, lim Limits) bombResult {
 	msgs := List(
 		Dict(Str("role"), Str("system"), Str("content"), Untrusted("You are helpful.")),
 		Dict(Str("role"), Str("user"), Str("content"), Untrusted("Hello there")),
 	)
 	vars := map[string]Value{"messages": msgs, "add_generation_prompt": Bool(true), "bos_token": Str("<s>")}
+	lim.Time = time.Hour
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	var r bombResult
+	tm, err := Parse(b.src)
+	if err == nil {
+		var ev *evaluator
+		ev, _, err = tm.render(t.Context(), vars, Options{Limits: lim})
+		r.steps, r.mem = ev.steps, ev.mem
+	}
+	r.err, r.took = err, time.Since(start)
+	runtime.ReadMemStats(&after)
+	r.alloc = after.TotalAlloc - before.TotalAlloc
+	return r
+}
+
+// checkBombs renders every bomb and checks how each ended: a template
+// error (a charged limit for 'limit' entries), under maxBombAlloc.
+func checkBombs(t testing.TB, lim Limits) {
 	var total time.Duration
 	for i, b := range loadBombs(t) {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		start := time.Now()
-		var ev *evaluator
-		tm, err := Parse(b.src)
-		if err == nil {
-			ev, _, err = tm.render(t.Context(), vars, Options{Limits: Limits{Time: time.Hour}})
-		}
-		took := time.Since(start)
-		total += took
-		runtime.ReadMemStats(&after)
-		alloc := after.TotalAlloc - before.TotalAlloc
+		r := renderBomb(t, b, lim)
+		total += r.took
 		var je *Error
 		switch {
-		case err == nil:
+		case r.err == nil:
 			t.Errorf("bomb %d (%s) rendered without an error", i, b.what)
 			continue
-		case !errors.As(err, &je):
-			t.Errorf("bomb %d (%s): %T %v, want a template error", i, b.what, err, err)
-		case b.kind == "limit" && !errors.Is(err, ErrLimit):
-			t.Errorf("bomb %d (%s): %v, want a limit", i, b.what, err)
+		case !errors.As(r.err, &je):
+			t.Errorf("bomb %d (%s): %T %v, want a template error", i, b.what, r.err, r.err)
+		case b.kind == "limit" && !errors.Is(r.err, ErrLimit):
+			t.Errorf("bomb %d (%s): %v, want a limit", i, b.what, r.err)
 		}
-		if alloc > maxBombAlloc {
-			t.Errorf("bomb %d (%s) allocated %d MB (more than %d MB): %v", i, b.what, alloc>>20, maxBombAlloc>>20, err)
+		if r.alloc > maxBombAlloc {
+			t.Errorf("bomb %d (%s) allocated %d MB (more than %d MB): %v", i, b.what, r.alloc>>20, maxBombAlloc>>20, r.err)
 		}
-		steps, mem := 0, 0
-		if ev != nil {
-			steps, mem = ev.steps, ev.mem
-		}
-		t.Logf("bomb %2d: %6.3f s, %4d MB allocated (%4d MB charged), %8d steps (%4.0f ns/step): %.80s", i, took.Seconds(), alloc>>20, mem>>20, steps, float64(took.Nanoseconds())/float64(max(steps, 1)), err)
+		t.Logf("bomb %2d: %6.3f s, %4d MB allocated (%4d MB charged), %8d steps: %.80s", i, r.took.Seconds(), r.alloc>>20, r.mem>>20, r.steps, r.err)
 	}
 	t.Logf("all bombs: %.2f s", total.Seconds())
+}
+
+// Every template bomb ends in a template error: parsing or rendering, the
+// render is stopped by the work it was charged (steps, value sizes,
+// memory, nesting), not by the wall clock, and what it allocated in all
+// stays under 256 MB. The memory, size and nesting limits are the
+// defaults; the step limit is 1,000,000 instead of 5,000,000 to keep the
+// test at a second or two (BenchmarkBombs runs every default).
+func TestBombs(t *testing.T) {
+	checkBombs(t, Limits{Steps: 1_000_000})
+}
+
+// BenchmarkBombs is TestBombs with every limit at its default, for the
+// figures in RELIABILITY.md:
+//
+//	go test ./engine/chat/jinja -run '^$' -bench Bombs -benchtime 1x -v
+func BenchmarkBombs(b *testing.B) {
+	for b.Loop() {
+		checkBombs(b, Limits{})
+	}
 }
