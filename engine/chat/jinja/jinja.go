@@ -19,10 +19,12 @@
 //   - work [5,000,000 steps]: a step per statement, expression, loop turn
 //     and list or dict element made or visited, and a step per 64 bytes a
 //     string operation reads, compares or writes (a rune count, a search,
-//     a case mapping, a copy, hashing a dict key). So a loop whose body
+//     a copy, hashing a dict key; per 16 bytes for rune-by-rune Unicode
+//     work: case mappings, repr, character classes). So a loop whose body
 //     works on a 16 MB string runs a handful of turns, not millions;
-//   - memory [128 MiB]: the bytes of every string, list, dict and macro
-//     call a render makes, counted as they are allocated;
+//   - memory [128 MiB]: the bytes of every string, list, dict entry, scope,
+//     macro frame, call's arguments and bound method a render makes,
+//     counted as they are allocated (not as they are freed);
 //   - value size [16 MiB]: the output and every string (bytes) or list
 //     (items) built on the way, checked before it is built;
 //   - nesting: macro calls inside macro calls [64], values walked by
