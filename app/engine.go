@@ -57,7 +57,7 @@ func (g *EngineGenerator) Runner() *runner.Runner { return g.run }
 func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emit func(Piece) error) (GenerateStats, error) {
 	var out GenerateStats
 	err := g.run.Do(ctx, req.Model.Path, func(m *runner.Model) error {
-		ids, err := m.Render(chatMessages(req.Messages))
+		ids, err := m.Render(ctx, chatMessages(req.Messages))
 		if err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
@@ -118,7 +118,7 @@ func (g *EngineGenerator) Prepare(ctx context.Context, req GenerateRequest, key 
 		if !g.run.HasSnapshots() {
 			return fmt.Errorf("engine: prepare %s: no KV snapshot store (the data directory's kv/ index did not open)", key)
 		}
-		ids, err := m.Render(chatMessages(req.Messages))
+		ids, err := m.Render(ctx, chatMessages(req.Messages))
 		if err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}

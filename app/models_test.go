@@ -254,3 +254,37 @@ func (standIn) Widths() []int          { return []int{8} }
 func (standIn) Forward(context.Context, []int32, int, *kv.Cache, model.Output) (model.Result, error) {
 	return model.Result{}, errors.New("stand-in backend runs nothing")
 }
+
+// Models are inspected at start: a GGUF whose chat template is a bomb
+// (issue 21) made the scan, and so the app's start, die of memory or hang.
+// Now each one is a problem saying why, and the model next to them is
+// found as usual.
+func TestScanDirListsHostileTemplatesAsProblems(t *testing.T) {
+	dir := t.TempDir()
+	writeGGUF(t, filepath.Join(dir, "good.gguf"))
+	for name, tmpl := range map[string]string{
+		// The repr of a list of 2,000 references to a 16 MB string: ~32 GB.
+		"oom.gguf": "{% set s = 'x' * 16000000 %}{{ [s] * 2000 }}",
+		// A rune count of a 16 MB string per loop turn, a million turns.
+		"hang.gguf": "{% set s = 'x' * 16000000 %}{% for i in range(1000000) %}{% set n = s|length %}{% endfor %}",
+	} {
+		if err := gguf.EditFile(testres.Stories(t), filepath.Join(dir, name), map[string]any{"tokenizer.chat_template": tmpl}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	found, problems, err := ScanDir(context.Background(), backends.Registry(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || filepath.Base(found[0].Path) != "good.gguf" {
+		t.Errorf("found %+v, want good.gguf", found)
+	}
+	if len(problems) != 2 {
+		t.Fatalf("problems %+v, want hang.gguf and oom.gguf", problems)
+	}
+	for _, p := range problems {
+		if !strings.Contains(p.Error, p.Path) || !strings.Contains(p.Error, "chat template failed") || !strings.Contains(p.Error, "line 1: template ") {
+			t.Errorf("problem %+v does not name its file, its template and the limit", p)
+		}
+	}
+}

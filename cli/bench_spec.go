@@ -201,7 +201,7 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 	}
 	ctx, stop := interruptible(ctx)
 	defer stop()
-	m, closeModel, err := openSpecModel(*modelPath)
+	m, closeModel, err := openSpecModel(ctx, *modelPath)
 	if err != nil {
 		return err
 	}
@@ -241,7 +241,7 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 
 // openSpecModel opens the model to benchmark; "random" is bench resume's
 // generated memory-bound llama.
-func openSpecModel(path string) (*loadedModel, func(), error) {
+func openSpecModel(ctx context.Context, path string) (*loadedModel, func(), error) {
 	if path == "random" {
 		b, _, closeFn, err := openBenchModel(path)
 		if err != nil {
@@ -249,7 +249,7 @@ func openSpecModel(path string) (*loadedModel, func(), error) {
 		}
 		return &loadedModel{backend: b}, closeFn, nil
 	}
-	m, err := openModel(path, "")
+	m, err := openModel(ctx, path, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -336,7 +336,7 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 		if ids == nil && m.codec == nil {
 			ids = byteIDs(p.Prompt, b.Config())
 		} else if ids == nil {
-			if ids, err = m.promptIDs(p.Prompt, p.Raw); err != nil {
+			if ids, err = m.promptIDs(ctx, p.Prompt, p.Raw); err != nil {
 				return nil, fmt.Errorf("prompt %s: %w", p.ID, err)
 			}
 		}

@@ -34,7 +34,7 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 	if err := g.useDefaultModel(ctx, *dataDir, cliLogger(env)); err != nil {
 		return err
 	}
-	m, err := openModel(*g.model, *g.units)
+	m, err := openModel(ctx, *g.model, *g.units)
 	if err != nil {
 		return modelError(*g.model, err)
 	}
@@ -219,7 +219,7 @@ func (c *chatLoop) turn(ctx context.Context, user string) error {
 	if c.system != "" {
 		all = append([]chat.Message{{Role: chat.RoleSystem, Content: c.system}}, msgs...)
 	}
-	ids, err := c.codec.render(all)
+	ids, err := c.codec.render(ctx, all)
 	if err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func (c *chatLoop) turn(ctx context.Context, user string) error {
 
 // chatCodec renders conversations with the model's chat template.
 type chatCodec interface {
-	render(msgs []chat.Message) ([]int32, error)
+	render(ctx context.Context, msgs []chat.Message) ([]int32, error)
 	stops() []int32
 	stream() engine.TextStream
 }

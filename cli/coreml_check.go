@@ -212,7 +212,7 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 	} else {
 		rep.PlacementAbsent = placementNeedsMac(rep.Runner)
 	}
-	tmpl, err := chat.ForModel(be.Config().Arch, lm.Tokenizer, lm.Chat)
+	tmpl, err := chat.ForModel(ctx, be.Config().Arch, lm.Tokenizer, lm.Chat)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +229,7 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 	var offTok, onTok, onCalls int
 	var offSec, onSec float64
 	for i, p := range checkPrompts {
-		ids, err := tmpl.Render([]chat.Message{{Role: chat.RoleUser, Content: p}}, true)
+		ids, err := tmpl.Render(ctx, []chat.Message{{Role: chat.RoleUser, Content: p}}, true)
 		if err != nil {
 			return nil, err
 		}

@@ -113,3 +113,24 @@ func TestDoctorNamesAnUnusableDataDir(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
+
+// A model whose chat template is a bomb (issue 21) made doctor die or hang;
+// now it is a problem naming the file and the limit, and the good model is
+// listed.
+func TestDoctorReportsAHostileTemplate(t *testing.T) {
+	dir := t.TempDir()
+	models := filepath.Join(dir, "models")
+	os.MkdirAll(models, 0o755)
+	b, _ := os.ReadFile(testres.Stories(t))
+	os.WriteFile(filepath.Join(models, "tiny.gguf"), b, 0o644)
+	bomb := filepath.Join(models, "bomb.gguf")
+	tmpl := "{% set s = 'x' * 16000000 %}{% set d = {(s,) * 2000: 1} %}" // a 32 GB dict key
+	if err := gguf.EditFile(testres.Stories(t), bomb, map[string]any{"tokenizer.chat_template": tmpl}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := doctor(t, "--data-dir", dir)
+	if code != 1 || !strings.Contains(out, "1 found") || !strings.Contains(out, "tiny.gguf  (gguf") ||
+		!strings.Contains(out, "PROBLEM: "+bomb+": ") || !strings.Contains(out, "more than") {
+		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
+	}
+}

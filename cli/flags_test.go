@@ -159,7 +159,7 @@ func (w *firstWrite) String() string {
 // even though the process-wide handler cancels the command's context on the
 // same signal; the next message is answered; Ctrl-C at the prompt leaves.
 func TestChatInterrupt(t *testing.T) {
-	m, err := openModel(testres.Stories(t), "")
+	m, err := openModel(t.Context(), testres.Stories(t), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,13 +164,13 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 	}
 	ctx, stop := interruptible(ctx)
 	defer stop()
-	m, err := openModel(*g.model, *g.units)
+	m, err := openModel(ctx, *g.model, *g.units)
 	if err != nil {
 		return modelError(*g.model, err)
 	}
 	defer m.Close()
 	if *promptIDs == "" {
-		if ids, err = m.promptIDs(*prompt, *raw); err != nil {
+		if ids, err = m.promptIDs(ctx, *prompt, *raw); err != nil {
 			return err
 		}
 	}
@@ -270,21 +270,21 @@ func (m *loadedModel) textStream() func() engine.TextStream {
 	return m.codec.stream
 }
 
-func (m *loadedModel) promptIDs(prompt string, raw bool) ([]int32, error) {
+func (m *loadedModel) promptIDs(ctx context.Context, prompt string, raw bool) ([]int32, error) {
 	if m.codec == nil {
 		return nil, errors.New("no tokenizer for this model: pass --prompt-ids")
 	}
 	if raw {
 		return m.codec.raw(prompt), nil
 	}
-	return m.codec.chatPrompt(prompt)
+	return m.codec.chatPrompt(ctx, prompt)
 }
 
 // textCodec is the tokenizer and chat template of a model.
 type textCodec interface {
 	raw(text string) []int32
-	chatPrompt(user string) ([]int32, error)
-	render(msgs []chat.Message) ([]int32, error)
+	chatPrompt(ctx context.Context, user string) ([]int32, error)
+	render(ctx context.Context, msgs []chat.Message) ([]int32, error)
 	stops() []int32
 	stream() engine.TextStream
 }

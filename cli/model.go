@@ -19,15 +19,16 @@ import (
 
 // openModel loads the model at path on the build's backends (a Core ML
 // bundle on the compute units named, "" for the Neural Engine), with its
-// tokenizer and chat template.
-func openModel(path, units string) (*loadedModel, error) {
-	lm, err := backends.RegistryWith(backends.Options{ComputeUnits: units}).Open(context.Background(), path, load.Options{})
+// tokenizer and chat template; ctx (the command's: Ctrl-C, SIGTERM) stops
+// the load and the template's trial renders.
+func openModel(ctx context.Context, path, units string) (*loadedModel, error) {
+	lm, err := backends.RegistryWith(backends.Options{ComputeUnits: units}).Open(ctx, path, load.Options{})
 	if err != nil {
 		return nil, err
 	}
 	b, tok := lm.Backend, lm.Tokenizer
 	m := &loadedModel{backend: b}
-	tmpl, err := chat.ForModel(b.Config().Arch, tok, lm.Chat)
+	tmpl, err := chat.ForModel(ctx, b.Config().Arch, tok, lm.Chat)
 	if err != nil {
 		m.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -44,11 +45,13 @@ type tokCodec struct {
 
 func (c *tokCodec) raw(text string) []int32 { return engine.RawPrompt(c.tok, text) }
 
-func (c *tokCodec) chatPrompt(user string) ([]int32, error) {
-	return c.tmpl.Render([]chat.Message{{Role: chat.RoleUser, Content: user}}, true)
+func (c *tokCodec) chatPrompt(ctx context.Context, user string) ([]int32, error) {
+	return c.tmpl.Render(ctx, []chat.Message{{Role: chat.RoleUser, Content: user}}, true)
 }
 
-func (c *tokCodec) render(msgs []chat.Message) ([]int32, error) { return c.tmpl.Render(msgs, true) }
+func (c *tokCodec) render(ctx context.Context, msgs []chat.Message) ([]int32, error) {
+	return c.tmpl.Render(ctx, msgs, true)
+}
 
 func (c *tokCodec) stops() []int32 { return c.tmpl.Stops() }
 

@@ -41,7 +41,7 @@ func TestGenerateResume(t *testing.T) {
 // TestSnapshotMeta: snapshots of --prompt-ids, --raw and chat prompts are
 // bound apart, and to the tokenizer and template of the model.
 func TestSnapshotMeta(t *testing.T) {
-	m, err := openModel(testres.Stories(t), "")
+	m, err := openModel(t.Context(), testres.Stories(t), "")
 	if err != nil {
 		t.Fatal(err)
 	}

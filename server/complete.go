@@ -101,7 +101,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j job) {
 // through the stop filter into out, and saves the KV snapshot once the
 // reply is sent.
 func (s *Server) reply(ctx context.Context, rm *runner.Model, j job, out *output) (engine.Stats, int, error) {
-	mode, ids, e := prompt(rm, j)
+	mode, ids, e := prompt(ctx, rm, j)
 	if e != nil {
 		return engine.Stats{}, 0, e
 	}
@@ -158,19 +158,23 @@ func (s *Server) reply(ctx context.Context, rm *runner.Model, j job, out *output
 }
 
 // prompt returns j's prompt ids: the messages rendered with the model's
-// chat template, or BOS and the text, as `anechat generate --raw` makes.
-func prompt(rm *runner.Model, j job) (runner.Mode, []int32, *apiError) {
+// chat template, or BOS and the text, as `anechat generate --raw` makes. A
+// template that fails (a hostile one stopped by its limits) fails this
+// request only, with a 500 naming the template and why.
+func prompt(ctx context.Context, rm *runner.Model, j job) (runner.Mode, []int32, *apiError) {
 	if !j.chat {
 		return runner.Raw, engine.RawPrompt(rm.Tokenizer(), j.prompt), nil
 	}
-	ids, err := rm.Render(j.msgs)
-	if errors.Is(err, chat.ErrConversation) {
+	ids, err := rm.Render(ctx, j.msgs)
+	switch {
+	case err == nil:
+		return runner.Chat, ids, nil
+	case errors.Is(err, chat.ErrConversation):
 		return runner.Chat, nil, badField("messages", "%v", err)
+	case errors.Is(err, chat.ErrTemplate):
+		return runner.Chat, nil, &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "chat_template_failed", msg: err.Error()}
 	}
-	if err != nil {
-		return runner.Chat, nil, &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: err.Error()}
-	}
-	return runner.Chat, ids, nil
+	return runner.Chat, nil, &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: err.Error()}
 }
 
 func promptField(j job) string {

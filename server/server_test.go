@@ -28,7 +28,7 @@ func promptLen(t *testing.T, s *testServer, text string) int {
 	t.Helper()
 	var n int
 	err := s.run.Do(context.Background(), testres.Stories(t), func(m *runner.Model) error {
-		ids, err := m.Render([]chat.Message{{Role: chat.RoleUser, Content: text}})
+		ids, err := m.Render(context.Background(), []chat.Message{{Role: chat.RoleUser, Content: text}})
 		n = len(ids)
 		return err
 	})

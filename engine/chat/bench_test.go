@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -27,21 +28,21 @@ func BenchmarkJinja50Turns(b *testing.B) {
 	msgs := fiftyTurns()
 	for _, id := range []string{"smollm2", "gemma4", "qwen3", "llama3.1"} {
 		m := hfModel(b, id)
-		tmpl, err := ForModel("any", m.tok, m.spec)
+		tmpl, err := ForModel(context.Background(), "any", m.tok, m.spec)
 		if err != nil {
 			b.Fatal(err)
 		}
 		j := tmpl.(*Jinja)
 		b.Run(id+"/text", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if _, err := j.RenderText(msgs, true); err != nil {
+				if _, err := j.RenderText(context.Background(), msgs, true); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 		b.Run(id+"/ids", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if _, err := j.Render(msgs, true); err != nil {
+				if _, err := j.Render(context.Background(), msgs, true); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -54,7 +55,7 @@ func BenchmarkJinja50Turns(b *testing.B) {
 func TestJinjaRenderIsLinear(t *testing.T) {
 	for _, id := range []string{"gemma4", "qwen3", "llama3.1", "smollm2"} {
 		m := hfModel(t, id)
-		tmpl, err := ForModel("any", m.tok, m.spec)
+		tmpl, err := ForModel(context.Background(), "any", m.tok, m.spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,6 +77,6 @@ func TestJinjaRenderIsLinear(t *testing.T) {
 }
 
 func (j *Jinja) steps(msgs []Message) (int, error) {
-	out, err := j.render(msgs, true)
+	out, err := j.render(context.Background(), msgs, true)
 	return out.Steps, err
 }

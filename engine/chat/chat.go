@@ -14,6 +14,7 @@
 package chat
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -45,8 +46,9 @@ type Template interface {
 	Name() string
 	// Render returns the ids of the conversation, BOS included when the
 	// model wants it; with addGenerationPrompt it ends with the opening of a
-	// model turn, ready for generation.
-	Render(msgs []Message, addGenerationPrompt bool) ([]int32, error)
+	// model turn, ready for generation. A model's own template stops when
+	// ctx ends (the error wraps ctx.Err()).
+	Render(ctx context.Context, msgs []Message, addGenerationPrompt bool) ([]int32, error)
 	// Stops are the ids that end a model turn.
 	Stops() []int32
 	// Hash identifies the rendering (format, version and control-token ids);
@@ -68,10 +70,11 @@ var ErrNoTemplate = errors.New("chat: no template fits the tokenizer")
 // architecture, e.g. "gemma4", "gemma3", "llama", "qwen2"), checking that the
 // tokenizer has the control tokens it needs. Architectures without a known
 // chat format fall back to ChatML when the vocabulary has its tokens, and to
-// the plain template otherwise.
-func ForModel(arch string, tok *tokenizer.Tokenizer, spec Spec) (Template, error) {
+// the plain template otherwise. A model's own template is tried on a short
+// conversation here (NewJinja), under ctx.
+func ForModel(ctx context.Context, arch string, tok *tokenizer.Tokenizer, spec Spec) (Template, error) {
 	if spec.Template != "" {
-		return NewJinja(tok, spec)
+		return NewJinja(ctx, tok, spec)
 	}
 	a := strings.ToLower(arch)
 	switch {
@@ -216,7 +219,7 @@ func (g *Gemma4) Stops() []int32 { return append([]int32(nil), g.stops...) }
 func (g *Gemma4) Hash() string { return g.hash }
 
 // Render implements Template.
-func (g *Gemma4) Render(msgs []Message, addGenerationPrompt bool) ([]int32, error) {
+func (g *Gemma4) Render(_ context.Context, msgs []Message, addGenerationPrompt bool) ([]int32, error) {
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("%w: no messages", ErrConversation)
 	}
@@ -289,7 +292,7 @@ func (g *Gemma3) Stops() []int32 { return append([]int32(nil), g.stops...) }
 func (g *Gemma3) Hash() string { return g.hash }
 
 // Render implements Template.
-func (g *Gemma3) Render(msgs []Message, addGenerationPrompt bool) ([]int32, error) {
+func (g *Gemma3) Render(_ context.Context, msgs []Message, addGenerationPrompt bool) ([]int32, error) {
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("%w: no messages", ErrConversation)
 	}
@@ -367,7 +370,7 @@ func (t *ChatML) Stops() []int32 { return append([]int32(nil), t.stops...) }
 func (t *ChatML) Hash() string { return t.hash }
 
 // Render implements Template.
-func (t *ChatML) Render(msgs []Message, addGenerationPrompt bool) ([]int32, error) {
+func (t *ChatML) Render(_ context.Context, msgs []Message, addGenerationPrompt bool) ([]int32, error) {
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("%w: no messages", ErrConversation)
 	}
@@ -418,7 +421,7 @@ func (p *Plain) Stops() []int32 { return p.tok.EOS() }
 func (p *Plain) Hash() string { return p.hash }
 
 // Render implements Template; addGenerationPrompt has nothing to add.
-func (p *Plain) Render(msgs []Message, addGenerationPrompt bool) ([]int32, error) {
+func (p *Plain) Render(_ context.Context, msgs []Message, addGenerationPrompt bool) ([]int32, error) {
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("%w: no messages", ErrConversation)
 	}

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -279,7 +280,7 @@ func TestJinjaMatchesTransformers(t *testing.T) {
 			if !maps.Equal(m.spec.Tokens, ft.SpecialTokens) {
 				t.Errorf("special tokens %v, transformers passed %v", m.spec.Tokens, ft.SpecialTokens)
 			}
-			tmpl, err := ForModel("any", m.tok, m.spec)
+			tmpl, err := ForModel(context.Background(), "any", m.tok, m.spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -289,8 +290,8 @@ func TestJinjaMatchesTransformers(t *testing.T) {
 			}
 			rendered, refused := 0, 0
 			for i, c := range ft.Cases {
-				text, terr := j.RenderText(c.Messages, c.AddGen)
-				ids, ierr := j.Render(c.Messages, c.AddGen)
+				text, terr := j.RenderText(context.Background(), c.Messages, c.AddGen)
+				ids, ierr := j.Render(context.Background(), c.Messages, c.AddGen)
 				if c.Error != "" {
 					refused++
 					if terr == nil || ierr == nil || !errors.Is(ierr, ErrConversation) || !errors.Is(ierr, ErrTemplate) {
@@ -338,7 +339,7 @@ func TestJinjaHostileContentStaysText(t *testing.T) {
 	for _, ft := range fx.Templates {
 		t.Run(ft.ID, func(t *testing.T) {
 			m := hfModel(t, ft.ID)
-			tmpl, err := ForModel("any", m.tok, m.spec)
+			tmpl, err := ForModel(context.Background(), "any", m.tok, m.spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -368,14 +369,14 @@ func TestJinjaHostileContentStaysText(t *testing.T) {
 				if c.Error != "" {
 					continue
 				}
-				text, err := j.RenderText(c.Messages, c.AddGen)
+				text, err := j.RenderText(context.Background(), c.Messages, c.AddGen)
 				if err != nil {
 					t.Fatalf("hostile %d: %v", i, err)
 				}
 				if text != c.Text {
 					t.Errorf("hostile %d: text\n got %q\nwant %q", i, text, c.Text)
 				}
-				ids, err := j.Render(c.Messages, c.AddGen)
+				ids, err := j.Render(context.Background(), c.Messages, c.AddGen)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -39,9 +40,13 @@ type Jinja struct {
 	hash   string
 }
 
-// NewJinja parses spec's template for tok. A template that does not parse
-// is an error naming spec.Source and the line.
-func NewJinja(tok *tokenizer.Tokenizer, spec Spec) (*Jinja, error) {
+// NewJinja parses spec's template for tok and renders the conversations
+// every reply starts from (a question, and a question with its answer). A
+// template that does not parse, or that a limit stops on those (see
+// package jinja: too much work, memory or time), would fail every reply: it
+// is an error naming spec.Source and the line, so that a scan lists the
+// model as a problem. ctx bounds the trial renders.
+func NewJinja(ctx context.Context, tok *tokenizer.Tokenizer, spec Spec) (*Jinja, error) {
 	t, err := jinja.Parse(spec.Template)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrTemplate, spec.Source, err)
@@ -59,8 +64,22 @@ func NewJinja(tok *tokenizer.Tokenizer, spec Spec) (*Jinja, error) {
 		fmt.Fprintf(h, "%s=%s\x00", k, spec.Tokens[k])
 	}
 	j.hash = hex.EncodeToString(h.Sum(nil)[:16])
-	j.stops = j.deriveStops()
+	if _, err := j.render(ctx, []Message{{RoleUser, "Hi"}}, true); isLimit(err) {
+		return nil, err
+	}
+	stops, err := j.deriveStops(ctx)
+	if err != nil {
+		return nil, err
+	}
+	j.stops = stops
 	return j, nil
+}
+
+// isLimit reports whether a render was stopped by a limit or its context,
+// rather than failing on the conversation (a template may refuse one
+// without being broken).
+func isLimit(err error) bool {
+	return errors.Is(err, jinja.ErrLimit) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // Name implements Template.
@@ -79,8 +98,8 @@ func (j *Jinja) Hash() string { return j.hash }
 func (j *Jinja) Source() string { return j.source }
 
 // Render implements Template.
-func (j *Jinja) Render(msgs []Message, addGenerationPrompt bool) ([]int32, error) {
-	out, err := j.render(msgs, addGenerationPrompt)
+func (j *Jinja) Render(ctx context.Context, msgs []Message, addGenerationPrompt bool) ([]int32, error) {
+	out, err := j.render(ctx, msgs, addGenerationPrompt)
 	if err != nil {
 		return nil, err
 	}
@@ -88,8 +107,8 @@ func (j *Jinja) Render(msgs []Message, addGenerationPrompt bool) ([]int32, error
 }
 
 // RenderText renders the conversation to text, as the model will read it.
-func (j *Jinja) RenderText(msgs []Message, addGenerationPrompt bool) (string, error) {
-	out, err := j.render(msgs, addGenerationPrompt)
+func (j *Jinja) RenderText(ctx context.Context, msgs []Message, addGenerationPrompt bool) (string, error) {
+	out, err := j.render(ctx, msgs, addGenerationPrompt)
 	return out.Text, err
 }
 
@@ -102,7 +121,7 @@ func (j *Jinja) encode(out jinja.Output) []int32 {
 	})
 }
 
-func (j *Jinja) render(msgs []Message, addGenerationPrompt bool) (jinja.Output, error) {
+func (j *Jinja) render(ctx context.Context, msgs []Message, addGenerationPrompt bool) (jinja.Output, error) {
 	if len(msgs) == 0 {
 		return jinja.Output{}, fmt.Errorf("%w: no messages", ErrConversation)
 	}
@@ -124,14 +143,20 @@ func (j *Jinja) render(msgs []Message, addGenerationPrompt bool) (jinja.Output, 
 	vars["add_generation_prompt"] = jinja.Bool(addGenerationPrompt)
 	vars["tools"] = jinja.None()
 	vars["documents"] = jinja.None()
-	out, err := j.tmpl.Render(vars, jinja.Options{})
+	out, err := j.tmpl.Render(ctx, vars, jinja.Options{})
 	if err != nil {
 		var je *jinja.Error
-		if errors.As(err, &je) && je.Raised {
+		switch {
+		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+			// Stopped from outside (Ctrl-C, a client gone): not the
+			// template's fault.
+			return jinja.Output{}, fmt.Errorf("render the chat template of %s: %w", j.source, err)
+		case errors.As(err, &je) && je.Raised:
 			// The template refused the conversation (roles out of order, …).
 			return jinja.Output{}, fmt.Errorf("%w: %w: %s: %v", ErrConversation, ErrTemplate, j.source, err)
 		}
-		return jinja.Output{}, fmt.Errorf("%w: %s: %v", ErrTemplate, j.source, err)
+		// A limit error stays one (errors.Is(err, jinja.ErrLimit)).
+		return jinja.Output{}, fmt.Errorf("%w: %s: %w", ErrTemplate, j.source, err)
 	}
 	return out, nil
 }
@@ -141,16 +166,21 @@ const probeAnswer = "anechatProbeAnswer"
 
 // deriveStops renders a user question and a model answer and takes the
 // first control token the template writes after the answer: ChatML's
-// <|im_end|>, Llama 3's <|eot_id|>, Gemma's <end_of_turn> or <turn|>.
-func (j *Jinja) deriveStops() []int32 {
+// <|im_end|>, Llama 3's <|eot_id|>, Gemma's <end_of_turn> or <turn|>. A
+// template that refuses the conversation leaves the tokenizer's EOS ids;
+// one stopped by a limit is an error.
+func (j *Jinja) deriveStops(ctx context.Context) ([]int32, error) {
 	stops := j.tok.EOS()
-	out, err := j.render([]Message{{RoleUser, "Hi"}, {RoleAssistant, probeAnswer}}, false)
+	out, err := j.render(ctx, []Message{{RoleUser, "Hi"}, {RoleAssistant, probeAnswer}}, false)
+	if isLimit(err) {
+		return nil, err
+	}
 	if err != nil {
-		return stops
+		return stops, nil
 	}
 	at := strings.LastIndex(out.Text, probeAnswer)
 	if at < 0 {
-		return stops
+		return stops, nil
 	}
 	for _, id := range j.tok.EncodeSpecial(out.Text[at+len(probeAnswer):]) {
 		if j.isControl(id) {
@@ -160,7 +190,7 @@ func (j *Jinja) deriveStops() []int32 {
 			break
 		}
 	}
-	return stops
+	return stops, nil
 }
 
 // isControl reports whether id is a special token: one EncodeSpecial finds in

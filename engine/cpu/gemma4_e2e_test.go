@@ -47,7 +47,7 @@ func TestGemma4EndToEnd(t *testing.T) {
 	if err := json.Unmarshal(data, &ref); err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := chat.ForModel(b.Config().Arch, tok, m.Chat)
+	tmpl, err := chat.ForModel(t.Context(), b.Config().Arch, tok, m.Chat)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestGemma4EndToEnd(t *testing.T) {
 	for _, c := range ref.Cases {
 		var prompt []int32
 		if c.ChatUser != "" {
-			if prompt, err = tmpl.Render([]chat.Message{{Role: "user", Content: c.ChatUser}}, true); err != nil {
+			if prompt, err = tmpl.Render(t.Context(), []chat.Message{{Role: "user", Content: c.ChatUser}}, true); err != nil {
 				t.Fatal(err)
 			}
 		} else {

@@ -2,12 +2,14 @@ package load_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"anechat/engine/chat"
+	"anechat/engine/chat/jinja"
 	"anechat/engine/load"
 	"anechat/engine/model/gguf"
 	"anechat/internal/backends"
@@ -33,11 +35,11 @@ func TestChatTemplateIsRead(t *testing.T) {
 	if m.Chat.Template != tmpl || !strings.Contains(m.Chat.Source, "good.gguf") || m.Chat.Tokens["bos_token"] != "<s>" {
 		t.Errorf("Chat = %+v", m.Chat)
 	}
-	ct, err := chat.ForModel(m.Backend.Config().Arch, m.Tokenizer, m.Chat)
+	ct, err := chat.ForModel(context.Background(), m.Backend.Config().Arch, m.Tokenizer, m.Chat)
 	if err != nil || ct.Name() != "jinja" {
 		t.Fatalf("ForModel = %v, %v", ct, err)
 	}
-	ids, err := ct.Render([]chat.Message{{Role: chat.RoleUser, Content: "Once"}}, true)
+	ids, err := ct.Render(context.Background(), []chat.Message{{Role: chat.RoleUser, Content: "Once"}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,4 +89,36 @@ func equalIDs(a, b []int32) bool {
 		}
 	}
 	return true
+}
+
+// A chat template that a limit stops on a short conversation (issue 21) is
+// an Inspect error naming the file, that wraps jinja.ErrLimit; Inspect's
+// context stops the template's trial render too.
+func TestInspectRefusesAHostileTemplate(t *testing.T) {
+	reg := backends.Registry()
+	bomb := filepath.Join(t.TempDir(), "bomb.gguf")
+	tmpl := "{% set s = 'x' * 16000000 %}{{ [s] * 2000 }}"
+	if err := gguf.EditFile(testres.Stories(t), bomb, map[string]any{"tokenizer.chat_template": tmpl}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := reg.Inspect(context.Background(), bomb)
+	if !errors.Is(err, jinja.ErrLimit) || !errors.Is(err, chat.ErrTemplate) || !strings.Contains(err.Error(), "bomb.gguf") {
+		t.Errorf("Inspect: %v, want a template limit error naming the file", err)
+	}
+	// A template that only loops: the caller's context ends the render.
+	loop := filepath.Join(t.TempDir(), "loop.gguf")
+	tmpl = "{% for i in range(1000) %}{% for j in range(1000) %}{% for k in range(1000) %}{% endfor %}{% endfor %}{% endfor %}"
+	if err := gguf.EditFile(testres.Stories(t), loop, map[string]any{"tokenizer.chat_template": tmpl}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := reg.Open(context.Background(), loop, load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := chat.ForModel(ctx, m.Backend.Config().Arch, m.Tokenizer, m.Chat); !errors.Is(err, context.Canceled) || errors.Is(err, chat.ErrTemplate) {
+		t.Errorf("ForModel with a cancelled context: %v, want context.Canceled (not the template's fault)", err)
+	}
 }

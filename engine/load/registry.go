@@ -221,8 +221,9 @@ func (r *Registry) Inspect(ctx context.Context, path string) (Info, error) {
 		return Info{Source: src}, err
 	}
 	defer m.Close()
-	// A chat template that does not parse fails every reply: report it now.
-	if _, err := chat.ForModel(m.Backend.Config().Arch, m.Tokenizer, m.Chat); err != nil {
+	// A chat template that does not parse, or that its limits stop on a
+	// short conversation, fails every reply: report it now.
+	if _, err := chat.ForModel(ctx, m.Backend.Config().Arch, m.Tokenizer, m.Chat); err != nil {
 		return Info{Source: src}, fmt.Errorf("load: %s: %w", src.Path, err)
 	}
 	return Info{Source: src, Backend: m.BackendName, Config: m.Backend.Config(), TokenizerFingerprint: m.Tokenizer.Fingerprint()}, nil

@@ -169,7 +169,7 @@ func (r *Runner) load(ctx context.Context, path string, progress func(done, tota
 		return nil, fmt.Errorf("load model %s: %w", path, err)
 	}
 	b, tok := lm.Backend, lm.Tokenizer
-	tmpl, err := chat.ForModel(b.Config().Arch, tok, lm.Chat)
+	tmpl, err := chat.ForModel(ctx, b.Config().Arch, tok, lm.Chat)
 	if err != nil {
 		lm.Close()
 		return nil, fmt.Errorf("load model %s: chat template: %w", path, err)
@@ -243,9 +243,11 @@ func (m *Model) Template() chat.Template { return m.tmpl }
 
 // Render returns the ids of msgs with the generation prompt, the prompt of a
 // Chat request. An error wraps chat.ErrConversation when the messages cannot
-// be rendered (a role the template does not know, a wrong order).
-func (m *Model) Render(msgs []chat.Message) ([]int32, error) {
-	ids, err := m.tmpl.Render(msgs, true)
+// be rendered (a role the template does not know, a wrong order),
+// chat.ErrTemplate when the model's template fails (jinja.ErrLimit too when
+// it was stopped by a limit), and ctx.Err() when ctx ended first.
+func (m *Model) Render(ctx context.Context, msgs []chat.Message) ([]int32, error) {
+	ids, err := m.tmpl.Render(ctx, msgs, true)
 	if err != nil {
 		return nil, fmt.Errorf("render the conversation with template %s: %w", m.tmpl.Name(), err)
 	}

@@ -50,7 +50,7 @@ func TestModesKeepTheirOwnSessions(t *testing.T) {
 	}
 	rawSession, _ := m.Session(Raw)
 	chatPrompt := func(m *Model) []int32 {
-		ids, err := m.Render([]chat.Message{{Role: chat.RoleUser, Content: "Lily"}})
+		ids, err := m.Render(context.Background(), []chat.Message{{Role: chat.RoleUser, Content: "Lily"}})
 		if err != nil {
 			t.Fatal(err)
 		}

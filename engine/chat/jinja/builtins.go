@@ -49,20 +49,45 @@ func wantString(line int, what string, v Value) (Value, error) {
 	return Value{}, errorf(line, "%s: expected a string, got %s", what, v.k)
 }
 
-func toStrValue(ev *evaluator, line int, v Value) (Value, error) { return ev.str(line, v) }
-
 // --- string helpers that keep taint ---
 
-func stripChars(chars Value) func(rune) bool {
+// stripChars is the set of runes strip removes: chars, or whitespace.
+// It costs a look at chars, once (not once per rune of the string).
+func (ev *evaluator) stripChars(line int, chars Value) (func(rune) bool, error) {
 	if chars.k != KindString {
-		return pySpace
+		return pySpace, nil
 	}
-	set := chars.s
-	return func(r rune) bool { return strings.ContainsRune(set, r) }
+	if err := ev.touchRunes(line, len(chars.s)); err != nil {
+		return nil, err
+	}
+	var ascii [utf8.RuneSelf]bool
+	var other map[rune]bool
+	for _, r := range chars.s {
+		if r < utf8.RuneSelf {
+			ascii[r] = true
+			continue
+		}
+		if other == nil {
+			if err := ev.alloc(line, 4*len(chars.s)); err != nil {
+				return nil, err
+			}
+			other = map[rune]bool{}
+		}
+		other[r] = true
+	}
+	return func(r rune) bool {
+		if r < utf8.RuneSelf {
+			return ascii[r]
+		}
+		return other[r]
+	}, nil
 }
 
-func strip(v Value, left, right bool, chars Value) Value {
-	f := stripChars(chars)
+func (ev *evaluator) strip(line int, v Value, left, right bool, chars Value) (Value, error) {
+	f, err := ev.stripChars(line, chars)
+	if err != nil {
+		return Value{}, err
+	}
 	lo, hi := 0, len(v.s)
 	if left {
 		lo = len(v.s) - len(strings.TrimLeftFunc(v.s, f))
@@ -73,7 +98,10 @@ func strip(v Value, left, right bool, chars Value) Value {
 	if hi < lo {
 		hi = lo
 	}
-	return substr(v, lo, hi)
+	if err := ev.touchRunes(line, lo+len(v.s)-hi); err != nil {
+		return Value{}, err
+	}
+	return substr(v, lo, hi), nil
 }
 
 // splitValue is Python's str.split(sep, maxsplit) (sep None: runs of
@@ -185,22 +213,43 @@ func (ev *evaluator) replaceValue(line int, v, old, repl Value, count int64) (Va
 		if count == 0 {
 			return v, nil
 		}
-		// Python inserts repl between every character.
+		// Python inserts repl before every character and at the end.
+		n, err := ev.runeCount(line, v.s)
+		if err != nil {
+			return Value{}, err
+		}
+		times := int64(n) + 1
+		if count >= 0 && count < times {
+			times = count
+		}
+		if err := ev.checkSize64(line, int64(len(v.s))+mulSat(times, int64(len(repl.s)))); err != nil {
+			return Value{}, err
+		}
 		w := &tstr{}
-		offs := runeOffsets(v.s)
-		n := int64(0)
-		for i := 0; i < len(offs); i++ {
-			if count < 0 || n < count {
-				w.add(repl.s, repl.t)
-				n++
+		k := int64(0)
+		for i := 0; ; {
+			if k < times {
+				if err := ev.put(line, w, repl.s, repl.t); err != nil {
+					return Value{}, err
+				}
+				k++
 			}
-			if i+1 < len(offs) {
-				c := substr(v, offs[i], offs[i+1])
-				w.add(c.s, c.t)
+			if i >= len(v.s) {
+				break
 			}
-			if err := ev.checkSize(line, w.len()); err != nil {
+			if k >= times {
+				rest := substr(v, i, len(v.s))
+				if err := ev.put(line, w, rest.s, rest.t); err != nil {
+					return Value{}, err
+				}
+				break
+			}
+			_, size := utf8.DecodeRuneInString(v.s[i:])
+			c := substr(v, i, i+size)
+			if err := ev.put(line, w, c.s, c.t); err != nil {
 				return Value{}, err
 			}
+			i += size
 		}
 		return w.value(), nil
 	}
@@ -208,44 +257,78 @@ func (ev *evaluator) replaceValue(line int, v, old, repl Value, count int64) (Va
 	start := 0
 	for n := int64(0); count < 0 || n < count; n++ {
 		j := strings.Index(v.s[start:], old.s)
+		scanned := len(v.s) - start
+		if j >= 0 {
+			scanned = j + len(old.s)
+		}
+		if err := ev.touch(line, scanned); err != nil {
+			return Value{}, err
+		}
 		if j < 0 {
 			break
 		}
 		j += start
 		pre := substr(v, start, j)
-		w.add(pre.s, pre.t)
-		if substr(v, j, j+len(old.s)).tainted() {
-			w.addTainted(repl.s)
-		} else {
-			w.add(repl.s, repl.t)
+		if err := ev.put(line, w, pre.s, pre.t); err != nil {
+			return Value{}, err
 		}
-		if err := ev.checkSize(line, w.len()); err != nil {
+		rt := repl.t
+		if taintedAt(v.t, j, j+len(old.s)) {
+			rt = []Span{{0, len(repl.s)}}
+		}
+		if err := ev.put(line, w, repl.s, rt); err != nil {
 			return Value{}, err
 		}
 		start = j + len(old.s)
 	}
 	rest := substr(v, start, len(v.s))
-	w.add(rest.s, rest.t)
-	if err := ev.built(line, w.len()); err != nil {
+	if err := ev.put(line, w, rest.s, rest.t); err != nil {
 		return Value{}, err
 	}
 	return w.value(), nil
 }
 
-func mapRunes(v Value, f func(string) string) Value { return derived(f(v.s), v) }
+// mapText is f(v) (a case mapping), untrusted if v is: it costs a read of
+// v rune by rune and the bytes it makes.
+func (ev *evaluator) mapText(line int, v Value, f func(string) string) (Value, error) {
+	if err := ev.touchRunes(line, len(v.s)); err != nil {
+		return Value{}, err
+	}
+	if err := ev.alloc(line, len(v.s)+spanSize); err != nil {
+		return Value{}, err
+	}
+	out := f(v.s)
+	if len(out) > len(v.s) {
+		if err := ev.built(line, len(out)-len(v.s), 0); err != nil {
+			return Value{}, err
+		}
+	}
+	return derived(out, v), nil
+}
+
+// lower is strings.ToLower for sort keys and the like, charged.
+func (ev *evaluator) lower(line int, s string) (string, error) {
+	v, err := ev.mapText(line, Str(s), strings.ToLower)
+	return v.s, err
+}
 
 func pyCapitalize(s string) string {
 	if s == "" {
 		return s
 	}
 	r, n := utf8.DecodeRuneInString(s)
-	return string(unicode.ToTitle(r)) + strings.ToLower(s[n:])
+	var b strings.Builder
+	b.Grow(len(s) + utf8.UTFMax)
+	b.WriteRune(unicode.ToTitle(r))
+	b.WriteString(strings.ToLower(s[n:]))
+	return b.String()
 }
 
 // jinjaTitle is Jinja's title filter: each word (split at whitespace and
 // -({[<) gets an upper-case first letter and lower-case rest.
 func jinjaTitle(s string) string {
 	var b strings.Builder
+	b.Grow(len(s))
 	start := true
 	for _, r := range s {
 		if pySpace(r) || strings.ContainsRune("-({[<", r) {
@@ -254,10 +337,10 @@ func jinjaTitle(s string) string {
 			continue
 		}
 		if start {
-			b.WriteString(strings.ToUpper(string(r)))
+			b.WriteRune(unicode.ToUpper(r))
 			start = false
 		} else {
-			b.WriteString(strings.ToLower(string(r)))
+			b.WriteRune(unicode.ToLower(r))
 		}
 	}
 	return b.String()
@@ -266,6 +349,7 @@ func jinjaTitle(s string) string {
 // pyTitle is Python's str.title().
 func pyTitle(s string) string {
 	var b strings.Builder
+	b.Grow(len(s))
 	prevCased := false
 	for _, r := range s {
 		if prevCased {
@@ -281,25 +365,46 @@ func pyTitle(s string) string {
 func joinValues(ev *evaluator, line int, items []Value, sep Value) (Value, error) {
 	w := &tstr{}
 	for i, it := range items {
+		if err := ev.step(line); err != nil {
+			return Value{}, err
+		}
 		if i > 0 {
-			w.add(sep.s, sep.t)
+			if err := ev.put(line, w, sep.s, sep.t); err != nil {
+				return Value{}, err
+			}
 		}
 		s, err := ev.str(line, it)
 		if err != nil {
 			return Value{}, err
 		}
-		w.add(s.s, s.t)
-		if err := ev.checkSize(line, w.len()); err != nil {
+		if err := ev.put(line, w, s.s, s.t); err != nil {
 			return Value{}, err
 		}
-	}
-	if err := ev.built(line, w.len()); err != nil {
-		return Value{}, err
 	}
 	if w.len() == 0 {
 		return Str(""), nil
 	}
 	return w.value(), nil
+}
+
+// pairs is d's (key, value) tuples, as items() lists them.
+func (ev *evaluator) pairs(line int, d *dict) ([]Value, error) {
+	if err := ev.items(line, 3*d.len()); err != nil {
+		return nil, err
+	}
+	items := make([]Value, d.len())
+	for i := range d.keys {
+		items[i] = Value{k: KindTuple, l: []Value{d.keys[i], d.vals[i]}}
+	}
+	return items, nil
+}
+
+// copyList is a new list of items.
+func (ev *evaluator) copyList(line int, items []Value) (Value, error) {
+	if err := ev.items(line, len(items)); err != nil {
+		return Value{}, err
+	}
+	return List(append([]Value(nil), items...)...), nil
 }
 
 func toInt(v Value) (int64, bool) {
@@ -315,10 +420,10 @@ func toInt(v Value) (int64, bool) {
 	return 0, false
 }
 
-func length(line int, v Value) (int, error) {
+func (ev *evaluator) length(line int, v Value) (int, error) {
 	switch v.k {
 	case KindString:
-		return runeLen(v.s), nil
+		return ev.runeCount(line, v.s)
 	case KindList, KindTuple:
 		return len(v.l), nil
 	case KindDict:
@@ -333,7 +438,15 @@ func length(line int, v Value) (int, error) {
 
 // attrPath resolves "a.b.0" on v as Jinja's attribute= arguments do.
 func (ev *evaluator) attrPath(line int, v Value, path string) (Value, error) {
-	for _, part := range strings.Split(path, ".") {
+	for rest, more := path, true; more; {
+		var part string
+		part, rest, more = strings.Cut(rest, ".")
+		if err := ev.step(line); err != nil {
+			return Value{}, err
+		}
+		if err := ev.touch(line, len(part)); err != nil {
+			return Value{}, err
+		}
 		var err error
 		if n, perr := strconv.Atoi(part); perr == nil {
 			v, err = ev.getitem(line, v, Int(int64(n)))
@@ -394,6 +507,9 @@ func (ev *evaluator) selectItems(line int, v Value, args []Value, kwargs []kwVal
 			}
 		}
 		if ok == keep {
+			if err := ev.alloc(line, valueSize); err != nil {
+				return Value{}, err
+			}
 			out = append(out, it)
 		}
 	}
@@ -429,7 +545,7 @@ func init() {
 			if err != nil {
 				return Value{}, err
 			}
-			return mapRunes(s, pyCapitalize), nil
+			return ev.mapText(line, s, pyCapitalize)
 		},
 		"center": func(ev *evaluator, line int, v Value, args []Value, kwargs []kwValue) (Value, error) {
 			s, err := ev.str(line, v)
@@ -437,14 +553,21 @@ func init() {
 				return Value{}, err
 			}
 			width, _ := toInt(argOr(args, kwargs, 0, "width", Int(80)))
-			n := int64(runeLen(s.s))
+			runes, err := ev.runeCount(line, s.s)
+			if err != nil {
+				return Value{}, err
+			}
+			n := int64(runes)
 			if width <= n {
 				return s, nil
 			}
-			if err := ev.checkSize(line, int(min(width, int64(ev.lim.Output)+1))); err != nil {
+			pad := width - n
+			if err := ev.checkSize64(line, int64(len(s.s))+pad); err != nil {
 				return Value{}, err
 			}
-			pad := width - n
+			if err := ev.built(line, len(s.s)+int(pad), 1); err != nil {
+				return Value{}, err
+			}
 			left := pad / 2
 			if pad%2 == 1 && n%2 == 1 {
 				left++
@@ -472,25 +595,34 @@ func init() {
 			} else if by.k != KindString || by.s != "key" {
 				return Value{}, errorf(line, "You can only sort by either \"key\" or \"value\"")
 			}
-			items := make([]Value, v.d.len())
-			for i := range v.d.keys {
-				items[i] = Value{k: KindTuple, l: []Value{v.d.keys[i], v.d.vals[i]}}
+			items, err := ev.pairs(line, v.d)
+			if err != nil {
+				return Value{}, err
 			}
-			err := sortValues(items, func(x Value) Value {
+			err = ev.sortValues(line, items, func(x Value) (Value, error) {
 				k := x.l[pos]
 				if !cs && k.k == KindString {
-					return Str(strings.ToLower(k.s))
+					s, err := ev.lower(line, k.s)
+					return Str(s), err
 				}
-				return k
+				return k, nil
 			}, rev)
 			if err != nil {
-				return Value{}, errorf(line, "dictsort: %v", err)
+				return Value{}, typeErrorf(line, err, func(m string) string { return "dictsort: " + m })
 			}
 			return List(items...), nil
 		},
 		"escape": func(ev *evaluator, line int, v Value, _ []Value, _ []kwValue) (Value, error) {
 			s, err := ev.str(line, v)
 			if err != nil {
+				return Value{}, err
+			}
+			// Each of &<>"' grows by up to 4 bytes: size the result first.
+			if err := ev.touch(line, len(s.s)); err != nil {
+				return Value{}, err
+			}
+			grow := 4*strings.Count(s.s, "&") + 3*(strings.Count(s.s, "<")+strings.Count(s.s, ">")) + 4*(strings.Count(s.s, `"`)+strings.Count(s.s, "'"))
+			if err := ev.built(line, len(s.s)+grow, 1); err != nil {
 				return Value{}, err
 			}
 			r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
@@ -524,6 +656,9 @@ func init() {
 			case KindInt, KindBool:
 				return Float(float64(v.n)), nil
 			case KindString:
+				if err := ev.touch(line, len(v.s)); err != nil {
+					return Value{}, err
+				}
 				if f, err := strconv.ParseFloat(strings.TrimFunc(v.s, pySpace), 64); err == nil {
 					return Float(f), nil
 				}
@@ -552,25 +687,38 @@ func init() {
 			if width.k == KindString {
 				ind = width.s
 			} else if n, ok := toInt(width); ok && n > 0 {
-				if err := ev.checkSize(line, int(min(n, int64(ev.lim.Output)+1))); err != nil {
+				if err := ev.checkSize64(line, n); err != nil {
+					return Value{}, err
+				}
+				if err := ev.built(line, int(n), 0); err != nil {
 					return Value{}, err
 				}
 				ind = strings.Repeat(" ", int(n))
 			}
-			lines, err := splitValue(line, s, Str("\n"), -1)
-			if err != nil {
-				return Value{}, err
-			}
+			// Line by line, without a list of the lines.
 			w := &tstr{}
-			for i, l := range lines {
+			rest, i := s, 0
+			for more := true; more; i++ {
+				if err := ev.step(line); err != nil {
+					return Value{}, err
+				}
+				l := rest
+				if j := strings.IndexByte(rest.s, '\n'); j >= 0 {
+					l, rest = substr(rest, 0, j), substr(rest, j+1, len(rest.s))
+				} else {
+					more = false
+				}
 				if i > 0 {
-					w.add("\n", nil)
+					if err := ev.put(line, w, "\n", nil); err != nil {
+						return Value{}, err
+					}
 				}
 				if (i > 0 || first) && (blank || strings.TrimFunc(l.s, pySpace) != "") {
-					w.add(ind, nil)
+					if err := ev.put(line, w, ind, nil); err != nil {
+						return Value{}, err
+					}
 				}
-				w.add(l.s, l.t)
-				if err := ev.checkSize(line, w.len()); err != nil {
+				if err := ev.put(line, w, l.s, l.t); err != nil {
 					return Value{}, err
 				}
 			}
@@ -587,6 +735,9 @@ func init() {
 					return Int(n), nil
 				}
 			case KindString:
+				if err := ev.built(line, len(v.s), 0); err != nil {
+					return Value{}, err
+				}
 				t := strings.ReplaceAll(strings.TrimFunc(v.s, pySpace), "_", "")
 				if base < 2 || base > 36 {
 					base = 10
@@ -607,11 +758,8 @@ func init() {
 			case KindUndefined:
 				return List(), nil
 			case KindDict:
-				items := make([]Value, v.d.len())
-				for i := range v.d.keys {
-					items[i] = Value{k: KindTuple, l: []Value{v.d.keys[i], v.d.vals[i]}}
-				}
-				return List(items...), nil
+				items, err := ev.pairs(line, v.d)
+				return List(items...), err
 			}
 			return Value{}, errorf(line, "items: can only get item pairs from a mapping, not %s", v.k)
 		},
@@ -629,6 +777,9 @@ func init() {
 				if err != nil {
 					return Value{}, err
 				}
+				if err := ev.items(line, len(items)); err != nil {
+					return Value{}, err
+				}
 				mapped := make([]Value, len(items))
 				for i, it := range items {
 					if mapped[i], err = ev.attrPath(line, it, path.s); err != nil {
@@ -640,7 +791,7 @@ func init() {
 			return joinValues(ev, line, items, sep)
 		},
 		"length": func(ev *evaluator, line int, v Value, _ []Value, _ []kwValue) (Value, error) {
-			n, err := length(line, v)
+			n, err := ev.length(line, v)
 			return Int(int64(n)), err
 		},
 		"list": func(ev *evaluator, line int, v Value, _ []Value, _ []kwValue) (Value, error) {
@@ -648,25 +799,28 @@ func init() {
 			if err != nil {
 				return Value{}, err
 			}
-			return List(append([]Value(nil), items...)...), nil
+			return ev.copyList(line, items)
 		},
 		"lower": func(ev *evaluator, line int, v Value, _ []Value, _ []kwValue) (Value, error) {
 			s, err := ev.str(line, v)
 			if err != nil {
 				return Value{}, err
 			}
-			return mapRunes(s, strings.ToLower), nil
+			return ev.mapText(line, s, strings.ToLower)
 		},
 		"upper": func(ev *evaluator, line int, v Value, _ []Value, _ []kwValue) (Value, error) {
 			s, err := ev.str(line, v)
 			if err != nil {
 				return Value{}, err
 			}
-			return mapRunes(s, strings.ToUpper), nil
+			return ev.mapText(line, s, strings.ToUpper)
 		},
 		"map": func(ev *evaluator, line int, v Value, args []Value, kwargs []kwValue) (Value, error) {
 			items, err := ev.iterate(line, v)
 			if err != nil {
+				return Value{}, err
+			}
+			if err := ev.items(line, len(items)); err != nil {
 				return Value{}, err
 			}
 			out := make([]Value, len(items))
@@ -749,16 +903,14 @@ func init() {
 		},
 		"reverse": func(ev *evaluator, line int, v Value, _ []Value, _ []kwValue) (Value, error) {
 			if v.k == KindString {
-				offs := runeOffsets(v.s)
-				w := &tstr{}
-				for i := len(offs) - 2; i >= 0; i-- {
-					c := substr(v, offs[i], offs[i+1])
-					w.add(c.s, c.t)
-				}
-				return w.value(), nil
+				step := int64(-1)
+				return ev.sliceString(line, v, nil, nil, step)
 			}
 			items, err := ev.iterate(line, v)
 			if err != nil {
+				return Value{}, err
+			}
+			if err := ev.items(line, len(items)); err != nil {
 				return Value{}, err
 			}
 			out := make([]Value, len(items))
@@ -801,28 +953,28 @@ func init() {
 			if err != nil {
 				return Value{}, err
 			}
+			if err := ev.items(line, len(items)); err != nil {
+				return Value{}, err
+			}
 			out := append([]Value(nil), items...)
 			rev := truth(argOr(args, kwargs, 0, "reverse", Bool(false)))
 			cs := truth(argOr(args, kwargs, 1, "case_sensitive", Bool(false)))
 			attr := argOr(args, kwargs, 2, "attribute", None())
-			var keyErr error
-			key := func(x Value) Value {
+			key := func(x Value) (Value, error) {
 				if attr.k == KindString {
-					var e error
-					if x, e = ev.attrPath(line, x, attr.s); e != nil && keyErr == nil {
-						keyErr = e
+					var err error
+					if x, err = ev.attrPath(line, x, attr.s); err != nil {
+						return Value{}, err
 					}
 				}
 				if !cs && x.k == KindString {
-					return Str(strings.ToLower(x.s))
+					s, err := ev.lower(line, x.s)
+					return Str(s), err
 				}
-				return x
+				return x, nil
 			}
-			if err := sortValues(out, key, rev); err != nil {
-				return Value{}, errorf(line, "sort: %v", err)
-			}
-			if keyErr != nil {
-				return Value{}, keyErr
+			if err := ev.sortValues(line, out, key, rev); err != nil {
+				return Value{}, typeErrorf(line, err, func(m string) string { return "sort: " + m })
 			}
 			return List(out...), nil
 		},
@@ -837,6 +989,9 @@ func init() {
 			total := argOr(args, kwargs, 1, "start", Int(0))
 			attr, hasAttr := arg(args, kwargs, 0, "attribute")
 			for _, it := range items {
+				if err := ev.step(line); err != nil {
+					return Value{}, err
+				}
 				if hasAttr && attr.k == KindString {
 					if it, err = ev.attrPath(line, it, attr.s); err != nil {
 						return Value{}, err
@@ -853,7 +1008,7 @@ func init() {
 			if err != nil {
 				return Value{}, err
 			}
-			return mapRunes(s, jinjaTitle), nil
+			return ev.mapText(line, s, jinjaTitle)
 		},
 		"tojson": func(ev *evaluator, line int, v Value, args []Value, kwargs []kwValue) (Value, error) {
 			o := &jsonOpts{itemSep: ", ", keySep: ": "}
@@ -886,18 +1041,25 @@ func init() {
 			}
 			o.sortKeys = truth(argOr(nil, kwargs, -1, "sort_keys", Bool(false)))
 			o.ensureASCII = truth(argOr(nil, kwargs, -1, "ensure_ascii", Bool(false)))
-			var b strings.Builder
-			if err := writeJSON(&b, v, o, 0, ev.lim.Output); err != nil {
+			w := ev.newTextWriter(line, ev.lim.Output)
+			if err := w.json(v, o, 0); err != nil {
 				return Value{}, errorf(line, "tojson: %v", err)
 			}
-			return derived(b.String(), taintOf(v)), nil
+			s, err := w.text()
+			if err != nil {
+				return Value{}, err
+			}
+			if w.tainted {
+				return Untrusted(s), nil
+			}
+			return Str(s), nil
 		},
 		"trim": func(ev *evaluator, line int, v Value, args []Value, kwargs []kwValue) (Value, error) {
 			s, err := ev.str(line, v)
 			if err != nil {
 				return Value{}, err
 			}
-			return strip(s, true, true, argOr(args, kwargs, 0, "chars", None())), nil
+			return ev.strip(line, s, true, true, argOr(args, kwargs, 0, "chars", None()))
 		},
 		"unique": func(ev *evaluator, line int, v Value, args []Value, kwargs []kwValue) (Value, error) {
 			items, err := ev.iterate(line, v)
@@ -916,13 +1078,24 @@ func init() {
 					}
 				}
 				if !cs && k.k == KindString {
-					k = Str(strings.ToLower(k.s))
+					s, err := ev.lower(line, k.s)
+					if err != nil {
+						return Value{}, err
+					}
+					k = Str(s)
 				}
-				if _, dup := seen.get(k); dup {
+				_, dup, err := seen.get(ev, line, k)
+				if err != nil {
+					return Value{}, err
+				}
+				if dup {
 					continue
 				}
-				if err := seen.set(k, None()); err != nil {
-					return Value{}, errorf(line, "%v", err)
+				if err := seen.set(ev, line, k, None()); err != nil {
+					return Value{}, err
+				}
+				if err := ev.alloc(line, valueSize); err != nil {
+					return Value{}, err
 				}
 				out = append(out, it)
 			}
@@ -931,6 +1104,9 @@ func init() {
 		"wordcount": func(ev *evaluator, line int, v Value, _ []Value, _ []kwValue) (Value, error) {
 			s, err := ev.str(line, v)
 			if err != nil {
+				return Value{}, err
+			}
+			if err := ev.touchRunes(line, len(s.s)); err != nil {
 				return Value{}, err
 			}
 			n := 0
@@ -982,7 +1158,7 @@ func init() {
 			return v.k == KindCallable, nil
 		},
 		"escaped": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) { return false, nil },
-		"sameas": func(_ *evaluator, line int, v Value, args []Value, _ []kwValue) (bool, error) {
+		"sameas": func(ev *evaluator, line int, v Value, args []Value, _ []kwValue) (bool, error) {
 			if len(args) != 1 {
 				return false, errorf(line, "sameas needs one argument")
 			}
@@ -995,13 +1171,22 @@ func init() {
 			case v.k == KindBool || v.k == KindInt:
 				return v.n == o.n, nil
 			}
-			return equal(v, o) && (v.k != KindList && v.k != KindDict || v.o == o.o && (v.d == o.d)), nil
+			eq := ev.equal(line, v, o)
+			return eq && (v.k != KindList && v.k != KindDict || v.o == o.o && (v.d == o.d)), ev.stopped()
 		},
-		"lower": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) {
-			return v.k == KindString && strings.ToLower(v.s) == v.s, nil
+		"lower": func(ev *evaluator, line int, v Value, _ []Value, _ []kwValue) (bool, error) {
+			if v.k != KindString {
+				return false, nil
+			}
+			l, err := ev.mapText(line, v, strings.ToLower)
+			return l.s == v.s, err
 		},
-		"upper": func(_ *evaluator, _ int, v Value, _ []Value, _ []kwValue) (bool, error) {
-			return v.k == KindString && strings.ToUpper(v.s) == v.s, nil
+		"upper": func(ev *evaluator, line int, v Value, _ []Value, _ []kwValue) (bool, error) {
+			if v.k != KindString {
+				return false, nil
+			}
+			u, err := ev.mapText(line, v, strings.ToUpper)
+			return u.s == v.s, err
 		},
 		"odd": func(_ *evaluator, line int, v Value, _ []Value, _ []kwValue) (bool, error) {
 			n, ok := toInt(v)
@@ -1085,9 +1270,9 @@ func init() {
 				n = (start - stop - step - 1) / -step
 			}
 			if n < 0 || n > 1<<20 {
-				return Value{}, errorf(line, "range of %d items is too big", n)
+				return Value{}, ev.fail(limitErr(line, "range of %d items is too big", n))
 			}
-			if err := ev.charge(line, int(n)); err != nil {
+			if err := ev.items(line, int(n)); err != nil {
 				return Value{}, err
 			}
 			out := make([]Value, n)
@@ -1105,15 +1290,17 @@ func init() {
 				switch a := args[0]; a.k {
 				case KindDict:
 					for i := range a.d.keys {
-						d.set(a.d.keys[i], a.d.vals[i])
+						if err := d.set(ev, line, a.d.keys[i], a.d.vals[i]); err != nil {
+							return Value{}, err
+						}
 					}
 				case KindList, KindTuple:
 					for _, p := range a.l {
 						if (p.k != KindList && p.k != KindTuple) || len(p.l) != 2 {
 							return Value{}, errorf(line, "dict: sequence elements must be pairs")
 						}
-						if err := d.set(p.l[0], p.l[1]); err != nil {
-							return Value{}, errorf(line, "%v", err)
+						if err := d.set(ev, line, p.l[0], p.l[1]); err != nil {
+							return Value{}, err
 						}
 					}
 				default:
@@ -1121,7 +1308,9 @@ func init() {
 				}
 			}
 			for _, kw := range kwargs {
-				d.set(Str(kw.name), kw.v)
+				if err := d.set(ev, line, Str(kw.name), kw.v); err != nil {
+					return Value{}, err
+				}
 			}
 			return Value{k: KindDict, d: d}, nil
 		}},
@@ -1133,23 +1322,27 @@ func init() {
 				}
 				for i := range a.d.keys {
 					if a.d.keys[i].k == KindString && strings.HasPrefix(a.d.keys[i].s, "_") {
-						return Value{}, errorf(line, "cannot store underscore-prefixed attribute %q on a namespace", a.d.keys[i].s)
+						return Value{}, errorf(line, "cannot store underscore-prefixed attribute %q on a namespace", truncateStr(a.d.keys[i].s, 100))
 					}
-					ns.attrs.set(a.d.keys[i], a.d.vals[i])
+					if err := ns.attrs.set(ev, line, a.d.keys[i], a.d.vals[i]); err != nil {
+						return Value{}, err
+					}
 				}
 			}
 			for _, kw := range kwargs {
 				if strings.HasPrefix(kw.name, "_") {
 					return Value{}, errorf(line, "cannot store underscore-prefixed attribute %q on a namespace", kw.name)
 				}
-				ns.attrs.set(Str(kw.name), kw.v)
+				if err := ns.attrs.set(ev, line, Str(kw.name), kw.v); err != nil {
+					return Value{}, err
+				}
 			}
 			return Value{k: KindNamespace, o: ns}, nil
 		}},
 		"raise_exception": {name: "raise_exception", fn: func(ev *evaluator, line int, args []Value, _ []kwValue) (Value, error) {
 			msg := ""
 			if len(args) > 0 {
-				msg = pyStr(args[0])
+				msg = ev.message(line, args[0], false)
 			}
 			return Value{}, &Error{Line: line, Msg: "raise_exception: " + msg, Raised: true}
 		}},
@@ -1157,7 +1350,10 @@ func init() {
 			if len(args) != 1 || args[0].k != KindString {
 				return Value{}, errorf(line, "strftime_now needs a format string")
 			}
-			return Str(strftime(ev.now(), args[0].s)), nil
+			w := ev.newTextWriter(line, ev.lim.Output)
+			strftime(w, ev.now(), args[0].s)
+			s, err := w.text()
+			return Str(s), err
 		}},
 	}
 }
@@ -1180,7 +1376,8 @@ func (ev *evaluator) minmax(line int, v Value, args []Value, kwargs []kwValue, s
 			}
 		}
 		if !cs && x.k == KindString {
-			return Str(strings.ToLower(x.s)), nil
+			s, err := ev.lower(line, x.s)
+			return Str(s), err
 		}
 		return x, nil
 	}
@@ -1194,9 +1391,9 @@ func (ev *evaluator) minmax(line int, v Value, args []Value, kwargs []kwValue, s
 		if err != nil {
 			return Value{}, err
 		}
-		c, err := compare(k, bk)
+		c, err := ev.compare(line, k, bk)
 		if err != nil {
-			return Value{}, errorf(line, "%v", err)
+			return Value{}, typeErrorf(line, err, func(m string) string { return m })
 		}
 		if c*sign > 0 {
 			best, bk = it, k

@@ -1,33 +1,88 @@
 package jinja
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"strings"
-	"time"
+	"unicode/utf8"
 )
 
+// scope holds the variables of a template, a loop turn, a macro call or a
+// with block. The template's own scope is a map; the others hold a few
+// names each and are small slices, searched in order (cheaper to make and
+// to search than a map at that size).
 type scope struct {
-	vars   map[string]Value
+	root   map[string]Value // the template's scope only
+	names  []string
+	vals   []Value
 	parent *scope
+	// captured: a macro defined in this scope (or in one inside it) keeps
+	// it, so a loop must not reuse it for its next turn.
+	captured bool
 }
+
+// scopeSize is what a new scope allocates (a few variables), charged
+// against Limits.Memory.
+const scopeSize = 64 + 4*(16+valueSize)
 
 func (s *scope) lookup(name string) (Value, bool) {
 	for ; s != nil; s = s.parent {
-		if v, ok := s.vars[name]; ok {
-			return v, true
+		if s.root != nil {
+			if v, ok := s.root[name]; ok {
+				return v, true
+			}
+			continue
+		}
+		for i, n := range s.names {
+			if n == name {
+				return s.vals[i], true
+			}
 		}
 	}
 	return Value{}, false
 }
 
-func (s *scope) child() *scope { return &scope{vars: map[string]Value{}, parent: s} }
+// set binds name in s itself.
+func (s *scope) set(name string, v Value) {
+	if s.root != nil {
+		s.root[name] = v
+		return
+	}
+	for i, n := range s.names {
+		if n == name {
+			s.vals[i] = v
+			return
+		}
+	}
+	s.names = append(s.names, name)
+	s.vals = append(s.vals, v)
+}
 
-type evaluator struct {
-	lim   Limits
-	steps int
-	depth int
-	now   func() time.Time
+// child returns a new scope inside s, charged as memory.
+func (ev *evaluator) child(line int, s *scope) (*scope, error) {
+	if err := ev.alloc(line, scopeSize); err != nil {
+		return nil, err
+	}
+	return &scope{parent: s, names: make([]string, 0, 4), vals: make([]Value, 0, 4)}, nil
+}
+
+// capture marks s and the scopes around it as kept by a macro.
+func (s *scope) capture() {
+	for ; s != nil && !s.captured; s = s.parent {
+		s.captured = true
+	}
+}
+
+// renew returns a fresh child of parent for a loop's next turn: s itself,
+// emptied, unless a macro kept it (a loop turn allocates nothing then).
+func (ev *evaluator) renew(line int, s, parent *scope) (*scope, error) {
+	if s == nil || s.captured {
+		return ev.child(line, parent)
+	}
+	clear(s.vals) // let the last turn's values go
+	s.names, s.vals = s.names[:0], s.vals[:0]
+	return s, nil
 }
 
 // loopControl is break or continue travelling up to its loop.
@@ -49,41 +104,6 @@ type kwValue struct {
 	v    Value
 }
 
-func (ev *evaluator) step(line int) error {
-	ev.steps++
-	if ev.steps > ev.lim.Steps {
-		return errorf(line, "template exceeded %d evaluation steps (a loop that does not end?)", ev.lim.Steps)
-	}
-	return nil
-}
-
-// charge counts n steps of work at once (building n items).
-func (ev *evaluator) charge(line, n int) error {
-	ev.steps += n
-	if ev.steps > ev.lim.Steps || n < 0 {
-		return errorf(line, "template exceeded %d evaluation steps (a loop that does not end?)", ev.lim.Steps)
-	}
-	return nil
-}
-
-// built accounts for a new string or list of n bytes or items: it must fit
-// the output limit, and copying costs steps (n/64), so a loop that keeps
-// rebuilding a large string runs out of steps instead of copying forever.
-func (ev *evaluator) built(line, n int) error {
-	if err := ev.checkSize(line, n); err != nil {
-		return err
-	}
-	return ev.charge(line, n/64)
-}
-
-// checkSize fails when a string or list would grow past the output limit.
-func (ev *evaluator) checkSize(line, n int) error {
-	if n > ev.lim.Output {
-		return errorf(line, "template built a value of %d bytes or items, more than the %d allowed", n, ev.lim.Output)
-	}
-	return nil
-}
-
 func (ev *evaluator) nodes(body []node, sc *scope, w *tstr) error {
 	for _, n := range body {
 		if err := ev.node(n, sc, w); err != nil {
@@ -94,11 +114,7 @@ func (ev *evaluator) nodes(body []node, sc *scope, w *tstr) error {
 }
 
 func (ev *evaluator) write(line int, w *tstr, v Value) error {
-	if err := ev.checkSize(line, w.len()+len(v.s)); err != nil {
-		return err
-	}
-	w.add(v.s, v.t)
-	return nil
+	return ev.put(line, w, v.s, v.t)
 }
 
 func (ev *evaluator) node(n node, sc *scope, w *tstr) error {
@@ -163,15 +179,17 @@ func (ev *evaluator) node(n node, sc *scope, w *tstr) error {
 		}
 		return ev.write(line, w, s)
 	case *macroNode:
-		sc.vars[n.m.name] = ev.macro(n.m, sc, nil)
+		sc.capture()
+		sc.set(n.m.name, ev.macro(n.m, sc, nil))
 		return nil
 	case *callBlockNode:
+		sc.capture()
 		caller := ev.macro(n.caller, sc, nil)
 		fn, err := ev.eval(n.call.fn, sc)
 		if err != nil {
 			return err
 		}
-		args, kwargs, err := ev.evalArgs(n.call.args, n.call.kwargs, sc)
+		args, kwargs, err := ev.evalArgs(line, n.call.args, n.call.kwargs, sc)
 		if err != nil {
 			return err
 		}
@@ -186,7 +204,10 @@ func (ev *evaluator) node(n node, sc *scope, w *tstr) error {
 		}
 		return ev.write(line, w, s)
 	case *withNode:
-		inner := sc.child()
+		inner, err := ev.child(line, sc)
+		if err != nil {
+			return err
+		}
 		for i, tg := range n.targets {
 			v, err := ev.eval(n.values[i], sc)
 			if err != nil {
@@ -224,10 +245,10 @@ func (ev *evaluator) assign(line int, tg target, v Value, sc *scope) error {
 		if strings.HasPrefix(tg.attr, "_") {
 			return errorf(line, "cannot store underscore-prefixed attribute %q on a namespace", tg.attr)
 		}
-		return ns.o.(*Namespace).attrs.set(Str(tg.attr), v)
+		return ns.o.(*Namespace).attrs.set(ev, line, Str(tg.attr), v)
 	}
 	if !tg.tuple {
-		sc.vars[tg.names[0]] = v
+		sc.set(tg.names[0], v)
 		return nil
 	}
 	items, err := ev.iterate(line, v)
@@ -238,7 +259,7 @@ func (ev *evaluator) assign(line int, tg target, v Value, sc *scope) error {
 		return errorf(line, "cannot unpack %d values into %d names", len(items), len(tg.names))
 	}
 	for i, name := range tg.names {
-		sc.vars[name] = items[i]
+		sc.set(name, items[i])
 	}
 	return nil
 }
@@ -262,11 +283,14 @@ func (ev *evaluator) forLoop(n *forNode, sc *scope, w *tstr) error {
 	}
 	if n.cond != nil {
 		var kept []Value
+		var tmp *scope
 		for _, item := range items {
 			if err := ev.step(line); err != nil {
 				return err
 			}
-			tmp := sc.child()
+			if tmp, err = ev.renew(line, tmp, sc); err != nil {
+				return err
+			}
 			if err := ev.assign(line, n.target, item, tmp); err != nil {
 				return err
 			}
@@ -275,6 +299,9 @@ func (ev *evaluator) forLoop(n *forNode, sc *scope, w *tstr) error {
 				return err
 			}
 			if truth(c) {
+				if err := ev.alloc(line, valueSize); err != nil {
+					return err
+				}
 				kept = append(kept, item)
 			}
 		}
@@ -285,13 +312,16 @@ func (ev *evaluator) forLoop(n *forNode, sc *scope, w *tstr) error {
 	}
 	ls := &loopState{items: items}
 	loopVal := Value{k: KindLoop, o: ls}
+	var body *scope
 	for i, item := range items {
 		if err := ev.step(line); err != nil {
 			return err
 		}
 		ls.index0 = i
-		body := sc.child()
-		body.vars["loop"] = loopVal
+		if body, err = ev.renew(line, body, sc); err != nil {
+			return err
+		}
+		body.set("loop", loopVal)
 		if err := ev.assign(line, n.target, item, body); err != nil {
 			return err
 		}
@@ -349,8 +379,11 @@ func (ls *loopState) attr(name string) (Value, bool) {
 	case "changed":
 		return Value{k: KindCallable, o: &callable{name: "loop.changed", fn: func(ev *evaluator, line int, args []Value, _ []kwValue) (Value, error) {
 			v := List(args...)
-			if ls.changed != nil && equal(*ls.changed, v) {
+			if ls.changed != nil && ev.equal(line, *ls.changed, v) {
 				return Bool(false), nil
+			}
+			if ev.stop != nil {
+				return Value{}, ev.stop
 			}
 			ls.changed = &v
 			return Bool(true), nil
@@ -363,17 +396,24 @@ func (ls *loopState) attr(name string) (Value, bool) {
 func (ev *evaluator) macro(m *macroDef, sc *scope, _ *Value) Value {
 	return Value{k: KindCallable, o: &callable{name: m.name, fn: func(ev *evaluator, line int, args []Value, kwargs []kwValue) (Value, error) {
 		if ev.depth >= ev.lim.Depth {
-			return Value{}, errorf(line, "macro calls nested more than %d deep", ev.lim.Depth)
+			return Value{}, ev.fail(limitErr(line, "macro calls nested more than %d deep", ev.lim.Depth))
+		}
+		// A call's frame (its scope, arguments and output) is memory too.
+		if err := ev.alloc(line, frameSize); err != nil {
+			return Value{}, err
 		}
 		ev.depth++
 		defer func() { ev.depth-- }()
-		inner := sc.child()
+		inner, err := ev.child(line, sc)
+		if err != nil {
+			return Value{}, err
+		}
 		if len(args) > len(m.params) {
 			return Value{}, errorf(line, "macro '%s' takes not more than %d argument(s)", m.name, len(m.params))
 		}
 		set := make([]bool, len(m.params))
 		for i, a := range args {
-			inner.vars[m.params[i]] = a
+			inner.set(m.params[i], a)
 			set[i] = true
 		}
 		for _, kw := range kwargs {
@@ -383,14 +423,14 @@ func (ev *evaluator) macro(m *macroDef, sc *scope, _ *Value) Value {
 					if set[i] {
 						return Value{}, errorf(line, "macro '%s' got multiple values for argument '%s'", m.name, p)
 					}
-					inner.vars[p] = kw.v
+					inner.set(p, kw.v)
 					set[i] = true
 					found = true
 				}
 			}
 			if !found {
 				if kw.name == "caller" {
-					inner.vars["caller"] = kw.v
+					inner.set("caller", kw.v)
 					continue
 				}
 				return Value{}, errorf(line, "macro '%s' has no argument '%s'", m.name, kw.name)
@@ -405,9 +445,9 @@ func (ev *evaluator) macro(m *macroDef, sc *scope, _ *Value) Value {
 				if err != nil {
 					return Value{}, err
 				}
-				inner.vars[p] = v
+				inner.set(p, v)
 			} else {
-				inner.vars[p] = Undefined(p)
+				inner.set(p, Undefined(p))
 			}
 		}
 		w := &tstr{}
@@ -418,7 +458,12 @@ func (ev *evaluator) macro(m *macroDef, sc *scope, _ *Value) Value {
 	}}}
 }
 
-func (ev *evaluator) evalArgs(args []expr, kwargs []kwarg, sc *scope) ([]Value, []kwValue, error) {
+// evalArgs evaluates a call's arguments; the memory they take is charged
+// (a call in a loop would otherwise churn it for free).
+func (ev *evaluator) evalArgs(line int, args []expr, kwargs []kwarg, sc *scope) ([]Value, []kwValue, error) {
+	if err := ev.alloc(line, len(args)*valueSize+len(kwargs)*(valueSize+16)); err != nil {
+		return nil, nil, err
+	}
 	av := make([]Value, len(args))
 	for i, a := range args {
 		v, err := ev.eval(a, sc)
@@ -476,6 +521,9 @@ func (ev *evaluator) eval(x expr, sc *scope) (Value, error) {
 	case *nameExpr:
 		return ev.lookup(x.name, sc), nil
 	case *listExpr:
+		if err := ev.items(line, len(x.items)); err != nil {
+			return Value{}, err
+		}
 		items := make([]Value, len(x.items))
 		for i, it := range x.items {
 			v, err := ev.eval(it, sc)
@@ -499,8 +547,8 @@ func (ev *evaluator) eval(x expr, sc *scope) (Value, error) {
 			if err != nil {
 				return Value{}, err
 			}
-			if err := d.set(k, v); err != nil {
-				return Value{}, errorf(line, "%v", err)
+			if err := d.set(ev, line, k, v); err != nil {
+				return Value{}, err
 			}
 		}
 		return Value{k: KindDict, d: d}, nil
@@ -527,7 +575,7 @@ func (ev *evaluator) eval(x expr, sc *scope) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		args, kwargs, err := ev.evalArgs(x.args, x.kwargs, sc)
+		args, kwargs, err := ev.evalArgs(line, x.args, x.kwargs, sc)
 		if err != nil {
 			return Value{}, err
 		}
@@ -543,7 +591,7 @@ func (ev *evaluator) eval(x expr, sc *scope) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		args, kwargs, err := ev.evalArgs(x.args, x.kwargs, sc)
+		args, kwargs, err := ev.evalArgs(line, x.args, x.kwargs, sc)
 		if err != nil {
 			return Value{}, err
 		}
@@ -636,25 +684,22 @@ func (ev *evaluator) eval(x expr, sc *scope) (Value, error) {
 		}
 		return ev.eval(x.b, sc)
 	case *concatExpr:
-		w := &tstr{}
-		for _, p := range x.parts {
+		parts := make([]Value, len(x.parts))
+		n, spans := 0, 0
+		for i, p := range x.parts {
 			v, err := ev.eval(p, sc)
 			if err != nil {
 				return Value{}, err
 			}
-			s, err := ev.str(line, v)
-			if err != nil {
+			if parts[i], err = ev.str(line, v); err != nil {
 				return Value{}, err
 			}
-			if err := ev.checkSize(line, w.len()+len(s.s)); err != nil {
+			n, spans = n+len(parts[i].s), spans+len(parts[i].t)
+			if err := ev.checkSize(line, n); err != nil {
 				return Value{}, err
 			}
-			w.add(s.s, s.t)
 		}
-		if err := ev.built(line, w.len()); err != nil {
-			return Value{}, err
-		}
-		return w.value(), nil
+		return ev.concat(line, n, spans, parts...)
 	}
 	return Value{}, errorf(line, "internal error: unknown expression %T", x)
 }
@@ -662,9 +707,11 @@ func (ev *evaluator) eval(x expr, sc *scope) (Value, error) {
 func (ev *evaluator) compareOp(line int, op string, l, r Value) (bool, error) {
 	switch op {
 	case "==":
-		return equal(l, r), nil
+		eq := ev.equal(line, l, r)
+		return eq, ev.stopped()
 	case "!=":
-		return !equal(l, r), nil
+		eq := ev.equal(line, l, r)
+		return !eq, ev.stopped()
 	case "in":
 		return ev.contains(line, r, l)
 	case "notin":
@@ -677,9 +724,9 @@ func (ev *evaluator) compareOp(line int, op string, l, r Value) (bool, error) {
 	if r.k == KindUndefined {
 		return false, undefinedErr(line, r)
 	}
-	c, err := compare(l, r)
+	c, err := ev.compare(line, l, r)
 	if err != nil {
-		return false, errorf(line, "%s", strings.Replace(err.Error(), "'<'", "'"+op+"'", 1))
+		return false, typeErrorf(line, err, func(m string) string { return strings.Replace(m, "'<'", "'"+op+"'", 1) })
 	}
 	switch op {
 	case "<":
@@ -702,17 +749,20 @@ func (ev *evaluator) contains(line int, container, item Value) (bool, error) {
 			}
 			return false, errorf(line, "'in <string>' requires string as left operand, not %s", item.k)
 		}
+		if err := ev.touch(line, len(container.s)+len(item.s)); err != nil {
+			return false, err
+		}
 		return strings.Contains(container.s, item.s), nil
 	case KindList, KindTuple:
 		for _, x := range container.l {
-			if equal(x, item) {
+			if ev.equal(line, x, item) {
 				return true, nil
 			}
 		}
-		return false, nil
+		return false, ev.stopped()
 	case KindDict:
-		_, ok := container.d.get(item)
-		return ok, nil
+		_, ok, err := container.d.get(ev, line, item)
+		return ok, err
 	case KindUndefined:
 		return false, nil
 	}
@@ -727,13 +777,23 @@ func (ev *evaluator) iterate(line int, v Value) ([]Value, error) {
 	case KindDict:
 		return v.d.keys, nil
 	case KindString:
-		if err := ev.charge(line, len(v.s)); err != nil {
+		n, err := ev.runeCount(line, v.s)
+		if err != nil {
 			return nil, err
 		}
-		offs := runeOffsets(v.s)
-		out := make([]Value, len(offs)-1)
-		for i := range out {
-			out[i] = substr(v, offs[i], offs[i+1])
+		if err := ev.items(line, n); err != nil {
+			return nil, err
+		}
+		if v.tainted() {
+			if err := ev.alloc(line, n*spanSize); err != nil {
+				return nil, err
+			}
+		}
+		out := make([]Value, 0, n)
+		for i := 0; i < len(v.s); {
+			_, size := utf8.DecodeRuneInString(v.s[i:])
+			out = append(out, substr(v, i, i+size))
+			i += size
 		}
 		return out, nil
 	case KindUndefined:
@@ -750,7 +810,7 @@ func (ev *evaluator) getattr(line int, v Value, name string) (Value, error) {
 		return Value{}, undefinedErr(line, v)
 	case KindDict:
 		if m, ok := methodOf(v, name); ok {
-			return m, nil
+			return m, ev.alloc(line, methodSize)
 		}
 		if unsafeMethod(v.k, name) {
 			return Value{}, errorf(line, "access to attribute '%s' of 'dict' object is unsafe", name)
@@ -768,7 +828,7 @@ func (ev *evaluator) getattr(line int, v Value, name string) (Value, error) {
 		}
 	default:
 		if m, ok := methodOf(v, name); ok {
-			return m, nil
+			return m, ev.alloc(line, methodSize)
 		}
 		if unsafeMethod(v.k, name) {
 			return Value{}, errorf(line, "access to attribute '%s' of '%s' object is unsafe", name, v.k)
@@ -782,7 +842,11 @@ func (ev *evaluator) getitem(line int, v, k Value) (Value, error) {
 	case KindUndefined:
 		return Value{}, undefinedErr(line, v)
 	case KindDict:
-		if x, ok := v.d.get(k); ok {
+		x, ok, err := v.d.get(ev, line, k)
+		if err != nil {
+			return Value{}, err
+		}
+		if ok {
 			return x, nil
 		}
 	case KindList, KindTuple:
@@ -798,16 +862,26 @@ func (ev *evaluator) getitem(line int, v, k Value) (Value, error) {
 		}
 	case KindString:
 		if k.k == KindInt || k.k == KindBool {
-			offs := runeOffsets(v.s)
-			n := int64(len(offs) - 1)
 			i := k.n
 			if i < 0 {
-				i += n
+				n, err := ev.runeCount(line, v.s)
+				if err != nil {
+					return Value{}, err
+				}
+				i += int64(n)
 			}
-			if i >= 0 && i < n {
-				return substr(v, offs[i], offs[i+1]), nil
+			if i < 0 {
+				return Undefined(""), nil
 			}
-			return Undefined(""), nil
+			off, err := ev.runeIndex(line, v.s, i)
+			if err != nil {
+				return Value{}, err
+			}
+			if off < 0 || off >= len(v.s) {
+				return Undefined(""), nil
+			}
+			_, size := utf8.DecodeRuneInString(v.s[off:])
+			return substr(v, off, off+size), nil
 		}
 	}
 	if k.k == KindString {
@@ -857,45 +931,100 @@ func (ev *evaluator) slice(x *sliceExpr, sc *scope) (Value, error) {
 	if step == 0 {
 		return Value{}, errorf(line, "slice step cannot be zero")
 	}
-	var n int64
-	var offs []int
 	switch v.k {
 	case KindList, KindTuple:
-		n = int64(len(v.l))
+		start, count := sliceIndices(int64(len(v.l)), lo, hi, step)
+		if err := ev.items(line, int(count)); err != nil {
+			return Value{}, err
+		}
+		out := make([]Value, count)
+		for j := range out {
+			out[j] = v.l[start+int64(j)*step]
+		}
+		return Value{k: v.k, l: out}, nil
 	case KindString:
-		offs = runeOffsets(v.s)
-		n = int64(len(offs) - 1)
+		return ev.sliceString(line, v, lo, hi, step)
 	case KindUndefined:
 		return Value{}, undefinedErr(line, v)
-	default:
-		return Undefined(""), nil
 	}
-	idx := sliceIndices(n, lo, hi, step)
-	switch v.k {
-	case KindString:
-		if step == 1 {
-			if len(idx) == 0 {
-				return Str(""), nil
-			}
-			return substr(v, offs[idx[0]], offs[idx[len(idx)-1]+1]), nil
-		}
-		w := &tstr{}
-		for _, i := range idx {
-			c := substr(v, offs[i], offs[i+1])
-			w.add(c.s, c.t)
-		}
-		return w.value(), nil
-	}
-	out := make([]Value, len(idx))
-	for j, i := range idx {
-		out[j] = v.l[i]
-	}
-	return Value{k: v.k, l: out}, nil
+	return Undefined(""), nil
 }
 
-// sliceIndices is Python's slice.indices expanded.
-func sliceIndices(n int64, lo, hi *int64, step int64) []int64 {
-	var start, stop int64
+// sliceString is s[lo:hi:step] by runes, walking s once without a table
+// of rune offsets.
+func (ev *evaluator) sliceString(line int, v Value, lo, hi *int64, step int64) (Value, error) {
+	n, err := ev.runeCount(line, v.s)
+	if err != nil {
+		return Value{}, err
+	}
+	start, count := sliceIndices(int64(n), lo, hi, step)
+	if count == 0 {
+		return Str(""), nil
+	}
+	if step == 1 {
+		a, err := ev.runeIndex(line, v.s, start)
+		if err != nil {
+			return Value{}, err
+		}
+		b, err := ev.runeIndex(line, v.s, start+count)
+		if err != nil {
+			return Value{}, err
+		}
+		return substr(v, a, b), nil
+	}
+	// The runes picked, at most all of s: build them in place.
+	if err := ev.built(line, len(v.s), len(v.t)); err != nil {
+		return Value{}, err
+	}
+	w := &tstr{buf: make([]byte, 0, len(v.s))}
+	pick := func(lo, hi int) {
+		off := w.len()
+		w.buf = append(w.buf, v.s[lo:hi]...)
+		if taintedAt(v.t, lo, hi) {
+			w.addSpan(off, off+hi-lo)
+		}
+	}
+	last := start + (count-1)*step
+	if step > 0 {
+		r := int64(0)
+		for i := 0; i < len(v.s) && r <= last; r++ {
+			_, size := utf8.DecodeRuneInString(v.s[i:])
+			if r >= start && (r-start)%step == 0 {
+				pick(i, i+size)
+			}
+			i += size
+		}
+	} else {
+		// Python's runes from the end: count them back from n-1.
+		r := int64(n - 1)
+		for i := len(v.s); i > 0 && r >= last; r-- {
+			// Decode forward from the start of the last rune, as the
+			// count did, so invalid bytes split the same way.
+			j := lastRuneStart(v.s[:i])
+			if r <= start && (start-r)%(-step) == 0 {
+				pick(j, i)
+			}
+			i = j
+		}
+	}
+	return w.value(), nil
+}
+
+// lastRuneStart returns where the last rune of s starts, as a forward walk
+// of s would split it.
+func lastRuneStart(s string) int {
+	_, size := utf8.DecodeLastRuneInString(s)
+	j := len(s) - size
+	if _, fw := utf8.DecodeRuneInString(s[j:]); fw != size {
+		// An invalid sequence: forward decoding takes it byte by byte.
+		return len(s) - 1
+	}
+	return j
+}
+
+// sliceIndices is Python's slice.indices: the first index and how many
+// items s[lo:hi:step] has.
+func sliceIndices(n int64, lo, hi *int64, step int64) (start, count int64) {
 	clamp := func(p *int64, def, lower, upper int64) int64 {
 		if p == nil {
 			return def
@@ -911,28 +1040,28 @@ func sliceIndices(n int64, lo, hi *int64, step int64) []int64 {
 		}
 		return x
 	}
+	var stop int64
 	if step > 0 {
 		start = clamp(lo, 0, 0, n)
 		stop = clamp(hi, n, 0, n)
+		if stop > start {
+			count = (stop-start-1)/step + 1
+		}
 	} else {
 		start = clamp(lo, n-1, -1, n-1)
 		stop = clamp(hi, -1, -1, n-1)
-	}
-	var out []int64
-	if step > 0 {
-		for i := start; i < stop; i += step {
-			out = append(out, i)
-		}
-	} else {
-		for i := start; i > stop; i += step {
-			out = append(out, i)
+		if start > stop {
+			count = 1
+			if step != math.MinInt64 {
+				count += (start - stop - 1) / -step
+			}
 		}
 	}
-	return out
+	return start, count
 }
 
 func (ev *evaluator) filter(f *filterExpr, v Value, sc *scope) (Value, error) {
-	args, kwargs, err := ev.evalArgs(f.args, f.kwargs, sc)
+	args, kwargs, err := ev.evalArgs(f.line, f.args, f.kwargs, sc)
 	if err != nil {
 		return Value{}, err
 	}
@@ -994,15 +1123,9 @@ func (ev *evaluator) binop(line int, op string, l, r Value) (Value, error) {
 	case "+":
 		switch {
 		case l.k == KindString && r.k == KindString:
-			if err := ev.built(line, len(l.s)+len(r.s)); err != nil {
-				return Value{}, err
-			}
-			w := &tstr{}
-			w.add(l.s, l.t)
-			w.add(r.s, r.t)
-			return w.value(), nil
+			return ev.concat(line, len(l.s)+len(r.s), len(l.t)+len(r.t), l, r)
 		case (l.k == KindList || l.k == KindTuple) && l.k == r.k:
-			if err := ev.charge(line, len(l.l)+len(r.l)); err != nil {
+			if err := ev.items(line, len(l.l)+len(r.l)); err != nil {
 				return Value{}, err
 			}
 			out := make([]Value, 0, len(l.l)+len(r.l))
@@ -1021,25 +1144,35 @@ func (ev *evaluator) binop(line int, op string, l, r Value) (Value, error) {
 			}
 			switch seq.k {
 			case KindString:
-				if n > 0 && (int64(len(seq.s)) > int64(ev.lim.Output)/n) {
-					return Value{}, ev.checkSize(line, ev.lim.Output+1)
+				if err := ev.checkSize64(line, mulSat(int64(len(seq.s)), n)); err != nil {
+					return Value{}, err
 				}
-				w := &tstr{}
+				if n == 0 {
+					return Str(""), nil
+				}
+				size, spans := len(seq.s)*int(n), len(seq.t)*int(n)
+				if len(seq.t) == 1 && seq.t[0] == (Span{0, len(seq.s)}) {
+					spans = 1 // all untrusted: the copies' spans merge
+				}
+				if err := ev.built(line, size, spans); err != nil {
+					return Value{}, err
+				}
+				if !seq.tainted() {
+					return Str(strings.Repeat(seq.s, int(n))), nil
+				}
+				w := &tstr{buf: make([]byte, 0, size), t: make([]Span, 0, spans)}
 				for i := int64(0); i < n; i++ {
 					w.add(seq.s, seq.t)
 				}
-				if w.len() == 0 {
-					return Str(""), nil
-				}
 				return w.value(), nil
 			case KindList, KindTuple:
-				if n > 0 && (int64(len(seq.l)) > int64(ev.lim.Steps)/n) {
-					return Value{}, ev.charge(line, ev.lim.Steps+1)
-				}
-				if err := ev.charge(line, int(int64(len(seq.l))*n)); err != nil {
+				if err := ev.checkSize64(line, mulSat(int64(len(seq.l)), n)); err != nil {
 					return Value{}, err
 				}
-				out := make([]Value, 0, int64(len(seq.l))*n)
+				if err := ev.items(line, len(seq.l)*int(n)); err != nil {
+					return Value{}, err
+				}
+				out := make([]Value, 0, len(seq.l)*int(n))
 				for i := int64(0); i < n; i++ {
 					out = append(out, seq.l...)
 				}
@@ -1052,6 +1185,33 @@ func (ev *evaluator) binop(line int, op string, l, r Value) (Value, error) {
 		}
 	}
 	return Value{}, typeErr(line, op, l, r)
+}
+
+// mulSat is a*b for sizes (a, b >= 0), saturated at math.MaxInt64.
+func mulSat(a, b int64) int64 {
+	if c, ok := mulInt(a, b); ok {
+		return c
+	}
+	return math.MaxInt64
+}
+
+// concat joins parts into one new string of n bytes with at most spans
+// taint records, charged before it is built.
+func (ev *evaluator) concat(line, n, spans int, parts ...Value) (Value, error) {
+	if err := ev.built(line, n, spans); err != nil {
+		return Value{}, err
+	}
+	if n == 0 {
+		return Str(""), nil
+	}
+	w := &tstr{buf: make([]byte, 0, n)}
+	if spans > 0 {
+		w.t = make([]Span, 0, spans)
+	}
+	for _, p := range parts {
+		w.add(p.s, p.t)
+	}
+	return w.value(), nil
 }
 
 func numOp(line int, op string, l, r Value) (Value, error) {
@@ -1163,16 +1323,30 @@ func (ev *evaluator) percentFormat(line int, f, arg Value) (Value, error) {
 	next := 0
 	for i := 0; i < len(s); i++ {
 		if s[i] != '%' {
-			c := substr(f, i, i+1)
-			w.add(c.s, c.t)
+			j := strings.IndexByte(s[i:], '%')
+			if j < 0 {
+				j = len(s)
+			} else {
+				j += i
+			}
+			lit := substr(f, i, j)
+			if err := ev.put(line, w, lit.s, lit.t); err != nil {
+				return Value{}, err
+			}
+			i = j - 1
 			continue
+		}
+		if err := ev.step(line); err != nil {
+			return Value{}, err
 		}
 		if i+1 >= len(s) {
 			return Value{}, errorf(line, "incomplete format")
 		}
 		i++
 		if s[i] == '%' {
-			w.add("%", nil)
+			if err := ev.put(line, w, "%", nil); err != nil {
+				return Value{}, err
+			}
 			continue
 		}
 		if next >= len(args) {
@@ -1180,33 +1354,38 @@ func (ev *evaluator) percentFormat(line int, f, arg Value) (Value, error) {
 		}
 		a := args[next]
 		next++
+		var out Value
 		switch s[i] {
 		case 's':
 			v, err := ev.str(line, a)
 			if err != nil {
 				return Value{}, err
 			}
-			w.add(v.s, v.t)
+			out = v
 		case 'r':
-			w.add(derived(pyRepr(a), a).s, derived(pyRepr(a), a).t)
+			v, err := ev.repr(line, a)
+			if err != nil {
+				return Value{}, err
+			}
+			out = v
 		case 'd', 'i':
 			if !isNumber(a) {
 				return Value{}, errorf(line, "%%d format: a real number is required, not %s", a.k)
 			}
 			if a.k == KindFloat {
-				w.add(strconv.FormatInt(int64(a.f), 10), nil)
+				out = Str(strconv.FormatInt(int64(a.f), 10))
 			} else {
-				w.add(strconv.FormatInt(a.n, 10), nil)
+				out = Str(strconv.FormatInt(a.n, 10))
 			}
 		case 'f':
 			if !isNumber(a) {
 				return Value{}, errorf(line, "must be real number, not %s", a.k)
 			}
-			w.add(strconv.FormatFloat(asFloat(a), 'f', 6, 64), nil)
+			out = Str(strconv.FormatFloat(asFloat(a), 'f', 6, 64))
 		default:
 			return Value{}, errorf(line, "unsupported format character '%c'", s[i])
 		}
-		if err := ev.checkSize(line, w.len()); err != nil {
+		if err := ev.put(line, w, out.s, out.t); err != nil {
 			return Value{}, err
 		}
 	}
@@ -1224,42 +1403,19 @@ func (ev *evaluator) str(line int, v Value) (Value, error) {
 	case KindUndefined:
 		return Str(""), nil
 	}
-	s := pyStr(v)
-	if err := ev.checkSize(line, len(s)); err != nil {
-		return Value{}, err
-	}
-	return derived(s, taintOf(v)), nil
+	return ev.repr(line, v)
 }
 
-// taintOf returns an untrusted marker when v holds untrusted text anywhere.
-func taintOf(v Value) Value {
-	if deepTainted(v, 0) {
-		return Untrusted("x")
-	}
-	return Str("")
-}
+// stopped returns the error that stopped the render, if any: for helpers
+// that answer without an error (equal) once a limit is reached.
+func (ev *evaluator) stopped() error { return ev.stop }
 
-func deepTainted(v Value, depth int) bool {
-	if depth > 64 {
-		return true
+// typeErrorf turns a TypeError of compare into a template error, its
+// message edited by edit; a limit error passes as it is.
+func typeErrorf(line int, err error, edit func(string) string) error {
+	var je *Error
+	if errors.As(err, &je) {
+		return err
 	}
-	switch v.k {
-	case KindString:
-		return v.tainted()
-	case KindList, KindTuple:
-		for _, x := range v.l {
-			if deepTainted(x, depth+1) {
-				return true
-			}
-		}
-	case KindDict:
-		for i := range v.d.keys {
-			if deepTainted(v.d.keys[i], depth+1) || deepTainted(v.d.vals[i], depth+1) {
-				return true
-			}
-		}
-	case KindNamespace:
-		return deepTainted(Value{k: KindDict, d: v.o.(*Namespace).attrs}, depth+1)
-	}
-	return false
+	return errorf(line, "%s", edit(err.Error()))
 }

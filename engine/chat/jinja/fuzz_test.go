@@ -43,7 +43,7 @@ func FuzzRender(f *testing.F) {
 			Dict(Str("role"), Str("user"), Str("content"), Untrusted(content+content)),
 			Dict(Str("role"), Str("assistant"), Str("content"), Untrusted("ok")),
 		)
-		out, err := tm.Render(map[string]Value{"messages": msgs, "add_generation_prompt": Bool(true), "bos_token": Str("<s>"), "tools": None()},
+		out, err := tm.Render(t.Context(), map[string]Value{"messages": msgs, "add_generation_prompt": Bool(true), "bos_token": Str("<s>"), "tools": None()},
 			Options{Limits: Limits{Steps: 20_000, Output: 1 << 16, Depth: 16}})
 		if err != nil {
 			return

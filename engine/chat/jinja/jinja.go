@@ -13,8 +13,28 @@
 // block, recursive loops.
 //
 // Templates are untrusted input (a GGUF file's metadata): parsing and
-// rendering never panic, and every render is bounded in steps, output size,
-// value sizes and nesting depth (Limits). Errors name the template line.
+// rendering never panic, and every render is bounded (Limits; the defaults
+// in brackets):
+//
+//   - work [5,000,000 steps]: a step per statement, expression, loop turn
+//     and list or dict element made or visited, and a step per 64 bytes a
+//     string operation reads, compares or writes (a rune count, a search,
+//     a copy, hashing a dict key; per 16 bytes for rune-by-rune Unicode
+//     work: case mappings, repr, character classes). So a loop whose body
+//     works on a 16 MB string runs a handful of turns, not millions;
+//   - memory [128 MiB]: the bytes of every string, list, dict entry, scope,
+//     macro frame, call's arguments and bound method a render makes,
+//     counted as they are allocated (not as they are freed);
+//   - value size [16 MiB]: the output and every string (bytes) or list
+//     (items) built on the way, checked before it is built;
+//   - nesting: macro calls inside macro calls [64], values walked by
+//     comparison, hashing and printing [100 levels];
+//   - wall-clock time [5 s], and the render's context: both are looked at
+//     every 4,096 steps, so cancelling the context stops a render at once.
+//
+// A render stopped by a limit fails with an *Error that wraps ErrLimit;
+// one stopped by its context wraps the context's error. Errors name the
+// template line.
 //
 // Strings carry taint: Untrusted values (message text) keep track of which
 // bytes of every string derived from them came from the input, and Render
@@ -23,6 +43,7 @@
 package jinja
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -35,7 +56,17 @@ type Error struct {
 	Msg  string
 	// Raised is set for raise_exception: the template refused the input.
 	Raised bool
+	// Err is ErrLimit for a render stopped by one of its limits, the
+	// context's error for one stopped by its context, else nil.
+	Err error
 }
+
+// ErrLimit is wrapped by the error of a render that one of its Limits
+// stopped: a template that does too much work or builds too much.
+var ErrLimit = errors.New("the chat template exceeded a limit")
+
+// Unwrap returns Err.
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	if e.Line > 0 {
@@ -48,16 +79,23 @@ func errorf(line int, format string, args ...any) *Error {
 	return &Error{Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
-// Limits bound a render. Zero fields take the defaults.
+// Limits bound a render (see the package doc for what each one counts).
+// Zero fields take the defaults.
 type Limits struct {
-	// Steps bounds the work: expression evaluations, statements and loop
-	// iterations together (default 5,000,000).
+	// Steps bounds the work: statements, expressions, loop turns, elements
+	// made or visited, and string bytes read or written (bytesPerStep to
+	// a step) together (default 5,000,000).
 	Steps int
 	// Output bounds the output and every string or list built on the way,
 	// in bytes or items (default 16 MiB).
 	Output int
+	// Memory bounds the bytes a render allocates for its values, in total
+	// (default 128 MiB).
+	Memory int
 	// Depth bounds macro calls inside macro calls (default 64).
 	Depth int
+	// Time bounds the render's wall-clock time (default 5 s).
+	Time time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -67,8 +105,14 @@ func (l Limits) withDefaults() Limits {
 	if l.Output <= 0 {
 		l.Output = 16 << 20
 	}
+	if l.Memory <= 0 {
+		l.Memory = 128 << 20
+	}
 	if l.Depth <= 0 {
 		l.Depth = 64
+	}
+	if l.Time <= 0 {
+		l.Time = 5 * time.Second
 	}
 	return l
 }
@@ -116,24 +160,38 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Render renders the template with the given variables.
-func (t *Template) Render(vars map[string]Value, opts Options) (out Output, err error) {
-	ev := &evaluator{lim: opts.Limits.withDefaults(), now: opts.Now}
-	if ev.now == nil {
-		ev.now = time.Now
-	}
-	root := &scope{vars: make(map[string]Value, len(vars)+8)}
+// Render renders the template with the given variables. It stops when ctx
+// ends (the error wraps ctx.Err()) or a limit is reached (it wraps
+// ErrLimit).
+func (t *Template) Render(ctx context.Context, vars map[string]Value, opts Options) (Output, error) {
+	_, out, err := t.render(ctx, vars, opts)
+	return out, err
+}
+
+// render is Render, returning the evaluator for its accounts too.
+func (t *Template) render(ctx context.Context, vars map[string]Value, opts Options) (*evaluator, Output, error) {
+	ev := newEvaluator(ctx, opts)
+	root := &scope{root: make(map[string]Value, len(vars)+8)}
 	for k, v := range vars {
-		root.vars[k] = v
+		root.root[k] = v
 	}
 	w := &tstr{}
-	if err := ev.nodes(t.body, root, w); err != nil {
+	err := ev.step(0)
+	if err == nil {
+		err = ev.nodes(t.body, root, w)
+	}
+	if err == nil {
+		// A helper that cannot return an error (a comparison) may have
+		// met a limit after the last step.
+		err = ev.stop
+	}
+	if err != nil {
 		var ctl *loopControl
 		if errors.As(err, &ctl) {
-			return Output{}, errorf(ctl.line, "'%s' outside of a loop", ctl.kind)
+			return ev, Output{}, errorf(ctl.line, "'%s' outside of a loop", ctl.kind)
 		}
-		return Output{}, err
+		return ev, Output{}, err
 	}
 	v := w.value()
-	return Output{Text: v.s, Untrusted: v.t, Steps: ev.steps}, nil
+	return ev, Output{Text: v.s, Untrusted: v.t, Steps: ev.steps}, nil
 }

@@ -1,6 +1,7 @@
 package jinja
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -13,7 +14,7 @@ func render(t *testing.T, src string, vars map[string]Value) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	return tm.Render(vars, Options{Now: func() time.Time { return time.Date(2024, 7, 26, 9, 5, 0, 0, time.UTC) }})
+	return tm.Render(t.Context(), vars, Options{Now: func() time.Time { return time.Date(2024, 7, 26, 9, 5, 0, 0, time.UTC) }})
 }
 
 // Expected outputs are what jinja2 3.1.6 renders with transformers'
@@ -102,7 +103,7 @@ func TestLimits(t *testing.T) {
 		start := time.Now()
 		tm, err := Parse(c.src)
 		if err == nil {
-			_, err = tm.Render(nil, Options{Limits: Limits{Steps: 200_000, Output: 1 << 20}})
+			_, err = tm.Render(t.Context(), nil, Options{Limits: Limits{Steps: 200_000, Output: 1 << 20}})
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%.40q: err %v, want %q", c.src, err, c.want)
@@ -142,20 +143,109 @@ func TestTaint(t *testing.T) {
 	}
 }
 
-// A loop that keeps rebuilding a long string runs out of steps rather than
-// copying for minutes.
+// A loop that keeps rebuilding a long string runs out of steps (or, since
+// every copy is charged as memory too, out of memory) rather than copying
+// for minutes.
 func TestQuadraticCopyIsBounded(t *testing.T) {
 	src := "{% set ns = namespace(s='') %}{% for i in range(100000) %}{% set ns.s = ns.s ~ 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' %}{% endfor %}{{ ns.s | length }}"
 	tm, err := Parse(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tm.Render(nil, Options{}); err == nil || !strings.Contains(err.Error(), "evaluation steps") {
-		t.Errorf("err = %v, want the step limit", err)
+	if _, err := tm.Render(t.Context(), nil, Options{}); !errors.Is(err, ErrLimit) {
+		t.Errorf("err = %v, want a limit", err)
 	}
 	// The same loop, short, renders.
 	out, err := render(t, strings.Replace(src, "100000", "100", 1), nil)
 	if err != nil || out.Text != "7000" {
 		t.Errorf("short loop: %q, %v", out.Text, err)
+	}
+}
+
+// A render stops when its context ends, at once and with the context's
+// error: the clock strftime_now reads cancels the context in the middle of
+// a loop that would run for millions of steps.
+func TestRenderStopsWithItsContext(t *testing.T) {
+	tm, err := Parse("{{ strftime_now('%Y') }}{% for i in range(1000) %}{% for j in range(1000) %}{% for k in range(1000) %}{% endfor %}{% endfor %}{% endfor %}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	now := func() time.Time { cancel(); return time.Now() }
+	ev, _, err := tm.render(ctx, nil, Options{Now: now})
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrLimit) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	var je *Error
+	if !errors.As(err, &je) || je.Line != 1 {
+		t.Errorf("err = %#v, want a template error naming the line", err)
+	}
+	if ev.steps > 2*checkEvery {
+		t.Errorf("%d steps after the cancel (of a billion), want at most %d", ev.steps, 2*checkEvery)
+	}
+	// A context already ended stops the render before its first step.
+	if _, err := tm.Render(ctx, nil, Options{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled context: err = %v", err)
+	}
+}
+
+// The wall-clock limit stops a render that its other limits allow.
+func TestRenderTimeLimit(t *testing.T) {
+	tm, err := Parse("{% for i in range(1000) %}{% for j in range(1000) %}{% for k in range(1000) %}{% endfor %}{% endfor %}{% endfor %}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tm.Render(t.Context(), nil, Options{Limits: Limits{Steps: 1 << 40, Time: time.Millisecond}})
+	if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "took longer than 1ms") {
+		t.Errorf("err = %v, want the time limit", err)
+	}
+}
+
+// The operations rewritten to be charged by what they touch (slicing and
+// indexing strings without rune tables, dict keys, sorting, replace, split,
+// strip, case tests, formatting) still render what Jinja2 renders. Expected
+// outputs are jinja2 3.1.6's, with transformers' environment.
+func TestChargedOperationsMatchJinja2(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{"{{ 'héllo wörld'[::2] }}|{{ 'héllo wörld'[::-2] }}|{{ 'héllo'[-1] }}|{{ 'héllo'[-5] }}|{{ 'héllo'[-6] }}|{{ 'héllo'[4] }}|{{ 'héllo'[5] }}",
+			"hlowrd|drwolh|o|h||o|"},
+		{"{{ 'abcdef'[1:5:2] }}|{{ 'abcdef'[5:1:-2] }}|{{ 'abcdef'[-2:] }}|{{ 'abcdef'[:-2] }}|{{ 'abcdef'[10:] }}|{{ 'abcdef'[::-1] }}|{{ [1,2,3,4,5][::-2] }}|{{ [1,2,3,4,5][1:4:2] }}|{{ [1,2,3][5:1:-1] }}",
+			"bd|fd|ef|abcd||fedcba|[5, 3, 1]|[2, 4]|[3]"},
+		{"{{ 'héllo'|reverse }}|{{ 'a\\u2028b\\u0085c\\r\\nd\\x1ce'.splitlines() }}|{{ 'a\\nb\\n'.splitlines(True) }}",
+			"olléh|['a', 'b', 'c', 'd', 'e']|['a\\n', 'b\\n']"},
+		{"{{ 'ab'.replace('', '-') }}|{{ 'ab'.replace('', '-', 1) }}|{{ ''.replace('', 'x') }}|{{ 'aXbXc'.replace('X', '--', 1) }}",
+			"-a-b-|-ab|x|a--bXc"},
+		{"{{ {(1, 'a'): 2}[(1.0, 'a')] }}|{{ {1: 'x'}[True] }}|{{ (1, 2) in {(1, 2): 0} }}|{{ {(1, (2, 'b')): 5}[(True, (2, 'b'))] }}|{{ {'a': 1, 'b': 2}['b'] }}",
+			"2|x|True|5|2"},
+		{"{{ ['b', 'A', 'a', 'B']|sort }}|{{ ['b', 'A', 'a', 'B']|sort(reverse=true) }}|{{ [3, 1, 2]|sort(reverse=true) }}|{{ {'b': 1, 'A': 2, 'a': 3}|dictsort }}|{{ ['x', 'Y', 'y']|unique|list }}|{{ ['b', 'C', 'a']|max }}|{{ ['b', 'C', 'a']|min }}",
+			"['A', 'a', 'b', 'B']|['b', 'B', 'A', 'a']|[3, 2, 1]|[('A', 2), ('a', 3), ('b', 1)]|['x', 'Y']|C|a"},
+		{"{{ '{}-{}'.format(1, 'x') }}|{{ '%s:%d %%' % ('a', 3) }}|{{ '%r' % ('x',) }}|{{ 'x %s y'|format([1, 'q']) }}",
+			"1-x|a:3 %|'x'|x [1, 'q'] y"},
+		{"{{ 'Hello World'|title }}|{{ 'hello-world foo(bar'|title }}|{{ 'hELLO'|capitalize }}|{{ 'ab cd'.title() }}",
+			"Hello World|Hello-World Foo(Bar|Hello|Ab Cd"},
+		{"{{ 'abc'.isalpha() }}{{ 'ab1'.isalnum() }}{{ ' \\t'.isspace() }}{{ 'ab'.islower() }}{{ 'AB'.isupper() }}{{ '12'.isdigit() }}{{ 'a1'.islower() }}{{ '1'.islower() }}",
+			"TrueTrueTrueTrueTrueTrueTrueFalse"},
+		{"{{ 'xxhixx'.strip('x') }}|{{ 'éàhiàé'.strip('àé') }}|{{ '  hi '.lstrip() }}|{{ 'hi  '.rstrip() }}", "hi|hi|hi |hi"},
+		{"{{ 'a\\nb\\n\\nc'|indent(2) }}|{{ 'a\\nb'|indent(2, true) }}|{{ 'x'|center(7) }}|{{ '42'.zfill(5) }}|{{ '-42'.zfill(5) }}",
+			"a\n  b\n\n  c|  a\n  b|   x   |00042|-0042"},
+		{"{{ [1, [2, 'a'], {'k': (1,)}] == [1, [2, 'a'], {'k': (1,)}] }}{{ [1, 2] < [1, 3] }}{{ (1, 'b') > (1, 'a') }}{{ [1, 2].index(2) }}{{ [1, 2, 1].count(1) }}",
+			"TrueTrueTrue12"},
+		{"{{ '<a href=\"x\">&\\'</a>'|escape }}|{{ 'a b_c 1'|wordcount }}|{{ ' 3.5 '|float }}|{{ '1_000'|int }}|{{ 'héllo'|length }}|{{ 'hé'.find('é') }}|{{ 'aaa'.count('') }}",
+			"&lt;a href=&#34;x&#34;&gt;&amp;&#39;&lt;/a&gt;|3|3.5|1000|5|1|4"},
+		{"{% for c in 'hé' %}[{{ c }}]{% endfor %}|{{ 'hé'|list }}|{{ 'a b  c'.split() }}|{{ 'a,b,,c'.split(',', 2) }}|{{ 'a,b,c'.rsplit(',', 1) }}",
+			"[h][é]|['h', 'é']|['a', 'b', 'c']|['a', 'b', ',c']|['a,b', 'c']"},
+		{"{% for i in range(3) %}{% if loop.first %}{% set y = 5 %}{% endif %}{{ y is defined }}{% endfor %}", "TrueFalseFalse"},
+		{"{% for i in range(3) %}{% macro m() %}{{ i }}{% endmacro %}{% set f = m %}{{ f() }}{% endfor %}", "012"},
+	}
+	for _, c := range cases {
+		out, err := render(t, c.src, nil)
+		if err != nil {
+			t.Errorf("%q: %v", c.src, err)
+			continue
+		}
+		if out.Text != c.want {
+			t.Errorf("%q:\n got %q\nwant %q", c.src, out.Text, c.want)
+		}
 	}
 }

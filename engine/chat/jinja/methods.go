@@ -54,19 +54,23 @@ func methodOf(v Value, name string) (Value, bool) {
 				return filters["items"](ev, line, v, nil, nil)
 			})
 		case "keys":
-			return method(name, func(*evaluator, int, []Value, []kwValue) (Value, error) {
-				return List(append([]Value(nil), v.d.keys...)...), nil
+			return method(name, func(ev *evaluator, line int, _ []Value, _ []kwValue) (Value, error) {
+				return ev.copyList(line, v.d.keys)
 			})
 		case "values":
-			return method(name, func(*evaluator, int, []Value, []kwValue) (Value, error) {
-				return List(append([]Value(nil), v.d.vals...)...), nil
+			return method(name, func(ev *evaluator, line int, _ []Value, _ []kwValue) (Value, error) {
+				return ev.copyList(line, v.d.vals)
 			})
 		case "get":
 			return method(name, func(ev *evaluator, line int, args []Value, kwargs []kwValue) (Value, error) {
 				if len(args) < 1 {
 					return Value{}, errorf(line, "get expected at least 1 argument")
 				}
-				if x, ok := v.d.get(args[0]); ok {
+				x, ok, err := v.d.get(ev, line, args[0])
+				if err != nil {
+					return Value{}, err
+				}
+				if ok {
 					return x, nil
 				}
 				return argOr(args, kwargs, 1, "default", None()), nil
@@ -84,11 +88,14 @@ func methodOf(v Value, name string) (Value, bool) {
 					return Value{}, errorf(line, "index expected at least 1 argument")
 				}
 				for i, x := range v.l {
-					if equal(x, args[0]) {
+					if ev.equal(line, x, args[0]) {
 						return Int(int64(i)), nil
 					}
 				}
-				return Value{}, errorf(line, "%s is not in list", pyRepr(args[0]))
+				if ev.stop != nil {
+					return Value{}, ev.stop
+				}
+				return Value{}, errorf(line, "%s is not in list", ev.message(line, args[0], true))
 			})
 		case "count":
 			return method(name, func(ev *evaluator, line int, args []Value, _ []kwValue) (Value, error) {
@@ -97,23 +104,26 @@ func methodOf(v Value, name string) (Value, bool) {
 				}
 				n := 0
 				for _, x := range v.l {
-					if equal(x, args[0]) {
+					if ev.equal(line, x, args[0]) {
 						n++
 					}
 				}
-				return Int(int64(n)), nil
+				return Int(int64(n)), ev.stopped()
 			})
 		}
 	}
 	return Value{}, false
 }
 
-func prefixes(line int, v Value, what string) ([]string, error) {
+func (ev *evaluator) prefixes(line int, v Value, what string) ([]string, error) {
 	switch v.k {
 	case KindString:
 		return []string{v.s}, nil
 	case KindTuple, KindList:
-		var out []string
+		if err := ev.items(line, len(v.l)); err != nil {
+			return nil, err
+		}
+		out := make([]string, 0, len(v.l))
 		for _, x := range v.l {
 			if x.k != KindString {
 				return nil, errorf(line, "tuple for %s must only contain str, not %s", what, x.k)
@@ -136,7 +146,7 @@ func strMethod(v Value, name string) (Value, bool) {
 			if len(args) > 0 {
 				chars = args[0]
 			}
-			return strip(v, name != "rstrip", name != "lstrip", chars), nil
+			return ev.strip(line, v, name != "rstrip", name != "lstrip", chars)
 		})
 	case "split", "rsplit":
 		return method(name, func(ev *evaluator, line int, args []Value, kwargs []kwValue) (Value, error) {
@@ -146,51 +156,53 @@ func strMethod(v Value, name string) (Value, bool) {
 				return Value{}, err
 			}
 			// Each part is a value: charge for them before making them.
-			if err := ev.charge(line, countParts(s, sep)); err != nil {
+			if err := ev.touch(line, len(s)); err != nil {
 				return Value{}, err
 			}
-			var parts []Value
+			parts := countParts(s, sep)
+			if err := ev.items(line, parts); err != nil {
+				return Value{}, err
+			}
+			if v.tainted() {
+				if err := ev.alloc(line, parts*spanSize); err != nil {
+					return Value{}, err
+				}
+			}
+			var out []Value
 			if name == "split" || n < 0 {
-				parts, err = splitValue(line, v, sep, n)
+				out, err = splitValue(line, v, sep, n)
 			} else {
-				parts, err = rsplitValue(line, v, sep, n)
+				out, err = rsplitValue(line, v, sep, n)
 			}
 			if err != nil {
 				return Value{}, err
 			}
-			return List(parts...), nil
+			return List(out...), nil
 		})
 	case "splitlines":
 		return method(name, func(ev *evaluator, line int, args []Value, kwargs []kwValue) (Value, error) {
 			keep := truth(argOr(args, kwargs, 0, "keepends", Bool(false)))
-			var out []Value
-			start := 0
-			for i := 0; i < len(s); {
-				c := s[i]
-				n := 0
-				switch {
-				case c == '\r' && i+1 < len(s) && s[i+1] == '\n':
-					n = 2
-				case c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == 0x1c || c == 0x1d || c == 0x1e:
-					n = 1
-				case strings.HasPrefix(s[i:], "\u0085"), strings.HasPrefix(s[i:], "\u2028"), strings.HasPrefix(s[i:], "\u2029"):
-					n = len(string([]rune(s[i:])[0]))
+			// Count the lines, charge them, then make them.
+			if err := ev.touch(line, 2*len(s)); err != nil {
+				return Value{}, err
+			}
+			n := 0
+			eachLine(s, func(int, int, int) { n++ })
+			if err := ev.items(line, n); err != nil {
+				return Value{}, err
+			}
+			if v.tainted() {
+				if err := ev.alloc(line, n*spanSize); err != nil {
+					return Value{}, err
 				}
-				if n == 0 {
-					i++
-					continue
-				}
-				end := i
+			}
+			out := make([]Value, 0, n)
+			eachLine(s, func(start, end, next int) {
 				if keep {
-					end = i + n
+					end = next
 				}
 				out = append(out, substr(v, start, end))
-				i += n
-				start = i
-			}
-			if start < len(s) {
-				out = append(out, substr(v, start, len(s)))
-			}
+			})
 			return List(out...), nil
 		})
 	case "startswith", "endswith":
@@ -198,25 +210,26 @@ func strMethod(v Value, name string) (Value, bool) {
 			if len(args) < 1 {
 				return Value{}, errorf(line, "%s takes at least 1 argument", name)
 			}
-			ps, err := prefixes(line, args[0], name)
+			ps, err := ev.prefixes(line, args[0], name)
 			if err != nil {
 				return Value{}, err
 			}
 			for _, p := range ps {
+				if err := ev.step(line); err != nil {
+					return Value{}, err
+				}
+				if err := ev.touch(line, min(len(p), len(s))); err != nil {
+					return Value{}, err
+				}
 				if name == "startswith" && strings.HasPrefix(s, p) || name == "endswith" && strings.HasSuffix(s, p) {
 					return Bool(true), nil
 				}
 			}
 			return Bool(false), nil
 		})
-	case "upper":
-		return method(name, func(*evaluator, int, []Value, []kwValue) (Value, error) { return mapRunes(v, strings.ToUpper), nil })
-	case "lower", "casefold":
-		return method(name, func(*evaluator, int, []Value, []kwValue) (Value, error) { return mapRunes(v, strings.ToLower), nil })
-	case "title":
-		return method(name, func(*evaluator, int, []Value, []kwValue) (Value, error) { return mapRunes(v, pyTitle), nil })
-	case "capitalize":
-		return method(name, func(*evaluator, int, []Value, []kwValue) (Value, error) { return mapRunes(v, pyCapitalize), nil })
+	case "upper", "lower", "casefold", "title", "capitalize":
+		f := map[string]func(string) string{"upper": strings.ToUpper, "lower": strings.ToLower, "casefold": strings.ToLower, "title": pyTitle, "capitalize": pyCapitalize}[name]
+		return method(name, func(ev *evaluator, line int, _ []Value, _ []kwValue) (Value, error) { return ev.mapText(line, v, f) })
 	case "replace":
 		return method(name, func(ev *evaluator, line int, args []Value, kwargs []kwValue) (Value, error) {
 			if len(args) < 2 || args[0].k != KindString || args[1].k != KindString {
@@ -234,9 +247,13 @@ func strMethod(v Value, name string) (Value, bool) {
 				return Value{}, errorf(line, "%s needs a string", name)
 			}
 			sub := args[0].s
+			if err := ev.touch(line, len(s)+len(sub)); err != nil {
+				return Value{}, err
+			}
 			if name == "count" {
 				if sub == "" {
-					return Int(int64(runeLen(s) + 1)), nil
+					n, err := ev.runeCount(line, s)
+					return Int(int64(n + 1)), err
 				}
 				return Int(int64(strings.Count(s, sub))), nil
 			}
@@ -250,7 +267,8 @@ func strMethod(v Value, name string) (Value, bool) {
 				}
 				return Int(-1), nil
 			}
-			return Int(int64(runeLen(s[:i]))), nil
+			n, err := ev.runeCount(line, s[:i])
+			return Int(int64(n)), err
 		})
 	case "join":
 		return method(name, func(ev *evaluator, line int, args []Value, _ []kwValue) (Value, error) {
@@ -262,6 +280,9 @@ func strMethod(v Value, name string) (Value, bool) {
 				return Value{}, err
 			}
 			for _, it := range items {
+				if err := ev.step(line); err != nil {
+					return Value{}, err
+				}
 				if it.k != KindString {
 					return Value{}, errorf(line, "sequence item: expected str instance, %s found", it.k)
 				}
@@ -278,6 +299,9 @@ func strMethod(v Value, name string) (Value, bool) {
 				return Value{}, errorf(line, "%s needs a string", name)
 			}
 			p := args[0].s
+			if err := ev.touch(line, min(len(p), len(s))); err != nil {
+				return Value{}, err
+			}
 			if name == "removeprefix" && strings.HasPrefix(s, p) {
 				return substr(v, len(p), len(s)), nil
 			}
@@ -287,7 +311,10 @@ func strMethod(v Value, name string) (Value, bool) {
 			return v, nil
 		})
 	case "isdigit", "isnumeric", "isdecimal", "isalpha", "isalnum", "isspace", "islower", "isupper":
-		return method(name, func(*evaluator, int, []Value, []kwValue) (Value, error) {
+		return method(name, func(ev *evaluator, line int, _ []Value, _ []kwValue) (Value, error) {
+			if err := ev.touchRunes(line, len(s)); err != nil {
+				return Value{}, err
+			}
 			return Bool(strPredicate(name, s)), nil
 		})
 	case "zfill":
@@ -296,11 +323,18 @@ func strMethod(v Value, name string) (Value, bool) {
 			if err != nil {
 				return Value{}, err
 			}
-			n := int64(runeLen(s))
+			runes, err := ev.runeCount(line, s)
+			if err != nil {
+				return Value{}, err
+			}
+			n := int64(runes)
 			if w <= n {
 				return v, nil
 			}
-			if err := ev.checkSize(line, int(min(w, int64(ev.lim.Output)+1))); err != nil {
+			if err := ev.checkSize64(line, int64(len(s))+w-n); err != nil {
+				return Value{}, err
+			}
+			if err := ev.built(line, len(s)+int(w-n), 1); err != nil {
 				return Value{}, err
 			}
 			pad := strings.Repeat("0", int(w-n))
@@ -317,41 +351,36 @@ func strPredicate(name, s string) bool {
 	if s == "" {
 		return false
 	}
-	cased := false
+	// ok reports whether r passes; cased whether it counts as a cased
+	// character (islower and isupper need one).
+	var ok func(r rune) bool
+	cased := func(rune) bool { return true }
+	switch name {
+	case "isdigit", "isnumeric", "isdecimal":
+		ok = unicode.IsDigit
+	case "isalpha":
+		ok = unicode.IsLetter
+	case "isalnum":
+		ok = func(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }
+	case "isspace":
+		ok = pySpace
+	case "islower":
+		ok = func(r rune) bool { return !unicode.IsUpper(r) && !unicode.IsTitle(r) }
+		cased = unicode.IsLower
+	case "isupper":
+		ok = func(r rune) bool { return !unicode.IsLower(r) && !unicode.IsTitle(r) }
+		cased = unicode.IsUpper
+	default:
+		return false
+	}
+	anyCased := false
 	for _, r := range s {
-		switch name {
-		case "isdigit", "isnumeric", "isdecimal":
-			if !unicode.IsDigit(r) {
-				return false
-			}
-		case "isalpha":
-			if !unicode.IsLetter(r) {
-				return false
-			}
-		case "isalnum":
-			if !unicode.IsLetter(r) && !unicode.IsNumber(r) {
-				return false
-			}
-		case "isspace":
-			if !pySpace(r) {
-				return false
-			}
-		case "islower":
-			if unicode.IsUpper(r) || unicode.IsTitle(r) {
-				return false
-			}
-			cased = cased || unicode.IsLower(r)
-		case "isupper":
-			if unicode.IsLower(r) || unicode.IsTitle(r) {
-				return false
-			}
-			cased = cased || unicode.IsUpper(r)
+		if !ok(r) {
+			return false
 		}
+		anyCased = anyCased || cased(r)
 	}
-	if name == "islower" || name == "isupper" {
-		return cased
-	}
-	return true
+	return anyCased
 }
 
 // strFormat is str.format with "{}", "{0}" and "{name}" fields (no format
@@ -366,16 +395,32 @@ func (ev *evaluator) strFormat(line int, f Value, args []Value, kwargs []kwValue
 			if i+1 < len(s) && s[i+1] == '}' {
 				i++
 			}
-			w.add("}", substr(f, i, i+1).t)
+			if err := ev.put(line, w, "}", substr(f, i, i+1).t); err != nil {
+				return Value{}, err
+			}
 			continue
 		}
 		if c != '{' {
-			p := substr(f, i, i+1)
-			w.add(p.s, p.t)
+			j := strings.IndexAny(s[i:], "{}")
+			if j < 0 {
+				j = len(s)
+			} else {
+				j += i
+			}
+			p := substr(f, i, j)
+			if err := ev.put(line, w, p.s, p.t); err != nil {
+				return Value{}, err
+			}
+			i = j - 1
 			continue
 		}
+		if err := ev.step(line); err != nil {
+			return Value{}, err
+		}
 		if i+1 < len(s) && s[i+1] == '{' {
-			w.add("{", nil)
+			if err := ev.put(line, w, "{", nil); err != nil {
+				return Value{}, err
+			}
 			i++
 			continue
 		}
@@ -408,27 +453,26 @@ func (ev *evaluator) strFormat(line int, f Value, args []Value, kwargs []kwValue
 				}
 			}
 			if !found {
-				return Value{}, errorf(line, "format: no argument named %q", field)
+				return Value{}, errorf(line, "format: no argument named %q", truncateStr(field, 100))
 			}
 		}
 		sv, err := ev.str(line, v)
 		if err != nil {
 			return Value{}, err
 		}
-		w.add(sv.s, sv.t)
-		if err := ev.checkSize(line, w.len()); err != nil {
+		if err := ev.put(line, w, sv.s, sv.t); err != nil {
 			return Value{}, err
 		}
 	}
 	return w.value(), nil
 }
 
-// strftime formats t like C's strftime for the directives templates use.
-func strftime(t time.Time, f string) string {
-	var b strings.Builder
-	for i := 0; i < len(f); i++ {
+// strftime writes t formatted like C's strftime for the directives
+// templates use.
+func strftime(b *textWriter, t time.Time, f string) {
+	for i := 0; i < len(f) && !b.over; i++ {
 		if f[i] != '%' || i+1 >= len(f) {
-			b.WriteByte(f[i])
+			b.byte(f[i])
 			continue
 		}
 		i++
@@ -441,54 +485,83 @@ func strftime(t time.Time, f string) string {
 		}
 		switch f[i] {
 		case 'd':
-			b.WriteString(pad(t.Day(), 2))
+			b.str(pad(t.Day(), 2))
 		case 'e':
-			b.WriteString(strconv.Itoa(t.Day()))
+			b.str(strconv.Itoa(t.Day()))
 		case 'm':
-			b.WriteString(pad(int(t.Month()), 2))
+			b.str(pad(int(t.Month()), 2))
 		case 'Y':
-			b.WriteString(strconv.Itoa(t.Year()))
+			b.str(strconv.Itoa(t.Year()))
 		case 'y':
-			b.WriteString(pad(t.Year()%100, 2))
+			b.str(pad(t.Year()%100, 2))
 		case 'b', 'h':
-			b.WriteString(t.Month().String()[:3])
+			b.str(t.Month().String()[:3])
 		case 'B':
-			b.WriteString(t.Month().String())
+			b.str(t.Month().String())
 		case 'a':
-			b.WriteString(t.Weekday().String()[:3])
+			b.str(t.Weekday().String()[:3])
 		case 'A':
-			b.WriteString(t.Weekday().String())
+			b.str(t.Weekday().String())
 		case 'H':
-			b.WriteString(pad(t.Hour(), 2))
+			b.str(pad(t.Hour(), 2))
 		case 'I':
 			h := t.Hour() % 12
 			if h == 0 {
 				h = 12
 			}
-			b.WriteString(pad(h, 2))
+			b.str(pad(h, 2))
 		case 'M':
-			b.WriteString(pad(t.Minute(), 2))
+			b.str(pad(t.Minute(), 2))
 		case 'S':
-			b.WriteString(pad(t.Second(), 2))
+			b.str(pad(t.Second(), 2))
 		case 'p':
 			if t.Hour() < 12 {
-				b.WriteString("AM")
+				b.str("AM")
 			} else {
-				b.WriteString("PM")
+				b.str("PM")
 			}
 		case 'j':
-			b.WriteString(pad(t.YearDay(), 3))
+			b.str(pad(t.YearDay(), 3))
 		case 'Z':
 			z, _ := t.Zone()
-			b.WriteString(z)
+			b.str(z)
 		case '%':
-			b.WriteByte('%')
+			b.byte('%')
 		default:
-			b.WriteByte('%')
-			b.WriteByte(f[i])
+			b.byte('%')
+			b.byte(f[i])
 		}
 	}
-	return b.String()
+}
+
+// eachLine calls f with each line of s as str.splitlines splits it: where
+// it starts, where its text ends and where its line break ends.
+func eachLine(s string, f func(start, end, next int)) {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		n := 0
+		switch {
+		case c == '\r' && i+1 < len(s) && s[i+1] == '\n':
+			n = 2
+		case c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == 0x1c || c == 0x1d || c == 0x1e:
+			n = 1
+		case strings.HasPrefix(s[i:], "\u0085"):
+			n = len("\u0085")
+		case strings.HasPrefix(s[i:], "\u2028"), strings.HasPrefix(s[i:], "\u2029"):
+			n = len("\u2028")
+		}
+		if n == 0 {
+			i++
+			continue
+		}
+		f(start, i, i+n)
+		i += n
+		start = i
+	}
+	if start < len(s) {
+		f(start, len(s), len(s))
+	}
 }
 
 // countParts bounds how many parts split makes of s.
