@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"anechat/engine"
-	"anechat/engine/arch/llama"
+	"anechat/engine/arch"
 	"anechat/engine/cpu"
 	"anechat/engine/kv"
 	"anechat/engine/load"
@@ -123,7 +123,7 @@ func runBenchResume(ctx context.Context, env *Env, args []string) error {
 // "random" memory-bound llama.
 func openBenchModel(path string) (model.Backend, string, func(), error) {
 	if path == "random" {
-		o := llama.Config{Hidden: 512, FFN: 1408, Layers: 8, Heads: 8, KVHeads: 2, Vocab: 8192, Context: 4096}
+		o := arch.Decoder{Hidden: 512, FFN: 1408, Layers: 8, Heads: 8, KVHeads: 2, Vocab: 8192, Context: 4096}
 		data, err := cpu.RandomLlama(o, gguf.Q8_0, 1)
 		if err != nil {
 			return nil, "", nil, err

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"anechat/engine/arch/llama"
+	"anechat/engine/arch"
 	"anechat/engine/cpu"
 	"anechat/engine/load"
 	"anechat/engine/model"
@@ -44,7 +44,7 @@ func openStoriesModel(t testing.TB) *load.Model {
 // n positions, for the tests that run to the end of the context.
 func tinyLlama(t *testing.T, n int, seed uint64) *cpu.Llama {
 	t.Helper()
-	data, err := cpu.RandomLlama(llama.Config{Hidden: 32, FFN: 48, Layers: 1, Heads: 2, KVHeads: 1, Vocab: 64, Context: n}, gguf.F32, seed)
+	data, err := cpu.RandomLlama(arch.Decoder{Hidden: 32, FFN: 48, Layers: 1, Heads: 2, KVHeads: 1, Vocab: 64, Context: n}, gguf.F32, seed)
 	if err != nil {
 		t.Fatal(err)
 	}

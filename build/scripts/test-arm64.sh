@@ -13,7 +13,8 @@
 #
 # qemu says nothing about speed: benchmarks are not run here (see
 # `anechat bench cpu`), and the tests run with -test.short (TestGolden then
-# skips the two large models, SmolLM2 and the 150M-weight random Gemma 4;
+# skips the large models, SmolLM2 and the 150M-weight random Gemma 4,
+# whose formats and layer plan run in small random models;
 # the real Gemma 3 file's Q4_K, Q5_0, Q6_K and Q8_0 matrices still run, in
 # TestGemma3MatMul; engine/spec's sampling identity and refrun's
 # speculation identity run fewer prompts and widths). The binaries run two

@@ -3,6 +3,7 @@ package arch
 import (
 	"fmt"
 
+	"anechat/engine/kv"
 	"anechat/engine/model/gguf"
 )
 
@@ -32,7 +33,11 @@ type Decoder struct {
 	// HeadDim is ARCH.attention.key_length (which must equal
 	// value_length), Hidden/Heads when absent.
 	HeadDim int
-	// RopeBase is ARCH.rope.freq_base (defaultBase when absent).
+	// RopeDim is how many leading elements of each query and key head
+	// rotate: ARCH.rope.dimension_count, HeadDim when absent (below
+	// HeadDim only for an architecture whose Rules allow it).
+	RopeDim int
+	// RopeBase is ARCH.rope.freq_base (Rules.RopeBase when absent).
 	RopeBase float64
 	Eps      float32
 	Vocab    int
@@ -56,14 +61,27 @@ const (
 // Key is the metadata key ARCH.name of d's architecture.
 func (d Decoder) Key(name string) string { return d.Arch + "." + name }
 
+// Rules are what differs between the architectures ParseDecoder reads:
+// the values of keys a file may leave out, and the variations the
+// architecture describes.
+type Rules struct {
+	// RopeBase and Eps stand in for absent ARCH.rope.freq_base and
+	// ARCH.attention.layer_norm_rms_epsilon.
+	RopeBase float64
+	Eps      float32
+	// PartialRope accepts ARCH.rope.dimension_count below the head dim:
+	// the architecture rotates the leading RopeDim elements of a head
+	// (llama); otherwise it is an error.
+	PartialRope bool
+}
+
 // ParseDecoder reads the common hyper-parameters of a GGUF file whose
-// general.architecture must be arch. defaultBase and defaultEps stand in
-// for absent ARCH.rope.freq_base and ARCH.attention.layer_norm_rms_epsilon.
-// What no architecture here describes is an error naming the key or
-// tensor, never silently ignored: RoPE scaling, frequency factors, a
-// partial rotation (rope.dimension_count below the head dim), different
-// key and value head dims.
-func ParseDecoder(f Metadata, arch string, defaultBase float64, defaultEps float32) (Decoder, error) {
+// general.architecture must be arch, by the architecture's rules. What no
+// architecture here describes is an error naming the key or tensor, never
+// silently ignored: RoPE scaling, frequency factors, a partial rotation
+// (rope.dimension_count below the head dim) unless rules allow it,
+// different key and value head dims.
+func ParseDecoder(f Metadata, arch string, rules Rules) (Decoder, error) {
 	got, err := f.String("general.architecture")
 	if err != nil {
 		return Decoder{}, fmt.Errorf("%s: %w", arch, err)
@@ -106,7 +124,7 @@ func ParseDecoder(f Metadata, arch string, defaultBase float64, defaultEps float
 		return Decoder{}, err
 	}
 	if d.Heads%d.KVHeads != 0 {
-		return Decoder{}, fail("%d heads are not a multiple of %d kv heads", d.Heads, d.KVHeads)
+		return Decoder{}, fail("%d heads and %d kv heads are inconsistent (heads must be a multiple of kv heads)", d.Heads, d.KVHeads)
 	}
 	if d.Hidden%d.Heads == 0 {
 		d.HeadDim = d.Hidden / d.Heads
@@ -126,14 +144,17 @@ func ParseDecoder(f Metadata, arch string, defaultBase float64, defaultEps float
 	case d.HeadDim%2 != 0:
 		return Decoder{}, fail("head dim %d is odd", d.HeadDim)
 	}
-	rot := d.HeadDim
-	if err := intKey("rope.dimension_count", &rot, false); err != nil {
+	d.RopeDim = d.HeadDim
+	if err := intKey("rope.dimension_count", &d.RopeDim, false); err != nil {
 		return Decoder{}, err
 	}
-	if rot != d.HeadDim {
-		return Decoder{}, fail("%s = %d rotates part of the %d-wide heads (not supported)", d.Key("rope.dimension_count"), rot, d.HeadDim)
+	switch {
+	case d.RopeDim != d.HeadDim && !rules.PartialRope:
+		return Decoder{}, fail("%s = %d rotates part of the %d-wide heads (not supported)", d.Key("rope.dimension_count"), d.RopeDim, d.HeadDim)
+	case d.RopeDim > d.HeadDim || d.RopeDim%2 != 0:
+		return Decoder{}, fail("%s = %d must be even and at most the head dim %d", d.Key("rope.dimension_count"), d.RopeDim, d.HeadDim)
 	}
-	d.RopeBase = defaultBase
+	d.RopeBase = rules.RopeBase
 	if _, ok := f.Value(d.Key("rope.freq_base")); ok {
 		b, err := f.Float32(d.Key("rope.freq_base"))
 		if err != nil {
@@ -155,7 +176,7 @@ func ParseDecoder(f Metadata, arch string, defaultBase float64, defaultEps float
 	if _, ok := f.Tensor("rope_freqs.weight"); ok {
 		return Decoder{}, fail("tensor \"rope_freqs.weight\" (rope frequency factors) is not supported")
 	}
-	d.Eps = defaultEps
+	d.Eps = rules.Eps
 	if _, ok := f.Value(d.Key("attention.layer_norm_rms_epsilon")); ok {
 		if d.Eps, err = f.Float32(d.Key("attention.layer_norm_rms_epsilon")); err != nil {
 			return Decoder{}, fmt.Errorf("%s: %w", arch, err)
@@ -207,6 +228,16 @@ func (d Decoder) Globals() (embd, out, norm Tensor) {
 		out = Matrix(Output, d.Vocab, d.Hidden)
 	}
 	return embd, out, Vector(OutputNorm, d.Hidden)
+}
+
+// Geometry is the KV cache layout of a decoder whose layers all attend to
+// the whole prefix: every layer owns its rows, KVHeads heads of HeadDim.
+func (d Decoder) Geometry() kv.Geometry {
+	geo := kv.Geometry{Context: d.Context, Layers: make([]kv.LayerSpec, d.Layers)}
+	for i := range geo.Layers {
+		geo.Layers[i] = kv.LayerSpec{KVHeads: d.KVHeads, HeadDim: d.HeadDim, Source: i}
+	}
+	return geo
 }
 
 // Block names the tensors every GGUF decoder layer has (blk.i.*): the

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"anechat/engine/arch"
 	"anechat/engine/arch/gemma4"
 	"anechat/engine/arch/llama"
 	"anechat/engine/arch/rope"
@@ -70,9 +71,9 @@ func planFor(m *Manifest) (*plan, error) {
 	case "llama":
 		l0 := a.Layers[0]
 		r := a.Ropes[l0.Rope]
-		o := llama.Config{Hidden: a.Hidden, FFN: l0.FFN, Layers: len(a.Layers), Heads: a.Heads, KVHeads: l0.KVHeads,
-			HeadDim: l0.HeadDim, RopeDim: r.FreqDim, RopeBase: r.Theta, Eps: float32(a.Eps), Vocab: a.Vocab,
-			Context: m.Geometry.Context, Tied: a.Tied, BOS: int32(a.BOS), EOS: eos}
+		o := llama.Config{Decoder: arch.Decoder{Arch: llama.Name, Hidden: a.Hidden, FFN: l0.FFN, Layers: len(a.Layers),
+			Heads: a.Heads, KVHeads: l0.KVHeads, HeadDim: l0.HeadDim, RopeDim: r.FreqDim, RopeBase: r.Theta,
+			Eps: float32(a.Eps), Vocab: a.Vocab, Context: m.Geometry.Context, Tied: a.Tied, BOS: int32(a.BOS), EOS: eos}}
 		p.Llama = &o
 		if a.Heads*l0.HeadDim != a.Hidden {
 			return nil, fmt.Errorf("llama: %d heads of %d do not make the hidden size %d", a.Heads, l0.HeadDim, a.Hidden)

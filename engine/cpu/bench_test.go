@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"anechat/engine/arch/llama"
+	"anechat/engine/arch"
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
@@ -35,7 +35,7 @@ func smolPath(tb testing.TB) string {
 
 // bigOpts is a llama geometry whose Q4_1 weights (1.0 GB) are over three
 // times this machine's 300 MB L3, so decode streams them from DRAM.
-var bigOpts = llama.Config{Hidden: 2048, FFN: 8192, Layers: 24, Heads: 16, KVHeads: 4, Vocab: 32000, Context: 512}
+var bigOpts = arch.Decoder{Hidden: 2048, FFN: 8192, Layers: 24, Heads: 16, KVHeads: 4, Vocab: 32000, Context: 512}
 
 // benchForward times Forward calls of each width at a context of 64
 // committed positions; each call is rolled back, so every iteration sees
@@ -139,7 +139,7 @@ func BenchmarkForwardBigQ4_1(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m.file = f
+	m.own(f)
 	benchForwardMem(b, m, newReadBuffer(), 64)
 }
 

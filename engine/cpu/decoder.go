@@ -1,9 +1,12 @@
 package cpu
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"runtime/debug"
 
-	"anechat/engine/arch"
 	"anechat/engine/arch/rope"
 	"anechat/engine/kv"
 	"anechat/engine/model"
@@ -11,170 +14,251 @@ import (
 	"anechat/engine/model/mmap"
 )
 
-// ggufBase is what every model executed from one GGUF file (Qwen, Gemma3)
-// keeps besides its weights: the Config it reports, the pool, the file and
-// its mapping. Its methods are the models' model.Backend and lifecycle
-// methods.
-type ggufBase struct {
-	cfg     model.Config
+// decoder is every model the CPU runs (Llama, Qwen, Gemma3 and Gemma4
+// embed it): the weights outside the layers, the layers, and what a
+// Forward needs besides; its methods are the models' model.Backend and
+// lifecycle methods. An architecture's loader binds its weights (binder)
+// and says what differs: the embedding scale, the per-layer inputs, the
+// layers' blocks, the RoPE specs, the logit softcap.
+type decoder struct {
+	cfg model.Config
+	// hidden is the residual width, eps the RMSNorm epsilon of every norm.
+	hidden int
+	eps    float32
+	// ids bounds the token ids a Forward accepts (0..ids-1): the
+	// vocabulary, or the per-layer embedding's rows when fewer.
+	ids int
+	// embd is the embedding table; embedScale multiplies its rows (0:
+	// none).
+	embd       *Matrix
+	embedScale float32
+	// ple computes gemma4's per-layer inputs (nil: the model has none).
+	ple    *perLayerEmbedding
+	layers []layer
+	// norm is the final norm, out the output projection (embd when tied),
+	// softcap the logits' cap Softcap·tanh(z/Softcap) (0: none).
+	norm    []float32
+	out     *Matrix
+	softcap float32
+	// ropes are the distinct RoPE specs of the layers: a Forward fills
+	// one table of each (attention.rope indexes them).
+	ropes   []rope.Spec
+	widths  widths
 	pool    *Pool
-	ownPool bool       // the pool was made by the loader: Close closes it
-	file    *gguf.File // owned when opened by the Open function
+	ownPool bool      // the pool was made by the loader: Close closes it
+	owned   io.Closer // the file or directory the model opened (nil: the caller's)
 	maps    []*mmap.Mapping
+	scratch scratchPool[pass]
+}
+
+// A layer is one decoder layer's weights and its forward pass: forward
+// reads and updates the residual rows of p (as layer li of the model).
+type layer interface {
+	forward(p *pass, li int)
+	// blocks returns the layer's attention and MLP, whose widths size
+	// the pass.
+	blocks() (*attention, *mlp)
+}
+
+// Every model of the package runs on the decoder: a model.Backend that
+// names its kernels and checks its files.
+var _ = []interface {
+	backend
+	model.KernelNamer
+	model.FileChecker
+}{(*Llama)(nil), (*Qwen)(nil), (*Gemma3)(nil), (*Gemma4)(nil)}
+
+// finish completes a model whose weights are bound: cfg, the per-call
+// widths, the pool (made when nil) and what the weights alias.
+func (m *decoder) finish(cfg model.Config, src weightSource, pool *Pool) error {
+	if err := cfg.KV.Validate(); err != nil {
+		return fmt.Errorf("cpu: %s: %w", src.Path(), err)
+	}
+	for _, s := range m.ropes {
+		if err := s.Validate(); err != nil {
+			return fmt.Errorf("cpu: %s: %w", src.Path(), err)
+		}
+	}
+	m.cfg = cfg
+	m.ids = cfg.VocabSize
+	if m.ple != nil {
+		m.ids = min(m.ids, m.ple.table.Rows)
+	}
+	m.widths = m.measure()
+	m.maps = src.mappings()
+	m.pool = pool
+	if m.pool == nil {
+		m.pool, m.ownPool = NewPool(0), true
+	}
+	return nil
 }
 
 // Config implements model.Backend.
-func (b *ggufBase) Config() model.Config { return b.cfg }
+func (m *decoder) Config() model.Config { return m.cfg }
 
 // Widths implements model.Backend: the CPU runs any width.
-func (b *ggufBase) Widths() []int { return nil }
+func (m *decoder) Widths() []int { return nil }
+
+// Kernels implements model.KernelNamer: the kernel set this process runs.
+func (m *decoder) Kernels() string { return Kernels() }
 
 // CheckFiles implements model.FileChecker: an error wrapping
-// model.ErrModelChanged when the weights file changed on disk since it was
+// model.ErrModelChanged when a weights file changed on disk since it was
 // loaded.
-func (b *ggufBase) CheckFiles() error { return checkFiles(b.maps) }
+func (m *decoder) CheckFiles() error { return checkFiles(m.maps) }
 
 // SetFingerprint sets the model's identity in Config: engine/load computes
 // it (load.Fingerprint), so every backend reports the same one.
-func (b *ggufBase) SetFingerprint(fp string) { b.cfg.Fingerprint = fp }
+func (m *decoder) SetFingerprint(fp string) { m.cfg.Fingerprint = fp }
 
-// File is the GGUF file the weights come from (nil when loaded from a file
-// the caller owns).
-func (b *ggufBase) File() *gguf.File { return b.file }
+// File is the GGUF file the weights come from when the model opened it
+// (nil when the caller owns the file, or the weights are not a GGUF file).
+func (m *decoder) File() *gguf.File {
+	f, _ := m.owned.(*gguf.File)
+	return f
+}
 
-// Close ends the worker pool the loader made and unmaps the file the Open
-// function opened; the model must not be used afterwards.
-func (b *ggufBase) Close() error {
-	if b.ownPool {
-		b.pool.Close()
-		b.ownPool = false
+// own makes the model close c (the file or directory its weights alias)
+// when it is closed.
+func (m *decoder) own(c io.Closer) { m.owned = c }
+
+// Close ends the worker pool the loader made and releases the file or
+// directory the model opened; the model must not be used afterwards.
+func (m *decoder) Close() error {
+	if m.ownPool {
+		m.pool.Close()
+		m.ownPool = false
 	}
-	if b.file == nil {
+	if m.owned == nil {
 		return nil
 	}
-	f := b.file
-	b.file = nil
-	return f.Close()
+	c := m.owned
+	m.owned = nil
+	return c.Close()
 }
 
-// finish completes a model whose weights f holds: every tensor of f must
-// be bound, the pool is made when nil, Config is filled from d and geo.
-func (b *ggufBase) finish(f *gguf.File, d arch.Decoder, geo kv.Geometry, pool *Pool) error {
-	var unread []string
-	for _, t := range f.Unread() {
-		unread = append(unread, t.Name)
+// ErrInput is wrapped by Forward's errors for tokens outside the
+// vocabulary and a cache of another geometry.
+var ErrInput = errors.New("cpu: bad input")
+
+// Forward implements model.Backend: the embedding (and per-layer inputs),
+// each layer's blocks, then the logits. Every per-token step reads only
+// that token's row and the kernels compute each row in a fixed order, so
+// the logits of a token do not depend on how many tokens share the call
+// (row independence). When a weights file was truncated on disk under its
+// mapping, the call fails with an error wrapping model.ErrModelChanged
+// (and rolls its rows back) instead of crashing.
+func (m *decoder) Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want model.Output) (_ model.Result, err error) {
+	defer func(old bool) { err = endGuard(recover(), old, err, m.maps, cache) }(debug.SetPanicOnFault(true))
+	if err := m.check(tokens, cache); err != nil {
+		return model.Result{}, err
 	}
-	if err := unboundTensors("cpu", f.Path(), unread, "blk.", d.Key("block_count"), d.Layers); err != nil {
-		return err
+	n := len(tokens)
+	if err := cache.Reserve(start, n); err != nil {
+		return model.Result{}, err
 	}
-	if err := geo.Validate(); err != nil {
-		return fmt.Errorf("cpu: %s: %w", f.Path(), err)
+	p := m.scratch.get()
+	defer m.release(p)
+	p.begin(m, cache, start, n)
+	m.embed(p, tokens)
+	for li, l := range m.layers {
+		if err := ctx.Err(); err != nil {
+			cache.Rollback()
+			return model.Result{}, err
+		}
+		l.forward(p, li)
 	}
-	b.cfg = model.Config{Arch: d.Arch, VocabSize: d.Vocab, Hidden: d.Hidden, ContextLen: d.Context, KV: geo,
-		BOS: d.BOS, EOS: append([]int32(nil), d.EOS...)}
-	b.maps = []*mmap.Mapping{f.Mapping()}
-	b.pool = pool
-	if b.pool == nil {
-		b.pool, b.ownPool = NewPool(0), true
+	logits, rows, err := m.logits(ctx, p, want)
+	if err != nil {
+		return model.Result{}, err
 	}
-	return nil
+	return result(logits, rows, m.cfg.VocabSize, want), nil
 }
 
-// checkInput rejects tokens outside a vocab-token vocabulary and a cache
-// of another geometry.
-func (b *ggufBase) checkInput(tokens []int32, cache *kv.Cache) error {
+// check rejects tokens outside the vocabulary and a cache whose rows are
+// not this model's (layers, heads, head dims, sharing; a context no
+// longer than the model's). The windows are the cache's to choose: the
+// attention honours kv.Cache.Visible.
+func (m *decoder) check(tokens []int32, cache *kv.Cache) error {
 	if len(tokens) == 0 {
-		return fmt.Errorf("cpu: %s: forward of no tokens", b.cfg.Arch)
+		return fmt.Errorf("%w: %s: forward of no tokens", ErrInput, m.cfg.Arch)
 	}
 	for _, id := range tokens {
-		if id < 0 || int(id) >= b.cfg.VocabSize {
-			return fmt.Errorf("cpu: %s: token id %d outside the vocabulary 0..%d", b.cfg.Arch, id, b.cfg.VocabSize-1)
+		if id < 0 || int(id) >= m.ids {
+			return fmt.Errorf("%w: %s: token id %d outside the vocabulary 0..%d", ErrInput, m.cfg.Arch, id, m.ids-1)
 		}
 	}
-	g := cache.Geometry()
-	if len(g.Layers) != len(b.cfg.KV.Layers) || g.Context > b.cfg.KV.Context {
-		return fmt.Errorf("cpu: %s: the cache's geometry is not this model's", b.cfg.Arch)
+	g, want := cache.Geometry(), m.cfg.KV
+	if len(g.Layers) != len(want.Layers) || g.Context > want.Context {
+		return fmt.Errorf("%w: %s: the cache's geometry is not this model's", ErrInput, m.cfg.Arch)
 	}
 	for i, l := range g.Layers {
-		if l != b.cfg.KV.Layers[i] {
-			return fmt.Errorf("cpu: %s: the cache's geometry is not this model's (layer %d)", b.cfg.Arch, i)
+		if w := want.Layers[i]; l.KVHeads != w.KVHeads || l.HeadDim != w.HeadDim || l.Source != w.Source {
+			return fmt.Errorf("%w: %s: the cache's geometry is not this model's (layer %d)", ErrInput, m.cfg.Arch, i)
 		}
 	}
 	return nil
 }
 
-// binder binds the tensors an architecture names, keeping the first error
-// so that a loader lists its weights without checking each.
-type binder struct {
-	src tensorSource
-	err error
-}
-
-// mat binds t as a matrix; nil for a zero Tensor or after an error.
-func (b *binder) mat(t arch.Tensor) *Matrix {
-	if b.err != nil || t.Name == "" {
-		return nil
-	}
-	m, err := loadMatrix(b.src, t)
-	b.err = err
-	return m
-}
-
-// vec reads the vector t; nil for a zero Tensor or after an error.
-func (b *binder) vec(t arch.Tensor) []float32 {
-	if b.err != nil || t.Name == "" {
-		return nil
-	}
-	v, err := loadVector(b.src, t)
-	b.err = err
-	return v
-}
-
-// decoderScratch is the memory of one Forward of a GGUF decoder (Qwen,
-// Gemma3), kept between calls: each buffer has one meaning (n tokens'
-// rows of it).
-type decoderScratch struct {
-	x        []float32 // the residual stream
-	norm     []float32 // RMSNorm of x, the input of a block's projections
-	branch   []float32 // a block's output, before it is added to x
-	q, k, v  []float32 // the attention projections (q, k normed and rotated)
-	att      []float32 // the attention output, per query head
-	gate, up []float32 // the MLP's projections; gate then holds act(gate)·up
-	logits   []float32 // the logits when they are not returned
-	ropes    [2]rope.Table
-	in       Input
-	attn     attnTask
-	act      gateTask
-}
-
-func (s *decoderScratch) reset(d arch.Decoder, n int) {
-	H, qd, kvd := d.Hidden, d.Heads*d.HeadDim, d.KVHeads*d.HeadDim
-	s.x, s.norm, s.branch = grow(s.x, n*H), grow(s.norm, n*H), grow(s.branch, n*H)
-	s.q, s.k, s.v, s.att = grow(s.q, n*qd), grow(s.k, n*kvd), grow(s.v, n*kvd), grow(s.att, n*qd)
-	s.gate, s.up = grow(s.gate, n*d.FFN), grow(s.up, n*d.FFN)
-}
-
-// headsNormRope applies, to each of the heads hd-wide heads of the n
-// tokens' rows x (stride heads·hd), the RMSNorm by w (none when nil) and
-// then the rotation of table rt.
-func headsNormRope(x []float32, n, heads, hd int, w []float32, eps float32, rt *rope.Table) {
-	for t := range n {
-		for h := range heads {
-			head := x[(t*heads+h)*hd : (t*heads+h+1)*hd]
-			if w != nil {
-				RMSNorm(head, head, w, eps)
+// embed writes the tokens' embedding rows (times embedScale) to p.x, then
+// the per-layer inputs when the model has them.
+func (m *decoder) embed(p *pass, tokens []int32) {
+	H := m.hidden
+	for t, id := range tokens {
+		row := m.embd.Row(p.x[t*H:], int(id))
+		if m.embedScale != 0 {
+			for i := range row {
+				row[i] *= m.embedScale
 			}
-			rt.Apply(head, t)
 		}
 	}
+	if m.ple != nil {
+		m.ple.forward(p, tokens)
+	}
 }
 
-// addBias adds b to each len(b)-wide row of x (nothing when b is nil).
-func addBias(x, b []float32) {
-	if b == nil {
-		return
+// logits is the end of a Forward: the final RMSNorm of the hidden rows
+// (of the last only when want has model.Last) and the output projection,
+// softcapped when the model says so; it returns the flat logits and their
+// row count. The logits are the pass's buffer unless want has
+// model.Logits, when they are returned and so freshly allocated. A
+// cancelled ctx rolls the cache's pending rows back.
+func (m *decoder) logits(ctx context.Context, p *pass, want model.Output) ([]float32, int, error) {
+	H, x, n := m.hidden, p.x, p.n
+	if want&model.Last != 0 {
+		x, n = x[(n-1)*H:n*H], 1
 	}
-	for t := range len(x) / len(b) {
-		Add(x[t*len(b):(t+1)*len(b)], b)
+	RMSNormRows(x, x, m.norm, H, m.eps)
+	if err := ctx.Err(); err != nil {
+		p.cache.Rollback()
+		return nil, 0, err
 	}
+	logits := logitsBuf(&p.logits, n, m.cfg.VocabSize, want&model.Logits != 0)
+	p.in.Reset(x, H)
+	m.out.MatMulInput(m.pool, logits, &p.in)
+	if c := m.softcap; c > 0 {
+		for i, z := range logits {
+			logits[i] = float32(tanh64(float64(z/c))) * c
+		}
+	}
+	return logits, n, nil
+}
+
+// result packages the flat logits of n positions as what want asks for
+// (model.Logits rows and/or model.Argmax ids).
+func result(logits []float32, n, vocab int, want model.Output) model.Result {
+	var r model.Result
+	if want&model.Logits != 0 {
+		r.Logits = make([][]float32, n)
+		for t := range n {
+			r.Logits[t] = logits[t*vocab : (t+1)*vocab : (t+1)*vocab]
+		}
+	}
+	if want&model.Argmax != 0 {
+		r.Argmax = make([]int32, n)
+		for t := range n {
+			r.Argmax[t] = Argmax(logits[t*vocab : (t+1)*vocab])
+		}
+	}
+	return r
 }

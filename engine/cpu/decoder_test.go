@@ -53,27 +53,12 @@ func loadDecoder(t testing.TB, spec RandomSpec, typ gguf.Type) model.Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := loadGGUFModel(f, NewPool(0))
+	m, err := loadGGUF(f, NewPool(0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.(interface{ Close() error }).Close() })
+	t.Cleanup(func() { m.base().Close() })
 	return m
-}
-
-// loadGGUFModel binds f by its architecture.
-func loadGGUFModel(f *gguf.File, pool *Pool) (model.Backend, error) {
-	name, err := f.String("general.architecture")
-	if err != nil {
-		return nil, err
-	}
-	switch name {
-	case gemma3.Name:
-		return LoadGemma3(f, pool)
-	case qwen2.Name, qwen3.Name:
-		return LoadQwen(f, pool)
-	}
-	return LoadLlama(f, pool)
 }
 
 // testSeq is a sequence of n ids below vocab.
@@ -215,7 +200,7 @@ func TestDecoderReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := loadGGUFModel(f, NewPool(0))
+			m, err := loadGGUF(f, NewPool(0))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -254,13 +239,13 @@ func openDecoderFixture(t testing.TB, name string) model.Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := loadGGUFModel(f, NewPool(0))
+	m, err := loadGGUF(f, NewPool(0))
 	if err != nil {
 		f.Close()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		m.(interface{ Close() error }).Close()
+		m.base().Close()
 		f.Close()
 	})
 	return m

@@ -1,17 +1,23 @@
 // Package cpu is the pure-Go backend: numeric kernels (kernels.go, matrix.go,
 // attention.go) and the code that executes the architectures described in
-// engine/arch (llama.go, gemma4.go): it binds the weights those packages
-// name, applies their RoPE tables (engine/arch/rope) and runs each layer's
-// blocks, one short method per block.
+// engine/arch. Every model is one decoder (decoder.go: the lifecycle and
+// the forward driver: guard, input check, Reserve, scratch, layer loop,
+// logits) whose weights one binder binds to the names engine/arch gives
+// (bind.go: a GGUF file, a safetensors directory, random weights), each
+// once and shape-checked. Its layers are made of the blocks of blocks.go
+// (attention, gated MLP: one forward method each, the parts an
+// architecture lacks left nil), and per architecture (llama.go, qwen.go,
+// gemma3.go, gemma4.go) there is only what differs: which weights the
+// blocks bind, the activation, the RoPE specs and scales, and gemma4's
+// layer with its per-layer inputs.
 //
 // # Memory and goroutines
 //
 // A backend owns a Pool of workers started once (NewPool; the backend's
-// Close ends the pool it made) and keeps the scratch of each Forward
-// (llamaScratch, gemma4Scratch: one buffer per meaning) for the next call,
-// one scratch per concurrent call, so a decode step allocates only its
-// Result. Forward calls on distinct caches may run concurrently
-// (model.Backend).
+// Close ends the pool it made) and keeps the memory of each Forward (pass:
+// one buffer per meaning) for the next call, one per concurrent call, so a
+// decode step allocates only its Result. Forward calls on distinct caches
+// may run concurrently (model.Backend).
 //
 // # Row independence
 //
@@ -37,7 +43,6 @@
 //	SiLU, GELUTanh, Argmax                activations, greedy pick (ties to the lowest id)
 //	Attend, AttendGroup                   query heads over kv.Cache rows, honouring Visible (sliding windows)
 //	AttendBlock                           Attend for a block of tokens and heads, K/V rows walked once per run
-//	Result                                flat logits -> model.Result for the Output flags (Logits, Argmax, Last)
 //	Pool, Task                            the persistent worker pool every parallel kernel runs on
 //	F16, BF16, ToF16, ToBF16, Quantize    conversions; Quantize encodes test weights
 //	RandomLlama                           a random-weight llama GGUF of any geometry (tests, benchmarks)

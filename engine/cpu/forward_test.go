@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"anechat/engine/arch/llama"
+	"anechat/engine/arch"
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
@@ -16,7 +16,7 @@ import (
 // a random llama large enough that its products are handed to the pool's
 // workers, and the Gemma 4 fixture.
 func forwardModels(t *testing.T) map[string]model.Backend {
-	mid := llama.Config{Hidden: 256, FFN: 512, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 512, Context: 128}
+	mid := arch.Decoder{Hidden: 256, FFN: 512, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 512, Context: 128}
 	return map[string]model.Backend{
 		"stories260K":    loadStories(t),
 		"random-q4_1":    loadRandom(t, mid, gguf.Q4_1),

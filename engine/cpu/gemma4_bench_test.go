@@ -27,13 +27,14 @@ func BenchmarkGemma4E2B(b *testing.B) {
 			}
 			var streamed int64
 			for _, l := range m.layers {
-				for _, w := range []*Matrix{l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down, l.pleGate, l.pleProj} {
+				l := l.(*gemma4Layer)
+				for _, w := range []*Matrix{l.attn.wq, l.attn.wk, l.attn.wv, l.attn.wo, l.mlp.gate, l.mlp.up, l.mlp.down, l.ple.gate, l.ple.proj} {
 					if w != nil {
 						streamed += int64(len(w.Data))
 					}
 				}
 			}
-			streamed += int64(len(m.out.Data)) + int64(len(m.pleIn.Data))
+			streamed += int64(len(m.out.Data)) + int64(len(m.ple.proj.Data))
 			benchGemma4(b, m, streamed, buf)
 		})
 	}

@@ -1,12 +1,15 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
 
+	"anechat/engine/arch"
 	"anechat/engine/arch/gemma4"
 	"anechat/engine/model/gguf"
+	"anechat/engine/model/mmap"
 )
 
 // RandomGemma4 builds a gemma4 model of geometry o with random weights
@@ -21,65 +24,41 @@ func RandomGemma4(o gemma4.Config, typ gguf.Type, seed uint64, pool *Pool) (*Gem
 	if o.Vocab <= 0 || o.Hidden <= 0 || o.Heads <= 0 || len(o.Layers) == 0 || o.Context <= 0 {
 		return nil, fmt.Errorf("cpu: random gemma4: incomplete options %+v", o)
 	}
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	var err error
-	mat := func(name string, rows, cols int) *Matrix {
-		if err != nil {
-			return nil
-		}
-		data := randomWeights(r, typ, rows, cols)
-		var m *Matrix
-		if m, err = NewMatrix(name, typ, rows, cols, data); err != nil {
-			err = fmt.Errorf("cpu: random gemma4: %w", err)
-		}
-		return m
-	}
-	norm := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = 1 + float32(0.1*float32(r.NormFloat64())) // not fused on arm64
-		}
-		return v
-	}
-	H, L, P := o.Hidden, len(o.Layers), o.PLEDim
-	m := &Gemma4{opt: o}
-	m.embed = mat("embed_tokens.weight", o.Vocab, H)
-	m.out = m.embed
-	if !o.Tied {
-		m.out = mat("lm_head.weight", o.Vocab, H)
-	}
-	m.norm = norm(H)
-	if P > 0 {
-		m.pleEmb = mat("embed_tokens_per_layer.weight", o.PLEVocab, L*P)
-		m.pleIn = mat("per_layer_model_projection.weight", L*P, H)
-		m.pleNrm = norm(P)
-	}
-	m.layers = make([]gemma4Layer, L)
-	for i, lo := range o.Layers {
-		l := &m.layers[i]
-		p := fmt.Sprintf("layers.%d.", i)
-		qd, kvd := o.Heads*lo.HeadDim, lo.KVHeads*lo.HeadDim
-		l.inNorm, l.postAttnNorm, l.preFFNorm, l.postFFNorm = norm(H), norm(H), norm(H), norm(H)
-		l.qNorm = norm(lo.HeadDim)
-		l.wq = mat(p+"q_proj", qd, H)
-		l.wo = mat(p+"o_proj", H, qd)
-		if lo.Source == i {
-			l.wk, l.wv, l.kNorm = mat(p+"k_proj", kvd, H), mat(p+"v_proj", kvd, H), norm(lo.HeadDim)
-		}
-		l.gate, l.up, l.down = mat(p+"gate_proj", lo.FFN, H), mat(p+"up_proj", lo.FFN, H), mat(p+"down_proj", H, lo.FFN)
-		if P > 0 {
-			l.pleGate, l.pleProj, l.plePostNorm = mat(p+"per_layer_input_gate", P, H), mat(p+"per_layer_projection", H, P), norm(H)
-		}
-		l.scalar = 1
-	}
+	src := randomSource{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), typ: typ}
+	m, err := bindGemma4(o, "", src, pool)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.plan(pool); err != nil {
-		return nil, fmt.Errorf("cpu: random gemma4: %w", err)
-	}
 	m.cfg.Fingerprint = fmt.Sprintf("random-gemma4:%s:%d", typ, seed)
 	return m, nil
+}
+
+// randomSource is a weightSource of random values, drawn from r in the
+// order the weights are bound: matrices of type typ (randomWeights), norms
+// near 1 in F32. It holds no optional tensor (has is false).
+type randomSource struct {
+	r   *rand.Rand
+	typ gguf.Type
+}
+
+func (s randomSource) Path() string               { return "random weights" }
+func (s randomSource) has(string) bool            { return false }
+func (s randomSource) unread() ([]string, string) { return nil, "" }
+func (s randomSource) mappings() []*mmap.Mapping  { return nil }
+func (s randomSource) shape(t arch.Tensor) []int  { return []int{max(t.Rows, 1), t.Cols} }
+
+func (s randomSource) stored(t arch.Tensor) (storedWeight, error) {
+	w := storedWeight{typ: s.typ, shape: s.shape(t), file: s.Path()}
+	if !t.Vector() {
+		w.data = randomWeights(s.r, s.typ, t.Rows, t.Cols)
+		return w, nil
+	}
+	w.typ, w.data = gguf.F32, make([]byte, 4*t.Cols)
+	for i := range t.Cols {
+		v := 1 + float32(0.1*float32(s.r.NormFloat64())) // not fused on arm64
+		binary.LittleEndian.PutUint32(w.data[4*i:], math.Float32bits(v))
+	}
+	return w, nil
 }
 
 // randomWeights returns rows×cols values of standard deviation ~1/sqrt(cols)

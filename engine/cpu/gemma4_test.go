@@ -257,17 +257,17 @@ func TestGemma4ForwardErrors(t *testing.T) {
 	m, _ := loadGemma4Fixture(t)
 	cache, _ := kv.New(m.Config().KV, 4)
 	ctx := context.Background()
-	if _, err := m.Forward(ctx, []int32{512}, 0, cache, model.Logits); !errors.Is(err, ErrGemma4Input) {
+	if _, err := m.Forward(ctx, []int32{512}, 0, cache, model.Logits); !errors.Is(err, ErrInput) {
 		t.Errorf("token 512: err = %v", err)
 	}
-	if _, err := m.Forward(ctx, nil, 0, cache, model.Logits); !errors.Is(err, ErrGemma4Input) {
+	if _, err := m.Forward(ctx, nil, 0, cache, model.Logits); !errors.Is(err, ErrInput) {
 		t.Errorf("no tokens: err = %v", err)
 	}
 	if _, err := m.Forward(ctx, []int32{2, 3}, 5, cache, model.Logits); !errors.Is(err, kv.ErrPosition) {
 		t.Errorf("wrong start: err = %v", err)
 	}
 	other, _ := kv.New(kv.Geometry{Context: 16, Layers: []kv.LayerSpec{{KVHeads: 1, HeadDim: 4}}}, 4)
-	if _, err := m.Forward(ctx, []int32{2}, 0, other, model.Logits); !errors.Is(err, ErrGemma4Input) {
+	if _, err := m.Forward(ctx, []int32{2}, 0, other, model.Logits); !errors.Is(err, ErrInput) {
 		t.Errorf("foreign cache: err = %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
@@ -312,7 +312,7 @@ func TestGemma4LoadErrors(t *testing.T) {
 		want []string
 	}{
 		{"wrong shape", func(c map[string]any) { c["hidden_size"] = 32 }, []string{"model.safetensors", `"model.embed_tokens.weight"`, "[512 64]", "want [512 32]"}},
-		{"missing tensor", func(c map[string]any) { c["num_kv_shared_layers"] = 2 }, []string{`"model.layers.3.self_attn.k_norm.weight"`, "missing"}},
+		{"missing tensor", func(c map[string]any) { c["num_kv_shared_layers"] = 2 }, []string{`"model.layers.3.self_attn.k_proj.weight"`, "missing"}},
 		{"double-wide off", func(c map[string]any) { c["use_double_wide_mlp"] = false }, []string{`"model.layers.3.mlp.gate_proj.weight"`, "[192 64]"}},
 		{"moe", func(c map[string]any) { c["enable_moe_block"] = true }, []string{"config.json", "enable_moe_block"}},
 		{"activation", func(c map[string]any) { c["hidden_activation"] = "silu" }, []string{"config.json", "silu"}},
@@ -582,8 +582,8 @@ func TestGemma4BF16(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if m.embed.Type != gguf.BF16 || m.layers[3].gate.Type != gguf.BF16 {
-		t.Fatalf("weights are %s, %s, not BF16", m.embed.Type, m.layers[3].gate.Type)
+	if gate := m.layers[3].(*gemma4Layer).mlp.gate; m.embd.Type != gguf.BF16 || gate.Type != gguf.BF16 {
+		t.Fatalf("weights are %s, %s, not BF16", m.embd.Type, gate.Type)
 	}
 	f, err := safetensors.Open(filepath.Join(gemma4Dir, "reference.safetensors"))
 	if err != nil {

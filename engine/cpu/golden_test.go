@@ -64,47 +64,87 @@ type goldenModel struct {
 	// the canonical sums there by the kernel tests, and the model's outputs
 	// by the native run).
 	short int
-	// simdOnly skips the Go-loop kernel set (a real K-format model there
-	// takes minutes; the random ones cover those loops).
+	// simdOnly skips the Go-loop kernel set (a real K-format model or a
+	// full-width Gemma 4 layer there takes a minute or more; smaller
+	// random models of the same formats and layers cover those loops).
 	simdOnly bool
 }
 
 func goldenModels() []goldenModel {
 	stories := func(t *testing.T) model.Backend { return loadStories(t) }
+	gemma3Softcap := tinySpecs()["gemma3"]
+	gemma3Softcap.Softcap = 30
 	return []goldenModel{
-		{"stories260K", stories, [][]int32{testres.StoriesPrompt(), {1, 300, 2, 301, 302, 303}, {1}}, 48, -1, false},
-		{"random-llama-q8_0", func(t *testing.T) model.Backend { return loadRandom(t, tinyOpts, gguf.Q8_0) }, [][]int32{{1, 5, 9, 77, 3}}, 40, -1, false},
-		{"random-llama-q4_0", func(t *testing.T) model.Backend { return loadRandom(t, tinyOpts, gguf.Q4_0) }, [][]int32{{1, 5, 9, 77, 3}}, 40, -1, false},
-		{"smollm2", func(t *testing.T) model.Backend {
+		{name: "stories260K", load: stories, prompts: [][]int32{testres.StoriesPrompt(), {1, 300, 2, 301, 302, 303}, {1}}, greedy: 48, short: -1},
+		{name: "random-llama-q8_0", load: func(t *testing.T) model.Backend { return loadRandom(t, tinyOpts, gguf.Q8_0) },
+			prompts: [][]int32{{1, 5, 9, 77, 3}}, greedy: 40, short: -1},
+		{name: "random-llama-q4_0", load: func(t *testing.T) model.Backend { return loadRandom(t, tinyOpts, gguf.Q4_0) },
+			prompts: [][]int32{{1, 5, 9, 77, 3}}, greedy: 40, short: -1},
+		{name: "smollm2", load: func(t *testing.T) model.Backend {
 			m, err := OpenLlama(testres.SmolLM2GGUF(t), NewPool(0))
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { m.Close() })
 			return m
-		}, [][]int32{{1, 504, 3458, 2914, 28, 253, 1345, 30}}, 32, 0, false},
-		{"gemma4-fixture", func(t *testing.T) model.Backend { return loadGemma4Dir(t, "model") }, nil, 40, -1, false},
-		{"gemma4-fixture-bf16", func(t *testing.T) model.Backend { return loadGemma4Dir(t, "model-bf16") }, nil, 40, -1, false},
-		{"random-gemma4-q8_0", func(t *testing.T) model.Backend {
-			m, err := RandomGemma4(gemma4.E2B(5, 384), gguf.Q8_0, 3, NewPool(0))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
-		}, [][]int32{{2, 17, 200, 31, 5, 99}}, 16, 0, false},
-		{"random-qwen2-q5_0", func(t *testing.T) model.Backend { return loadDecoder(t, tinySpecs()["qwen2"], gguf.Q5_0) }, [][]int32{{1, 5, 9, 77, 3}}, 24, -1, false},
-		{"random-qwen3-q8_0", func(t *testing.T) model.Backend { return loadDecoder(t, tinySpecs()["qwen3"], gguf.Q8_0) }, [][]int32{{1, 5, 9, 77, 3}}, 24, -1, false},
-		{"random-gemma3-q4_k", func(t *testing.T) model.Backend { return loadDecoder(t, wideSpec(tinySpecs()["gemma3"]), gguf.Q4_K) }, [][]int32{{2, 17, 200, 31, 5, 99}}, 16, -1, false},
-		{"decoders-gemma3-f16", func(t *testing.T) model.Backend { return openDecoderFixture(t, "gemma3") }, [][]int32{{1, 48, 85, 122, 159, 196}}, 16, -1, false},
-		{"gemma3-270m", func(t *testing.T) model.Backend {
+		}, prompts: [][]int32{{1, 504, 3458, 2914, 28, 253, 1345, 30}}, greedy: 32, short: 0, simdOnly: true},
+		// SmolLM2's format through the Go loops.
+		{name: "random-llama-q4_1", load: func(t *testing.T) model.Backend { return loadRandom(t, tinyOpts, gguf.Q4_1) },
+			prompts: [][]int32{{1, 5, 9, 77, 3}}, greedy: 40, short: -1},
+		{name: "gemma4-fixture", load: func(t *testing.T) model.Backend { return loadGemma4Dir(t, "model") }, greedy: 40, short: -1},
+		{name: "gemma4-fixture-bf16", load: func(t *testing.T) model.Backend { return loadGemma4Dir(t, "model-bf16") }, greedy: 40, short: -1},
+		// Gemma 4 E2B's layers at full width: on the SIMD kernel sets only
+		// (the Go loops took a minute on them); random-gemma4-small-q8_0
+		// runs its layer plan through the Go loops.
+		{name: "random-gemma4-q8_0", load: func(t *testing.T) model.Backend { return loadRandomGemma4(t, gemma4.E2B(5, 384)) },
+			prompts: [][]int32{{2, 17, 200, 31, 5, 99}}, greedy: 16, short: 0, simdOnly: true},
+		{name: "random-gemma4-small-q8_0", load: func(t *testing.T) model.Backend { return loadRandomGemma4(t, smallE2B()) },
+			prompts: [][]int32{{2, 17, 200, 31, 5, 99}}, greedy: 16, short: -1},
+		{name: "random-qwen2-q5_0", load: func(t *testing.T) model.Backend { return loadDecoder(t, tinySpecs()["qwen2"], gguf.Q5_0) },
+			prompts: [][]int32{{1, 5, 9, 77, 3}}, greedy: 24, short: -1},
+		{name: "random-qwen3-q8_0", load: func(t *testing.T) model.Backend { return loadDecoder(t, tinySpecs()["qwen3"], gguf.Q8_0) },
+			prompts: [][]int32{{1, 5, 9, 77, 3}}, greedy: 24, short: -1},
+		{name: "random-gemma3-q4_k", load: func(t *testing.T) model.Backend { return loadDecoder(t, wideSpec(tinySpecs()["gemma3"]), gguf.Q4_K) },
+			prompts: [][]int32{{2, 17, 200, 31, 5, 99}}, greedy: 16, short: -1},
+		// The logit softcap (no Gemma 3 checkpoint has one) is tanh64's
+		// arithmetic, the same bits on amd64 and arm64.
+		{name: "random-gemma3-softcap-q8_0", load: func(t *testing.T) model.Backend { return loadDecoder(t, gemma3Softcap, gguf.Q8_0) },
+			prompts: [][]int32{{2, 17, 200, 31, 5, 99}}, greedy: 16, short: -1},
+		{name: "decoders-gemma3-f16", load: func(t *testing.T) model.Backend { return openDecoderFixture(t, "gemma3") },
+			prompts: [][]int32{{1, 48, 85, 122, 159, 196}}, greedy: 16, short: -1},
+		{name: "gemma3-270m", load: func(t *testing.T) model.Backend {
 			m, err := OpenGemma3(testres.Gemma3GGUF(t), NewPool(0))
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { m.Close() })
 			return m
-		}, [][]int32{{2, 818, 5279, 529, 7001, 563}}, 16, 0, true},
+		}, prompts: [][]int32{{2, 818, 5279, 529, 7001, 563}}, greedy: 16, short: 0, simdOnly: true},
 	}
+}
+
+// loadRandomGemma4 is RandomGemma4 of geometry o with Q8_0 weights.
+func loadRandomGemma4(t *testing.T, o gemma4.Config) model.Backend {
+	m, err := RandomGemma4(o, gguf.Q8_0, 3, NewPool(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// smallE2B is the layer plan of gemma4.E2B(5, 384) (sliding and full
+// layers with their own head dims and partial RoPE, a KV-shared layer with
+// the double-wide MLP, per-layer inputs, the softcap) at an eighth of its
+// widths or less: fast enough for the Go-loop kernel set.
+func smallE2B() gemma4.Config {
+	o := gemma4.E2B(5, 384)
+	o.Hidden, o.Heads, o.PLEDim = 128, 2, 32
+	for i := range o.Layers {
+		l := &o.Layers[i]
+		l.HeadDim, l.RopePairs, l.FFN = l.HeadDim/8, l.RopePairs/8, l.FFN/24
+	}
+	return o
 }
 
 // loadGemma4Dir loads testdata/gemma4/<sub>.

@@ -1,7 +1,5 @@
 package cpu
 
-import "anechat/engine/model"
-
 // The names of the kernel sets this package selects on the running CPU
 // (model.KernelNamer). The trailing number is the set's version: bump it
 // when a set's kernels change speed (a rewrite, a new blocking), so that
@@ -29,14 +27,3 @@ const (
 // KernelsAVX2 on amd64, KernelsNEON on arm64, else KernelsGo: no integer
 // kernels); every CPU backend of the process runs it.
 func Kernels() string { return kernelSet() }
-
-// Kernels implements model.KernelNamer.
-func (m *Llama) Kernels() string { return Kernels() }
-
-// Kernels implements model.KernelNamer.
-func (m *Gemma4) Kernels() string { return Kernels() }
-
-var (
-	_ model.KernelNamer = (*Llama)(nil)
-	_ model.KernelNamer = (*Gemma4)(nil)
-)

@@ -3,7 +3,7 @@ package cpu
 import (
 	"testing"
 
-	"anechat/engine/arch/llama"
+	"anechat/engine/arch"
 	"anechat/engine/model/gguf"
 )
 
@@ -11,7 +11,7 @@ import (
 // 49152) with the hidden size cut from 576 to 512, since K-format rows
 // hold whole blocks of 256 (a real Q4_K_M file of SmolLM2 stores its
 // 576-column matrices in other formats).
-var smallKOpts = llama.Config{Hidden: 512, FFN: 1536, Layers: 30, Heads: 8, KVHeads: 2, Vocab: 49152, Context: 512}
+var smallKOpts = arch.Decoder{Hidden: 512, FFN: 1536, Layers: 30, Heads: 8, KVHeads: 2, Vocab: 49152, Context: 512}
 
 // BenchmarkForwardBigK is BenchmarkForwardBigQ4_1 with every matrix in a K
 // format: the memory-bound 1 GB llama geometry (bigOpts; 0.9 GB in Q4_K,
@@ -32,7 +32,7 @@ func BenchmarkForwardSmallK(b *testing.B) {
 	}
 }
 
-func benchRandomLlama(b *testing.B, o llama.Config, typ gguf.Type, read bool) {
+func benchRandomLlama(b *testing.B, o arch.Decoder, typ gguf.Type, read bool) {
 	data, err := RandomLlama(o, typ, 1)
 	if err != nil {
 		b.Fatal(err)
@@ -45,7 +45,7 @@ func benchRandomLlama(b *testing.B, o llama.Config, typ gguf.Type, read bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m.file = f
+	m.own(f)
 	var buf []uint64
 	if read {
 		buf = newReadBuffer()

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"anechat/engine/arch/llama"
+	"anechat/engine/arch"
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
@@ -68,9 +68,9 @@ func TestStories260KReference(t *testing.T) {
 	}
 }
 
-var tinyOpts = llama.Config{Hidden: 64, FFN: 96, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 128, Context: 256}
+var tinyOpts = arch.Decoder{Hidden: 64, FFN: 96, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 128, Context: 256}
 
-func loadRandom(t testing.TB, o llama.Config, typ gguf.Type) *Llama {
+func loadRandom(t testing.TB, o arch.Decoder, typ gguf.Type) *Llama {
 	t.Helper()
 	data, err := RandomLlama(o, typ, 7)
 	if err != nil {

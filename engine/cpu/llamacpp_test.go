@@ -325,7 +325,7 @@ func TestGemma3MatchesLlamaCpp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	checkLlamaCpp(t, m, "gemma3_270m", 8, func() model.Backend { return gemma3Float(m) })
+	checkLlamaCpp(t, m, "gemma3_270m", 8, func() model.Backend { return floatCopy(&m.decoder) })
 }
 
 // TestSmolLM2MatchesLlamaCpp is TestGemma3MatchesLlamaCpp for
@@ -340,7 +340,7 @@ func TestSmolLM2MatchesLlamaCpp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	checkLlamaCpp(t, m, "smollm2", 8, func() model.Backend { return llamaFloat(m) })
+	checkLlamaCpp(t, m, "smollm2", 8, func() model.Backend { return floatCopy(&m.decoder) })
 }
 
 // reportFloatIdeal logs how far our logits and llama.cpp's are from those
@@ -381,40 +381,22 @@ func f32Copy(m *Matrix) *Matrix {
 	return FromF32(m.Name, m.Rows, m.Cols, vals)
 }
 
-// gemma3Float is m with every matrix dequantised to float32 (sharing m's
-// pool; its Close is a no-op).
-func gemma3Float(m *Gemma3) *Gemma3 {
-	c := &Gemma3{opt: m.opt, outNorm: m.outNorm, ropes: m.ropes}
-	c.ggufBase = ggufBase{cfg: m.cfg, pool: m.pool}
+// floatCopy is m with every matrix dequantised to float32 (sharing m's
+// norms and pool; its Close is a no-op).
+func floatCopy(m *decoder) *decoder {
+	c := &decoder{cfg: m.cfg, hidden: m.hidden, eps: m.eps, ids: m.ids, embedScale: m.embedScale, norm: m.norm,
+		softcap: m.softcap, ropes: m.ropes, widths: m.widths, pool: m.pool}
 	c.embd = f32Copy(m.embd)
 	c.out = c.embd
 	if m.out != m.embd {
 		c.out = f32Copy(m.out)
 	}
-	c.layers = slices.Clone(m.layers)
-	for i := range c.layers {
-		l := &c.layers[i]
-		for _, p := range []**Matrix{&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down} {
+	for _, l := range m.layers {
+		f := *l.(*decoderLayer)
+		for _, p := range []**Matrix{&f.attn.wq, &f.attn.wk, &f.attn.wv, &f.attn.wo, &f.mlp.gate, &f.mlp.up, &f.mlp.down} {
 			*p = f32Copy(*p)
 		}
-	}
-	return c
-}
-
-// llamaFloat is gemma3Float for a llama model.
-func llamaFloat(m *Llama) *Llama {
-	c := &Llama{opt: m.opt, cfg: m.cfg, pool: m.pool, outNorm: m.outNorm, rope: m.rope}
-	c.embd = f32Copy(m.embd)
-	c.out = c.embd
-	if m.out != m.embd {
-		c.out = f32Copy(m.out)
-	}
-	c.layers = slices.Clone(m.layers)
-	for i := range c.layers {
-		l := &c.layers[i]
-		for _, p := range []**Matrix{&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down} {
-			*p = f32Copy(*p)
-		}
+		c.layers = append(c.layers, &f)
 	}
 	return c
 }

@@ -35,11 +35,20 @@ func Supported(t gguf.Type) bool {
 	return false
 }
 
+// checkType returns an error naming tensor name when the kernels do not
+// compute with t.
+func checkType(name string, t gguf.Type) error {
+	if Supported(t) {
+		return nil
+	}
+	return fmt.Errorf("tensor %q: type %s is not supported by the CPU backend (want F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K or Q6_K)", name, t)
+}
+
 // NewMatrix wraps data as a rows×cols matrix of type t, checking that the
 // type is supported and the size matches. name is used in errors.
 func NewMatrix(name string, t gguf.Type, rows, cols int, data []byte) (*Matrix, error) {
-	if !Supported(t) {
-		return nil, fmt.Errorf("tensor %q: type %s is not supported by the CPU backend (want F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K or Q6_K)", name, t)
+	if err := checkType(name, t); err != nil {
+		return nil, err
 	}
 	if rows <= 0 || cols <= 0 || cols%t.BlockSize() != 0 {
 		return nil, fmt.Errorf("tensor %q: shape %dx%d is invalid for %s (rows of %s hold whole blocks of %d)", name, rows, cols, t, t, t.BlockSize())

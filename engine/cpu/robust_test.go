@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"anechat/engine/arch/llama"
+	"anechat/engine/arch"
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
@@ -45,7 +45,7 @@ func TestArgmaxAgreesWithGreedy(t *testing.T) {
 		}
 	}
 	// Through a backend's Result, as the decode loops see it.
-	r := Result([]float32{nan, 1, 2, nan, nan, nan}, 2, 3, model.Argmax|model.Logits)
+	r := result([]float32{nan, 1, 2, nan, nan, nan}, 2, 3, model.Argmax|model.Logits)
 	for i, row := range r.Logits {
 		if r.Argmax[i] != sample.Greedy(row) {
 			t.Errorf("row %d: Argmax %d, Greedy %d", i, r.Argmax[i], sample.Greedy(row))
@@ -121,7 +121,7 @@ func TestPoolCarriesWorkerFaults(t *testing.T) {
 // embeddings: lookups still work, every matrix product faults.
 func truncatedLlama(t *testing.T, typ gguf.Type) (*Llama, string) {
 	t.Helper()
-	o := llama.Config{Hidden: 256, FFN: 512, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 1024, Context: 64}
+	o := arch.Decoder{Hidden: 256, FFN: 512, Layers: 2, Heads: 4, KVHeads: 2, Vocab: 1024, Context: 64}
 	data, err := RandomLlama(o, typ, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -412,7 +412,7 @@ func TestGemma4DamagedConfig(t *testing.T) {
 // a model whose token ids are in its vocabulary and which binds every
 // tensor of the file; nothing panics.
 func FuzzLoadLlama(f *testing.F) {
-	good, err := RandomLlama(llama.Config{Hidden: 8, FFN: 8, Layers: 2, Heads: 2, KVHeads: 1, Vocab: 8, Context: 16}, gguf.F32, 1)
+	good, err := RandomLlama(arch.Decoder{Hidden: 8, FFN: 8, Layers: 2, Heads: 2, KVHeads: 1, Vocab: 8, Context: 16}, gguf.F32, 1)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -6,16 +6,17 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"anechat/engine/arch/llama"
+	"anechat/engine/arch"
 	"anechat/engine/model/gguf"
 )
 
 // RandomLlama encodes a llama-architecture GGUF file with random weights of
-// the given geometry, matrices stored as typ (norms and embeddings F32 unless
+// the given geometry (Hidden, FFN, Layers, Heads, KVHeads, Vocab, Context;
+// RopeDim, RopeBase and Eps when set), matrices stored as typ (norms and embeddings F32 unless
 // typ is quantised, in which case the embedding uses typ as well). It exists
 // for tests and benchmarks (row independence, memory-bound speed) where no
 // real model of the right shape is at hand. Deterministic in seed.
-func RandomLlama(o llama.Config, typ gguf.Type, seed uint64) ([]byte, error) {
+func RandomLlama(o arch.Decoder, typ gguf.Type, seed uint64) ([]byte, error) {
 	if o.Hidden%o.Heads != 0 || o.Heads%o.KVHeads != 0 {
 		return nil, fmt.Errorf("cpu: random llama: inconsistent heads")
 	}

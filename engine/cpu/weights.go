@@ -56,8 +56,8 @@ func endGuard(r any, old bool, err error, maps []*mmap.Mapping, cache *kv.Cache)
 // (unread, in the order given): the model would run without them and
 // compute garbage. A layer tensor (blockPrefix + index + ".") past the
 // layer count names the config field that counts the layers; any other is
-// a weight the architecture does not have. who starts the message ("cpu").
-func unboundTensors(who, path string, unread []string, blockPrefix, countField string, layers int) error {
+// a weight the architecture does not have.
+func unboundTensors(path string, unread []string, blockPrefix, countField string, layers int) error {
 	if len(unread) == 0 {
 		return nil
 	}
@@ -69,11 +69,11 @@ func unboundTensors(who, path string, unread []string, blockPrefix, countField s
 	if rest, ok := strings.CutPrefix(name, blockPrefix); ok {
 		if i, _, ok := strings.Cut(rest, "."); ok {
 			if n, err := strconv.Atoi(i); err == nil && n >= layers {
-				return fmt.Errorf("%s: %s: tensor %q%s belongs to layer %d, but %s = %d: the metadata does not match the weights (the file is damaged)",
-					who, path, name, more, n, countField, layers)
+				return fmt.Errorf("cpu: %s: tensor %q%s belongs to layer %d, but %s = %d: the metadata does not match the weights (the file is damaged)",
+					path, name, more, n, countField, layers)
 			}
 		}
 	}
-	return fmt.Errorf("%s: %s: tensor %q%s is not a weight of the model the metadata describes, which would run without it: the file is damaged or of an unsupported variant",
-		who, path, name, more)
+	return fmt.Errorf("cpu: %s: tensor %q%s is not a weight of the model the metadata describes, which would run without it: the file is damaged or of an unsupported variant",
+		path, name, more)
 }

@@ -67,7 +67,7 @@ const DefaultPattern = 6
 // not describe (RoPE scaling, attention softcapping) are errors naming the
 // key.
 func Parse(f arch.Metadata) (Config, error) {
-	d, err := arch.ParseDecoder(f, Name, 10000, 1e-6)
+	d, err := arch.ParseDecoder(f, Name, arch.Rules{RopeBase: 10000, Eps: 1e-6})
 	if err != nil {
 		return Config{}, err
 	}
@@ -148,7 +148,7 @@ func pattern(f arch.Metadata, d arch.Decoder) ([]bool, error) {
 // Geometry is the KV cache layout: every layer owns its rows, KVHeads
 // heads of HeadDim; sliding layers keep a window of Window rows.
 func (o Config) Geometry() kv.Geometry {
-	geo := qwen2.FullGeometry(o.Decoder)
+	geo := o.Decoder.Geometry()
 	for i := range geo.Layers {
 		if o.Sliding[i] {
 			geo.Layers[i].Window = o.Window

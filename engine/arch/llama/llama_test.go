@@ -81,9 +81,10 @@ func TestWeightNames(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	build := func(set map[string]any) *gguf.File {
 		keys := map[string]any{"general.architecture": "llama"}
-		for _, k := range []string{"llama.embedding_length", "llama.feed_forward_length", "llama.block_count", "llama.attention.head_count", "llama.context_length"} {
+		for _, k := range []string{"llama.embedding_length", "llama.feed_forward_length", "llama.block_count", "llama.context_length"} {
 			keys[k] = uint32(8)
 		}
+		keys["llama.attention.head_count"] = uint32(4)
 		for k, v := range set {
 			keys[k] = v
 		}
@@ -102,7 +103,7 @@ func TestParseErrors(t *testing.T) {
 		}
 		return f
 	}
-	if o, err := Parse(build(nil)); err != nil || o.Vocab != 16 || o.HeadDim != 1 || o.BOS != -1 {
+	if o, err := Parse(build(nil)); err != nil || o.Vocab != 16 || o.HeadDim != 2 || o.RopeDim != 2 || o.BOS != -1 {
 		t.Fatalf("minimal file: %+v, %v", o, err)
 	}
 	for name, tc := range map[string]struct {
@@ -115,6 +116,7 @@ func TestParseErrors(t *testing.T) {
 		"range":   {map[string]any{"llama.block_count": uint32(0)}, "llama.block_count = 0"},
 		"bos":     {map[string]any{"tokenizer.ggml.bos_token_id": uint32(16)}, "tokenizer.ggml.bos_token_id"},
 		"eot":     {map[string]any{"tokenizer.ggml.eot_token_id": uint32(99)}, "tokenizer.ggml.eot_token_id"},
+		"rope":    {map[string]any{"llama.rope.dimension_count": uint32(3)}, "llama.rope.dimension_count = 3"},
 	} {
 		_, err := Parse(build(tc.set))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "x.gguf") {

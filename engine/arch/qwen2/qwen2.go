@@ -1,6 +1,7 @@
 // Package qwen2 describes the qwen2 architecture (Qwen 2 and Qwen 2.5) of
 // GGUF files independently of any backend: its Config read from the
-// metadata, the KV geometry, the RoPE spec and the names and shapes of its
+// metadata, the KV geometry (arch.Decoder's: every layer attends to the
+// whole prefix), the RoPE spec and the names and shapes of its
 // weights. A backend binds the weights and executes the layers; this
 // package computes nothing per token.
 //
@@ -23,7 +24,6 @@ import (
 
 	"anechat/engine/arch"
 	"anechat/engine/arch/rope"
-	"anechat/engine/kv"
 )
 
 // Name is the GGUF general.architecture of this package.
@@ -37,25 +37,11 @@ type Config struct {
 // Parse reads the Config of a qwen2 GGUF file. Features this package does
 // not describe (RoPE scaling, partial rotation) are errors naming the key.
 func Parse(f arch.Metadata) (Config, error) {
-	d, err := arch.ParseDecoder(f, Name, 10000, 1e-6)
+	d, err := arch.ParseDecoder(f, Name, arch.Rules{RopeBase: 10000, Eps: 1e-6})
 	if err != nil {
 		return Config{}, err
 	}
 	return Config{Decoder: d}, nil
-}
-
-// Geometry is the KV cache layout: every layer owns its rows, KVHeads
-// heads of HeadDim, no window.
-func (o Config) Geometry() kv.Geometry { return FullGeometry(o.Decoder) }
-
-// FullGeometry is the KV layout of a decoder whose layers all attend to the
-// whole prefix.
-func FullGeometry(d arch.Decoder) kv.Geometry {
-	geo := kv.Geometry{Context: d.Context, Layers: make([]kv.LayerSpec, d.Layers)}
-	for i := range geo.Layers {
-		geo.Layers[i] = kv.LayerSpec{KVHeads: d.KVHeads, HeadDim: d.HeadDim, Source: i}
-	}
-	return geo
 }
 
 // Rope is the rotary embedding of every layer: split halves of the whole

@@ -1,8 +1,8 @@
 // Package qwen3 describes the qwen3 architecture (dense Qwen 3) of GGUF
 // files independently of any backend: its Config read from the metadata,
-// the KV geometry, the RoPE spec and the names and shapes of its weights.
-// A backend binds the weights and executes the layers; this package
-// computes nothing per token.
+// the KV geometry (arch.Decoder's), the RoPE spec and the names and shapes
+// of its weights. A backend binds the weights and executes the layers;
+// this package computes nothing per token.
 //
 // A qwen3 layer is the qwen2 layer without the projection biases (unless
 // the file has them: attention_bias) and with an RMSNorm of every query and
@@ -24,7 +24,6 @@ import (
 	"anechat/engine/arch"
 	"anechat/engine/arch/qwen2"
 	"anechat/engine/arch/rope"
-	"anechat/engine/kv"
 )
 
 // Name is the GGUF general.architecture of this package.
@@ -41,17 +40,13 @@ type Config struct {
 // Parse reads the Config of a qwen3 GGUF file. Features this package does
 // not describe (RoPE scaling, partial rotation) are errors naming the key.
 func Parse(f arch.Metadata) (Config, error) {
-	d, err := arch.ParseDecoder(f, Name, 10000, 1e-6)
+	d, err := arch.ParseDecoder(f, Name, arch.Rules{RopeBase: 10000, Eps: 1e-6})
 	if err != nil {
 		return Config{}, err
 	}
 	_, bias := f.Tensor("blk.0.attn_q.bias")
 	return Config{Decoder: d, Bias: bias}, nil
 }
-
-// Geometry is the KV cache layout: every layer owns its rows, KVHeads
-// heads of HeadDim, no window.
-func (o Config) Geometry() kv.Geometry { return qwen2.FullGeometry(o.Decoder) }
 
 // Rope is the rotary embedding of every layer: split halves of the whole
 // head, base RopeBase, in float64.
