@@ -93,6 +93,7 @@ func TestFrontendDriftIsCaught(t *testing.T) {
 		{"a number among the literals of a Go string", "types", `export type Role = "system" | "user" | "assistant";`, `export type Role = 1 | "user";`, "Go string is a string"},
 		{"a literal Go's constants lack", "types", `export type Theme = "system" | "light" | "dark";`, `export type Theme = "system" | "light" | "dark" | "sepia";`, `"sepia", which Go app.Theme has no constant for`},
 		{"a constant of Go the literals lack", "types", `export type Theme = "system" | "light" | "dark";`, `export type Theme = "system" | "light";`, `lacks "dark" (Go app.ThemeDark)`},
+		{"an outcome kind the window does not know", "types", `"loaded" | "cancelled";`, `"loaded";`, `lacks "cancelled" (Go app.OutcomeCancelled)`},
 		{"a Go enum typed as any string", "types", "  theme: Theme;\n  /** After", "  theme: string;\n  /** After", "want the union of its constants"},
 	} {
 		ty, api := typesTS, apiTS

@@ -84,7 +84,10 @@ describe("LibraryPage", () => {
       "Library.Tags": () => [],
       "Library.Prepare": (id) => {
         prompts = prompts.map((p) => (p.id === id ? prompt(p.id, "ready") : p));
-        return { prompt: prompts.find((p) => p.id === id), status: "prepared", message: "" };
+        return {
+          prompt: prompts.find((p) => p.id === id),
+          outcome: { kind: "prepared", message: "ready to resume with SmolLM2-135M-Instruct" },
+        };
       },
     });
     await mount(f);

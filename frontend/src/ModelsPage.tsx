@@ -208,9 +208,9 @@ function LoadCell({ model: m, name, load }: { model: Model; name: string; load: 
         Load now
       </button>
       {mine && (
-        <span class={mine.outcome === "loaded" ? "muted small" : "error small"} data-testid="load-outcome">
+        <span class={mine.outcome?.kind === "loaded" ? "muted small" : "error small"} data-testid="load-outcome">
           {" "}
-          {mine.outcome === "loaded" ? "Loaded." : mine.outcome === "cancelled" ? "Cancelled." : mine.outcome}
+          {mine.outcome?.message ?? mine.error}
         </span>
       )}
     </span>

@@ -31,6 +31,7 @@ import type {
   ExportFile,
   ImportResult,
   ModelList,
+  Outcome,
   Preferences,
   Prompt,
   PromptImport,
@@ -53,8 +54,8 @@ export type { Theme } from "./types";
 /**
  * What the window tells the user about the last thing that went wrong (an
  * error) or that is worth knowing although nothing failed (info: a fact such
- * as "this prompt is too short to need preparing"). scope is where it came
- * from: a later success there clears it.
+ * as "this prompt is too short to need preparing", from a typed outcome).
+ * scope is where it came from: a later success there clears it.
  */
 export interface Notice {
   kind: "error" | "info";
@@ -120,8 +121,10 @@ export interface ModelLoad {
   done: number;
   total: number;
   running: boolean;
-  /** "loaded", "cancelled" or the error, once it has ended. */
-  outcome: string;
+  /** How it ended ("loaded" or "cancelled", with what to say); null while it runs or when it failed. */
+  outcome: Outcome | null;
+  /** Why it failed; "" otherwise. */
+  error: string;
 }
 
 /**
@@ -133,13 +136,9 @@ export function themeOnPage(doc: Document = document): Theme {
   return t === "light" || t === "dark" ? t : "system";
 }
 
-/** Facts the Go side reports as errors that are not failures. */
-const FACTS = [/too short to (prepare|need preparing)/i];
-
-/** How a failure is shown: an error, or info when it states a fact. */
-export function classify(e: unknown): { kind: Notice["kind"]; text: string } {
-  const text = e instanceof Error ? e.message : String(e);
-  return { kind: FACTS.some((f) => f.test(text)) ? "info" : "error", text };
+/** A failure's text: an Error's message (Go errors arrive as Errors, see bridge.ts), or the value as a string. */
+export function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
 }
 
 /** The window's state and the actions that change it. */
@@ -207,10 +206,11 @@ export class Store {
   }
 
   /**
-   * The one error path. Runs f; its failure becomes the notice (an error, or
-   * info for a fact) and attempt returns undefined. The success of something
-   * the user did (not of a reload, quiet) clears the notice that an earlier
-   * failure in the same scope left.
+   * The one error path. Runs f; its failure becomes an error notice and
+   * attempt returns undefined. The success of something the user did (not
+   * of a reload, quiet) clears the notice that an earlier failure in the
+   * same scope left. A failure's text is shown, never read: what the window
+   * acts on comes from the Go side as a typed outcome (types.ts Outcome).
    */
   async attempt<T>(scope: Scope, f: () => Promise<T>, quiet = false): Promise<T | undefined> {
     try {
@@ -218,7 +218,7 @@ export class Store {
       if (!quiet && this.s.notice?.scope === scope) this.set({ notice: null });
       return v;
     } catch (e) {
-      this.set({ notice: { ...classify(e), scope } });
+      this.set({ notice: { kind: "error", text: errorText(e), scope } });
       return undefined;
     }
   }
@@ -293,7 +293,7 @@ export class Store {
         }),
       ];
     } catch (e) {
-      this.set({ notice: { ...classify(e), scope: "app" } });
+      this.set({ notice: { kind: "error", text: errorText(e), scope: "app" } });
     }
     return () => {
       tokens.stop();
@@ -694,18 +694,21 @@ export class Store {
     return this.attempt("models", () => this.api.system.chooseFolder(title));
   }
 
-  /** Loads model id now (progress from model:progress), so the first reply does not wait for it. */
+  /**
+   * Loads model id now (progress from model:progress), so the first reply
+   * does not wait for it. How it ends is CoreML.Load's typed outcome; a
+   * failure is an error, shown as it is.
+   */
   async loadModel(id: number) {
     if (this.s.load?.running) return;
-    this.set({ load: { modelId: id, done: 0, total: 0, running: true, outcome: "" } });
-    let outcome = "loaded";
+    this.set({ load: { modelId: id, done: 0, total: 0, running: true, outcome: null, error: "" } });
+    let end: Pick<ModelLoad, "outcome" | "error">;
     try {
-      await this.api.coreml.load(id);
+      end = { outcome: await this.api.coreml.load(id), error: "" };
     } catch (e) {
-      const text = classify(e).text;
-      outcome = /context canceled/i.test(text) ? "cancelled" : text;
+      end = { outcome: null, error: errorText(e) };
     }
-    this.set((s) => ({ load: s.load && { ...s.load, running: false, outcome } }));
+    this.set((s) => ({ load: s.load && { ...s.load, ...end, running: false } }));
     if (this.s.page === "settings") void this.reloadSettingsFacts();
   }
 
@@ -812,8 +815,9 @@ export class Store {
   async preparePrompt(id: number) {
     this.set((s) => ({ library: { ...s.library, preparing: id } }));
     const r = await this.attempt("library", () => this.api.library.prepare(id));
-    // Too short to need preparing is a fact, not a failure.
-    if (r?.status === "too-short") this.set({ notice: { kind: "info", text: r.message, scope: "library" } });
+    // Too short to need preparing is a fact, not a failure; once prepared, the list says so.
+    if (r?.outcome.kind === "too_short")
+      this.set({ notice: { kind: "info", text: r.outcome.message, scope: "library" } });
     this.set((s) => ({ library: { ...s.library, preparing: 0 } }));
     await this.reloadLibrary();
   }
