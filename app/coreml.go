@@ -161,24 +161,24 @@ var ErrLoadRunning = errors.New("app: a model is already loading (cancel it firs
 // Load loads model id now rather than at the first reply, sending
 // EventModelProgress as it goes; CancelLoad stops it (between files and
 // chunks: a Core ML compile already started runs to its end). It returns
-// when the model is loaded, or the error (context.Canceled when
-// cancelled).
-func (b *CoreML) Load(id int64) error {
+// once the model is loaded (OutcomeLoaded) or the load was stopped
+// (OutcomeCancelled: what the user asked, not a failure), or the error.
+func (b *CoreML) Load(id int64) (Outcome, error) {
 	if b.gen == nil {
-		return ErrNoEngine
+		return Outcome{}, ErrNoEngine
 	}
 	d, err := b.c.db()
 	if err != nil {
-		return err
+		return Outcome{}, err
 	}
 	m, err := d.GetModel(b.c.context(), id)
 	if err != nil {
-		return err
+		return Outcome{}, err
 	}
 	b.mu.Lock()
 	if b.cancel != nil {
 		b.mu.Unlock()
-		return ErrLoadRunning
+		return Outcome{}, ErrLoadRunning
 	}
 	ctx, cancel := context.WithCancel(b.c.context())
 	b.cancel = cancel
@@ -189,9 +189,16 @@ func (b *CoreML) Load(id int64) error {
 		b.mu.Unlock()
 		cancel()
 	}()
-	return b.gen.Preload(ctx, m.Path, func(done, total int) {
+	err = b.gen.Preload(ctx, m.Path, func(done, total int) {
 		b.c.send(EventModelProgress, ModelProgress{ModelID: id, Done: done, Total: total})
 	})
+	switch {
+	case err == nil:
+		return Outcome{Kind: OutcomeLoaded, Message: "Loaded."}, nil
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return Outcome{Kind: OutcomeCancelled, Message: "Cancelled."}, nil
+	}
+	return Outcome{}, err
 }
 
 // CancelLoad stops the running Load; false when none runs.

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -79,8 +78,8 @@ func TestCoreMLLoadAndSettings(t *testing.T) {
 	if runtime.GOOS != "darwin" && (info.Available || !strings.Contains(info.Detail, "Neural Engine is not available")) {
 		t.Errorf("settings off a Mac: %+v", info)
 	}
-	if err := svc.Load(id); err != nil {
-		t.Fatal(err)
+	if o, err := svc.Load(id); err != nil || o.Kind != OutcomeLoaded {
+		t.Fatalf("Load = %+v, %v; want %s", o, err, OutcomeLoaded)
 	}
 	em.mu.Lock()
 	n := len(em.events)
@@ -101,16 +100,21 @@ func TestCoreMLLoadAndSettings(t *testing.T) {
 	}
 }
 
-// TestCoreMLLoadCancel: cancelling a load stops it with context.Canceled
-// and leaves no model loaded.
+// TestCoreMLLoadCancel: cancelling a load stops it, which is the outcome
+// OutcomeCancelled and not an error, and leaves no model loaded; a load
+// that fails is an error, never a cancelled outcome.
 func TestCoreMLLoadCancel(t *testing.T) {
 	svc, gen, em, id := startBackend(t)
 	em.cancel = svc.CancelLoad
-	if err := svc.Load(id); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled load: %v", err)
+	if o, err := svc.Load(id); err != nil || o.Kind != OutcomeCancelled || o.Message == "" {
+		t.Fatalf("cancelled load = %+v, %v; want %s with a message", o, err, OutcomeCancelled)
 	}
 	if b, _, _ := gen.Running(); b != "" {
 		t.Errorf("a model is loaded after a cancelled load (%s)", b)
+	}
+	em.cancel = nil
+	if o, err := svc.Load(id + 1000); err == nil || o != (Outcome{}) {
+		t.Errorf("load of a model not registered = %+v, %v; want an error and no outcome", o, err)
 	}
 }
 
@@ -121,7 +125,7 @@ func TestCoreMLComputeUnits(t *testing.T) {
 	if _, err := svc.SetComputeUnits("tpu"); err == nil {
 		t.Error("compute units tpu accepted")
 	}
-	if err := svc.Load(id); err != nil {
+	if _, err := svc.Load(id); err != nil {
 		t.Fatal(err)
 	}
 	info, err := svc.SetComputeUnits("gpu")

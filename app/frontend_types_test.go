@@ -3,11 +3,15 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,9 +27,11 @@ import (
 // result's type; every event must carry its Go payload's type; and every
 // interface in types.ts must be one of those values, with exactly the Go
 // struct's JSON fields (optional exactly when the field is omitempty) and
-// matching types. Refinements TypeScript may add (a union of string literals
-// for a Go string, a shape for free-form JSON) are allowed; a missing,
-// extra, renamed or retyped field is not.
+// matching types. A Go string type with constants (an enum such as Theme or
+// OutcomeKind) is the union of exactly its constants' values. Refinements
+// TypeScript may add (a union of string literals for a plain Go string, a
+// shape for free-form JSON) are allowed; a missing, extra, renamed or
+// retyped field, and a missing or extra enum value, are not.
 
 // jsonAs names the json.RawMessage fields whose JSON is a known Go type,
 // by Go struct and JSON field name: Chat stores GenerateStats as a
@@ -55,8 +61,8 @@ var events = map[string]reflect.Type{
 }
 
 func TestFrontendTypesMatchGo(t *testing.T) {
-	typesTS, apiTS := frontendSources(t)
-	errs, err := frontendDrift(typesTS, apiTS)
+	root, typesTS, apiTS := frontendSources(t)
+	errs, err := frontendDrift(root, typesTS, apiTS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +74,7 @@ func TestFrontendTypesMatchGo(t *testing.T) {
 // TestFrontendDriftIsCaught edits the real types.ts and api.ts the ways they
 // drift and checks that each edit is reported, naming what changed.
 func TestFrontendDriftIsCaught(t *testing.T) {
-	typesTS, apiTS := frontendSources(t)
+	root, typesTS, apiTS := frontendSources(t)
 	for _, c := range []struct {
 		what, file, old, new, want string
 	}{
@@ -85,6 +91,10 @@ func TestFrontendDriftIsCaught(t *testing.T) {
 		{"a wrong event payload", "api", `cb(d as ErrorEvent)`, `cb(d as ProgressEvent)`, "Go app.ErrorEvent is types.ts ProgressEvent"},
 		{"an interface nothing carries", "types", "export interface TagCount {", "export interface Unused { x: number; }\nexport interface TagCount {", "types.ts declares interface Unused"},
 		{"a number among the literals of a Go string", "types", `export type Role = "system" | "user" | "assistant";`, `export type Role = 1 | "user";`, "Go string is a string"},
+		{"a literal Go's constants lack", "types", `export type Theme = "system" | "light" | "dark";`, `export type Theme = "system" | "light" | "dark" | "sepia";`, `"sepia", which Go app.Theme has no constant for`},
+		{"a constant of Go the literals lack", "types", `export type Theme = "system" | "light" | "dark";`, `export type Theme = "system" | "light";`, `lacks "dark" (Go app.ThemeDark)`},
+		{"an outcome kind the window does not know", "types", `"loaded" | "cancelled";`, `"loaded";`, `lacks "cancelled" (Go app.OutcomeCancelled)`},
+		{"a Go enum typed as any string", "types", "  theme: Theme;\n  /** After", "  theme: string;\n  /** After", "want the union of its constants"},
 	} {
 		ty, api := typesTS, apiTS
 		src := map[string]*string{"types": &ty, "api": &api}[c.file]
@@ -92,7 +102,7 @@ func TestFrontendDriftIsCaught(t *testing.T) {
 			t.Fatalf("%s: %s.ts no longer holds %q: update this case", c.what, c.file, c.old)
 		}
 		*src = strings.Replace(*src, c.old, c.new, 1)
-		errs, err := frontendDrift(ty, api)
+		errs, err := frontendDrift(root, ty, api)
 		if err != nil {
 			t.Fatalf("%s: %v", c.what, err)
 		}
@@ -102,10 +112,11 @@ func TestFrontendDriftIsCaught(t *testing.T) {
 	}
 }
 
-// frontendSources reads frontend/src/types.ts and api.ts.
-func frontendSources(t *testing.T) (typesTS, apiTS string) {
+// frontendSources reads frontend/src/types.ts and api.ts; root is the
+// repository's root.
+func frontendSources(t *testing.T) (root, typesTS, apiTS string) {
 	t.Helper()
-	root := testres.RepoRoot(t)
+	root = testres.RepoRoot(t)
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join(root, "frontend", "src", name))
 		if err != nil {
@@ -113,12 +124,13 @@ func frontendSources(t *testing.T) (typesTS, apiTS string) {
 		}
 		return string(b)
 	}
-	return read("types.ts"), read("api.ts")
+	return root, read("types.ts"), read("api.ts")
 }
 
 // frontendDrift compares types.ts and api.ts with the bound services and the
 // events, returning each difference as a sentence that says what to change.
-func frontendDrift(typesTS, apiTS string) ([]string, error) {
+// root is the repository's root, where the Go enums' constants are read.
+func frontendDrift(root, typesTS, apiTS string) ([]string, error) {
 	decls, err := tsDeclarations(typesTS)
 	if err != nil {
 		return nil, fmt.Errorf("frontend/src/types.ts: %w", err)
@@ -130,7 +142,7 @@ func frontendDrift(typesTS, apiTS string) ([]string, error) {
 	if len(calls) == 0 || len(subs) == 0 {
 		return nil, fmt.Errorf("read %d calls and %d events in frontend/src/api.ts: the reader no longer understands it", len(calls), len(subs))
 	}
-	m := &mirror{decls: decls, seen: map[string]bool{}, done: map[string]bool{}}
+	m := &mirror{decls: decls, root: root, seen: map[string]bool{}, done: map[string]bool{}, enums: map[reflect.Type][]goConst{}}
 
 	services := map[string]reflect.Type{}
 	for _, s := range New(Options{}).Services() {
@@ -206,8 +218,10 @@ func frontendDrift(typesTS, apiTS string) ([]string, error) {
 // mirror compares Go types with TypeScript ones and collects the differences.
 type mirror struct {
 	decls tsDecls
-	seen  map[string]bool // interfaces compared
-	done  map[string]bool // Go type | interface pairs compared
+	root  string                     // the repository's root
+	seen  map[string]bool            // interfaces compared
+	done  map[string]bool            // Go type | interface pairs compared
+	enums map[reflect.Type][]goConst // the constants of Go string types, read once
 	errs  []string
 }
 
@@ -324,7 +338,9 @@ func (m *mirror) compare(g reflect.Type, ts *tsType, where string) {
 		}
 		m.compare(g.Elem(), ts.args[1], where+"[key]")
 	case reflect.String:
-		if !isName(ts, "string") && !allLiterals(ts) {
+		if consts := m.enum(g, where); len(consts) > 0 {
+			m.literals(g, consts, named, ts, where)
+		} else if !isName(ts, "string") && !allLiterals(ts) {
 			m.errf("%s: Go %s is a string; types.ts says %s", where, g, ts)
 		}
 	case reflect.Bool:
@@ -343,6 +359,112 @@ func (m *mirror) compare(g reflect.Type, ts *tsType, where string) {
 		}
 	default:
 		m.errf("%s: Go %s has no JSON form this test knows", where, g)
+	}
+}
+
+// goConst is a constant of a Go string type: its name and value.
+type goConst struct{ name, value string }
+
+// enum returns the constants of Go string type g, read from the source of
+// its package (nil for string itself, or a type without constants).
+func (m *mirror) enum(g reflect.Type, where string) []goConst {
+	if g.Name() == "" || g.PkgPath() == "" {
+		return nil
+	}
+	if c, ok := m.enums[g]; ok {
+		return c
+	}
+	consts, err := goStringConsts(m.root, g)
+	if err != nil {
+		m.errf("%s: reading the constants of Go %s: %v", where, g, err)
+	}
+	m.enums[g] = consts
+	return consts
+}
+
+// goStringConsts parses the non-test files of g's package (a package of
+// this module, under root) and returns the constants declared with type g
+// and a string literal value, in the order of the source.
+func goStringConsts(root string, g reflect.Type) ([]goConst, error) {
+	module, _, _ := strings.Cut(reflect.TypeFor[mirror]().PkgPath(), "/")
+	rel, ok := strings.CutPrefix(g.PkgPath(), module+"/")
+	if !ok {
+		return nil, nil // not this module's: its constants are not ours to check
+	}
+	dir := filepath.Join(root, filepath.FromSlash(rel))
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	var out []goConst
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, sp := range gd.Specs {
+				vs := sp.(*ast.ValueSpec)
+				if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != g.Name() || len(vs.Values) != len(vs.Names) {
+					continue
+				}
+				for i, v := range vs.Values {
+					lit, ok := v.(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						return nil, fmt.Errorf("%s: constant %s is not a string literal", fset.Position(v.Pos()), vs.Names[i].Name)
+					}
+					val, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						return nil, fmt.Errorf("%s: %w", fset.Position(v.Pos()), err)
+					}
+					out = append(out, goConst{name: vs.Names[i].Name, value: val})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// literals checks that ts (named as written) is the union of exactly the
+// values of consts, the constants of Go string type g.
+func (m *mirror) literals(g reflect.Type, consts []goConst, named, ts *tsType, where string) {
+	key := g.String() + "|" + named.String()
+	if m.done[key] {
+		return
+	}
+	m.done[key] = true
+	if !allLiterals(ts) {
+		var vals []string
+		for _, c := range consts {
+			vals = append(vals, strconv.Quote(c.value))
+		}
+		m.errf("%s: Go %s takes only its constants: want the union of its constants (%s) in types.ts, found %s",
+			where, g, strings.Join(vals, " | "), named)
+		return
+	}
+	lits := map[string]bool{}
+	for _, a := range append([]*tsType{ts}, ts.args...) {
+		if a.kind == "lit" {
+			lits[a.name] = true
+		}
+	}
+	pkg := g.PkgPath()[strings.LastIndex(g.PkgPath(), "/")+1:]
+	for _, c := range consts {
+		if !lits[c.value] {
+			m.errf("%s: types.ts %s lacks %q (Go %s.%s): add it", where, named, c.value, pkg, c.name)
+		}
+		delete(lits, c.value)
+	}
+	for _, v := range slices.Sorted(maps.Keys(lits)) {
+		m.errf("%s: types.ts %s has %q, which Go %s has no constant for: remove it, or add the constant in Go", where, named, v, g)
 	}
 }
 

@@ -56,19 +56,12 @@ type PromptSnapshot struct {
 	Reason string `json:"reason"`
 }
 
-// Prepare outcomes (PrepareResult.Status).
-const (
-	PrepareDone     = "prepared"
-	PrepareTooShort = "too-short"
-)
-
 // PrepareResult is what Prepare did: the prompt's snapshot is made
-// (PrepareDone), or its opening is too short to need one (PrepareTooShort:
-// a fact, not a failure; Message says so).
+// (OutcomePrepared), or its opening is too short to need one
+// (OutcomeTooShort: a fact, not a failure; the message says so).
 type PrepareResult struct {
-	Prompt  Prompt `json:"prompt"`
-	Status  string `json:"status"`
-	Message string `json:"message"`
+	Prompt  Prompt  `json:"prompt"`
+	Outcome Outcome `json:"outcome"`
 }
 
 // PromptInput is a prompt as the editor submits it.
@@ -220,7 +213,7 @@ func (l *Library) Update(id int64, in PromptInput) (Prompt, error) {
 // Prepare prefills prompt id's opening with the default model and pins its
 // KV snapshot to it; the prompt's Snapshot then says it is ready to resume.
 // An opening too short to need a snapshot is not an error: the result says
-// so (PrepareTooShort).
+// so (OutcomeTooShort).
 func (l *Library) Prepare(id int64) (PrepareResult, error) {
 	d, err := l.c.db()
 	if err != nil {
@@ -231,17 +224,17 @@ func (l *Library) Prepare(id int64) (PrepareResult, error) {
 	if err != nil {
 		return PrepareResult{}, err
 	}
-	res := PrepareResult{Status: PrepareDone}
+	res := PrepareResult{Outcome: Outcome{Kind: OutcomePrepared}}
 	np, err := l.prepare(ctx, d, p, 0, nil)
 	switch {
 	case errors.Is(err, ErrPromptTooShort):
-		np, res.Status, res.Message = p, PrepareTooShort, strings.TrimPrefix(err.Error(), "library: ")
+		np, res.Outcome = p, Outcome{Kind: OutcomeTooShort, Message: strings.TrimPrefix(err.Error(), "library: ")}
 	case err != nil:
 		return PrepareResult{}, err
 	}
 	res.Prompt = l.view(d, np)
-	if res.Status == PrepareDone && res.Prompt.Snapshot != nil {
-		res.Message = "ready to resume with " + res.Prompt.Snapshot.ModelName
+	if res.Outcome.Kind == OutcomePrepared && res.Prompt.Snapshot != nil {
+		res.Outcome.Message = "ready to resume with " + res.Prompt.Snapshot.ModelName
 	}
 	return res, nil
 }

@@ -63,14 +63,14 @@ func TestPreparedPromptResumesWithTheFreshOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := a.Library.Prepare(pr.ID)
-	if err != nil || res.Status != PrepareDone || res.Prompt.PinnedSnapshotID == 0 {
+	if err != nil || res.Outcome.Kind != OutcomePrepared || res.Prompt.PinnedSnapshotID == 0 {
 		t.Fatalf("Prepare = %+v, %v; want a pinned snapshot", res, err)
 	}
 	pr = res.Prompt
 	// Ready to resume, naming the model it was made with.
 	if s := pr.Snapshot; s == nil || !s.Ready || s.ModelID != mdl.ID || s.ModelName != "stories260K" || s.Tokens < 64 || s.Reason != "" ||
-		!strings.Contains(res.Message, "stories260K") {
-		t.Fatalf("prepared prompt's snapshot %+v (message %q)", pr.Snapshot, res.Message)
+		!strings.Contains(res.Outcome.Message, "stories260K") {
+		t.Fatalf("prepared prompt's snapshot %+v (message %q)", pr.Snapshot, res.Outcome.Message)
 	}
 	// A restart: nothing in memory, the snapshot on disk is all there is.
 	a.Shutdown()
@@ -143,7 +143,7 @@ func TestFirstChatFromAPromptPreparesIt(t *testing.T) {
 	// A short prompt needs no preparing: a fact, not an error.
 	short, _ := a.Library.Create(PromptInput{Title: "Hi", Body: "Hi"})
 	res, err := a.Library.Prepare(short.ID)
-	if err != nil || res.Status != PrepareTooShort || !strings.Contains(res.Message, "too short to need preparing") ||
+	if err != nil || res.Outcome.Kind != OutcomeTooShort || !strings.Contains(res.Outcome.Message, "too short to need preparing") ||
 		res.Prompt.ID != short.ID || res.Prompt.Snapshot != nil {
 		t.Fatalf("Prepare of a short prompt = %+v, %v", res, err)
 	}

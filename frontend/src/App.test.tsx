@@ -416,7 +416,7 @@ describe("the one notice", () => {
     expect(testid<HTMLInputElement>("temperature")?.value).toBe("0");
   });
 
-  it("tells a prompt too short to prepare as a fact, not an error", async () => {
+  it("tells a prompt too short to prepare as a fact (Prepare's outcome), and a failure as an error whatever its text", async () => {
     const p = {
       id: 3,
       title: "Hi",
@@ -426,13 +426,23 @@ describe("the one notice", () => {
       pinnedSnapshotId: 0,
       createdAt: "",
       updatedAt: "",
+      variables: [],
+      snapshot: null,
     };
+    let fail = false;
     const f = fakeBridge({
       ...basics,
       "Library.List": () => [p],
       "Library.Tags": () => [],
       "Library.Prepare": () => {
-        throw "library: this prompt is too short to prepare (a snapshot needs at least 64 tokens); it starts quickly anyway";
+        if (fail) throw "library: prepare prompt 3: too short to prepare: disk is full";
+        return {
+          prompt: p,
+          outcome: {
+            kind: "too_short",
+            message: "this prompt is too short to need preparing; it starts quickly anyway",
+          },
+        };
       },
     });
     await mount(f.bridge);
@@ -440,7 +450,13 @@ describe("the one notice", () => {
     await click(testid("prompt-prepare"));
     expect(testid("notice")?.dataset["kind"]).toBe("info");
     expect(testid("notice")?.getAttribute("role")).toBe("status");
-    expect(testid("notice")?.textContent).toContain("too short to prepare");
+    expect(testid("notice")?.textContent).toContain("too short to need preparing");
+    // The outcome's kind decides, never an error's text: this failure is an error.
+    fail = true;
+    await click(testid("prompt-prepare"));
+    expect(testid("notice")?.dataset["kind"]).toBe("error");
+    expect(testid("notice")?.getAttribute("role")).toBe("alert");
+    expect(testid("notice")?.textContent).toContain("disk is full");
     // No tooltip: what Prepare does is said in the page, beside the button.
     expect(testid("prompt-prepare")?.hasAttribute("title")).toBe(false);
     const help = testid("prompt-prepare")?.getAttribute("aria-describedby") ?? "";

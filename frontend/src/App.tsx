@@ -31,10 +31,10 @@ export function App({ bridge, frames = animationFrames, theme }: { bridge: Bridg
 }
 
 function Shell() {
-  const theme = useStore((s) => s.theme);
-  const page = useStore((s) => s.page);
-  const current = useStore((s) => s.current);
-  const help = useStore((s) => s.help);
+  const theme = useStore((s) => s.settings.theme);
+  const page = useStore((s) => s.window.page);
+  const current = useStore((s) => s.conversations.current);
+  const help = useStore((s) => s.window.help);
   useEffect(() => {
     // "system" follows prefers-color-scheme (style.css); the others force one.
     if (theme === "system") delete document.documentElement.dataset["theme"];
@@ -60,8 +60,8 @@ function Shell() {
 /** The storage failure, and the one notice of the window (an error or a fact). */
 function Banners() {
   const store = useActions();
-  const storageError = useStore((s) => s.info?.storageError ?? "");
-  const notice = useStore((s) => s.notice);
+  const storageError = useStore((s) => s.window.info?.storageError ?? "");
+  const notice = useStore((s) => s.window.notice);
   return (
     <>
       {storageError && (
@@ -92,7 +92,7 @@ function Banners() {
 }
 
 function StatusBar() {
-  const info = useStore((s) => s.info);
+  const info = useStore((s) => s.window.info);
   return (
     <footer class="status" data-testid="status">
       {info

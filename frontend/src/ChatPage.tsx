@@ -21,11 +21,13 @@ import { useActions, useStore } from "./useStore";
 /** One conversation: its header (title, model), its active branch, the composer and its settings. */
 export function ChatPage() {
   const store = useActions();
-  const thread = useStore((s) => s.thread);
-  const current = useStore((s) => s.current);
-  const stream = useStore((s) => (s.current === null ? null : (s.streams[s.current] ?? null)));
-  const highlight = useStore((s) => s.prefs?.highlightDrafted !== false);
-  const focusMessage = useStore((s) => s.focusMessage);
+  const thread = useStore((s) => s.conversations.thread);
+  const current = useStore((s) => s.conversations.current);
+  const stream = useStore((s) =>
+    s.conversations.current === null ? null : (s.streams[s.conversations.current] ?? null),
+  );
+  const highlight = useStore((s) => s.settings.prefs?.highlightDrafted !== false);
+  const focusMessage = useStore((s) => s.conversations.focusMessage);
   const bottom = useRef<HTMLDivElement>(null);
   const list = useRef<HTMLDivElement>(null);
 
@@ -60,8 +62,8 @@ export function ChatPage() {
           scope="chat"
           testid="chat-export"
           formats={[
-            { label: "Markdown (the branch on screen)", make: () => store.exportConversation("markdown") },
-            { label: "JSON (every branch, for Import)", make: () => store.exportConversation("json") },
+            { label: "Markdown (the branch on screen)", make: () => store.conversations.exportAs("markdown") },
+            { label: "JSON (every branch, for Import)", make: () => store.conversations.exportAs("json") },
           ]}
           onClose={() => {
             setExporting(false);
@@ -107,8 +109,8 @@ function ChatHeader({
   onExport: () => void;
 }) {
   const store = useActions();
-  const models = useStore((s) => s.models);
-  const titling = useStore((s) => s.titling[c.id] === true);
+  const models = useStore((s) => s.models.list);
+  const titling = useStore((s) => s.conversations.titling[c.id] === true);
   const [title, setTitle] = useState<string | null>(null);
   const defaultModel = models?.models.find((m) => m.id === models.defaultId);
   return (
@@ -138,7 +140,7 @@ function ChatHeader({
           {titling && (
             <span class="muted small" role="status" data-testid="titling">
               The model is writing a title…{" "}
-              <button type="button" class="link" onClick={() => void store.cancelTitle(c.id)}>
+              <button type="button" class="link" onClick={() => void store.conversations.cancelTitle(c.id)}>
                 Stop
               </button>
             </span>
@@ -149,7 +151,7 @@ function ChatHeader({
           class="row"
           onSubmit={(e) => {
             e.preventDefault();
-            void store.rename(title).then((ok) => {
+            void store.conversations.rename(title).then((ok) => {
               if (ok) setTitle(null);
             });
           }}
@@ -181,7 +183,7 @@ function ChatHeader({
         <select
           data-testid="model-picker"
           value={String(c.modelId)}
-          onChange={(e) => void store.setModel(Number(e.currentTarget.value))}
+          onChange={(e) => void store.conversations.setModel(Number(e.currentTarget.value))}
         >
           <option value="0">
             {defaultModel ? `Default: ${modelLabel(defaultModel)}` : "Default model (none yet)"}
@@ -196,7 +198,12 @@ function ChatHeader({
           )}
         </select>
       </label>
-      <button type="button" data-testid="pin" aria-pressed={c.pinned} onClick={() => void store.setPinned(!c.pinned)}>
+      <button
+        type="button"
+        data-testid="pin"
+        aria-pressed={c.pinned}
+        onClick={() => void store.conversations.setPinned(!c.pinned)}
+      >
         {c.pinned ? "Pinned" : "Pin"}
       </button>
       <button type="button" data-testid="export-chat" aria-expanded={exporting} onClick={onExport}>
@@ -207,7 +214,7 @@ function ChatHeader({
         class="danger"
         data-testid="delete-chat"
         aria-label={`Delete “${c.title}” (Undo brings it back for a while)`}
-        onClick={() => void store.deleteConversation()}
+        onClick={() => void store.conversations.remove()}
       >
         Delete
       </button>
@@ -243,7 +250,7 @@ function MessageView({
         <form
           onSubmit={(e) => {
             e.preventDefault();
-            void store.edit(m.id, editing).then((ok) => {
+            void store.streaming.edit(m.id, editing).then((ok) => {
               if (ok) setEditing(null);
             });
           }}
@@ -286,7 +293,7 @@ function MessageView({
             <button
               type="button"
               disabled={running || r.index === 0}
-              onClick={() => void store.selectBranch(r.siblings[r.index - 1] ?? m.id)}
+              onClick={() => void store.conversations.selectBranch(r.siblings[r.index - 1] ?? m.id)}
               aria-label="previous version"
             >
               ‹
@@ -295,7 +302,7 @@ function MessageView({
             <button
               type="button"
               disabled={running || r.index === r.siblings.length - 1}
-              onClick={() => void store.selectBranch(r.siblings[r.index + 1] ?? m.id)}
+              onClick={() => void store.conversations.selectBranch(r.siblings[r.index + 1] ?? m.id)}
               aria-label="next version"
             >
               ›
@@ -327,7 +334,7 @@ function MessageView({
           </button>
         )}
         {m.role === "assistant" && (
-          <button type="button" disabled={running} onClick={() => void store.regenerate(m.id)}>
+          <button type="button" disabled={running} onClick={() => void store.streaming.regenerate(m.id)}>
             Regenerate
           </button>
         )}
@@ -381,7 +388,7 @@ function ChatPanel({
   last: GenerateStats | undefined;
 }) {
   const store = useActions();
-  const highlight = useStore((s) => s.prefs?.highlightDrafted !== false);
+  const highlight = useStore((s) => s.settings.prefs?.highlightDrafted !== false);
   const [system, setSystem] = useState(c.systemPrompt);
   const [saved, setSaved] = useState(false);
   useEffect(() => {
@@ -395,7 +402,7 @@ function ChatPanel({
       <form
         onSubmit={(e) => {
           e.preventDefault();
-          void store.setSystemPrompt(system).then(setSaved);
+          void store.conversations.setSystemPrompt(system).then(setSaved);
         }}
       >
         <label>
@@ -463,7 +470,7 @@ function ReplySettings({
     setTemp(String(settings.temperature));
     setMax(String(settings.maxTokens));
   }, [settings.temperature, settings.maxTokens]);
-  const save = (o: ConversationOptions) => void store.setOptions(o);
+  const save = (o: ConversationOptions) => void store.conversations.setOptions(o);
   // Applies the fields typed that differ from what the next reply runs
   // with, in one SetOptions (a field left as it is stays unset). The values
   // come from the fields themselves: a blur can come before a re-render.
@@ -578,17 +585,17 @@ function ReplySettings({
 
 function Composer({ running }: { running: boolean }) {
   const store = useActions();
-  const draft = useStore((s) => s.draft);
+  const draft = useStore((s) => s.conversations.draft);
   const [text, setText] = useState(draft);
   useEffect(() => {
     if (draft) {
       setText(draft);
-      store.draftUsed();
+      store.conversations.draftUsed();
     }
   }, [draft, store]);
   const send = async () => {
     if (!text.trim()) return;
-    if (await store.send(text)) setText("");
+    if (await store.streaming.send(text)) setText("");
   };
   return (
     <form
@@ -620,7 +627,7 @@ function Composer({ running }: { running: boolean }) {
           class="danger"
           data-testid="stop"
           aria-keyshortcuts="Escape"
-          onClick={() => void store.stop()}
+          onClick={() => void store.streaming.stop()}
         >
           Stop
         </button>

@@ -384,6 +384,25 @@ describe("models and settings", () => {
     expect(fb.args["Downloads.Start"]).toEqual([[{ url: "https://h/c.gguf", sha256: "ab", fileName: "", size: 0 }]]);
   });
 
+  it("says how a load ended from CoreML.Load's outcome, and a failure as it is, whatever its text", async () => {
+    const ends: (() => unknown)[] = [
+      () => ({ kind: "cancelled", message: "Cancelled." }),
+      () => {
+        throw "models: load stories.gguf: read weights: context canceled by the disk driver";
+      },
+    ];
+    const fb = fakeBridge(basics({ "CoreML.Load": () => ends.shift()?.() }));
+    await mount(fb.bridge);
+    await click(testid("nav-models"));
+    await click(testid("load-model"));
+    expect(testid("load-outcome")?.textContent?.trim()).toBe("Cancelled.");
+    await click(testid("load-model"));
+    expect(testid("load-outcome")?.textContent?.trim()).toBe(
+      "models: load stories.gguf: read weights: context canceled by the disk driver",
+    );
+    expect(testid("load-outcome")?.className).toContain("error");
+  });
+
   it("loads a model now with its progress, and Settings shows what runs it, compute units and the cache", async () => {
     let loaded = () => undefined as unknown;
     let units = "neural-engine";
@@ -409,7 +428,7 @@ describe("models and settings", () => {
         "CoreML.Load": () =>
           new Promise((r) => {
             loaded = () => {
-              r(undefined);
+              r({ kind: "loaded", message: "Loaded." });
             };
           }),
         "System.Backend": () => ({

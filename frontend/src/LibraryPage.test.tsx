@@ -56,7 +56,7 @@ async function mount(f: ReturnType<typeof fakeBridge>) {
       root,
     );
   });
-  await act(() => store.reloadLibrary());
+  await act(() => store.library.reload());
   await flush();
   return store;
 }
@@ -84,7 +84,10 @@ describe("LibraryPage", () => {
       "Library.Tags": () => [],
       "Library.Prepare": (id) => {
         prompts = prompts.map((p) => (p.id === id ? prompt(p.id, "ready") : p));
-        return { prompt: prompts.find((p) => p.id === id), status: "prepared", message: "" };
+        return {
+          prompt: prompts.find((p) => p.id === id),
+          outcome: { kind: "prepared", message: "ready to resume with SmolLM2-135M-Instruct" },
+        };
       },
     });
     await mount(f);
@@ -122,7 +125,7 @@ describe("LibraryPage", () => {
         root,
       );
     });
-    void store.reloadLibrary();
+    void store.library.reload();
     await flush();
     await type(testid("prompt-search"), "sql");
     await act(() => answers["sql"]!([prompt(2)]));
@@ -166,7 +169,7 @@ describe("LibraryPage", () => {
     await click(testid("variables-start"));
     expect(f.args["Chat.CreateConversation"]).toEqual([[{ title: "", modelId: 0, promptId: 4 }]]);
     expect(f.args["Chat.SetSystemPrompt"]).toEqual([[9, "You speak Portuguese."]]);
-    expect(store.state.draft).toBe("Translate good morning into Portuguese.");
+    expect(store.state.conversations.draft).toBe("Translate good morning into Portuguese.");
   });
 
   it("exports the library through the save dialog or the clipboard, and imports a file through the Go side", async () => {
@@ -204,7 +207,7 @@ describe("LibraryPage", () => {
     await type(testid("import-json"), "broken");
     await click(testid("import-start"));
     // The store's notice names the place; the panel shows nothing imported.
-    expect(store.state.notice?.text).toContain("prompts[1].title");
+    expect(store.state.window.notice?.text).toContain("prompts[1].title");
     expect(testid("import-done")).toBeNull();
     await type(testid("import-json"), file.text);
     await click(testid("import-start"));

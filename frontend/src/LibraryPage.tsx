@@ -32,11 +32,11 @@ export function LibraryPage() {
       body: editing.body,
       tags: parseTags(editing.tags),
     };
-    if (await store.savePrompt(editing.id, input)) setEditing(null);
+    if (await store.library.save(editing.id, input)) setEditing(null);
   };
   const start = (p: Prompt) => {
     if (promptVariables(p.body, p.systemPrompt).length > 0) setAsking(p);
-    else void store.startFromPrompt(p);
+    else void store.conversations.createFromPrompt(p);
   };
 
   return (
@@ -78,7 +78,7 @@ export function LibraryPage() {
           title="Export the prompt library"
           scope="library"
           testid="export-panel"
-          formats={[{ label: "JSON", make: () => store.exportLibrary() }]}
+          formats={[{ label: "JSON", make: () => store.library.exportAll() }]}
           onClose={() => {
             setTransfer(null);
           }}
@@ -90,7 +90,7 @@ export function LibraryPage() {
           label="Paste a prompt library file (JSON, as Export writes it)"
           testid="import-panel"
           run={async (text) => {
-            const r = await store.importLibrary(text);
+            const r = await store.library.importJSON(text);
             if (!r) return undefined;
             const n = r.created.length;
             const skipped = r.skipped.length
@@ -111,7 +111,7 @@ export function LibraryPage() {
           placeholder="Search prompts"
           value={view.query}
           onInput={(e) => {
-            store.filterLibrary({ query: e.currentTarget.value });
+            store.library.filter({ query: e.currentTarget.value });
           }}
         />
         <div class="tags" role="group" aria-label="Filter by tag">
@@ -120,7 +120,7 @@ export function LibraryPage() {
             class={view.tag === "" ? "tag active" : "tag"}
             aria-pressed={view.tag === ""}
             onClick={() => {
-              store.filterLibrary({ tag: "" });
+              store.library.filter({ tag: "" });
             }}
           >
             all
@@ -132,7 +132,7 @@ export function LibraryPage() {
               class={view.tag === t.tag ? "tag active" : "tag"}
               aria-pressed={view.tag === t.tag}
               onClick={() => {
-                store.filterLibrary({ tag: t.tag });
+                store.library.filter({ tag: t.tag });
               }}
             >
               {t.tag} ({t.prompts})
@@ -239,7 +239,7 @@ export function LibraryPage() {
                   data-testid="prompt-prepare"
                   disabled={view.preparing !== 0}
                   aria-describedby="prepare-help"
-                  onClick={() => void store.preparePrompt(p.id)}
+                  onClick={() => void store.library.prepare(p.id)}
                 >
                   {view.preparing === p.id ? "Preparing…" : "Prepare"}
                 </button>
@@ -265,7 +265,7 @@ export function LibraryPage() {
                 type="button"
                 class="danger"
                 onClick={() => {
-                  if (confirm(`Delete the prompt "${p.title}"?`)) void store.deletePrompt(p.id);
+                  if (confirm(`Delete the prompt "${p.title}"?`)) void store.library.remove(p.id);
                 }}
               >
                 Delete
@@ -299,7 +299,7 @@ function VariablesForm({ prompt: p, onDone }: { prompt: Prompt; onDone: () => vo
       onSubmit={(e) => {
         e.preventDefault();
         onDone();
-        void store.startFromPrompt(p, values);
+        void store.conversations.createFromPrompt(p, values);
       }}
     >
       <strong>{p.title}: fill in its variables</strong>

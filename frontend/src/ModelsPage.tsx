@@ -11,8 +11,8 @@ import { useActions, useStore } from "./useStore";
  */
 export function ModelsPage() {
   const store = useActions();
-  const list = useStore((s) => s.models);
-  const load = useStore((s) => s.load);
+  const list = useStore((s) => s.models.list);
+  const load = useStore((s) => s.models.load);
   const [scan, setScan] = useState<ScanResult | null>(null);
   const [path, setPath] = useState("");
   const [imported, setImported] = useState<ImportResult | null>(null);
@@ -27,7 +27,7 @@ export function ModelsPage() {
           class="primary"
           data-testid="scan"
           onClick={() =>
-            void store.scanModels().then((r) => {
+            void store.models.scan().then((r) => {
               setScan(r ?? null);
             })
           }
@@ -56,7 +56,7 @@ export function ModelsPage() {
         onSubmit={(e) => {
           e.preventDefault();
           setImported(null);
-          void store.importModel(path).then((r) => {
+          void store.models.importPath(path).then((r) => {
             if (!r) return;
             setImported(r);
             setPath("");
@@ -77,7 +77,7 @@ export function ModelsPage() {
           type="button"
           data-testid="choose-folder"
           onClick={() =>
-            void store.chooseFolder("Choose a model folder or Core ML bundle").then((p) => {
+            void store.models.chooseFolder("Choose a model folder or Core ML bundle").then((p) => {
               if (p) setPath(p);
             })
           }
@@ -142,7 +142,7 @@ export function ModelsPage() {
                       type="radio"
                       name="default"
                       checked={list.defaultId === m.id}
-                      onChange={() => void store.setDefaultModel(m.id)}
+                      onChange={() => void store.models.setDefault(m.id)}
                       aria-label={`make ${name} the default`}
                     />
                   </td>
@@ -166,7 +166,7 @@ export function ModelsPage() {
                       type="button"
                       class="danger"
                       aria-label={`Forget ${name}`}
-                      onClick={() => void store.forgetModel(m.id)}
+                      onClick={() => void store.models.forget(m.id)}
                     >
                       Forget
                     </button>
@@ -191,7 +191,7 @@ function LoadCell({ model: m, name, load }: { model: Model; name: string; load: 
       <span class="load" data-testid="model-loading">
         <progress max={mine.total || 1} value={mine.total ? mine.done : undefined} aria-label={`Loading ${name}`} />{" "}
         {mine.total ? `${mine.done}/${mine.total}` : ""}
-        <button type="button" data-testid="cancel-load" onClick={() => void store.cancelLoad()}>
+        <button type="button" data-testid="cancel-load" onClick={() => void store.models.cancelLoad()}>
           Cancel
         </button>
       </span>
@@ -203,14 +203,14 @@ function LoadCell({ model: m, name, load }: { model: Model; name: string; load: 
         data-testid="load-model"
         aria-label={`Load ${name} now`}
         disabled={!!m.meta?.unsupported || load?.running === true}
-        onClick={() => void store.loadModel(m.id)}
+        onClick={() => void store.models.load(m.id)}
       >
         Load now
       </button>
       {mine && (
-        <span class={mine.outcome === "loaded" ? "muted small" : "error small"} data-testid="load-outcome">
+        <span class={mine.outcome?.kind === "loaded" ? "muted small" : "error small"} data-testid="load-outcome">
           {" "}
-          {mine.outcome === "loaded" ? "Loaded." : mine.outcome === "cancelled" ? "Cancelled." : mine.outcome}
+          {mine.outcome?.message ?? mine.error}
         </span>
       )}
     </span>
@@ -225,7 +225,7 @@ function LoadCell({ model: m, name, load }: { model: Model; name: string; load: 
  */
 function Downloads() {
   const store = useActions();
-  const downloads = useStore((s) => s.downloads);
+  const downloads = useStore((s) => s.models.downloads);
   const [url, setUrl] = useState("");
   const [sha, setSha] = useState("");
   return (
@@ -235,7 +235,7 @@ function Downloads() {
         class="row"
         onSubmit={(e) => {
           e.preventDefault();
-          void store.startDownload({ url: url.trim(), sha256: sha.trim(), fileName: "", size: 0 }).then((ok) => {
+          void store.models.startDownload({ url: url.trim(), sha256: sha.trim(), fileName: "", size: 0 }).then((ok) => {
             if (!ok) return;
             setUrl("");
             setSha("");
@@ -293,12 +293,12 @@ function DownloadRow({ d }: { d: Download }) {
         </span>
         <span class="spacer" />
         {d.state === "running" && (
-          <button type="button" data-testid="dl-pause" onClick={() => void store.pauseDownload(d.name)}>
+          <button type="button" data-testid="dl-pause" onClick={() => void store.models.pauseDownload(d.name)}>
             Pause
           </button>
         )}
         {d.state === "paused" && (
-          <button type="button" data-testid="dl-resume" onClick={() => void store.resumeDownload(d.name)}>
+          <button type="button" data-testid="dl-resume" onClick={() => void store.models.resumeDownload(d.name)}>
             Resume
           </button>
         )}
@@ -308,7 +308,7 @@ function DownloadRow({ d }: { d: Download }) {
             class="danger"
             data-testid="dl-cancel"
             aria-label={`Cancel the download of ${d.name}`}
-            onClick={() => void store.cancelDownload(d.name)}
+            onClick={() => void store.models.cancelDownload(d.name)}
           >
             Cancel
           </button>
@@ -318,7 +318,7 @@ function DownloadRow({ d }: { d: Download }) {
             type="button"
             data-testid="dl-dismiss"
             aria-label={`Remove ${d.name} from the list`}
-            onClick={() => void store.dismissDownload(d.name)}
+            onClick={() => void store.models.dismissDownload(d.name)}
           >
             Dismiss
           </button>

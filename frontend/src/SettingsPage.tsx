@@ -12,8 +12,8 @@ import { useActions, useStore } from "./useStore";
  */
 export function SettingsPage() {
   const store = useActions();
-  const stored = useStore((s) => s.prefs);
-  const models = useStore((s) => s.models);
+  const stored = useStore((s) => s.settings.prefs);
+  const models = useStore((s) => s.models.list);
   const [prefs, setPrefs] = useState<Preferences | null>(stored);
   const [quota, setQuota] = useState(stored ? String(bytesToGiB(stored.kvQuotaBytes)) : "");
   const [saved, setSaved] = useState(false);
@@ -34,9 +34,9 @@ export function SettingsPage() {
       store.refuse("settings", (err as Error).message);
       return;
     }
-    if (await store.savePrefs({ ...prefs, kvQuotaBytes: bytes })) {
+    if (await store.settings.save({ ...prefs, kvQuotaBytes: bytes })) {
       setSaved(true);
-      void store.reloadSettingsFacts(); // the quota shows in the cache's usage
+      void store.settings.reloadFacts(); // the quota shows in the cache's usage
     }
   };
   return (
@@ -54,7 +54,7 @@ export function SettingsPage() {
               data-testid="default-model"
               value={String(models?.defaultId ?? 0)}
               disabled={!models?.models.length}
-              onChange={(e) => void store.setDefaultModel(Number(e.currentTarget.value))}
+              onChange={(e) => void store.models.setDefault(Number(e.currentTarget.value))}
             >
               {!models?.models.length && <option value="0">no model registered</option>}
               {models?.models.map((m) => (
@@ -164,7 +164,7 @@ export function SettingsPage() {
               type="button"
               data-testid="reset-settings"
               onClick={() =>
-                void store.resetPrefs().then((p) => {
+                void store.settings.reset().then((p) => {
                   if (!p) return;
                   setPrefs(p);
                   setQuota(String(bytesToGiB(p.kvQuotaBytes)));
@@ -193,8 +193,8 @@ export function SettingsPage() {
 /** Which backend runs the default model and why, and the Core ML compute units. */
 function BackendSection() {
   const store = useActions();
-  const backend = useStore((s) => s.backend);
-  const coreml = useStore((s) => s.coreml);
+  const backend = useStore((s) => s.settings.backend);
+  const coreml = useStore((s) => s.settings.coreml);
   return (
     <section class="settings facts" aria-labelledby="backend-title" data-testid="backend">
       <h3 id="backend-title">Backend</h3>
@@ -225,7 +225,7 @@ function BackendSection() {
             <select
               data-testid="compute-units"
               value={coreml.computeUnits}
-              onChange={(e) => void store.setComputeUnits(e.currentTarget.value)}
+              onChange={(e) => void store.settings.setComputeUnits(e.currentTarget.value)}
             >
               {coreml.computeUnitChoices.map((c) => (
                 <option key={c} value={c}>
@@ -267,7 +267,7 @@ const computeUnitLabels: Record<string, string> = {
 /** The KV snapshot cache on disk against its quota, and Clear cache. */
 function CacheSection() {
   const store = useActions();
-  const cache = useStore((s) => s.cache);
+  const cache = useStore((s) => s.settings.cache);
   const [pinned, setPinned] = useState(false);
   const [result, setResult] = useState<ClearCacheResult | null>(null);
   return (
@@ -299,7 +299,7 @@ function CacheSection() {
           type="button"
           data-testid="clear-cache"
           onClick={() =>
-            void store.clearCache(pinned).then((r) => {
+            void store.settings.clearCache(pinned).then((r) => {
               setResult(r ?? null);
             })
           }
@@ -339,7 +339,7 @@ function CacheSection() {
  */
 function APISection() {
   const store = useActions();
-  const st = useStore((s) => s.apiServer);
+  const st = useStore((s) => s.settings.apiServer);
   const [port, setPort] = useState("");
   useEffect(() => {
     if (st?.port) setPort(String(st.port));
@@ -350,7 +350,7 @@ function APISection() {
       store.refuse("settings", `API port: ${port} is not a port number (1 to 65535)`);
       return;
     }
-    void store.setAPIServer(on, p);
+    void store.settings.setAPIServer(on, p);
   };
   return (
     <section class="settings facts" aria-labelledby="api-title" data-testid="api">
@@ -414,7 +414,7 @@ function APISection() {
 /** Where the data is, with a button that opens it. */
 function DataSection() {
   const store = useActions();
-  const info = useStore((s) => s.info);
+  const info = useStore((s) => s.window.info);
   return (
     <section class="settings facts" aria-labelledby="data-title">
       <h3 id="data-title">Data</h3>
@@ -426,7 +426,7 @@ function DataSection() {
           type="button"
           data-testid="open-data-dir"
           disabled={!info?.dataDir}
-          onClick={() => void store.openDataDir()}
+          onClick={() => void store.settings.openDataDir()}
         >
           Open
         </button>

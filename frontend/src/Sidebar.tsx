@@ -16,15 +16,15 @@ const THEMES: { theme: Theme; label: string }[] = [
 /** Conversations, message search, the pages, the colour scheme switch. */
 export function Sidebar() {
   const store = useActions();
-  const storageError = useStore((s) => s.info?.storageError ?? "");
-  const conversations = useStore((s) => s.conversations);
-  const current = useStore((s) => s.current);
-  const page = useStore((s) => s.page);
+  const storageError = useStore((s) => s.window.info?.storageError ?? "");
+  const conversations = useStore((s) => s.conversations.list);
+  const current = useStore((s) => s.conversations.current);
+  const page = useStore((s) => s.window.page);
   const streams = useStore((s) => s.streams);
-  const query = useStore((s) => s.query);
-  const hits = useStore((s) => s.hits);
-  const theme = useStore((s) => s.theme);
-  const titling = useStore((s) => s.titling);
+  const query = useStore((s) => s.conversations.query);
+  const hits = useStore((s) => s.conversations.hits);
+  const theme = useStore((s) => s.settings.theme);
+  const titling = useStore((s) => s.conversations.titling);
   return (
     <aside class="sidebar" aria-label="Conversations and pages">
       <a class="skip" href="#main">
@@ -34,7 +34,7 @@ export function Sidebar() {
         type="button"
         class="brand"
         onClick={() => {
-          store.close();
+          store.conversations.close();
         }}
         aria-label="anechat: start page"
       >
@@ -45,7 +45,7 @@ export function Sidebar() {
           type="button"
           class="primary grow"
           data-testid="new-chat"
-          onClick={() => void store.newChat()}
+          onClick={() => void store.conversations.create()}
           disabled={!!storageError}
         >
           New chat
@@ -55,7 +55,7 @@ export function Sidebar() {
           data-testid="import-chat"
           aria-label="Import a conversation (JSON)"
           onClick={() => {
-            store.setImporting(true);
+            store.conversations.setImporting(true);
           }}
           disabled={!!storageError}
         >
@@ -70,12 +70,12 @@ export function Sidebar() {
         placeholder="Search messages"
         value={query}
         onInput={(e) => {
-          store.setQuery(e.currentTarget.value);
+          store.conversations.search(e.currentTarget.value);
         }}
         onKeyDown={(e) => {
           if (e.key === "Escape" && query) {
             e.preventDefault();
-            store.setQuery("");
+            store.conversations.search("");
           }
         }}
       />
@@ -84,7 +84,7 @@ export function Sidebar() {
           {hits.length === 0 && <li class="muted">No messages match.</li>}
           {hits.map((h) => (
             <li key={h.messageId}>
-              <button type="button" class="hit" onClick={() => void store.openHit(h)}>
+              <button type="button" class="hit" onClick={() => void store.conversations.openHit(h)}>
                 <span class="hit-title">{h.conversationTitle}</span>
                 <span class="hit-snippet">
                   {h.segments.map((sg, i) =>
@@ -103,7 +103,7 @@ export function Sidebar() {
               type="button"
               class={page === "chat" && current === c.id ? "conv active" : "conv"}
               aria-current={page === "chat" && current === c.id ? "page" : undefined}
-              onClick={() => void store.open(c.id)}
+              onClick={() => void store.conversations.open(c.id)}
             >
               {c.pinned && (
                 <span class="pin" aria-label="pinned" data-testid="pinned">
@@ -148,7 +148,7 @@ export function Sidebar() {
               value={t.theme}
               checked={theme === t.theme}
               onChange={() => {
-                void store.setTheme(t.theme);
+                void store.settings.setTheme(t.theme);
               }}
             />
             {t.label}

@@ -9,7 +9,7 @@ import { useActions, useStore } from "./useStore";
  */
 export function UndoToast() {
   const store = useActions();
-  const undo = useStore((s) => s.undo);
+  const undo = useStore((s) => s.conversations.undo);
   const [left, setLeft] = useState(0);
   const button = useRef<HTMLButtonElement>(null);
   useEffect(() => {
@@ -17,7 +17,7 @@ export function UndoToast() {
     const tick = () => {
       const n = secondsUntil(undo.undoUntil);
       setLeft(n);
-      if (n <= 0) store.dropUndo();
+      if (n <= 0) store.conversations.dropUndo();
     };
     tick();
     const timer = setInterval(tick, 1000);
@@ -37,7 +37,13 @@ export function UndoToast() {
           {left > 0 ? `${left} s to undo` : ""}
         </span>
       </span>
-      <button type="button" class="primary" ref={button} data-testid="undo" onClick={() => void store.undoDelete()}>
+      <button
+        type="button"
+        class="primary"
+        ref={button}
+        data-testid="undo"
+        onClick={() => void store.conversations.undoRemove()}
+      >
         Undo
       </button>
       <button
@@ -45,7 +51,7 @@ export function UndoToast() {
         class="quiet"
         aria-label="Close: keep it deleted"
         onClick={() => {
-          store.dropUndo();
+          store.conversations.dropUndo();
         }}
       >
         ✕

@@ -13,10 +13,10 @@ export const EXAMPLES = [
 /** The start page: which model answers, three prompts to try, how to begin. */
 export function Welcome() {
   const store = useActions();
-  const models = useStore((s) => s.models);
-  const engineError = useStore((s) => s.info?.engineError ?? "");
-  const storageError = useStore((s) => s.info?.storageError ?? "");
-  const importing = useStore((s) => s.importing);
+  const models = useStore((s) => s.models.list);
+  const engineError = useStore((s) => s.window.info?.engineError ?? "");
+  const storageError = useStore((s) => s.window.info?.storageError ?? "");
+  const importing = useStore((s) => s.conversations.importing);
   const model = models?.models.find((m) => m.id === models.defaultId);
   const panel = useRef<HTMLDivElement>(null);
   useEffect(() => {
@@ -31,9 +31,9 @@ export function Welcome() {
             title="Import a conversation"
             label="Paste a conversation exported as JSON (Export → JSON keeps every branch)"
             testid="chat-import"
-            run={async (text) => ((await store.importConversation(text)) ? "Imported." : undefined)}
+            run={async (text) => ((await store.conversations.importJSON(text)) ? "Imported." : undefined)}
             onClose={() => {
-              store.setImporting(false);
+              store.conversations.setImporting(false);
             }}
           />
         </div>
@@ -73,9 +73,9 @@ export function Welcome() {
               disabled={!!storageError}
               onClick={() =>
                 void (async () => {
-                  await store.newChat();
-                  if (model) await store.send(e);
-                  else store.setDraft(e);
+                  await store.conversations.create();
+                  if (model) await store.streaming.send(e);
+                  else store.conversations.setDraft(e);
                 })()
               }
             >

@@ -20,6 +20,7 @@ import type {
   Model,
   ModelProgress,
   NewConversation,
+  Outcome,
   Preferences,
   PrepareResult,
   ProgressEvent,
@@ -137,8 +138,8 @@ export function api(b: Bridge) {
     coreml: {
       settings: () => ml<CoreMLSettings>("Settings"),
       setComputeUnits: (units: string) => ml<CoreMLSettings>("SetComputeUnits", units),
-      /** Loads model id now (model:progress events); resolves once loaded. */
-      load: (id: number) => ml<void>("Load", id),
+      /** Loads model id now (model:progress events); resolves once loaded ("loaded") or stopped ("cancelled"). */
+      load: (id: number) => ml<Outcome>("Load", id),
       cancelLoad: () => ml<boolean>("CancelLoad"),
     },
     events: {

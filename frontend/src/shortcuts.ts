@@ -36,7 +36,7 @@ export const shortcuts: Shortcut[] = [
     inFields: true,
     match: (e, mac) => mod(e, mac) && !e.shiftKey && e.key.toLowerCase() === "n",
     run: async (s) => {
-      await s.newChat();
+      await s.conversations.create();
       return true;
     },
   },
@@ -53,7 +53,7 @@ export const shortcuts: Shortcut[] = [
     inFields: true,
     match: (e, mac) => mod(e, mac) && !e.shiftKey && e.key.toLowerCase() === "l",
     run: (s) => {
-      if (s.state.page !== "chat") s.go("chat");
+      if (s.state.window.page !== "chat") s.go("chat");
       return focus("composer") || undefined;
     },
   },
@@ -63,11 +63,11 @@ export const shortcuts: Shortcut[] = [
     inFields: true,
     match: (e) => e.key === "Escape" && !e.ctrlKey && !e.metaKey && !e.altKey && !e.shiftKey,
     run: (s) => {
-      if (s.state.help) {
+      if (s.state.window.help) {
         s.setHelp(false);
         return true;
       }
-      return s.stop();
+      return s.streaming.stop();
     },
   },
   {
@@ -76,7 +76,7 @@ export const shortcuts: Shortcut[] = [
     inFields: true,
     match: (e, mac) => mod(e, mac) && (e.key === "/" || e.key === "?"),
     run: (s) => {
-      s.setHelp(!s.state.help);
+      s.setHelp(!s.state.window.help);
       return true;
     },
   },

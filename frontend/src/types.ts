@@ -191,11 +191,22 @@ export interface PromptSnapshot {
   reason: string;
 }
 
-/** Library.Prepare's outcome: "too-short" is a fact (message says so), not an error. */
+/**
+ * How an action ended when that is more than success or failure (Go
+ * app.OutcomeKind, the one list of kinds): the window switches on kind and
+ * shows message as it is. A failure is an error, whose text is never matched.
+ */
+export type OutcomeKind = "prepared" | "too_short" | "loaded" | "cancelled";
+
+export interface Outcome {
+  kind: OutcomeKind;
+  message: string;
+}
+
+/** Library.Prepare: "too_short" is a fact (the message says so), not an error. */
 export interface PrepareResult {
   prompt: Prompt;
-  status: "prepared" | "too-short";
-  message: string;
+  outcome: Outcome;
 }
 
 /** Chat.Import: the conversation stored, and what of the file was left out (a sentence each). */

@@ -1,0 +1,161 @@
+// Models and downloads: the models the app knows (scan, import, the
+// default, forget), loading one ahead of the first reply, and the model
+// downloads with their progress.
+import type { Download, DownloadRequest, ImportResult, ModelList, Outcome } from "../types";
+import { errorText, type Core } from "./core";
+import type { Settings } from "./settings";
+
+/** A model loading (CoreML.Load): how far, and how it ended. */
+export interface ModelLoad {
+  modelId: number;
+  done: number;
+  total: number;
+  running: boolean;
+  /** How it ended ("loaded" or "cancelled", with what to say); null while it runs or when it failed. */
+  outcome: Outcome | null;
+  /** Why it failed; "" otherwise. */
+  error: string;
+}
+
+/** The models' part of the state. */
+export interface ModelsState {
+  list: ModelList | null;
+  /** The model downloads, by file name. */
+  downloads: Download[];
+  /** A model being loaded ahead of the first reply (CoreML.Load), or the last one. */
+  load: ModelLoad | null;
+}
+
+/** The models' part before anything is loaded. */
+export function initialModels(): ModelsState {
+  return { list: null, downloads: [], load: null };
+}
+
+/** ds with d in its place (by name), or added; a cancelled download is gone (the Go side forgets it). */
+function upsertDownload(ds: readonly Download[], d: Download): Download[] {
+  const rest = ds.filter((x) => x.name !== d.name);
+  if (d.state === "cancelled") return rest;
+  return [...rest, d].sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** The actions on models and downloads. */
+export class Models {
+  constructor(
+    private readonly core: Core,
+    private readonly settings: Settings,
+  ) {}
+
+  private update(patch: Partial<ModelsState> | ((m: ModelsState) => Partial<ModelsState>)) {
+    this.core.update("models", patch);
+  }
+
+  /** Listens to the downloads' progress (a finished one is a model) and a load's. */
+  listen(): (() => void)[] {
+    const { events } = this.core.api;
+    return [
+      events.onDownload((d) => {
+        this.update((s) => ({ downloads: upsertDownload(s.downloads, d) }));
+        if (d.state === "done") void this.reload();
+      }),
+      events.onModelProgress((p) => {
+        this.update((s) =>
+          s.load?.running && s.load.modelId === p.modelId
+            ? { load: { ...s.load, done: Math.max(s.load.done, p.done), total: p.total } }
+            : {},
+        );
+      }),
+    ];
+  }
+
+  async reload() {
+    const m = await this.core.attempt("models", () => this.core.api.models.list(), true);
+    if (m) this.update({ list: m });
+  }
+
+  private async act<T>(f: () => Promise<T>): Promise<T | undefined> {
+    const v = await this.core.attempt("models", f);
+    await this.reload();
+    return v;
+  }
+
+  scan() {
+    return this.act(() => this.core.api.models.scan());
+  }
+
+  setDefault(id: number) {
+    return this.act(() => this.core.api.models.setDefault(id));
+  }
+
+  forget(id: number) {
+    return this.act(() => this.core.api.models.remove(id));
+  }
+
+  /** Registers a .gguf file, a model folder or a Core ML bundle folder (the result says whether it runs here). */
+  importPath(path: string): Promise<ImportResult | undefined> {
+    return this.act(() => this.core.api.models.importPath(path));
+  }
+
+  /** Asks for a folder with the window's dialog: its path, "" when cancelled. */
+  chooseFolder(title: string) {
+    return this.core.attempt("models", () => this.core.api.system.chooseFolder(title));
+  }
+
+  /**
+   * Loads model id now (progress from model:progress), so the first reply
+   * does not wait for it. How it ends is CoreML.Load's typed outcome; a
+   * failure is an error, shown as it is.
+   */
+  async load(id: number) {
+    if (this.core.state.models.load?.running) return;
+    this.update({ load: { modelId: id, done: 0, total: 0, running: true, outcome: null, error: "" } });
+    let end: Pick<ModelLoad, "outcome" | "error">;
+    try {
+      end = { outcome: await this.core.api.coreml.load(id), error: "" };
+    } catch (e) {
+      end = { outcome: null, error: errorText(e) };
+    }
+    this.update((s) => ({ load: s.load && { ...s.load, ...end, running: false } }));
+    if (this.core.state.window.page === "settings") void this.settings.reloadFacts();
+  }
+
+  /** Stops the model load running. */
+  cancelLoad() {
+    return this.core.attempt("models", () => this.core.api.coreml.cancelLoad());
+  }
+
+  async reloadDownloads() {
+    const ds = await this.core.attempt("models", () => this.core.api.downloads.list(), true);
+    if (ds) this.update({ downloads: ds });
+  }
+
+  /** Starts downloading a model file into the models folder; false if refused. */
+  async startDownload(r: DownloadRequest): Promise<boolean> {
+    const d = await this.core.attempt("models", () => this.core.api.downloads.start(r));
+    if (d) this.update((s) => ({ downloads: upsertDownload(s.downloads, d) }));
+    return d !== undefined;
+  }
+
+  private async download(f: () => Promise<Download | void>) {
+    const d = await this.core.attempt("models", f);
+    if (d) this.update((s) => ({ downloads: upsertDownload(s.downloads, d) }));
+    await this.reloadDownloads();
+  }
+
+  pauseDownload(name: string) {
+    return this.download(() => this.core.api.downloads.pause(name));
+  }
+
+  resumeDownload(name: string) {
+    return this.download(() => this.core.api.downloads.resume(name));
+  }
+
+  /** Stops a download and removes what arrived. */
+  cancelDownload(name: string) {
+    return this.download(() => this.core.api.downloads.cancel(name));
+  }
+
+  /** Removes a finished, failed or cancelled download from the list. */
+  dismissDownload(name: string) {
+    return this.download(() => this.core.api.downloads.dismiss(name));
+  }
+}
