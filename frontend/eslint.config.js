@@ -9,7 +9,9 @@ import globals from "globals";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/"] },
+  // wailsjs/: what `wails build` generates (git-ignored), present after a
+  // `make run` or a first `make test`.
+  { ignores: ["dist/", "node_modules/", "wailsjs/"] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {
