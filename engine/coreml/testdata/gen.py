@@ -19,12 +19,20 @@ writes into OUT:
   give the CPU backend's logits bit for bit.
 - gemma4-exact.bundle/: its bundle, int8 sidecars, chunks 0-1, 2-3, 4-5
   (KV-shared layers read rows computed in an earlier chunk), K=8, N=16,
-  context 128 (the window is 8, the sliding ring 24 slots).
-- gemma4-fp16.bundle/: the same checkpoint, fp16 sidecars, one chunk.
+  context 128 (the window is 8, the sliding ring 24 slots), the argmax in
+  8 blocks of 64 ids.
+- gemma4-fp16.bundle/: the same checkpoint, fp16 sidecars, one chunk, the
+  argmax in 4 blocks of 128 ids.
+- gemma4-ties/ and gemma4-ties.bundle/: the same checkpoint with its output
+  projection's rows repeated (refmodel.write_planted_ties: every maximum an
+  exact tie inside a block of 64 ids, a third of them across two blocks),
+  one chunk: the two-level argmax must pick the lowest id as the CPU
+  backend's flat argmax does.
 - stories.bundle/: stories260K (../shared/models), int8 sidecars, K=8,
-  N=16, context 128; stories-ref.gguf: the checkpoint that bundle holds,
-  for the CPU backend (the converter's refmodel: fp16 weights, the
-  sidecars' embedding values).
+  N=16, context 128, the default argmax block (the whole 512-token
+  vocabulary); stories-ref.gguf: the checkpoint that bundle holds, for the
+  CPU backend (the converter's refmodel: fp16 weights, the sidecars'
+  embedding values).
 - golden.json + golden.bin: every input the Python host (anebundle.host)
   builds for a few calls of each bundle, with synthetic KV rows, as fp16
   bits: the Go host's inputs must equal them.
@@ -132,7 +140,7 @@ def golden(out: str, cases):
                 kv.k[s][q] = kv_row(s, q, l["kv_heads"], l["head_dim"], False)
                 kv.v[s][q] = kv_row(s, q, l["kv_heads"], l["head_dim"], True)
         kv.n = start
-        width = b.geo["generate_width" if kind == "generate" else "prefill_width"]
+        width = b.geo["prefill_width" if kind == "prefill" else "generate_width"]
         x = b.inputs_for(tokens, start, width, kv, kind == "prefill")
         entry = {"bundle": bundle_dir, "kind": kind, "tokens": tokens, "start": start, "inputs": {}}
         for name in sorted(x):
@@ -277,8 +285,12 @@ def main():
     from anebundle import refmodel
     src = gemma4_exact(out)
     base = dict(width=8, prefill=16, context=128)
-    bundle_mod.convert(src, os.path.join(out, "gemma4-exact.bundle"), bundle_mod.Options(chunks="0-1,2-3,4-5", **base))
-    bundle_mod.convert(src, os.path.join(out, "gemma4-fp16.bundle"), bundle_mod.Options(sidecars="fp16", **base))
+    bundle_mod.convert(src, os.path.join(out, "gemma4-exact.bundle"),
+                       bundle_mod.Options(chunks="0-1,2-3,4-5", argmax_block=64, **base))
+    bundle_mod.convert(src, os.path.join(out, "gemma4-fp16.bundle"),
+                       bundle_mod.Options(sidecars="fp16", argmax_block=128, **base))
+    ties = refmodel.write_planted_ties(src, os.path.join(out, "gemma4-ties"), 64)
+    bundle_mod.convert(ties, os.path.join(out, "gemma4-ties.bundle"), bundle_mod.Options(argmax_block=64, **base))
     st = os.path.join(out, "stories.bundle")
     bundle_mod.convert(STORIES, st, bundle_mod.Options(**base))
     refmodel.write_llama_gguf(STORIES, st, os.path.join(out, "stories-ref.gguf"))
@@ -286,6 +298,7 @@ def main():
         ("gemma4-exact.bundle", "generate", [5], 0),
         ("gemma4-exact.bundle", "generate", [7, 9, 11], 13),
         ("gemma4-exact.bundle", "generate", [1, 2, 3, 4, 5, 6, 7, 8], 30),
+        ("gemma4-exact.bundle", "sample", [7, 9, 11], 13),
         ("gemma4-exact.bundle", "prefill", list(range(3, 19)), 0),
         ("gemma4-exact.bundle", "prefill", [40, 41, 42, 43, 44], 57),
         ("gemma4-fp16.bundle", "generate", [100, 200], 21),

@@ -21,6 +21,9 @@ def main(argv=None) -> int:
                    help="weight storage: fp16 (default), int8 (per-channel linear), int4 (blockwise, block 32)")
     p.add_argument("--sidecars", default="int8", choices=["int8", "fp16"],
                    help="embedding sidecars: int8 rows with per-row fp16 scales (default), or fp16 rows")
+    p.add_argument("--argmax-block", type=int, default=None,
+                   help="ids per block of the in-graph argmax (default: the largest divisor of the vocabulary "
+                        "up to 16384; it must divide the vocabulary)")
     p.add_argument("--force", action="store_true", help="replace an existing bundle directory")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -28,7 +31,8 @@ def main(argv=None) -> int:
     from .bundle import Options, convert
     from .checkpoint import CheckpointError
     opt = Options(width=args.width, prefill=args.prefill, context=args.context, chunk_mb=args.chunk_mb,
-                  chunks=args.chunks, weights=args.weights, sidecars=args.sidecars, force=args.force)
+                  chunks=args.chunks, weights=args.weights, sidecars=args.sidecars, force=args.force,
+                  argmax_block=args.argmax_block)
     try:
         m = convert(args.model, args.out, opt)
     except CheckpointError as e:

@@ -17,10 +17,13 @@ import numpy as np
 
 from . import checkpoint as ckpt
 from .checkpoint import Arch, Checkpoint, CheckpointError
-from .graph import Chunk, Geometry, TensorDesc, Weights, build_function
+from .graph import GENERATE, MAX_REDUCE, PREFILL, SAMPLE, Chunk, Geometry, TensorDesc, Weights, argmax_block, build_function
 
 FORMAT = "anechat-coreml-bundle"
-FORMAT_VERSION = 1
+# Version 2: the generation function returns a blockwise argmax and no
+# logits, a sample function on the last chunk returns them before the
+# softcap (README "Bundle layout"). Version 1 bundles are refused.
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 
 log = logging.getLogger("anebundle")
@@ -35,6 +38,7 @@ class Options:
     chunks: Optional[str] = None  # explicit "0-7,8-24,25-34"
     weights: str = "fp16"  # fp16 | int8 | int4
     sidecars: str = "int8"  # int8 (per-row fp16 scales) | fp16
+    argmax_block: Optional[int] = None  # B; None: the largest divisor of the vocabulary <= MAX_REDUCE
     force: bool = False  # replace an existing output directory
 
 
@@ -199,8 +203,13 @@ def _convert_one(prog, path: str, weights: str):
     m.save(path)
 
 
-def function_names(opt: Options) -> List[tuple]:
-    return [("generate", opt.width, f"generate_{opt.width}"), ("prefill", opt.prefill, f"prefill_{opt.prefill}")]
+def function_names(opt: Options, last: bool) -> List[tuple]:
+    """(kind, width, name) of a chunk's functions, the default first: the
+    last chunk also has the sample function."""
+    fns = [(GENERATE, opt.width, f"generate_{opt.width}")]
+    if last:
+        fns.append((SAMPLE, opt.width, f"sample_{opt.width}"))
+    return fns + [(PREFILL, opt.prefill, f"prefill_{opt.prefill}")]
 
 
 def convert(model: str, out: str, opt: Options) -> dict:
@@ -222,7 +231,10 @@ def convert(model: str, out: str, opt: Options) -> dict:
     if tmax > context:
         raise CheckpointError(f"function widths up to {tmax} do not fit a context of {context}")
     sliding = min(context, a.window + tmax) if a.window else 0
-    geo = Geometry(context=context, sliding_slots=sliding)
+    block = argmax_block(a.vocab) if opt.argmax_block is None else opt.argmax_block
+    if not 1 <= block <= MAX_REDUCE or a.vocab % block:
+        raise CheckpointError(f"--argmax-block {block} must divide the vocabulary ({a.vocab}) and be in 1..{MAX_REDUCE}")
+    geo = Geometry(context=context, sliding_slots=sliding, argmax_block=block)
     chunks = plan_chunks(ck, opt)
     out = os.path.abspath(out)
     if os.path.exists(out) and not opt.force:
@@ -274,7 +286,7 @@ def _build(ck: Checkpoint, out: str, opt: Options, geo: Geometry, chunks: List[C
     for c in chunks:
         fns = []
         paths = []
-        for kind, width, name in function_names(opt):
+        for kind, width, name in function_names(opt, c.is_last):
             prog, ins, outs = build_function(ck, w, geo, c, len(chunks), kind, width)
             p = os.path.join(work, f"chunk{c.index}_{name}.mlpackage")
             _convert_one(prog, p, opt.weights)
@@ -318,7 +330,7 @@ def _build(ck: Checkpoint, out: str, opt: Options, geo: Geometry, chunks: List[C
         "source": source,
         "arch": a.to_json(),
         "geometry": {"context": geo.context, "sliding_slots": geo.sliding_slots,
-                     "generate_width": opt.width, "prefill_width": opt.prefill,
+                     "generate_width": opt.width, "prefill_width": opt.prefill, "argmax_block": geo.argmax_block,
                      "rope_layout": a.ropes[a.layers[0].rope].layout},
         "tokenizer": tok,
         "chat_template": chat,

@@ -3,7 +3,8 @@ builder (mb.* ops inside a mil.Function, which is what mb.program does; a
 Function is used directly because the input list depends on the chunk).
 
 Every function computes in fp16: fp16 inputs, fp16 weights (or
-constexpr-decompressed ones), fp16 intermediates; only argmax is int32.
+constexpr-decompressed ones), fp16 intermediates; only block_argmax is
+int32.
 The ops are chosen so that each output row depends on its own input row
 only (linear, per-row norms, per-row softmax), and so that the call's new
 K/V rows reach the attention exactly: they are placed into the host's cache
@@ -29,12 +30,41 @@ from .checkpoint import Arch, Checkpoint, CheckpointError
 FP16 = "fp16"
 INT32 = "int32"
 
+# The function kinds. Every chunk has a generate and a prefill function;
+# the last chunk also has sample, of the generation width: earlier chunks
+# do not depend on how the output projection is used, so a sampled call
+# runs generate on them and sample on the last chunk.
+GENERATE, SAMPLE, PREFILL = "generate", "sample", "prefill"
+
+# No reduction runs over more than this many elements on one axis. It is
+# lore, not an Apple document: ANEMLL's "ANE tensors dimension size is
+# limited to 16384" (llama_model.py) and its 16-way split of a 262144-token
+# head into 16384-wide pieces, with an in-model argmax per piece whose
+# local winners the host compares (ANEMLL 0.3.5 --argmax: "computes argmax
+# per chunk internally and returns only two small tensors ... The host
+# then selects the global winner across chunks"); CoreML-LLM's residency
+# audit found the flat reduce_argmax (with the softcap's mul and tanh) over
+# 262144 logits on the CPU (docs/EXPERIMENTS.md). Research notes:
+# /work/research-ane.md section 2. Only a Mac's compute plan can confirm
+# where the blockwise reduction runs.
+MAX_REDUCE = 16384
+
+
+def argmax_block(vocab: int, limit: int = MAX_REDUCE) -> int:
+    """B: the largest divisor of vocab that is at most limit (262144 ->
+    16384, 16 blocks)."""
+    for b in range(min(vocab, limit), 0, -1):
+        if vocab % b == 0:
+            return b
+    return 1
+
 
 @dataclasses.dataclass
 class Geometry:
     """The bundle's fixed shapes."""
     context: int  # cache slots of a full layer: positions 0..context-1
     sliding_slots: int  # cache slots of a sliding layer: position p in slot p % sliding_slots
+    argmax_block: int  # B: the vocabulary's argmax runs over blocks of B ids
 
     def slots(self, kind: str) -> int:
         return self.context if kind == "full" else self.sliding_slots
@@ -145,10 +175,12 @@ class _Builder:
 
 def build_function(ck: Checkpoint, w: Weights, geo: Geometry, chunk: Chunk, n_chunks: int, kind: str,
                    width: int) -> Tuple[Program, List[TensorDesc], List[TensorDesc]]:
-    """One function of a chunk: kind "generate" (every row's logits and
-    argmax) or "prefill" (the logits and argmax of the row the `last`
-    one-hot input selects). Returns the program and its input and output
-    descriptions."""
+    """One function of a chunk: kind GENERATE (the last chunk returns each
+    row's blockwise argmax), SAMPLE (the last chunk returns each row's
+    logits) or PREFILL (the blockwise argmax and the logits of the row the
+    `last` one-hot input selects). A chunk other than the last computes the
+    same whatever the kind but the width. Returns the program and its input
+    and output descriptions."""
     a = ck.arch
     T, H = width, a.hidden
     L, P = len(a.layers), a.ple_dim
@@ -174,7 +206,7 @@ def build_function(ck: Checkpoint, w: Weights, geo: Geometry, chunk: Chunk, n_ch
         if s < chunk.first:
             ins += [TensorDesc(f"k_new_{s}", [1, ls.kv_heads, T, ls.head_dim], FP16),
                     TensorDesc(f"v_new_{s}", [1, ls.kv_heads, T, ls.head_dim], FP16)]
-    if chunk.is_last and kind == "prefill":
+    if chunk.is_last and kind == PREFILL:
         ins.append(TensorDesc("last", [1, 1, T], FP16))
 
     specs = {d.name: mb.placeholder(shape=tuple(d.shape), dtype=types.fp16) for d in ins}
@@ -284,20 +316,32 @@ def build_function(ck: Checkpoint, w: Weights, geo: Geometry, chunk: Chunk, n_ch
 
         if chunk.is_last:
             rows = T
-            if kind == "prefill":
+            if kind == PREFILL:
                 x = mb.matmul(x=I["last"], y=x, name=b.name("last_row"))
                 rows = 1
             x = b.rms(x, w.get("norm"), a.eps, "final_norm")
-            z = mb.linear(x=x, weight=w.get("embed" if a.tied else "output"), name=b.name("lm_head"))
-            am = mb.reduce_argmax(x=z, axis=-1, keep_dims=False, name="argmax")
-            if a.softcap > 0:
-                z = mb.mul(x=z, y=b.c16(np.float32(1 / a.softcap)), name=b.name("softcap_in"))
-                z = mb.tanh(x=z, name=b.name("softcap_tanh"))
-                z = mb.mul(x=z, y=b.c16(a.softcap), name="logits")
-            else:
-                z = mb.identity(x=z, name="logits")
-            out_vars += [z, am]
-            outs += [TensorDesc("logits", [1, rows, a.vocab], FP16), TensorDesc("argmax", [1, rows], INT32)]
+            # One linear over the whole vocabulary (one weight constant, so
+            # save_multifunction stores it once for all three functions; a
+            # matmul is not a reduction over V). Its output is the logits
+            # before the softcap: the host applies the softcap in float32
+            # (README "Outputs"), so no elementwise op runs over V here.
+            V, B = a.vocab, geo.argmax_block
+            z = mb.linear(x=x, weight=w.get("embed" if a.tied else "output"),
+                          name="logits" if kind != GENERATE else b.name("lm_head"))
+            if kind != SAMPLE:
+                # The first level of the argmax, per block of B ids (at most
+                # MAX_REDUCE): each block's first maximum and its value. The
+                # host takes the second level (the lowest block holding the
+                # row's maximum), which is the flat argmax, ties included.
+                nb = V // B
+                zb = mb.reshape(x=z, shape=[1, rows, nb, B], name=b.name("lm_blocks"))
+                am = mb.reduce_argmax(x=zb, axis=-1, keep_dims=False, name="block_argmax")
+                mx = mb.reduce_max(x=zb, axes=[-1], keep_dims=False, name="block_max")
+                out_vars += [am, mx]
+                outs += [TensorDesc("block_argmax", [1, rows, nb], INT32), TensorDesc("block_max", [1, rows, nb], FP16)]
+            if kind != GENERATE:
+                out_vars.append(z)
+                outs.append(TensorDesc("logits", [1, rows, V], FP16))
         else:
             x = mb.identity(x=x, name="hidden_out")
             out_vars.insert(0, x)

@@ -1,7 +1,8 @@
 """The host side of a bundle, in Python: what the Go Core ML backend does
 around each call (README.md, "Driving a bundle"), run here on the reference
 interpreter. Sidecar lookup, RoPE tables, masks, placement matrices, the
-host KV rows, the chunk handoff, and commit.
+host KV rows, the chunk handoff, the second level of the blockwise argmax,
+the softcap of the logits, and commit.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from . import checkpoint as ckpt
 from .bundle import FORMAT, FORMAT_VERSION, MANIFEST
+from .graph import GENERATE, PREFILL, SAMPLE
 
 NEG_INF = np.float16(-np.inf)
 
@@ -117,13 +119,56 @@ class KV:
         return c
 
 
-class Call:
-    """The result of one call: argmax and logits rows, and the new K/V rows
-    of every owning layer (not yet committed)."""
+def softcap(z: np.ndarray, cap: float) -> np.ndarray:
+    """The final logit softcap as the CPU backend computes it
+    (engine/cpu.Softcap): float32(tanh(float64(z/c))) * c in float32 (numpy's
+    tanh where Go has its canonical tanh64; they agree to float32 rounding
+    but for a rare last bit). cap 0: z as float32."""
+    z = np.asarray(z, dtype=np.float32)
+    if cap <= 0:
+        return z.copy()
+    c = np.float32(cap)
+    return np.tanh((z / c).astype(np.float64)).astype(np.float32) * c
 
-    def __init__(self, start, n, argmax, logits, new):
+
+def greedy(row: np.ndarray) -> int:
+    """The flat argmax of a row as sample.Greedy picks it: the first
+    maximum, NaN never wins, -1 for a row of NaN."""
+    row = np.asarray(row, dtype=np.float32)
+    if np.isnan(row).all():
+        return -1
+    return int(np.nanargmax(row))
+
+
+def block_argmax(local: np.ndarray, top: np.ndarray, block: int) -> Tuple[int, float]:
+    """The second level of the blockwise argmax (README "Outputs"): given
+    each block's first maximum (local index) and value, the id of the row's
+    maximum is b*block + local[b] for the lowest block b whose value is the
+    row's maximum: the lowest id holding the maximum, the flat argmax's
+    choice. NaN never wins; a row of NaN (or a local index outside the
+    block) gives -1. Returns the id and the row's maximum."""
+    top = np.asarray(top, dtype=np.float32)
+    if np.isnan(top).all():
+        return -1, float("nan")
+    b = int(np.nanargmax(top))  # the first block holding the maximum
+    i = int(local[b])
+    if not 0 <= i < block:
+        return -1, float("nan")
+    return b * block + i, float(top[b])
+
+
+class Call:
+    """The result of one call: per real row (one for prefill) the greedy id
+    (argmax), the row's top logit before the softcap (top; generate and
+    prefill) and the logits after the softcap in float32 (logits; sample
+    and prefill; raw: as the function returned them, fp16 before the
+    softcap), and the new K/V rows of every owning layer (not yet
+    committed)."""
+
+    def __init__(self, start, n, argmax, new, top=None, logits=None, raw=None, blocks=None):
         self.start, self.n = start, n
-        self.argmax, self.logits, self.new = argmax, logits, new
+        self.argmax, self.new = argmax, new
+        self.top, self.logits, self.raw, self.blocks = top, logits, raw, blocks
 
 
 class Bundle:
@@ -138,7 +183,7 @@ class Bundle:
             raise BundleError(f"{p}: {e}") from e
         if self.m.get("format") != FORMAT or self.m.get("format_version") != FORMAT_VERSION:
             raise BundleError(f"{p}: format {self.m.get('format')!r} version {self.m.get('format_version')!r} "
-                              f"is not {FORMAT} {FORMAT_VERSION}")
+                              f"is not {FORMAT} {FORMAT_VERSION} (rebuild the bundle with `make bundle`)")
         self.arch = self.m["arch"]
         self.geo = self.m["geometry"]
         self.embed = Sidecar(root, self.m["sidecars"]["embed"], verify)
@@ -152,6 +197,10 @@ class Bundle:
         return KV(self.owners)
 
     def function(self, chunk: int, kind: str) -> dict:
+        """The function a call of kind runs on chunk: a sample call runs the
+        generate function on every chunk but the last."""
+        if kind == SAMPLE and chunk < len(self.chunks) - 1:
+            kind = GENERATE
         for f in self.chunks[chunk]["functions"]:
             if f["kind"] == kind:
                 return f
@@ -204,11 +253,11 @@ class Bundle:
             x["last"] = last
         return x
 
-    def call(self, tokens: Sequence[int], start: int, kv: KV, kind: str = "generate") -> Call:
-        """One call of the generation (or prefill) function on every chunk in
-        turn; the new rows are returned, not committed."""
-        width = self.geo["generate_width" if kind == "generate" else "prefill_width"]
-        host = self.inputs_for(tokens, start, width, kv, kind == "prefill")
+    def call(self, tokens: Sequence[int], start: int, kv: KV, kind: str = GENERATE) -> Call:
+        """One call of the generate, sample or prefill function on every
+        chunk in turn; the new rows are returned, not committed."""
+        width = self.geo["prefill_width" if kind == PREFILL else "generate_width"]
+        host = self.inputs_for(tokens, start, width, kv, kind == PREFILL)
         carried: Dict[str, np.ndarray] = {}
         new: Dict[str, np.ndarray] = {}
         out = None
@@ -229,8 +278,20 @@ class Bundle:
                 if k.startswith(("k_new_", "v_new_")):
                     new[k] = v
         n = len(tokens)
-        rows = n if kind == "generate" else 1
-        return Call(start, n, out["argmax"][0, :rows].astype(np.int64), out["logits"][0, :rows], new)
+        rows = 1 if kind == PREFILL else n
+        c = Call(start, n, None, new)
+        if "block_argmax" in out:
+            B = self.geo["argmax_block"]
+            c.blocks = (out["block_argmax"][0, :rows], out["block_max"][0, :rows])
+            picks = [block_argmax(c.blocks[0][t], c.blocks[1][t], B) for t in range(rows)]
+            c.argmax = np.array([i for i, _ in picks], dtype=np.int64)
+            c.top = np.array([v for _, v in picks], dtype=np.float32)
+        if "logits" in out:
+            c.raw = out["logits"][0, :rows]
+            c.logits = softcap(c.raw, self.arch["softcap"])
+            if c.argmax is None:
+                c.argmax = np.array([greedy(r) for r in c.raw], dtype=np.int64)
+        return c
 
     def commit(self, kv: KV, call: Call, m: int):
         """Keeps the first m rows of call (0 <= m <= call.n)."""
@@ -245,17 +306,37 @@ class Bundle:
                 kv.v[s][call.start + t] = v[0, :, t, :].copy()
         kv.n += m
 
-    def prefill(self, ids: Sequence[int], kv: KV, start: Optional[int] = None) -> int:
+    def prefill(self, ids: Sequence[int], kv: KV) -> Call:
         """Prefills ids from kv.n in prefill-width pieces and returns the
-        greedy next id (argmax of the last row)."""
+        last piece's call: its argmax[0] is the greedy next id, logits[0]
+        the last row's logits."""
         N = self.geo["prefill_width"]
-        nxt = None
+        c = None
         for i in range(0, len(ids), N):
             part = ids[i:i + N]
-            c = self.call(part, kv.n, kv, "prefill")
+            c = self.call(part, kv.n, kv, PREFILL)
             self.commit(kv, c, len(part))
-            nxt = int(c.argmax[0])
-        return nxt
+        return c
+
+
+class Sampler:
+    """Seeded temperature sampling from a row of (softcapped) logits, one
+    uniform draw per sampled row, so the stream of draws depends only on
+    how many tokens were sampled: a speculative call samples its rows in
+    order and stops at the first that differs from its draft, drawing once
+    per emitted token, as a call per token does (the verify rule of
+    engine/spec for sampled sessions)."""
+
+    def __init__(self, temperature: float, seed: int):
+        self.t = float(temperature)
+        self.rng = np.random.default_rng(seed)
+
+    def sample(self, logits: np.ndarray) -> int:
+        z = np.asarray(logits, dtype=np.float64) / self.t
+        z = np.where(np.isnan(z), -np.inf, z)
+        p = np.exp(z - z.max())
+        c = np.cumsum(p / p.sum())
+        return int(min(np.searchsorted(c, self.rng.random(), side="right"), len(c) - 1))
 
 
 def lookup_drafts(history: Sequence[int], k: int, ngram: int = 2) -> List[int]:
@@ -271,17 +352,21 @@ def lookup_drafts(history: Sequence[int], k: int, ngram: int = 2) -> List[int]:
 
 
 def generate(b: Bundle, prompt: Sequence[int], steps: int, spec: int = 0, kv: Optional[KV] = None,
-             first: Optional[int] = None, stats: Optional[dict] = None) -> List[int]:
-    """Greedy generation of `steps` ids after prompt. spec is how many of the
-    generation function's slots may hold prompt-lookup drafts (0: off);
-    every call runs the one generation function whatever spec is. With kv
-    and first given, continues from that state (a resume: prompt is then
-    the whole history) instead of prefilling. stats, if given, receives the
-    call and draft counts and the final state: "kv" holds the rows of
-    prompt + ids[:-1], "next" = ids[-1] is the pending token."""
+             first: Optional[int] = None, stats: Optional[dict] = None, sampler: Optional[Sampler] = None) -> List[int]:
+    """Generation of `steps` ids after prompt: greedy, or with sampler
+    drawing each id from the logits. spec is how many of the generation
+    width's slots may hold prompt-lookup drafts (0: off); every call runs
+    one function whatever spec is: generate when greedy (its ids, no
+    logits), sample when sampling. With kv and first given, continues from
+    that state (a resume: prompt is then the whole history) instead of
+    prefilling. stats, if given, receives the call and draft counts and the
+    final state: "kv" holds the rows of prompt + ids[:-1], "next" = ids[-1]
+    is the pending token."""
+    kind = GENERATE if sampler is None else SAMPLE
     if kv is None:
         kv = b.new_kv()
-        first = b.prefill(list(prompt), kv)
+        last = b.prefill(list(prompt), kv)
+        first = int(last.argmax[0]) if sampler is None else sampler.sample(last.logits[0])
     hist = list(prompt)
     out: List[int] = []
     nxt = first
@@ -294,17 +379,21 @@ def generate(b: Bundle, prompt: Sequence[int], steps: int, spec: int = 0, kv: Op
             break
         # At most steps-len(out)-1 drafts, so ids never overshoot steps.
         drafts = lookup_drafts(hist, min(spec, K - 1, steps - len(out) - 1))
-        c = b.call([nxt] + drafts, kv.n, kv, "generate")
+        c = b.call([nxt] + drafts, kv.n, kv, kind)
         calls += 1
         acc = 0
-        while acc < len(drafts) and drafts[acc] == int(c.argmax[acc]):
-            acc += 1
+        while True:
+            y = int(c.argmax[acc]) if sampler is None else sampler.sample(c.logits[acc])
+            if acc < len(drafts) and drafts[acc] == y:
+                acc += 1
+                continue
+            break
         b.commit(kv, c, acc + 1)
         drafted += len(drafts)
         accepted += acc
         out += drafts[:acc]
         hist += drafts[:acc]
-        nxt = int(c.argmax[acc])
+        nxt = y
     if stats is not None:
         stats.update(calls=calls, drafted=drafted, accepted=accepted, kv=kv, next=out[-1])
     return out

@@ -271,6 +271,13 @@ def run_op(op, env: Dict[str, np.ndarray], out_dt=None) -> List[np.ndarray]:
         if keep:
             r = np.expand_dims(r, axis)
         return [r.astype(out_dt)]
+    if t == "reduce_max":
+        # Exact: the maximum is one of the inputs (a NaN propagates, as in
+        # numpy; reduce_argmax then points at the first NaN).
+        x = inp("x")
+        axes = const("axes")
+        ax = None if axes is None else tuple(int(a) for a in np.atleast_1d(axes))
+        return [np.max(x, axis=ax, keepdims=bool(const("keep_dims", False))).astype(out_dt)]
     if t == "constexpr_blockwise_shift_scale":
         return [_round(_blockwise_dequant(inp("data"), inp("scale"), inp("offset", False)), out_dt)]
     if t == "constexpr_lut_to_dense":
@@ -342,7 +349,7 @@ class Package:
 
 
 # Ops that move or select values without rounding them.
-EXACT_OPS = {"const", "reshape", "transpose", "slice_by_index", "concat", "identity", "reduce_argmax"}
+EXACT_OPS = {"const", "reshape", "transpose", "slice_by_index", "concat", "identity", "reduce_argmax", "reduce_max"}
 
 
 def rounding_depth(fn) -> Dict[str, int]:

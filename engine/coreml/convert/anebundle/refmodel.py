@@ -102,3 +102,35 @@ def write_gemma4_dir(src: str, bundle_dir: str, out: str) -> str:
     save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()},
               os.path.join(out, "model.safetensors"))
     return out
+
+
+def write_planted_ties(src: str, out: str, block: int) -> str:
+    """A copy of the gemma4 checkpoint directory src whose output projection
+    (untied: the embedding stays as it is) repeats rows, so that logits tie
+    exactly wherever a repeated row wins: ids 2k and 2k+1 share a row (every
+    maximum is a tie inside a block of `block` ids), and in every odd block
+    the ids at offsets 2, 3 (mod 4) take the row of the same offset in the
+    block before (a third of the distinct rows tie across two blocks, the
+    lower in an even block). For the tests of the blockwise argmax."""
+    from safetensors.numpy import load_file, save_file
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = json.load(f)
+    t = load_file(os.path.join(src, "model.safetensors"))
+    prefix = "model.language_model." if "model.language_model.embed_tokens.weight" in t else "model."
+    w = t["lm_head.weight"] if "lm_head.weight" in t else t[prefix + "embed_tokens.weight"]
+    V = w.shape[0]
+    rows = w[np.arange(V) & ~1].copy()
+    for j in range(block, V):
+        if (j // block) % 2 == 1 and j % block % 4 in (2, 3):
+            rows[j] = rows[j - block]
+    t["lm_head.weight"] = rows
+    cfg.get("text_config", cfg)["tie_word_embeddings"] = False
+    cfg["tie_word_embeddings"] = False
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    for name in ("tokenizer.json", "generation_config.json"):
+        if os.path.exists(os.path.join(src, name)):
+            shutil.copyfile(os.path.join(src, name), os.path.join(out, name))
+    save_file({k: np.ascontiguousarray(v) for k, v in sorted(t.items())}, os.path.join(out, "model.safetensors"))
+    return out

@@ -61,7 +61,7 @@ def main():
             b.prefill(q[:-1], kv) if len(q) > 1 else None
             rows = []
             for tok in [q[-1]] + w[:-1]:
-                c = b.call([tok], kv.n, kv, "generate")
+                c = b.call([tok], kv.n, kv, "sample")
                 b.commit(kv, c, 1)
                 rows.append(c.logits[0].astype(np.float32))
             err = max(err, float(np.abs(np.array(rows) - z).max()))

@@ -27,10 +27,12 @@ from anebundle import refmodel  # noqa: E402
 from anebundle.host import Bundle  # noqa: E402
 
 # Small shapes keep the interpreter fast (the longest test sequence is a
-# 30-token prompt plus 32 ids); one test builds the defaults.
+# 30-token prompt plus 32 ids); one test builds the defaults. The argmax
+# runs in blocks of 64 ids, so the 512-token vocabularies have 8 blocks
+# (the default block would be the whole vocabulary).
 TEST_OPTS = {
-    "stories": dict(width=8, prefill=16, context=64),
-    "gemma4": dict(width=8, prefill=16, context=64, chunks="0-1,2-3,4-5"),
+    "stories": dict(width=8, prefill=16, context=64, argmax_block=64),
+    "gemma4": dict(width=8, prefill=16, context=64, chunks="0-1,2-3,4-5", argmax_block=64),
 }
 TEST_OPTS["gemma4-peaked"] = TEST_OPTS["gemma4"]
 

@@ -33,13 +33,15 @@ def check_manifest(root):
     packages."""
     with open(os.path.join(root, "manifest.json")) as f:
         m = json.load(f)
-    assert m["format"] == "anechat-coreml-bundle" and m["format_version"] == 1
+    assert m["format"] == "anechat-coreml-bundle" and m["format_version"] == 2
     pkgs = []
     for c in m["chunks"]:
         pkg = interp.Package(os.path.join(root, c["package"]))
         pkgs.append(pkg)
         descs = {f.name: f for f in pkg.spec.description.functions}
         assert sorted(descs) == sorted(f["name"] for f in c["functions"])
+        last = c["index"] == len(m["chunks"]) - 1
+        assert [f["kind"] for f in c["functions"]] == (["generate", "sample", "prefill"] if last else ["generate", "prefill"])
         assert sorted(pkg.functions()) == sorted(descs)
         for f in c["functions"]:
             d = descs[f["name"]]
@@ -76,9 +78,41 @@ def test_manifest_matches_packages(model):
     ops = set()
     for p in pkgs:
         ops |= set(p.op_types())
-    # Only ops the interpreter implements (and tests op by op).
+    # Only ops the interpreter implements (and tests op by op); no tanh:
+    # the softcap runs on the host.
     assert ops <= {"const", "linear", "matmul", "add", "mul", "concat", "layer_norm", "slice_by_index", "reshape",
-                   "transpose", "softmax", "silu", "gelu", "tanh", "identity", "reduce_argmax"}, ops
+                   "transpose", "softmax", "silu", "gelu", "identity", "reduce_argmax", "reduce_max"}, ops
+    assert m["geometry"]["argmax_block"] == 64
+
+
+def _last_tail(pkg, fname):
+    """The ops after the output projection of a last-chunk function."""
+    ops = list(pkg.prog.functions[fname].operations)
+    i = max(k for k, op in enumerate(ops) if op.op_type == "linear")
+    return [op.op_type for op in ops[i + 1:] if op.op_type != "const"]
+
+
+def test_lean_generation_function(model):
+    """The last chunk's generate function returns the blockwise argmax and
+    no logits: after the output projection only a reshape into blocks and
+    the two reductions over a block of 64 ids; sample returns the logits
+    straight from the projection (no op after it); prefill both. No
+    elementwise op or reduction touches the vocabulary axis."""
+    m, pkgs = check_manifest(model.dir)
+    last = m["chunks"][-1]
+    fns = {f["kind"]: f for f in last["functions"]}
+    outs = {k: {d["name"]: (d["shape"], d["dtype"]) for d in f["outputs"] if "_new_" not in d["name"]}
+            for k, f in fns.items()}
+    assert outs["generate"] == {"block_argmax": ([1, 8, 8], "int32"), "block_max": ([1, 8, 8], "fp16")}
+    assert outs["sample"] == {"logits": ([1, 8, 512], "fp16")}
+    assert outs["prefill"] == {"block_argmax": ([1, 1, 8], "int32"), "block_max": ([1, 1, 8], "fp16"),
+                               "logits": ([1, 1, 512], "fp16")}
+    assert _last_tail(pkgs[-1], fns["generate"]["name"]) == ["reshape", "reduce_argmax", "reduce_max"]
+    assert _last_tail(pkgs[-1], fns["sample"]["name"]) == []
+    assert _last_tail(pkgs[-1], fns["prefill"]["name"]) == ["reshape", "reduce_argmax", "reduce_max"]
+    for op in pkgs[-1].prog.functions[fns["generate"]["name"]].operations:
+        if op.op_type.startswith("reduce_"):
+            assert op.inputs["x"].shape[-1] == 64
 
 
 def test_default_shapes(tmp_path):
@@ -87,15 +121,35 @@ def test_default_shapes(tmp_path):
     bundle_mod.convert(STORIES, out, bundle_mod.Options())
     m, _ = check_manifest(out)
     names = [f["name"] for f in m["chunks"][0]["functions"]]
-    assert names == ["generate_8", "prefill_64"]
+    assert names == ["generate_8", "sample_8", "prefill_64"]
     g = m["geometry"]
-    assert (g["context"], g["generate_width"], g["prefill_width"]) == (2048, 8, 64)
+    assert (g["context"], g["generate_width"], g["prefill_width"], g["argmax_block"]) == (2048, 8, 64, 512)
     f = {f["name"]: f for f in m["chunks"][0]["functions"]}
     shapes = {d["name"]: d["shape"] for d in f["prefill_64"]["inputs"]}
     assert shapes["hidden_in"] == [1, 64, 64] and shapes["mask_full"] == [1, 1, 64, 2048]
     assert shapes["k_cache_0"] == [1, 4, 2048, 8] and shapes["last"] == [1, 1, 64]
     outs = {d["name"]: (d["shape"], d["dtype"]) for d in f["generate_8"]["outputs"]}
-    assert outs["argmax"] == ([1, 8], "int32") and outs["logits"] == ([1, 8, 512], "fp16")
+    assert outs["block_argmax"] == ([1, 8, 1], "int32") and outs["block_max"] == ([1, 8, 1], "fp16")
+    assert "logits" not in outs
+    outs = {d["name"]: (d["shape"], d["dtype"]) for d in f["sample_8"]["outputs"]}
+    assert outs["logits"] == ([1, 8, 512], "fp16")
+
+
+def test_argmax_block():
+    """The default block is the largest divisor of the vocabulary up to
+    16384 (Gemma's 262144 ids: 16 blocks of 16384); a --argmax-block that
+    does not divide the vocabulary, or is above 16384, fails before
+    anything is written."""
+    from anebundle.graph import argmax_block
+    assert [argmax_block(v) for v in (262144, 512, 32000, 128256, 151936, 16411)] == [16384, 512, 16000, 16032, 9496, 1]
+
+
+@pytest.mark.parametrize("block", [100, 0, 32768])
+def test_bad_argmax_block_fails_before_writing(tmp_path, block):
+    out = tmp_path / "out"
+    with pytest.raises(CheckpointError, match="--argmax-block"):
+        bundle_mod.convert(STORIES, str(out), bundle_mod.Options(prefill=16, context=64, argmax_block=block))
+    assert list(tmp_path.iterdir()) == []
 
 
 def _gemma_copy(tmp_path, edit_config=None, drop=None, reshape=None):

@@ -153,6 +153,42 @@ def test_argmax_ties_go_to_the_lowest_index(tmp_path):
     assert list(a[0]) == [int(np.argmax(x[0, 0])), 3, 0, int(np.argmax(x[0, 3]))]
 
 
+def test_blockwise_argmax_is_the_flat_argmax(tmp_path):
+    """The generation function's tail: the logits [1,T,V] reshaped to
+    [1,T,nb,B], reduce_argmax and reduce_max per block (exact: they move
+    values, round nothing), then the host's second level
+    (host.block_argmax): the lowest block holding the row's maximum, which
+    is the flat argmax (lowest id among equal maxima). Rows with ties
+    inside a block, across blocks, an all-equal row, -inf, and NaN (never
+    wins; a row of NaN gives -1)."""
+    from anebundle.host import block_argmax, greedy
+    T, nb, B = 8, 4, 16
+    x = f16(1, T, nb * B)
+    x[0, 1, [5, 9]] = 50  # inside one block
+    x[0, 2, [7, 23, 55]] = 50  # across blocks: 7 wins
+    x[0, 3, [40, 20]] = 50  # across blocks, the later block listed first
+    x[0, 4, :] = 3  # all equal: id 0
+    x[0, 5, :] = -np.inf
+    x[0, 5, 33] = -60000
+    x[0, 6, [2, 30]] = np.nan  # NaN never wins
+    x[0, 6, 47] = 70
+    x[0, 7, :] = np.nan
+
+    def body(x):
+        zb = mb.reshape(x=x, shape=[1, T, nb, B])
+        return [mb.reduce_argmax(x=zb, axis=-1, keep_dims=False), mb.reduce_max(x=zb, axes=[-1], keep_dims=False)]
+    am, mx = run_prog(tmp_path, {"x": x}, body)
+    assert am.dtype == np.int32 and mx.dtype == np.float16 and am.shape == mx.shape == (1, T, nb)
+    blocks = x.reshape(1, T, nb, B)
+    with np.errstate(invalid="ignore"):
+        assert np.array_equal(mx, blocks.max(axis=-1), equal_nan=True)
+    assert np.array_equal(am, blocks.argmax(axis=-1))
+    ids = [block_argmax(am[0, t], mx[0, t], B)[0] for t in range(T)]
+    assert ids == [greedy(x[0, t]) for t in range(T)]
+    assert ids[1:] == [5, 7, 20, 0, 33, 47, -1]
+    assert block_argmax(am[0, 2], mx[0, 2], B)[1] == 50
+
+
 def test_data_movement(tmp_path):
     x = f16(1, 4, 6, 8)
 
