@@ -237,9 +237,7 @@ func (m *decoder) logits(ctx context.Context, p *pass, want model.Output) ([]flo
 	p.in.Reset(x, H)
 	m.out.MatMulInput(m.pool, logits, &p.in)
 	if c := m.softcap; c > 0 {
-		for i, z := range logits {
-			logits[i] = float32(tanh64(float64(z/c))) * c
-		}
+		Softcap(logits, c)
 	}
 	return logits, n, nil
 }

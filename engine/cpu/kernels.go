@@ -233,6 +233,17 @@ func GELUTanh(x float32) float32 {
 	return float32(0.5 * v * (1 + tanh64(c*(v+float64(0.044715*v*v*v)))))
 }
 
+// Softcap caps logits in place at c: c·tanh(z/c), the division and the
+// product in float32 and tanh the canonical tanh64, so the same bits on
+// every machine. It is Gemma 4's final logit softcap; the Core ML backend
+// applies it to the logits its functions return before the softcap, so
+// that they are the CPU backend's.
+func Softcap(logits []float32, c float32) {
+	for i, z := range logits {
+		logits[i] = float32(tanh64(float64(z/c))) * c
+	}
+}
+
 // Argmax returns the index of the largest value, the lowest index on ties.
 // It is sample.Greedy, so that a backend's in-graph argmax (model.Argmax)
 // and greedy picking from logits agree on every row: NaN never wins, and a
