@@ -23,7 +23,7 @@ func coremlData(t *testing.T, name string) string {
 
 // TestDoctorBundle: `anechat doctor --bundle` with the reference runner
 // loads the bundle, finds speculation on and off byte-identical and the
-// generation function's rows independent, and prints latency per call
+// generation functions' rows independent, and prints latency per call
 // kind and width; without a Neural Engine and without --reference it says
 // plainly that the Neural Engine is not available and what runs instead.
 func TestDoctorBundle(t *testing.T) {
@@ -93,10 +93,11 @@ func TestCoreMLChunkLoads(t *testing.T) {
 		c    coremlChunk
 		want string
 	}{
-		{coremlChunk{Functions: [2]string{"generate", "prefill"}, LoadSeconds: [2]float64{1.2, 0.8}}, "generate loaded in 1.20 s, prefill in 0.80 s"},
-		{coremlChunk{Functions: [2]string{"decode_q1", "verify_qK"}, LoadSeconds: [2]float64{0.5, 0.25}}, "decode_q1 loaded in 0.50 s, verify_qK in 0.25 s"},
-		{coremlChunk{Functions: [2]string{"prefill", ""}, LoadSeconds: [2]float64{2, 0}}, "prefill loaded in 2.00 s"},
-		{coremlChunk{Functions: [2]string{"decode_q1", ""}, LoadSeconds: [2]float64{0.3, 0}}, "decode_q1 loaded in 0.30 s"},
+		{coremlChunk{Functions: [3]string{"generate", "prefill"}, LoadSeconds: [3]float64{1.2, 0.8}}, "generate loaded in 1.20 s, prefill in 0.80 s"},
+		{coremlChunk{Functions: [3]string{"generate", "sample", "prefill"}, LoadSeconds: [3]float64{1.2, 0.5, 0.8}}, "generate loaded in 1.20 s, sample in 0.50 s, prefill in 0.80 s"},
+		{coremlChunk{Functions: [3]string{"decode_q1", "verify_qK"}, LoadSeconds: [3]float64{0.5, 0.25}}, "decode_q1 loaded in 0.50 s, verify_qK in 0.25 s"},
+		{coremlChunk{Functions: [3]string{"prefill", ""}, LoadSeconds: [3]float64{2, 0}}, "prefill loaded in 2.00 s"},
+		{coremlChunk{Functions: [3]string{"decode_q1", ""}, LoadSeconds: [3]float64{0.3, 0}}, "decode_q1 loaded in 0.30 s"},
 		{coremlChunk{}, "no function loaded"},
 	} {
 		if got := tc.c.loads(); got != tc.want {

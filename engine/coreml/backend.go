@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"anechat/engine/coreml/mlcore"
+	"anechat/engine/cpu"
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/model/mmap"
+	"anechat/engine/sample"
 )
 
 // ErrInput is wrapped by Forward's errors for tokens outside the
@@ -23,12 +25,16 @@ var ErrInput = errors.New("coreml: bad input")
 
 // Backend runs a bundle through a Runner: it is the model.Backend of the
 // Core ML backend. Every call is one function on every chunk in order —
-// the generation function for every generation call (drafts or not, its
-// unused rows padded), the prefill function for calls that ask only for
-// the last row (model.Last) — with the inputs built on the host from the
-// sidecars, the architecture's RoPE tables, the exact masks and the KV rows
-// of the caller's kv.Cache, and the new K/V rows written back into that
-// cache as pending rows, never committed (DESIGN.md invariant 3).
+// for a generation call (drafts or not, its unused rows padded) the
+// generate function when it asks for ids only (model.Argmax: a greedy
+// session) and the sample function when it asks for logits (a sampled
+// session), for calls that ask only for the last row (model.Last) the
+// prefill function — with the inputs built on the host from the sidecars,
+// the architecture's RoPE tables, the exact masks and the KV rows of the
+// caller's kv.Cache, and the new K/V rows written back into that cache as
+// pending rows, never committed (DESIGN.md invariant 3). The host takes
+// the second level of the blockwise argmax (blockArgmax) and applies the
+// softcap to the logits (cpu.Softcap, as the CPU backend does).
 //
 // Calls are serialised (the buffers are the backend's, and the Neural
 // Engine runs one call at a time anyway): concurrent Forward calls on
@@ -80,7 +86,7 @@ func NewBackend(b *Bundle, r Runner, fingerprint string) (*Backend, error) {
 	if g.PrefillWidth > g.GenerateWidth {
 		be.widths = append(be.widths, g.PrefillWidth)
 	}
-	for _, kind := range []string{KindGenerate, KindPrefill} {
+	for _, kind := range []string{KindGenerate, KindSample, KindPrefill} {
 		f, err := be.allocate(kind)
 		if err != nil {
 			be.freeBuffers()
@@ -99,7 +105,9 @@ func NewBackend(b *Bundle, r Runner, fingerprint string) (*Backend, error) {
 	return be, nil
 }
 
-// allocate makes the buffers of function kind on every chunk.
+// allocate makes the buffers of the functions a call of kind runs on every
+// chunk (Manifest.Function: a sample call runs the generate function of
+// the chunks before the last, on buffers of its own).
 func (be *Backend) allocate(kind string) (*function, error) {
 	m := be.b.Manifest
 	f := &function{kind: kind, host: map[string]*tensor{}}
@@ -127,7 +135,7 @@ func (be *Backend) allocate(kind string) (*function, error) {
 		return x, nil
 	}
 	for j := range m.Chunks {
-		info := m.Chunks[j].Function(kind)
+		info := m.Function(j, kind)
 		f.width = info.Width
 		f.infos = append(f.infos, info)
 		outs := map[string]*tensor{}
@@ -198,7 +206,7 @@ func carried(m *Manifest, kind string, j int, name string) bool {
 		return j+1 < len(m.Chunks)
 	}
 	for i := j + 1; i < len(m.Chunks); i++ {
-		for _, t := range m.Chunks[i].Function(kind).Inputs {
+		for _, t := range m.Function(i, kind).Inputs {
 			if t.Name == name {
 				return true
 			}
@@ -238,8 +246,9 @@ func (f *function) carrier(j int, name string) *tensor {
 // Config implements model.Backend.
 func (be *Backend) Config() model.Config { return be.cfg }
 
-// Widths implements model.Backend: every generation width 1..K (the one
-// generation function, its unused rows padded) and the prefill width N.
+// Widths implements model.Backend: every generation width 1..K (the
+// generate and sample functions, their unused rows padded) and the prefill
+// width N.
 func (be *Backend) Widths() []int { return slices.Clone(be.widths) }
 
 // Runner is what executes the functions.
@@ -256,9 +265,14 @@ func (be *Backend) CheckFiles() error { return be.b.checkFiles() }
 func (be *Backend) Kernels() string { return "coreml/" + be.run.Name() }
 
 // Forward implements model.Backend. A call asking for model.Last runs the
-// prefill function (its last row only), any other the generation function;
-// a call wider than its function runs in pieces, each piece's rows seeing
-// the earlier pieces' pending rows through the cache inputs.
+// prefill function (its last row only), one asking for model.Logits the
+// sample function, any other (model.Argmax) the generate function; a call
+// wider than its function runs in pieces, each piece's rows seeing the
+// earlier pieces' pending rows through the cache inputs. The engine asks
+// for ids on every generation call of a greedy session and for logits on
+// every one of a sampled session, so each session runs one function for
+// all its generation calls, and speculation on and off compute every row
+// alike.
 func (be *Backend) Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want model.Output) (_ model.Result, err error) {
 	be.mu.Lock()
 	defer be.mu.Unlock()
@@ -278,8 +292,11 @@ func (be *Backend) Forward(ctx context.Context, tokens []int32, start int, cache
 		return model.Result{}, fmt.Errorf("%w: the cache's geometry is not this model's", ErrInput)
 	}
 	kind := KindGenerate
-	if want&model.Last != 0 {
+	switch {
+	case want&model.Last != 0:
 		kind = KindPrefill
+	case want&model.Logits != 0:
+		kind = KindSample
 	}
 	f := be.fns[kind]
 	if err := cache.Reserve(start, len(tokens)); err != nil {
@@ -366,34 +383,80 @@ func (be *Backend) call(ctx context.Context, f *function, c call, cache *kv.Cach
 	return nil
 }
 
-// result appends the rows want asks for of the last chunk's outputs.
+// result appends the rows want asks for of the last chunk's outputs: ids
+// from the blockwise argmax (generate, prefill) or, for the sample
+// function, the flat argmax of its logits (both before the softcap), and
+// the logits after the softcap.
 func (be *Backend) result(res *model.Result, f *function, c call, want model.Output) error {
 	outs := f.out[len(f.out)-1]
-	logits, am := outs["logits"], outs["argmax"]
+	logits, local, top := outs["logits"], outs["block_argmax"], outs["block_max"]
 	V := be.cfg.VocabSize
+	B := be.b.Manifest.Geometry.ArgmaxBlock
+	nb := V / B
+	softcap := float32(be.b.Manifest.Arch.Softcap)
 	rows := c.n
 	if c.prefill {
 		rows = 1
 	}
+	if logits == nil && want&model.Logits != 0 {
+		return fmt.Errorf("coreml: the %s function returns no logits", f.kind)
+	}
+	tops, locs := make([]float32, nb), make([]int32, nb)
 	for t := range rows {
-		if want&model.Logits != 0 {
-			row := make([]float32, V)
+		var row []float32
+		if logits != nil && (want&model.Logits != 0 || local == nil) {
+			row = make([]float32, V)
 			logits.getRow(row, t*V)
-			res.Logits = append(res.Logits, row)
 		}
 		if want&model.Argmax != 0 {
-			id := am.getInt32(t)
-			// The in-graph argmax cannot say "no number in this row"; a
-			// NaN at the id it picked (or an id outside the vocabulary)
-			// means the row has none, which the decode loops report as
-			// model.ErrDamaged.
-			if id < 0 || int(id) >= V || math.IsNaN(float64(logits.get(t*V+int(id)))) {
-				id = -1
+			var id int32
+			if local != nil {
+				top.getRow(tops, t*nb)
+				for b := range locs {
+					locs[b] = local.getInt32(t*nb + b)
+				}
+				id, _ = blockArgmax(locs, tops, B)
+			} else {
+				id = sample.Greedy(row)
 			}
 			res.Argmax = append(res.Argmax, id)
 		}
+		if want&model.Logits != 0 {
+			if softcap > 0 {
+				cpu.Softcap(row, softcap)
+			}
+			res.Logits = append(res.Logits, row)
+		}
 	}
 	return nil
+}
+
+// blockArgmax is the host's second level of the blockwise argmax (the
+// converter's README, "Outputs"): local[b] is the index of the first
+// maximum of block b (ids b*B .. b*B+B-1) and top[b] that maximum. It
+// returns b*B + local[b] for the lowest block b holding the row's maximum
+// — the lowest id holding it, the flat argmax's choice (sample.Greedy),
+// ties included — and the maximum (the row's top logit). As in
+// sample.Greedy, NaN never wins; a row whose maxima are all NaN, or whose
+// winning index is outside the block, has no id: -1, which the decode
+// loops report as model.ErrDamaged. (ANEMLL's in-model argmax works the
+// same way: local winners per 16384-wide piece, the host picks the global
+// one.)
+func blockArgmax(local []int32, top []float32, B int) (int32, float32) {
+	best := -1
+	var bv float32
+	for b, v := range top {
+		if v != v { // NaN
+			continue
+		}
+		if best < 0 || v > bv {
+			best, bv = b, v
+		}
+	}
+	if best < 0 || local[best] < 0 || int(local[best]) >= B {
+		return -1, float32(math.NaN())
+	}
+	return int32(best*B) + local[best], bv
 }
 
 // CallStats returns the calls made so far per kind and real-row count.
@@ -439,17 +502,19 @@ type CallStat struct {
 }
 
 type callStats struct {
-	m map[[2]int]*CallStat
+	m map[callKey]*CallStat
+}
+
+type callKey struct {
+	kind string
+	rows int
 }
 
 func (s *callStats) add(kind string, rows int, d time.Duration) {
 	if s.m == nil {
-		s.m = map[[2]int]*CallStat{}
+		s.m = map[callKey]*CallStat{}
 	}
-	k := [2]int{0, rows}
-	if kind == KindPrefill {
-		k[0] = 1
-	}
+	k := callKey{kind, rows}
 	c := s.m[k]
 	if c == nil {
 		c = &CallStat{Kind: kind, Rows: rows, Min: d}

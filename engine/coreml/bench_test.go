@@ -31,7 +31,7 @@ func e2bBundle(tb testing.TB, vocab int) string {
 			Context: o.Context, Window: o.Window, Softcap: float64(o.Softcap), PLEDim: o.PLEDim, PLEVocab: o.PLEVocab,
 			BOS: int(o.BOS), EOS: []int{1}, AttnScale: 1, EmbedScale: float64(o.EmbedScale()),
 			Ropes: map[string]RopeInfo{}},
-		Geometry:  GeometryInfo{Context: 2048, SlidingSlots: 512 + 64, GenerateWidth: 8, PrefillWidth: 64, RopeLayout: "halves"},
+		Geometry:  GeometryInfo{Context: 2048, SlidingSlots: 512 + 64, GenerateWidth: 8, PrefillWidth: 64, ArgmaxBlock: vocab, RopeLayout: "halves"},
 		Tokenizer: TokenizerInfo{Kind: "tokenizer.json", File: "tokenizer.json"},
 		Sidecars:  map[string]SidecarInfo{}}
 	for _, l := range o.Layers {
@@ -74,12 +74,13 @@ func e2bBundle(tb testing.TB, vocab int) string {
 		m.Chunks = append(m.Chunks, ChunkInfo{Index: j, Package: pkg, Layers: r})
 	}
 	for j := range m.Chunks {
-		for _, f := range []struct {
-			kind  string
-			width int
-		}{{KindGenerate, 8}, {KindPrefill, 64}} {
-			ins, outs := m.ExpectedIO(j, f.kind)
-			m.Chunks[j].Functions = append(m.Chunks[j].Functions, FunctionInfo{Name: fmt.Sprint(f.kind, "_", f.width), Kind: f.kind, Width: f.width, Inputs: ins, Outputs: outs})
+		for _, kind := range m.kinds(j) {
+			width := 8
+			if kind == KindPrefill {
+				width = 64
+			}
+			ins, outs := m.ExpectedIO(j, kind)
+			m.Chunks[j].Functions = append(m.Chunks[j].Functions, FunctionInfo{Name: fmt.Sprint(kind, "_", width), Kind: kind, Width: width, Inputs: ins, Outputs: outs})
 		}
 	}
 	raw, err := json.Marshal(m)

@@ -83,8 +83,27 @@ func TestOpenBundleRefuses(t *testing.T) {
 			editManifest(t, dir, func(m map[string]any) { m["format"] = "something-else" })
 		}, []string{"manifest.json", `format "something-else"`}},
 		{"unknown version", func(t *testing.T, dir string) {
-			editManifest(t, dir, func(m map[string]any) { m["format_version"] = 2 })
-		}, []string{"manifest.json", "format_version 2 is unknown"}},
+			editManifest(t, dir, func(m map[string]any) { m["format_version"] = 3 })
+		}, []string{"manifest.json", "format_version 3 is unknown"}},
+		{"version 1", func(t *testing.T, dir string) {
+			editManifest(t, dir, func(m map[string]any) { m["format_version"] = 1 })
+		}, []string{"manifest.json", "format_version 1", "rebuild the bundle with `make bundle`"}},
+		{"argmax block", func(t *testing.T, dir string) {
+			editManifest(t, dir, func(m map[string]any) { m["geometry"].(map[string]any)["argmax_block"] = 100 })
+		}, []string{"geometry.argmax_block 100"}},
+		{"no sample function", func(t *testing.T, dir string) {
+			editManifest(t, dir, func(m map[string]any) {
+				c := m["chunks"].([]any)[2].(map[string]any)
+				fns := c["functions"].([]any)
+				c["functions"] = []any{fns[0], fns[2]}
+			})
+		}, []string{"chunks[2] has 2 functions, want generate, sample, prefill"}},
+		{"old outputs", func(t *testing.T, dir string) {
+			editManifest(t, dir, func(m map[string]any) {
+				f := m["chunks"].([]any)[2].(map[string]any)["functions"].([]any)[0].(map[string]any)
+				f["outputs"] = append(f["outputs"].([]any), map[string]any{"name": "logits", "shape": []any{1, 8, 512}, "dtype": "fp16"})
+			})
+		}, []string{"chunks[2]", "generate_8", `"logits" is not part of the format`}},
 		{"missing sidecar", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "embed.q8")) }, []string{"embed.q8", "no such file"}},
 		{"truncated sidecar", func(t *testing.T, dir string) { os.Truncate(filepath.Join(dir, "per_layer.q8"), 100) }, []string{"per_layer.q8", "is 100 bytes"}},
 		{"damaged sidecar", func(t *testing.T, dir string) {
@@ -167,7 +186,7 @@ func FuzzReadManifest(f *testing.F) {
 			f.Add(raw)
 		}
 	}
-	f.Add([]byte(`{"format":"anechat-coreml-bundle","format_version":1}`))
+	f.Add([]byte(`{"format":"anechat-coreml-bundle","format_version":2}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, ManifestName), raw, 0o644); err != nil {

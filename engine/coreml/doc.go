@@ -23,12 +23,24 @@
 //     from chunk to chunk, and the new K/V rows written into the cache's
 //     pending rows at their positions, never committed (invariant 3: the
 //     Session commits the accepted ones; the others are dropped for free).
-//     Every generation call runs the one generation function (its unused
-//     rows padded), so speculation on and off compute every generated row
-//     with the same function; calls asking for the last row only
-//     (model.Last) run the prefill function;
+//     A generation call (its unused rows padded) asking for ids
+//     (model.Argmax) runs the generate function, whose last chunk returns
+//     a blockwise argmax (per block of at most 16384 ids, the first
+//     maximum and its value) and no logits; one asking for logits
+//     (model.Logits) runs the sample function, which returns them before
+//     the softcap. The engine asks for ids on every generation call of a
+//     greedy session and for logits on every one of a sampled session, so
+//     a session runs one function per chunk for all its generation calls
+//     and speculation on and off compute every generated row with the same
+//     function. Calls asking for the last row only (model.Last) run the
+//     prefill function, which returns both;
+//   - the host's end of the last chunk: the second level of the argmax
+//     (the lowest block holding the row's maximum, so the id is the flat
+//     argmax, ties to the lowest id, NaN never winning) and the softcap of
+//     the logits in float32 exactly as the CPU backend computes it
+//     (cpu.Softcap);
 //   - the Runner interface between that and "run function F of chunk C on
-//     these buffers": CoreMLRunner (mlcore: compile cache, both functions
+//     these buffers": CoreMLRunner (mlcore: compile cache, every function
 //     of every chunk loaded and checked against the manifest) and the
 //     reference runner in engine/coreml/refrun (the function contract in
 //     float32 on the CPU backend's kernels);

@@ -86,10 +86,7 @@ func TestHostInputsMatchPython(t *testing.T) {
 				t.Fatal(err)
 			}
 			fillCache(t, cache, c.Start)
-			want := model.Argmax
-			if c.Kind == KindPrefill {
-				want = model.Argmax | model.Last
-			}
+			want := map[string]model.Output{KindGenerate: model.Argmax, KindSample: model.Logits, KindPrefill: model.Argmax | model.Last}[c.Kind]
 			if _, err := be.Forward(context.Background(), c.Tokens, c.Start, cache, want); err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"anechat/engine/model/mmap"
 )
@@ -16,8 +17,10 @@ import (
 const (
 	// Format is the manifest's "format".
 	Format = "anechat-coreml-bundle"
-	// FormatVersion is the one "format_version" this package reads.
-	FormatVersion = 1
+	// FormatVersion is the one "format_version" this package reads. Version
+	// 2: the generation function returns a blockwise argmax and no logits,
+	// and the last chunk has a sample function that returns them.
+	FormatVersion = 2
 	// ManifestName is the manifest's file name in a bundle directory.
 	ManifestName = "manifest.json"
 )
@@ -126,10 +129,22 @@ type GeometryInfo struct {
 	// sliding layers).
 	SlidingSlots int `json:"sliding_slots"`
 	// GenerateWidth is K, PrefillWidth N.
-	GenerateWidth int    `json:"generate_width"`
-	PrefillWidth  int    `json:"prefill_width"`
-	RopeLayout    string `json:"rope_layout"`
+	GenerateWidth int `json:"generate_width"`
+	PrefillWidth  int `json:"prefill_width"`
+	// ArgmaxBlock is B, the ids per block of the in-graph argmax: a divisor
+	// of the vocabulary, at most MaxArgmaxBlock (README "Outputs").
+	ArgmaxBlock int    `json:"argmax_block"`
+	RopeLayout  string `json:"rope_layout"`
 }
+
+// MaxArgmaxBlock bounds the argmax's block of ids: no reduction of a
+// bundle's functions runs over more elements on one axis. The figure is
+// lore, not an Apple document: ANEMLL's "ANE tensors dimension size is
+// limited to 16384" and its in-model argmax over 16384-wide pieces of a
+// 262144-token head, whose local winners the host compares (ANEMLL 0.3.5
+// --argmax); CoreML-LLM's residency audit found the flat 262144-wide argmax
+// tail on the CPU (docs/EXPERIMENTS.md).
+const MaxArgmaxBlock = 16384
 
 // TokenizerInfo names the bundle's tokenizer file.
 type TokenizerInfo struct {
@@ -188,10 +203,12 @@ type TensorInfo struct {
 // The function kinds.
 const (
 	KindGenerate = "generate"
+	KindSample   = "sample"
 	KindPrefill  = "prefill"
 )
 
-// Function returns the chunk's function of kind (generate or prefill).
+// Function returns the chunk's function of kind (generate, sample or
+// prefill), nil when it has none.
 func (c *ChunkInfo) Function(kind string) *FunctionInfo {
 	for i := range c.Functions {
 		if c.Functions[i].Kind == kind {
@@ -199,6 +216,25 @@ func (c *ChunkInfo) Function(kind string) *FunctionInfo {
 		}
 	}
 	return nil
+}
+
+// Function returns the function a call of kind runs on chunk j: a sample
+// call runs the sample function on the last chunk and the generate
+// function on the others (which compute the same rows whatever the caller
+// does with the output projection).
+func (m *Manifest) Function(j int, kind string) *FunctionInfo {
+	if kind == KindSample && j < len(m.Chunks)-1 {
+		kind = KindGenerate
+	}
+	return m.Chunks[j].Function(kind)
+}
+
+// kinds lists the function kinds of chunk j, the default first.
+func (m *Manifest) kinds(j int) []string {
+	if j == len(m.Chunks)-1 {
+		return []string{KindGenerate, KindSample, KindPrefill}
+	}
+	return []string{KindGenerate, KindPrefill}
 }
 
 // ReadManifest reads and validates dir/manifest.json: the format and
@@ -225,6 +261,9 @@ func ReadManifest(dir string) (*Manifest, error) {
 			got = fmt.Sprintf("%q", *probe.Format)
 		}
 		return nil, fmt.Errorf("%w: %s: format %s is not %q (not a bundle of the anechat converter)", ErrBundle, path, got, Format)
+	}
+	if probe.FormatVersion != nil && *probe.FormatVersion == 1 {
+		return nil, fmt.Errorf("%w: %s: format_version 1 is the older bundle format, whose generation function returns every logit; this build reads version %d: rebuild the bundle with `make bundle` (the converter of this version)", ErrBundle, path, FormatVersion)
 	}
 	if probe.FormatVersion == nil || *probe.FormatVersion != FormatVersion {
 		got := "none"
@@ -344,6 +383,9 @@ func (m *Manifest) validate() error {
 	if g.SlidingSlots != want {
 		return fmt.Errorf("geometry.sliding_slots %d, want %d (min(context, window + widest function))", g.SlidingSlots, want)
 	}
+	if g.ArgmaxBlock < 1 || g.ArgmaxBlock > MaxArgmaxBlock || a.Vocab%g.ArgmaxBlock != 0 {
+		return fmt.Errorf("geometry.argmax_block %d must divide arch.vocab %d and be in 1..%d", g.ArgmaxBlock, a.Vocab, MaxArgmaxBlock)
+	}
 
 	if err := m.validateSidecars(); err != nil {
 		return err
@@ -419,10 +461,11 @@ func (m *Manifest) validateChunks() error {
 			return fmt.Errorf("chunks[%d].layers %v: the chunks must cover layers 0..%d in order", j, c.Layers, L-1)
 		}
 		next = c.Layers[1]
-		if len(c.Functions) != 2 {
-			return fmt.Errorf("chunks[%d] has %d functions, want generate and prefill", j, len(c.Functions))
+		kinds := m.kinds(j)
+		if len(c.Functions) != len(kinds) {
+			return fmt.Errorf("chunks[%d] has %d functions, want %s", j, len(c.Functions), strings.Join(kinds, ", "))
 		}
-		for _, kind := range []string{KindGenerate, KindPrefill} {
+		for _, kind := range kinds {
 			f := c.Function(kind)
 			if f == nil {
 				return fmt.Errorf("chunks[%d] has no %s function", j, kind)
@@ -477,7 +520,9 @@ func sameTensors(want, got []TensorInfo) error {
 
 // ExpectedIO returns the inputs and outputs the format gives function kind
 // of chunk j (README "Driving a bundle"), derived from the architecture and
-// geometry alone.
+// geometry alone. On the last chunk: generate returns block_argmax and
+// block_max, sample the logits (before the softcap), prefill all three for
+// its one row.
 func (m *Manifest) ExpectedIO(j int, kind string) (ins, outs []TensorInfo) {
 	a, g, c := &m.Arch, &m.Geometry, &m.Chunks[j]
 	T := g.GenerateWidth
@@ -540,7 +585,12 @@ func (m *Manifest) ExpectedIO(j int, kind string) (ins, outs []TensorInfo) {
 		if kind == KindPrefill {
 			rows = 1
 		}
-		outs = append(outs, f16("logits", 1, rows, a.Vocab), TensorInfo{Name: "argmax", Shape: []int{1, rows}, DType: "int32"})
+		if nb := a.Vocab / max(g.ArgmaxBlock, 1); kind != KindSample {
+			outs = append(outs, TensorInfo{Name: "block_argmax", Shape: []int{1, rows, nb}, DType: "int32"}, f16("block_max", 1, rows, nb))
+		}
+		if kind != KindGenerate {
+			outs = append(outs, f16("logits", 1, rows, a.Vocab))
+		}
 	} else {
 		outs = append(outs, f16("hidden_out", 1, T, a.Hidden))
 	}

@@ -32,12 +32,13 @@ type ChunkLoad struct {
 	Compiled bool
 	// Compile is the time to find or compile the package (hashing it to
 	// find its cache entry included); Load the time to load each of its
-	// functions, named by Functions ("" for none): generate then prefill
-	// for a bundle of the converter; decode then verify, or prefill alone,
-	// for a published one.
+	// functions, named by Functions ("" for none): generate, prefill (and
+	// sample between them on the last chunk) for a bundle of the
+	// converter; decode then verify, or prefill alone, for a published
+	// one.
 	Compile   time.Duration
-	Load      [2]time.Duration
-	Functions [2]string
+	Load      [3]time.Duration
+	Functions [3]string
 	// Model is the compiled model the functions were loaded from (the
 	// .mlmodelc directory): what a compute plan is read from.
 	Model string
@@ -80,8 +81,8 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(d, "anechat", "coreml"), nil
 }
 
-// NewCoreMLRunner compiles (once, through the compile cache) and loads both
-// functions of every chunk of b, and checks each loaded function's inputs
+// NewCoreMLRunner compiles (once, through the compile cache) and loads every
+// function of every chunk of b, and checks each loaded function's inputs
 // and outputs against the manifest. progress receives the functions loaded
 // so far and their total; ctx is checked between chunks and functions (a
 // compile Core ML has started cannot be interrupted).
@@ -99,7 +100,10 @@ func NewCoreMLRunner(ctx context.Context, rt mlcore.Runtime, b *Bundle, o CoreML
 		}
 	}()
 	m := b.Manifest
-	total := 2 * len(m.Chunks)
+	total := 0
+	for _, c := range m.Chunks {
+		total += len(c.Functions)
+	}
 	done := 0
 	for j := range m.Chunks {
 		if err := ctx.Err(); err != nil {
@@ -115,11 +119,11 @@ func NewCoreMLRunner(ctx context.Context, rt mlcore.Runtime, b *Bundle, o CoreML
 		cl.Compile, cl.Compiled, cl.Model = time.Since(t0), entry.Fresh, entry.Path
 		fns := map[string]mlcore.Function{}
 		r.fns = append(r.fns, fns)
-		for i, kind := range []string{KindGenerate, KindPrefill} {
+		for i := range m.Chunks[j].Functions {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			info := m.Chunks[j].Function(kind)
+			info := &m.Chunks[j].Functions[i]
 			opts := mlcore.LoadOptions{ComputeUnits: o.ComputeUnits, FunctionName: info.Name}
 			t1 := time.Now()
 			fn, err := rt.Load(ctx, entry.Path, opts)

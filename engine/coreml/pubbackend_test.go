@@ -698,7 +698,7 @@ func TestPubBackendWithoutVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, l := range late.Runner().(*CoreMLRunner).Loads() {
-		if l.Functions != [2]string{PubDecode, ""} || l.Load[1] != 0 {
+		if l.Functions != [3]string{PubDecode, ""} || l.Load[1] != 0 {
 			t.Errorf("chunk %d after a later verify failed: functions %v, load %v", i+1, l.Functions, l.Load)
 		}
 	}
@@ -992,12 +992,12 @@ func TestPubBackendPrefillChunks(t *testing.T) {
 	}
 	// The load times name their functions (doctor prints them so): each
 	// decode chunk's two, then each prefill chunk's one.
-	var fns [][2]string
+	var fns [][3]string
 	for _, l := range be.Runner().(*CoreMLRunner).Loads() {
 		fns = append(fns, l.Functions)
 	}
-	dv, pf := [2]string{PubDecode, PubVerify}, [2]string{PubPrefill, ""}
-	if want := [][2]string{dv, dv, dv, pf, pf, pf}; !slices.Equal(fns, want) {
+	dv, pf := [3]string{PubDecode, PubVerify}, [3]string{PubPrefill, ""}
+	if want := [][3]string{dv, dv, dv, pf, pf, pf}; !slices.Equal(fns, want) {
 		t.Fatalf("loads name %v, want %v", fns, want)
 	}
 	o := &oracle{be: be}

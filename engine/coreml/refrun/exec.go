@@ -15,7 +15,7 @@ type exec struct {
 	c       *coreml.ChunkInfo
 	j, T    int
 	in, out map[string][]float32
-	argmax  []int32
+	ints    map[string][]int32 // int32 outputs
 	last    bool
 	prefill bool
 
@@ -107,23 +107,43 @@ func (e *exec) run() error {
 		x, rows = sel, 1
 	}
 	cpu.RMSNormRows(x, x, e.r.norm, H, float32(m.Eps))
-	logits, err := e.output("logits")
+	// The logits before the softcap (the host applies it): an output of
+	// the sample and prefill functions, internal to generate.
+	V := m.Vocab
+	logits, ok := e.out["logits"]
+	if !ok {
+		logits = make([]float32, rows*V)
+	}
+	if len(logits) != rows*V {
+		return fmt.Errorf("%w: logits has %d values, want %d", ErrContract, len(logits), rows*V)
+	}
+	e.r.out.MatMul(e.r.pool, logits, x[:rows*H])
+	local, ok := e.ints["block_argmax"]
+	if !ok {
+		return nil
+	}
+	// The first level of the argmax: per block of B ids, the first maximum
+	// (cpu.Argmax: NaN never wins; a block of NaN gives index 0 and NaN)
+	// and its value. The host takes the second level.
+	top, err := e.output("block_max")
 	if err != nil {
 		return err
 	}
-	V := m.Vocab
-	e.r.out.MatMul(e.r.pool, logits[:rows*V], x[:rows*H])
-	if len(e.argmax) != rows {
-		return fmt.Errorf("%w: argmax has %d rows, want %d", ErrContract, len(e.argmax), rows)
+	B := e.r.m.Geometry.ArgmaxBlock
+	nb := V / B
+	if len(local) != rows*nb || len(top) != rows*nb {
+		return fmt.Errorf("%w: block_argmax/block_max have %d/%d values, want %d", ErrContract, len(local), len(top), rows*nb)
 	}
 	for t := range rows {
-		row := logits[t*V : (t+1)*V]
-		// The contract's argmax is taken before the softcap.
-		e.argmax[t] = cpu.Argmax(row)
-		if c := float32(m.Softcap); c > 0 {
-			for i, z := range row {
-				row[i] = float32(math.Tanh(float64(z/c))) * c
+		for b := range nb {
+			blk := logits[t*V+b*B : t*V+(b+1)*B]
+			i, v := cpu.Argmax(blk), float32(math.NaN())
+			if i >= 0 {
+				v = blk[i]
+			} else {
+				i = 0
 			}
+			local[t*nb+b], top[t*nb+b] = i, v
 		}
 	}
 	return nil

@@ -88,6 +88,19 @@ func storiesPair(tb testing.TB) pair {
 // ungated sends every proposal).
 func generate(tb testing.TB, b model.Backend, prompt []int32, n, w int, costs *spec.Costs, ungated bool) ([]int32, engine.Stats) {
 	tb.Helper()
+	return run(tb, b, prompt, engine.GenerateOptions{MaxTokens: n, Width: w}, costs, ungated)
+}
+
+// sampled is generate with seeded sampling (temperature 0.8), every
+// proposal sent.
+func sampled(tb testing.TB, b model.Backend, prompt []int32, n, w int, seed uint64) ([]int32, engine.Stats) {
+	tb.Helper()
+	return run(tb, b, prompt, engine.GenerateOptions{MaxTokens: n, Width: w, Temperature: 0.8, Seed: seed}, nil, true)
+}
+
+// run prefills prompt on a new session of b and generates with opts.
+func run(tb testing.TB, b model.Backend, prompt []int32, opts engine.GenerateOptions, costs *spec.Costs, ungated bool) ([]int32, engine.Stats) {
+	tb.Helper()
 	ctx := context.Background()
 	if costs == nil {
 		costs = spec.FixedCosts(map[int]float64{1: 1, 2: 1.2, 3: 1.4, 4: 1.6, 5: 1.8, 6: 2, 7: 2.2, 8: 2.4})
@@ -100,7 +113,7 @@ func generate(tb testing.TB, b model.Backend, prompt []int32, n, w int, costs *s
 		tb.Fatal(err)
 	}
 	var out []int32
-	st, err := s.Generate(ctx, engine.GenerateOptions{MaxTokens: n, Width: w}, func(t engine.Token) error {
+	st, err := s.Generate(ctx, opts, func(t engine.Token) error {
 		out = append(out, t.ID)
 		return nil
 	})

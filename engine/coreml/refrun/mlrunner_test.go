@@ -176,9 +176,10 @@ func newFake(t *testing.T) *fakeCoreML {
 }
 
 // TestCoreMLRunnerLoads: every chunk is compiled once (a second load finds
-// them in the compile cache), both functions of each are loaded by name
-// and checked against the manifest, progress counts every function, and
-// the runner's functions run.
+// them in the compile cache), every function of each (generate and
+// prefill, and sample on the last) is loaded by name and checked against
+// the manifest, progress counts every function, and the runner's functions
+// run.
 func TestCoreMLRunnerLoads(t *testing.T) {
 	ctx := context.Background()
 	f := newFake(t)
@@ -191,12 +192,20 @@ func TestCoreMLRunnerLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := len(f.b.Manifest.Chunks)
-	if f.compiles != n || len(steps) != 2*n || steps[len(steps)-1] != 2*n*100+2*n {
+	fns := 2*n + 1
+	if f.compiles != n || len(steps) != fns || steps[len(steps)-1] != fns*100+fns {
 		t.Errorf("%d compiles, progress %v for %d chunks", f.compiles, steps, n)
 	}
-	for _, l := range r.Loads() {
+	for j, l := range r.Loads() {
 		if !l.Compiled {
 			t.Errorf("%s: not compiled by the first load", l.Package)
+		}
+		want := [3]string{"generate_8", "prefill_16"}
+		if j == n-1 {
+			want = [3]string{"generate_8", "sample_8", "prefill_16"}
+		}
+		if l.Functions != want {
+			t.Errorf("%s: loaded %v, want %v", l.Package, l.Functions, want)
 		}
 	}
 	if r.Name() != "Core ML (neural-engine)" || r.Float() != mlcore.Float16 {
@@ -250,8 +259,14 @@ func TestCoreMLRunnerRefusesMismatch(t *testing.T) {
 }
 
 // TestCoreMLRunnerSpeculation: through the Core ML runner's fp16 buffers
-// (the host building fp16 inputs and reading fp16 outputs), speculation on
-// and off give the same ids at every width.
+// (the host building fp16 inputs and reading fp16 outputs, the blockwise
+// argmax's maxima in fp16), speculation on and off give the same greedy
+// ids at every width. (Not sampled ids: this fake rounds its outputs to
+// fp16 but attends, inside a call, to its own rows in float32, so a row's
+// logits differ in the last bits with the call's other rows, which the
+// greedy ids' margins hide and a sampler's draws need not; a real fp16
+// function and the float32 reference runner have no such difference, and
+// TestSpeculationIdentical checks sampled ids on the latter.)
 func TestCoreMLRunnerSpeculation(t *testing.T) {
 	f := newFake(t)
 	ctx := context.Background()
@@ -277,6 +292,7 @@ func TestCoreMLRunnerSpeculation(t *testing.T) {
 			}
 		}
 	}
+
 	if st := be.CallStats(); len(st) < 3 {
 		t.Errorf("call stats %v", st)
 	}

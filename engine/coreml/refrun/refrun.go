@@ -367,7 +367,7 @@ func (r *Runner) Run(ctx context.Context, chunk int, fn *coreml.FunctionInfo, in
 	}
 	in := map[string][]float32{}
 	out := map[string][]float32{}
-	var argmax []int32
+	ints := map[string][]int32{}
 	if len(inputs) != len(fn.Inputs) || len(outputs) != len(fn.Outputs) {
 		return fmt.Errorf("%w: %d inputs and %d outputs for a function of %d and %d", ErrContract, len(inputs), len(outputs), len(fn.Inputs), len(fn.Outputs))
 	}
@@ -384,13 +384,13 @@ func (r *Runner) Run(ctx context.Context, chunk int, fn *coreml.FunctionInfo, in
 			return err
 		}
 		if i != nil {
-			argmax = i
+			ints[t.Name] = i
 		} else {
 			out[t.Name] = f
 		}
 	}
 	c := &r.m.Chunks[chunk]
-	e := exec{r: r, c: c, j: chunk, T: fn.Width, in: in, out: out, argmax: argmax, last: chunk == len(r.m.Chunks)-1}
+	e := exec{r: r, c: c, j: chunk, T: fn.Width, in: in, out: out, ints: ints, last: chunk == len(r.m.Chunks)-1}
 	e.prefill = fn.Kind == coreml.KindPrefill
 	return e.run()
 }

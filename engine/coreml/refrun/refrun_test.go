@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"anechat/engine/coreml"
 	"anechat/engine/kv"
 	"anechat/engine/model"
 )
@@ -22,8 +23,12 @@ import (
 // times, with KV-shared layers reading rows computed in another chunk. The
 // logits of every row must be the CPU backend's bit for bit: every mask,
 // placement, RoPE row, cache slot, sidecar row, chunk handoff and commit
-// of the host side is checked by it.
-// The same on the one-chunk bundle with fp16 sidecars.
+// of the host side is checked by it. The logits come from the sample
+// function (before the softcap; the host's softcap is the CPU's), and every
+// generation call is made again with the generate function on the same
+// rows: its ids (the host's second level over 8 blocks of 64 ids) must be
+// the CPU's argmax.
+// The same on the one-chunk bundle with fp16 sidecars (4 blocks of 128).
 func TestGemma4LogitsMatchCPU(t *testing.T) {
 	src := testData(t, "gemma4-exact")
 	for _, bundle := range []string{"gemma4-exact.bundle", "gemma4-fp16.bundle"} {
@@ -58,6 +63,9 @@ func testGemma4Logits(t *testing.T, p pair) {
 				t.Fatalf("%s: row %d logit %d is %g, the CPU's %g", what, r, i, a.Logits[r][i], b.Logits[r][i])
 			}
 		}
+		if len(a.Argmax) != len(b.Argmax) {
+			t.Fatalf("%s: %d ids, the CPU %d", what, len(a.Argmax), len(b.Argmax))
+		}
 		for r := range a.Argmax {
 			if a.Argmax[r] != b.Argmax[r] {
 				t.Errorf("%s: row %d argmax %d, the CPU's %d", what, r, a.Argmax[r], b.Argmax[r])
@@ -76,6 +84,14 @@ func testGemma4Logits(t *testing.T, p pair) {
 			t.Fatal(err)
 		}
 		compare(what, a, b)
+		if want&model.Last == 0 {
+			cm.Rollback()
+			g, err := p.ml.Forward(ctx, ids, start, cm, model.Argmax)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compare(what+", generate", g, model.Result{Argmax: b.Argmax})
+		}
 		if err := cm.Commit(commit); err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +152,10 @@ func TestStoriesMatchesCPU(t *testing.T) {
 
 // TestSpeculationIdentical: with speculation on (every proposal sent, so
 // many are rejected and their rows dropped) and off, at every width 1..8,
-// the Core ML backend gives the same ids, on both test bundles.
+// the Core ML backend gives the same ids, on both test bundles, greedy and
+// with seeded sampling; a greedy session runs the generate function for
+// every generation call and a sampled one the sample function (each after
+// the prefill function), never the other.
 func TestSpeculationIdentical(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -167,8 +186,117 @@ func TestSpeculationIdentical(t *testing.T) {
 			if drafted < 1000 {
 				t.Fatalf("drafted %d: no draft was rejected, the test proves nothing", drafted)
 			}
+			kinds := func() []string {
+				var k []string
+				for _, c := range p.ml.CallStats() {
+					if !slices.Contains(k, c.Kind) {
+						k = append(k, c.Kind)
+					}
+				}
+				return k
+			}
+			if k := kinds(); !slices.Equal(k, []string{coreml.KindGenerate, coreml.KindPrefill}) {
+				t.Errorf("greedy sessions ran %v", k)
+			}
+			q := tc.open(t)
+			drafted = 0
+			for i, prompt := range prompts(q.ml.Config().VocabSize)[:2] {
+				ref, _ := sampled(t, q.ml, prompt, 48, 1, uint64(i))
+				for _, w := range []int{2, 5, 8} {
+					got, st := sampled(t, q.ml, prompt, 48, w, uint64(i))
+					if !slices.Equal(got, ref) {
+						t.Fatalf("sampled, prompt %d width %d: %v, width 1 %v", i, w, got, ref)
+					}
+					drafted += st.Drafted
+				}
+			}
+			if drafted == 0 {
+				t.Fatal("no sampled call carried a draft")
+			}
+			p = q
+			if k := kinds(); !slices.Equal(k, []string{coreml.KindPrefill, coreml.KindSample}) {
+				t.Errorf("sampled sessions ran %v", k)
+			}
 		})
 	}
+}
+
+// TestPlantedTiesPickTheLowestID: on the Gemma 4 fixture whose output
+// projection repeats rows (gen.py's gemma4-ties: ids 2k and 2k+1 share a
+// row, and in odd blocks of 64 ids half the rows repeat the block before),
+// every row's maximum is an exact tie inside a block and many tie across
+// blocks; along a prefill and calls of every width 1..8, the generate and
+// prefill functions' ids (the host's second level over 8 blocks) are the
+// CPU backend's flat argmax, the lowest tied id, and the sample function's
+// softcapped logits are the CPU's bit for bit.
+func TestPlantedTiesPickTheLowestID(t *testing.T) {
+	src := testData(t, "gemma4-ties")
+	p := openPair(t, "gemma4-ties.bundle", src, src)
+	ctx := context.Background()
+	V := p.ml.Config().VocabSize
+	cm, cc := newCache(t, p.ml, 64), newCache(t, p.cpu, 64)
+	rng := rand.New(rand.NewPCG(5, 6))
+	within, across, rows := 0, 0, 0
+	check := func(what string, ids []int32, want model.Output) {
+		t.Helper()
+		start := cm.Len()
+		b, err := p.cpu.Forward(ctx, ids, start, cc, model.Logits|model.Argmax|want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := p.ml.Forward(ctx, ids, start, cm, model.Argmax|want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Rollback()
+		s, err := p.ml.Forward(ctx, ids, start, cm, model.Logits|want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r, z := range b.Logits {
+			if !model.SameBits(s.Logits[r], z) {
+				t.Fatalf("%s row %d: logits differ from the CPU's", what, r)
+			}
+			if g.Argmax[r] != b.Argmax[r] {
+				t.Fatalf("%s row %d: id %d, the CPU's %d", what, r, g.Argmax[r], b.Argmax[r])
+			}
+			blocks := map[int]int{}
+			for i, v := range z {
+				if v == z[b.Argmax[r]] {
+					blocks[i/64]++
+				}
+			}
+			if blocks[int(b.Argmax[r])/64] > 1 {
+				within++
+			}
+			if len(blocks) > 1 {
+				across++
+			}
+			rows++
+		}
+		n := len(ids)
+		if err := cm.Commit(n); err != nil {
+			t.Fatal(err)
+		}
+		if err := cc.Commit(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tokens := func(n int) []int32 {
+		ids := make([]int32, n)
+		for i := range ids {
+			ids[i] = int32(rng.IntN(V))
+		}
+		return ids
+	}
+	check("prefill", tokens(13), model.Last)
+	for w := 1; cm.Len()+8 < 100; w = w%8 + 1 {
+		check(fmt.Sprintf("width %d at %d", w, cm.Len()), tokens(w), 0)
+	}
+	if within != rows || across < 10 {
+		t.Fatalf("%d of %d rows tie inside a block, %d across blocks: the planted ties did not win", within, rows, across)
+	}
+	t.Logf("%d rows, every one a tie inside a block, %d across blocks", rows, across)
 }
 
 // TestCommitOnlyAccepted: rows a call computed but the caller did not

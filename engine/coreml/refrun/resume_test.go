@@ -63,12 +63,15 @@ func (m *memStore) Forget(_ context.Context, path string) error {
 // TestResumeContinuesAsInMemory: a conversation saved after its first turn
 // and resumed from the KV snapshot by a new session (as after a restart)
 // continues exactly as the session that kept it in memory, with
-// speculation on: the snapshot holds the rows as the backend computed them.
+// speculation on, greedy (the generate function) and sampled with a seed
+// (the sample function): the snapshot holds the rows as the backend
+// computed them.
 func TestResumeContinuesAsInMemory(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		open func(testing.TB) pair
-	}{{"gemma4", gemmaPair}, {"stories", storiesPair}} {
+		temp float64
+	}{{"gemma4", gemmaPair, 0}, {"stories", storiesPair, 0}, {"gemma4 sampled", gemmaPair, 0.8}} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.open(t)
 			ctx := context.Background()
@@ -87,7 +90,7 @@ func TestResumeContinuesAsInMemory(t *testing.T) {
 					t.Fatal(err)
 				}
 				var out []int32
-				st, err := s.Generate(ctx, engine.GenerateOptions{MaxTokens: n, Width: 8}, func(tk engine.Token) error {
+				st, err := s.Generate(ctx, engine.GenerateOptions{MaxTokens: n, Width: 8, Temperature: tc.temp, Seed: 3}, func(tk engine.Token) error {
 					out = append(out, tk.ID)
 					return nil
 				})
