@@ -28,6 +28,10 @@ writes into OUT:
   exact tie inside a block of 64 ids, a third of them across two blocks),
   one chunk: the two-level argmax must pick the lowest id as the CPU
   backend's flat argmax does.
+- gemma4-wide/ and gemma4-wide.bundle/: the same checkpoint with its
+  vocabulary widened to 32768 ids (refmodel.write_wide_vocab), one chunk,
+  the default argmax block (16384: 2 blocks): `bundle audit` must find no
+  op but the output projection's matmul with a last axis over 16384.
 - stories.bundle/: stories260K (../shared/models), int8 sidecars, K=8,
   N=16, context 128, the default argmax block (the whole 512-token
   vocabulary); stories-ref.gguf: the checkpoint that bundle holds, for the
@@ -291,6 +295,8 @@ def main():
                        bundle_mod.Options(sidecars="fp16", argmax_block=128, **base))
     ties = refmodel.write_planted_ties(src, os.path.join(out, "gemma4-ties"), 64)
     bundle_mod.convert(ties, os.path.join(out, "gemma4-ties.bundle"), bundle_mod.Options(argmax_block=64, **base))
+    wide = refmodel.write_wide_vocab(src, os.path.join(out, "gemma4-wide"), 32768)
+    bundle_mod.convert(wide, os.path.join(out, "gemma4-wide.bundle"), bundle_mod.Options(width=8, prefill=16, context=64))
     st = os.path.join(out, "stories.bundle")
     bundle_mod.convert(STORIES, st, bundle_mod.Options(**base))
     refmodel.write_llama_gguf(STORIES, st, os.path.join(out, "stories-ref.gguf"))

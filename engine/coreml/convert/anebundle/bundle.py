@@ -17,7 +17,7 @@ import numpy as np
 
 from . import checkpoint as ckpt
 from .checkpoint import Arch, Checkpoint, CheckpointError
-from .graph import GENERATE, MAX_REDUCE, PREFILL, SAMPLE, Chunk, Geometry, TensorDesc, Weights, argmax_block, build_function
+from .graph import GENERATE, HEAD_WEIGHT, MAX_REDUCE, PREFILL, SAMPLE, Chunk, Geometry, TensorDesc, Weights, argmax_block, build_function
 
 FORMAT = "anechat-coreml-bundle"
 # Version 2: the generation function returns a blockwise argmax and no
@@ -196,9 +196,11 @@ def _convert_one(prog, path: str, weights: str):
             # weights whose input width is no multiple of 32 in fp16
             q = OpLinearQuantizerConfig(mode="linear_symmetric", dtype="int4", granularity="per_block",
                                         block_size=32, weight_threshold=2048)
-        # Only the linear layers' weights: the RoPE rotation (matmul) and
-        # the norm gammas stay fp16, so the rotation stays exact.
-        cfg = OptimizationConfig(global_config=None, op_type_configs={"linear": q})
+        # Only the linear layers' weights and the output projection's (a
+        # matmul, selected by its constant's name): the RoPE rotation
+        # (matmul) and the norm gammas stay fp16, so the rotation stays
+        # exact.
+        cfg = OptimizationConfig(global_config=None, op_type_configs={"linear": q}, op_name_configs={HEAD_WEIGHT: q})
         m = linear_quantize_weights(m, config=cfg)
     m.save(path)
 

@@ -30,6 +30,10 @@ from .checkpoint import Arch, Checkpoint, CheckpointError
 FP16 = "fp16"
 INT32 = "int32"
 
+# The name of the output projection's weight constant (the quantisers
+# select it by name: the RoPE rotation's matmul stays exact).
+HEAD_WEIGHT = "lm_head_weight"
+
 # The function kinds. Every chunk has a generate and a prefill function;
 # the last chunk also has sample, of the generation width: earlier chunks
 # do not depend on how the output projection is used, so a sampled call
@@ -320,28 +324,34 @@ def build_function(ck: Checkpoint, w: Weights, geo: Geometry, chunk: Chunk, n_ch
                 x = mb.matmul(x=I["last"], y=x, name=b.name("last_row"))
                 rows = 1
             x = b.rms(x, w.get("norm"), a.eps, "final_norm")
-            # One linear over the whole vocabulary (one weight constant, so
-            # save_multifunction stores it once for all three functions; a
-            # matmul is not a reduction over V). Its output is the logits
-            # before the softcap: the host applies the softcap in float32
-            # (README "Outputs"), so no elementwise op runs over V here.
+            # The output projection is one matmul with one weight constant
+            # (save_multifunction stores it once for the three functions):
+            # the [V, H] matrix viewed as [1, nb, B, H] (the same bytes), so
+            # that z = x @ W^T comes out as [1, nb, R, B], block b holding
+            # the logits of ids b*B .. b*B+B-1 before the softcap. No op but
+            # this matmul sees the vocabulary axis whole: a reshape of a
+            # [1, R, V] result would have a last axis of V, the lore's
+            # limit (MAX_REDUCE above; `anechat bundle audit`'s last-axis
+            # rule). The host applies the softcap in float32 (README
+            # "Outputs"), so no elementwise op runs over the logits here.
             V, B = a.vocab, geo.argmax_block
-            z = mb.linear(x=x, weight=w.get("embed" if a.tied else "output"),
+            nb = V // B
+            head = w.get("embed" if a.tied else "output").reshape(1, nb, B, H)
+            x = mb.reshape(x=x, shape=[1, 1, rows, H], name=b.name("head_in"))
+            z = mb.matmul(x=x, y=mb.const(val=head, name=HEAD_WEIGHT), transpose_y=True,
                           name="logits" if kind != GENERATE else b.name("lm_head"))
             if kind != SAMPLE:
                 # The first level of the argmax, per block of B ids (at most
                 # MAX_REDUCE): each block's first maximum and its value. The
                 # host takes the second level (the lowest block holding the
                 # row's maximum), which is the flat argmax, ties included.
-                nb = V // B
-                zb = mb.reshape(x=z, shape=[1, rows, nb, B], name=b.name("lm_blocks"))
-                am = mb.reduce_argmax(x=zb, axis=-1, keep_dims=False, name="block_argmax")
-                mx = mb.reduce_max(x=zb, axes=[-1], keep_dims=False, name="block_max")
+                am = mb.reduce_argmax(x=z, axis=-1, keep_dims=False, name="block_argmax")
+                mx = mb.reduce_max(x=z, axes=[-1], keep_dims=False, name="block_max")
                 out_vars += [am, mx]
-                outs += [TensorDesc("block_argmax", [1, rows, nb], INT32), TensorDesc("block_max", [1, rows, nb], FP16)]
+                outs += [TensorDesc("block_argmax", [1, nb, rows], INT32), TensorDesc("block_max", [1, nb, rows], FP16)]
             if kind != GENERATE:
                 out_vars.append(z)
-                outs.append(TensorDesc("logits", [1, rows, V], FP16))
+                outs.append(TensorDesc("logits", [1, nb, rows, B], FP16))
         else:
             x = mb.identity(x=x, name="hidden_out")
             out_vars.insert(0, x)

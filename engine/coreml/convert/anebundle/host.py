@@ -281,13 +281,16 @@ class Bundle:
         rows = 1 if kind == PREFILL else n
         c = Call(start, n, None, new)
         if "block_argmax" in out:
+            # [1, nb, R]: block b's first maximum for row t at [0, b, t].
             B = self.geo["argmax_block"]
-            c.blocks = (out["block_argmax"][0, :rows], out["block_max"][0, :rows])
+            c.blocks = (out["block_argmax"][0, :, :rows].T, out["block_max"][0, :, :rows].T)
             picks = [block_argmax(c.blocks[0][t], c.blocks[1][t], B) for t in range(rows)]
             c.argmax = np.array([i for i, _ in picks], dtype=np.int64)
             c.top = np.array([v for _, v in picks], dtype=np.float32)
         if "logits" in out:
-            c.raw = out["logits"][0, :rows]
+            # [1, nb, R, B]: id b*B + j of row t at [0, b, t, j].
+            z = out["logits"][0, :, :rows, :]
+            c.raw = np.ascontiguousarray(z.transpose(1, 0, 2)).reshape(rows, -1)
             c.logits = softcap(c.raw, self.arch["softcap"])
             if c.argmax is None:
                 c.argmax = np.array([greedy(r) for r in c.raw], dtype=np.int64)

@@ -134,3 +134,34 @@ def write_planted_ties(src: str, out: str, block: int) -> str:
             shutil.copyfile(os.path.join(src, name), os.path.join(out, name))
     save_file({k: np.ascontiguousarray(v) for k, v in sorted(t.items())}, os.path.join(out, "model.safetensors"))
     return out
+
+
+def write_wide_vocab(src: str, out: str, vocab: int) -> str:
+    """A copy of the gemma4 checkpoint directory src with its vocabulary
+    widened to `vocab` ids (more than the argmax's block of 16384): the new
+    rows of the embedding tables (the output projection is tied) are
+    random with the spread of the old ones; the tokenizer stays (the tests
+    feed ids). For the tests that no op but the output projection sees the
+    vocabulary axis whole."""
+    from safetensors.numpy import load_file, save_file
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = json.load(f)
+    t = load_file(os.path.join(src, "model.safetensors"))
+    rng = np.random.default_rng(26)
+    for name in ("model.embed_tokens.weight", "model.embed_tokens_per_layer.weight", "lm_head.weight"):
+        if name in t:
+            w = t[name]
+            extra = rng.standard_normal((vocab - w.shape[0], w.shape[1])) * float(w.std())
+            t[name] = np.concatenate([w, extra.astype(w.dtype)])
+    tc = cfg.get("text_config", cfg)
+    tc["vocab_size"] = vocab
+    if "vocab_size_per_layer_input" in tc:
+        tc["vocab_size_per_layer_input"] = vocab
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    for name in ("tokenizer.json", "generation_config.json"):
+        if os.path.exists(os.path.join(src, name)):
+            shutil.copyfile(os.path.join(src, name), os.path.join(out, name))
+    save_file({k: np.ascontiguousarray(v) for k, v in sorted(t.items())}, os.path.join(out, "model.safetensors"))
+    return out

@@ -86,30 +86,31 @@ def test_manifest_matches_packages(model):
 
 
 def _last_tail(pkg, fname):
-    """The ops after the output projection of a last-chunk function."""
+    """The ops after the final norm of a last-chunk function."""
     ops = list(pkg.prog.functions[fname].operations)
-    i = max(k for k, op in enumerate(ops) if op.op_type == "linear")
+    i = max(k for k, op in enumerate(ops) if op.op_type == "slice_by_index")
     return [op.op_type for op in ops[i + 1:] if op.op_type != "const"]
 
 
 def test_lean_generation_function(model):
     """The last chunk's generate function returns the blockwise argmax and
-    no logits: after the output projection only a reshape into blocks and
-    the two reductions over a block of 64 ids; sample returns the logits
-    straight from the projection (no op after it); prefill both. No
-    elementwise op or reduction touches the vocabulary axis."""
+    no logits: after the final norm only the output projection (one matmul
+    giving [1, nb, T, B], its input reshaped) and the two reductions over a
+    block of 64 ids; sample returns the matmul's logits (no op after it);
+    prefill both. No elementwise op or reduction touches the vocabulary
+    axis."""
     m, pkgs = check_manifest(model.dir)
     last = m["chunks"][-1]
     fns = {f["kind"]: f for f in last["functions"]}
     outs = {k: {d["name"]: (d["shape"], d["dtype"]) for d in f["outputs"] if "_new_" not in d["name"]}
             for k, f in fns.items()}
     assert outs["generate"] == {"block_argmax": ([1, 8, 8], "int32"), "block_max": ([1, 8, 8], "fp16")}
-    assert outs["sample"] == {"logits": ([1, 8, 512], "fp16")}
-    assert outs["prefill"] == {"block_argmax": ([1, 1, 8], "int32"), "block_max": ([1, 1, 8], "fp16"),
-                               "logits": ([1, 1, 512], "fp16")}
-    assert _last_tail(pkgs[-1], fns["generate"]["name"]) == ["reshape", "reduce_argmax", "reduce_max"]
-    assert _last_tail(pkgs[-1], fns["sample"]["name"]) == []
-    assert _last_tail(pkgs[-1], fns["prefill"]["name"]) == ["reshape", "reduce_argmax", "reduce_max"]
+    assert outs["sample"] == {"logits": ([1, 8, 8, 64], "fp16")}
+    assert outs["prefill"] == {"block_argmax": ([1, 8, 1], "int32"), "block_max": ([1, 8, 1], "fp16"),
+                               "logits": ([1, 8, 1, 64], "fp16")}
+    assert _last_tail(pkgs[-1], fns["generate"]["name"]) == ["reshape", "matmul", "reduce_argmax", "reduce_max"]
+    assert _last_tail(pkgs[-1], fns["sample"]["name"]) == ["reshape", "matmul"]
+    assert _last_tail(pkgs[-1], fns["prefill"]["name"]) == ["reshape", "matmul", "reduce_argmax", "reduce_max"]
     for op in pkgs[-1].prog.functions[fns["generate"]["name"]].operations:
         if op.op_type.startswith("reduce_"):
             assert op.inputs["x"].shape[-1] == 64
@@ -129,10 +130,39 @@ def test_default_shapes(tmp_path):
     assert shapes["hidden_in"] == [1, 64, 64] and shapes["mask_full"] == [1, 1, 64, 2048]
     assert shapes["k_cache_0"] == [1, 4, 2048, 8] and shapes["last"] == [1, 1, 64]
     outs = {d["name"]: (d["shape"], d["dtype"]) for d in f["generate_8"]["outputs"]}
-    assert outs["block_argmax"] == ([1, 8, 1], "int32") and outs["block_max"] == ([1, 8, 1], "fp16")
+    assert outs["block_argmax"] == ([1, 1, 8], "int32") and outs["block_max"] == ([1, 1, 8], "fp16")
     assert "logits" not in outs
     outs = {d["name"]: (d["shape"], d["dtype"]) for d in f["sample_8"]["outputs"]}
-    assert outs["logits"] == ([1, 8, 512], "fp16")
+    assert outs["logits"] == ([1, 1, 8, 512], "fp16")
+
+
+def test_wide_vocabulary_stays_under_the_block(tmp_path):
+    """A vocabulary wider than 16384 (the Gemma 4 fixture widened to 32768
+    ids: the default block is 16384, 2 blocks): no op of any function has
+    an input or output computed at run time whose last axis is longer than
+    16384 (the output projection's matmul makes [1, nb, R, B] from its
+    [1, nb, B, H] weight), so no reduction covers more either; the
+    two-level argmax is the flat argmax of the sample function's
+    logits."""
+    from anebundle import refmodel
+    from anebundle.host import Bundle, greedy
+    src = refmodel.write_wide_vocab(GEMMA, str(tmp_path / "wide"), 32768)
+    out = str(tmp_path / "b")
+    bundle_mod.convert(src, out, bundle_mod.Options(prefill=16, context=64))
+    m, pkgs = check_manifest(out)
+    assert m["geometry"]["argmax_block"] == 16384
+    for fn in pkgs[0].prog.functions.values():
+        for op in fn.operations:
+            if op.op_type == "const":
+                continue
+            vs = [v for v in op.inputs.values() if not isinstance(v, (list, tuple)) and v.val is None] + list(op.outputs)
+            long = [f"{v.name} {v.shape}" for v in vs if v.shape and int(v.shape[-1]) > 16384]
+            assert not long, f"{fn.name}: {op.op_type} {op.name} has a last axis over 16384: {long}"
+    b = Bundle(out)
+    kv = b.new_kv()
+    ids = [5, 100, 20000, 32767, 7]
+    g, s = b.call(ids, 0, kv, "generate"), b.call(ids, 0, kv, "sample")
+    assert [int(i) for i in g.argmax] == [greedy(r) for r in s.raw]
 
 
 def test_argmax_block():
@@ -235,19 +265,23 @@ def test_quantised_weights(tmp_path, weights):
     bundle_mod.convert(STORIES, out, bundle_mod.Options(prefill=16, context=64, weights=weights))
     m, pkgs = check_manifest(out)
     assert m["converter"]["weights"] == weights
-    n = 0
+    n = head = 0
     for p in pkgs:
         assert "constexpr_blockwise_shift_scale" in p.op_types()
         for fn in p.prog.functions.values():
             for op in fn.operations:
                 if op.op_type.startswith("constexpr_"):
-                    # only linear weights are quantised (the RoPE rotation stays exact)
-                    assert all(u.op_type == "linear" for u in op.outputs[0].child_ops), op.name
+                    # only the linear weights and the output projection's
+                    # are quantised (the RoPE rotation stays exact)
+                    users = op.outputs[0].child_ops
+                    assert all(u.op_type == "linear" or u.op_type == "matmul" and u.y is op.outputs[0]
+                               and u.name.startswith(("lm_head", "logits")) for u in users), op.name
+                    head += any(u.op_type == "matmul" for u in users)
                     mine = interp.run_op(op, {})[0]
                     ref = op.materialized_val_inference()
                     assert mine.dtype == ref.dtype and np.array_equal(mine, ref), op.name
                     n += 1
-    assert n > 0
+    assert n > 0 and head == 3  # the head's weight, in each of the 3 functions
     ids = generate(Bundle(out), [1, 403, 407, 261, 378], 8)
     assert len(ids) == 8 and all(0 <= i < 512 for i in ids)
 
