@@ -36,7 +36,7 @@ func TestBundleAudit(t *testing.T) {
 	if code != 0 || errs != "" {
 		t.Fatalf("stories: exit %d, stderr %q", code, errs)
 	}
-	for _, want := range []string{"anechat converter bundle, 1 package(s)", "chunk_0.mlpackage", "generate_8", " 247 ", "prefill_16", " 248 ", "510.9 KiB", "no violations"} {
+	for _, want := range []string{"anechat converter bundle, 1 package(s)", "chunk_0.mlpackage", "generate_8", " 248 ", "prefill_16", " 249 ", "sample_8", " 246 ", "509.9 KiB", "no violations"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stories output lacks %q:\n%s", want, out)
 		}

@@ -386,7 +386,9 @@ func (be *Backend) call(ctx context.Context, f *function, c call, cache *kv.Cach
 // result appends the rows want asks for of the last chunk's outputs: ids
 // from the blockwise argmax (generate, prefill) or, for the sample
 // function, the flat argmax of its logits (both before the softcap), and
-// the logits after the softcap.
+// the logits after the softcap. The outputs are in blocks of B ids:
+// block_argmax and block_max [1,nb,R] (block b of row t at b*R+t), logits
+// [1,nb,R,B] (id b*B+j of row t at (b*R+t)*B+j), R the function's rows.
 func (be *Backend) result(res *model.Result, f *function, c call, want model.Output) error {
 	outs := f.out[len(f.out)-1]
 	logits, local, top := outs["logits"], outs["block_argmax"], outs["block_max"]
@@ -394,7 +396,7 @@ func (be *Backend) result(res *model.Result, f *function, c call, want model.Out
 	B := be.b.Manifest.Geometry.ArgmaxBlock
 	nb := V / B
 	softcap := float32(be.b.Manifest.Arch.Softcap)
-	rows := c.n
+	rows, R := c.n, c.lastRows
 	if c.prefill {
 		rows = 1
 	}
@@ -406,14 +408,15 @@ func (be *Backend) result(res *model.Result, f *function, c call, want model.Out
 		var row []float32
 		if logits != nil && (want&model.Logits != 0 || local == nil) {
 			row = make([]float32, V)
-			logits.getRow(row, t*V)
+			for b := range nb {
+				logits.getRow(row[b*B:(b+1)*B], (b*R+t)*B)
+			}
 		}
 		if want&model.Argmax != 0 {
 			var id int32
 			if local != nil {
-				top.getRow(tops, t*nb)
-				for b := range locs {
-					locs[b] = local.getInt32(t*nb + b)
+				for b := range nb {
+					locs[b], tops[b] = local.getInt32(b*R+t), top.get(b*R+t)
 				}
 				id, _ = blockArgmax(locs, tops, B)
 			} else {

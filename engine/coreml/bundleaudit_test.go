@@ -31,7 +31,7 @@ func TestAuditFixtureBundles(t *testing.T) {
 	if err := json.Unmarshal(raw, &exp); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"gemma4-exact.bundle", "gemma4-fp16.bundle", "stories.bundle"} {
+	for _, name := range []string{"gemma4-exact.bundle", "gemma4-fp16.bundle", "gemma4-ties.bundle", "gemma4-wide.bundle", "stories.bundle"} {
 		dir := testData(t, name)
 		r, err := AuditBundle(context.Background(), dir, mlprogram.DefaultLimits())
 		if err != nil {

@@ -28,7 +28,9 @@
 //     a blockwise argmax (per block of at most 16384 ids, the first
 //     maximum and its value) and no logits; one asking for logits
 //     (model.Logits) runs the sample function, which returns them before
-//     the softcap. The engine asks for ids on every generation call of a
+//     the softcap, in the same blocks (the output projection is one
+//     matmul whose result is [1,nb,T,B], so no value has a last axis
+//     longer than a block). The engine asks for ids on every generation call of a
 //     greedy session and for logits on every one of a sampled session, so
 //     a session runs one function per chunk for all its generation calls
 //     and speculation on and off compute every generated row with the same

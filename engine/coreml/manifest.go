@@ -521,8 +521,8 @@ func sameTensors(want, got []TensorInfo) error {
 // ExpectedIO returns the inputs and outputs the format gives function kind
 // of chunk j (README "Driving a bundle"), derived from the architecture and
 // geometry alone. On the last chunk: generate returns block_argmax and
-// block_max, sample the logits (before the softcap), prefill all three for
-// its one row.
+// block_max [1,nb,T], sample the logits [1,nb,T,B] (before the softcap; id
+// b*B+j of row t at [0,b,t,j]), prefill all three for its one row.
 func (m *Manifest) ExpectedIO(j int, kind string) (ins, outs []TensorInfo) {
 	a, g, c := &m.Arch, &m.Geometry, &m.Chunks[j]
 	T := g.GenerateWidth
@@ -585,11 +585,13 @@ func (m *Manifest) ExpectedIO(j int, kind string) (ins, outs []TensorInfo) {
 		if kind == KindPrefill {
 			rows = 1
 		}
-		if nb := a.Vocab / max(g.ArgmaxBlock, 1); kind != KindSample {
-			outs = append(outs, TensorInfo{Name: "block_argmax", Shape: []int{1, rows, nb}, DType: "int32"}, f16("block_max", 1, rows, nb))
+		B := max(g.ArgmaxBlock, 1)
+		nb := a.Vocab / B
+		if kind != KindSample {
+			outs = append(outs, TensorInfo{Name: "block_argmax", Shape: []int{1, nb, rows}, DType: "int32"}, f16("block_max", 1, nb, rows))
 		}
 		if kind != KindGenerate {
-			outs = append(outs, f16("logits", 1, rows, a.Vocab))
+			outs = append(outs, f16("logits", 1, nb, rows, B))
 		}
 	} else {
 		outs = append(outs, f16("hidden_out", 1, T, a.Hidden))

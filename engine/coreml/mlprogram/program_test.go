@@ -66,8 +66,11 @@ func TestReadProgramTypes(t *testing.T) {
 	if fn.Inputs[0].Name != "hidden_in" || fn.Inputs[0].Type.String() != "fp16[1,8,64]" {
 		t.Errorf("first input %s %s, want hidden_in fp16[1,8,64]", fn.Inputs[0].Name, fn.Inputs[0].Type)
 	}
-	if !slices.Contains(fn.Block.Outputs, "argmax") || !slices.Contains(fn.Block.Outputs, "logits") {
-		t.Errorf("outputs %v lack argmax or logits", fn.Block.Outputs)
+	if !slices.Contains(fn.Block.Outputs, "block_argmax") || !slices.Contains(fn.Block.Outputs, "block_max") || slices.Contains(fn.Block.Outputs, "logits") {
+		t.Errorf("outputs %v: want block_argmax and block_max, no logits", fn.Block.Outputs)
+	}
+	if s := p.Model.Function("sample_8"); s == nil || !slices.Contains(s.Block.Outputs, "logits") {
+		t.Errorf("sample_8 lacks logits: %+v", s)
 	}
 	var argmax *Op
 	walkOps(fn.Block, func(op *Op) {
@@ -75,7 +78,7 @@ func TestReadProgramTypes(t *testing.T) {
 			argmax = op
 		}
 	})
-	if argmax == nil || argmax.Name != "argmax" || argmax.Outputs[0].Type.String() != "int32[1,8]" {
+	if argmax == nil || argmax.Name != "block_argmax" || argmax.Outputs[0].Type.String() != "int32[1,1,8]" {
 		t.Fatalf("reduce_argmax: %+v", argmax)
 	}
 	if x := argmax.Input("x"); len(x) != 1 || x[0].Name == "" {

@@ -107,43 +107,48 @@ func (e *exec) run() error {
 		x, rows = sel, 1
 	}
 	cpu.RMSNormRows(x, x, e.r.norm, H, float32(m.Eps))
-	// The logits before the softcap (the host applies it): an output of
-	// the sample and prefill functions, internal to generate.
+	// The logits before the softcap (the host applies it), row by row,
+	// then written out in the contract's blocks of B ids: logits
+	// [1,nb,R,B] (sample, prefill), and per block the first maximum
+	// (cpu.Argmax: NaN never wins; a block of NaN gives index 0 and NaN)
+	// and its value, block_argmax and block_max [1,nb,R] (generate,
+	// prefill). The host takes the second level.
 	V := m.Vocab
-	logits, ok := e.out["logits"]
-	if !ok {
-		logits = make([]float32, rows*V)
+	B := e.r.m.Geometry.ArgmaxBlock
+	nb := V / B
+	z := make([]float32, rows*V)
+	e.r.out.MatMul(e.r.pool, z, x[:rows*H])
+	if out, ok := e.out["logits"]; ok {
+		if len(out) != rows*V {
+			return fmt.Errorf("%w: logits has %d values, want %d", ErrContract, len(out), rows*V)
+		}
+		for t := range rows {
+			for b := range nb {
+				copy(out[(b*rows+t)*B:(b*rows+t+1)*B], z[t*V+b*B:t*V+(b+1)*B])
+			}
+		}
 	}
-	if len(logits) != rows*V {
-		return fmt.Errorf("%w: logits has %d values, want %d", ErrContract, len(logits), rows*V)
-	}
-	e.r.out.MatMul(e.r.pool, logits, x[:rows*H])
 	local, ok := e.ints["block_argmax"]
 	if !ok {
 		return nil
 	}
-	// The first level of the argmax: per block of B ids, the first maximum
-	// (cpu.Argmax: NaN never wins; a block of NaN gives index 0 and NaN)
-	// and its value. The host takes the second level.
 	top, err := e.output("block_max")
 	if err != nil {
 		return err
 	}
-	B := e.r.m.Geometry.ArgmaxBlock
-	nb := V / B
 	if len(local) != rows*nb || len(top) != rows*nb {
 		return fmt.Errorf("%w: block_argmax/block_max have %d/%d values, want %d", ErrContract, len(local), len(top), rows*nb)
 	}
 	for t := range rows {
 		for b := range nb {
-			blk := logits[t*V+b*B : t*V+(b+1)*B]
+			blk := z[t*V+b*B : t*V+(b+1)*B]
 			i, v := cpu.Argmax(blk), float32(math.NaN())
 			if i >= 0 {
 				v = blk[i]
 			} else {
 				i = 0
 			}
-			local[t*nb+b], top[t*nb+b] = i, v
+			local[b*rows+t], top[b*rows+t] = i, v
 		}
 	}
 	return nil

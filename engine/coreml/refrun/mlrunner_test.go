@@ -359,7 +359,7 @@ func TestCoreMLRunnerSharedBuffers(t *testing.T) {
 	open := func(surfaces bool) (*coreml.Backend, *coreml.CoreMLRunner, *surfaceCoreML) {
 		f := newFake(t)
 		var rt mlcore.Runtime = f
-		sf := &surfaceCoreML{fakeCoreML: f, refuse: 256}
+		sf := &surfaceCoreML{fakeCoreML: f, refuse: 48}
 		if surfaces {
 			f.surfaces, f.roles = map[*uint16]bool{}, map[*uint16]string{}
 			rt = sf
@@ -379,15 +379,18 @@ func TestCoreMLRunnerSharedBuffers(t *testing.T) {
 	shared, r, sf := open(true)
 
 	// The fixture bundle (3 chunks, layers 0-1 sliding with 24 slots, 2
-	// full with 128, head_dim 16 and 32): the caches of the owning layers
-	// 0, 1, 2, and the K/V rows of layer 0 (chunk 0; layers 1 and 2 are
-	// taken by later chunks) of each function; the logits [1,T,512] are
-	// refused (wider than 256) and fall back.
+	// full with 128, head_dim 16 and 32, the argmax in 8 blocks of 64
+	// ids): the caches of the owning layers 0, 1, 2, the K/V rows of layer
+	// 0 (chunk 0; layers 1 and 2 are taken by later chunks) of each
+	// function (the sample call's own buffers for chunk 0's generate
+	// function too), the blocks' maxima [1,8,T] (rows of 8 and of 1,
+	// padded to 32); the logits [1,8,T,64] are refused (wider than 48) and
+	// fall back.
 	want := [][]int{
 		{1, 2, 8, 16}, {1, 2, 8, 16}, {1, 2, 24, 16}, {1, 2, 24, 16}, {1, 2, 24, 16}, {1, 2, 24, 16}, {1, 2, 128, 32}, {1, 2, 128, 32},
-		{1, 8, 512},
+		{1, 8, 8}, {1, 2, 8, 16}, {1, 2, 8, 16}, {1, 8, 8, 64},
 		{1, 2, 16, 16}, {1, 2, 16, 16},
-		{1, 1, 512},
+		{1, 8, 1}, {1, 8, 1, 64},
 	}
 	sortShapes := func(s [][]int) { slices.SortFunc(s, func(a, b []int) int { return slices.Compare(a, b) }) }
 	sortShapes(want)
@@ -396,8 +399,8 @@ func TestCoreMLRunnerSharedBuffers(t *testing.T) {
 	if !slices.EqualFunc(got, want, slices.Equal) {
 		t.Fatalf("surfaces asked for %v\nwant %v", got, want)
 	}
-	if s, p := r.SharedBuffers(); s != 10 || p != 2 {
-		t.Errorf("%d surfaces, %d fell back; want 10, 2", s, p)
+	if s, p := r.SharedBuffers(); s != 14 || p != 2 {
+		t.Errorf("%d surfaces, %d fell back; want 14, 2", s, p)
 	}
 	if n := strings.Count(logs.String(), "no IOSurface-backed buffer"); n != 2 || !strings.Contains(logs.String(), "-6681") {
 		t.Errorf("%d fallback log lines:\n%s", n, logs.String())
@@ -459,7 +462,7 @@ func (f *planCoreML) ComputePlan(ctx context.Context, compiled string, units mlc
 	for _, fn := range f.b.Manifest.Chunks[j].Functions {
 		ops := []mlcore.PlanOp{{Operator: "ios18.constexpr_lut_to_dense"}, {Operator: "ios18.conv", Preferred: mlcore.DeviceNeuralEngine}}
 		for range j {
-			ops = append(ops, mlcore.PlanOp{Operator: "ios18.reduce_argmax", Output: "argmax", Preferred: mlcore.DeviceCPU, HasCost: true, Cost: 0.01})
+			ops = append(ops, mlcore.PlanOp{Operator: "ios18.reduce_argmax", Output: "block_argmax", Preferred: mlcore.DeviceCPU, HasCost: true, Cost: 0.01})
 		}
 		plan.Functions[fn.Name] = ops
 	}
@@ -487,7 +490,7 @@ func TestCoreMLRunnerPlacement(t *testing.T) {
 		t.Fatalf("%d chunks placed, want %d", len(pl), len(f.b.Manifest.Chunks))
 	}
 	for j, c := range pl {
-		if c.Package != f.b.PackagePath(j) || len(c.Functions) != 2 {
+		if c.Package != f.b.PackagePath(j) || len(c.Functions) != len(f.b.Manifest.Chunks[j].Functions) {
 			t.Fatalf("chunk %d: %+v", j, c)
 		}
 		for _, p := range c.Functions {
