@@ -76,6 +76,7 @@ class Model:
         self.name, self.src, self.dir, self.reference = name, src, bundle_dir, reference
         self.bundle = Bundle(bundle_dir)
         self.plain = {}  # prompt ids -> 32 greedy ids without speculation
+        self.sampled = {}  # (prompt ids, seed) -> 32 sampled ids without speculation
         # The Go-recorded CPU ids of the source checkpoint (reference.json
         # cases: text, prompt_ids, greedy_ids), where the fixture has them.
         self.recorded = None
@@ -105,6 +106,20 @@ def model(request, workdir):
     if request.param not in _models:
         _models[request.param] = _build(request.param, workdir)
     return _models[request.param]
+
+
+def long_axes(pkg, limit=16384):
+    """The values computed at run time (function inputs, op results) of a
+    loaded package whose last axis is longer than limit, as "function: op
+    value shape" strings."""
+    out = []
+    for fn in pkg.prog.functions.values():
+        for op in fn.operations:
+            if op.op_type == "const":
+                continue
+            vs = [v for v in op.inputs.values() if not isinstance(v, (list, tuple)) and v.val is None] + list(op.outputs)
+            out += [f"{fn.name}: {op.op_type} {v.name} {v.shape}" for v in vs if v.shape and int(v.shape[-1]) > limit]
+    return out
 
 
 def fp16_u():

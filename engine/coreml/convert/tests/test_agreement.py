@@ -31,7 +31,7 @@ import pytest
 from anebundle import bundle as bundle_mod
 from anebundle import host, interp, refmodel
 from anebundle.host import Bundle, Sampler, generate, greedy
-from conftest import GEMMA, fp16_u
+from conftest import GEMMA, fp16_u, long_axes
 
 PROMPTS = [
     "Once upon a time, there was a little girl named Lily.",
@@ -260,15 +260,15 @@ def test_sampled_speculation_is_identical(model, cpuref):
     """Seeded sampling (temperature 0.8) runs the sample function on every
     generation call: its logits, softcapped by the host, one draw per
     emitted token. With speculation on (drafts in up to 7 slots, the rows
-    sampled in order until one differs from its draft) the ids are the
-    same bytes as with it off."""
+    sampled in order until one differs from its draft) the ids (24 per
+    prompt) are the same bytes as with it off."""
     b = model.bundle
     resp, _ = cpuref.run(model.reference, {"encode": PROMPTS[:2]})
     drafted = accepted = 0
     for i, p in enumerate(resp["encoded"]):
-        plain = generate(b, p, 32, sampler=Sampler(0.8, i))
+        plain = model.sampled[(tuple(p), i)] = generate(b, p, 24, sampler=Sampler(0.8, i))
         st = {}
-        assert generate(b, p, 32, spec=7, stats=st, sampler=Sampler(0.8, i)) == plain, f"prompt {i}"
+        assert generate(b, p, 24, spec=7, stats=st, sampler=Sampler(0.8, i)) == plain, f"prompt {i}"
         drafted += st["drafted"]
         accepted += st["accepted"]
     assert drafted > 0, "no prompt produced a draft: speculation was not exercised"
@@ -284,13 +284,14 @@ def test_resume_from_snapshot_continues_identically(model, cpuref):
     import io
     b = model.bundle
     resp, _ = cpuref.run(model.reference, {"encode": PROMPTS[:2]})
-    runs = [(p, None) for p in resp["encoded"]] + [(resp["encoded"][0], 3)]
+    runs = [(p, None) for p in resp["encoded"]] + [(resp["encoded"][0], 0)]
     for p, seed in runs:
         sampler = None if seed is None else Sampler(0.8, seed)
+        n = 32 if sampler is None else 24  # the sampled runs are test_sampled_speculation_is_identical's
         if sampler is None:
-            full = model.plain.get(tuple(p)) or generate(b, p, 32)
+            full = model.plain.get(tuple(p)) or generate(b, p, n)
         else:
-            full = generate(b, p, 32, sampler=Sampler(0.8, seed))
+            full = model.sampled.get((tuple(p), seed)) or generate(b, p, n, sampler=Sampler(0.8, seed))
         st = {}
         head = generate(b, p, 12, stats=st, sampler=sampler)
         assert head == full[:12]
@@ -306,7 +307,7 @@ def test_resume_from_snapshot_continues_identically(model, cpuref):
             getattr(restored, x)[s][q] = saved[key]
         restored.n = kv.n
         for spec in (0, 7):
-            tail = generate(b, p + head[:-1], 32 - 11, spec=spec, kv=restored.copy(), first=st["next"],
+            tail = generate(b, p + head[:-1], n - 11, spec=spec, kv=restored.copy(), first=st["next"],
                             sampler=copy.deepcopy(sampler))
             assert head[:-1] + tail == full, f"resume (spec {spec}, seed {seed}) diverged"
     if model.recorded is not None:
@@ -316,23 +317,30 @@ def test_resume_from_snapshot_continues_identically(model, cpuref):
 
 
 def test_planted_ties_pick_the_lowest_id(workdir, cpuref):
-    """On a Gemma 4 checkpoint whose output projection repeats rows
-    (refmodel.write_planted_ties: ids 2k and 2k+1 share a row, and in odd
-    blocks of 64 ids half of them repeat the block before), so that every
-    row's maximum is an exact tie inside a block and about a third of them
-    tie across blocks: the two-level argmax of the generate and prefill
+    """On a Gemma 4 checkpoint with a vocabulary of 32768 ids (wider than
+    the 16384 of the lore: refmodel.write_wide_vocab) whose output
+    projection repeats rows (refmodel.write_planted_ties: ids 2k and 2k+1
+    share a row, and in odd blocks of 64 ids half of them repeat the block
+    before), so that every row's maximum is an exact tie inside a block and
+    about a third of them tie across blocks: no value the functions compute
+    has a last axis over 16384 (the output projection's matmul makes
+    [1, nb, R, B]); the two-level argmax of the generate and prefill
     functions is the flat argmax (the lowest id holding the maximum) of the
     sample function's logits, on every row of a prefill and of every
     generation call along a prompt; the ids are the CPU backend's (or a near
-    tie of its logits: the fixture's top logits are close); greedy
-    generation is the same with speculation on and off."""
-    src = refmodel.write_planted_ties(GEMMA, os.path.join(workdir, "ties-src"), 64)
+    tie of its logits: the fixture's top logits are close)."""
+    wide = refmodel.write_wide_vocab(GEMMA, os.path.join(workdir, "wide-src"), 32768)
+    src = refmodel.write_planted_ties(wide, os.path.join(workdir, "ties-src"), 64)
     out = os.path.join(workdir, "ties.bundle")
-    bundle_mod.convert(src, out, bundle_mod.Options(width=8, prefill=16, context=64, argmax_block=64))
+    # A last chunk of one layer: save_multifunction's cost grows faster
+    # than its functions' op counts, and the tail is what is tested here.
+    bundle_mod.convert(src, out, bundle_mod.Options(width=8, prefill=16, context=64, chunks="0-4,5-5", argmax_block=64))
     ref = refmodel.write_gemma4_dir(src, out, os.path.join(workdir, "ties-ref"))
     b = Bundle(out)
+    for p in b.packages:
+        assert not long_axes(p), long_axes(p)
     cap = b.arch["softcap"]
-    resp, _ = cpuref.run(ref, {"encode": [" ".join(PROMPTS[i] for i in (0, 1, 5)), PROMPTS[2]]})
+    resp, _ = cpuref.run(ref, {"encode": [" ".join(PROMPTS[i] for i in (0, 1, 5))]})
     ids = resp["encoded"][0]
     _, z = cpuref.run(ref, {"sequences": [{"name": "s", "steps": [{"tokens": ids, "commit": 0}]}]})
     z = z["s.0.logits"]
@@ -355,6 +363,4 @@ def test_planted_ties_pick_the_lowest_id(workdir, cpuref):
     for i, t in zip(rows, picks):
         assert i % 2 == 0, f"position {t}: id {i}, not the lower of its tied pair"
         assert i == int(np.argmax(z[t])) or z[t].max() - z[t, i] <= tol, f"position {t}: {i}, the cpu's {np.argmax(z[t])}"
-    p = resp["encoded"][1]
-    assert generate(b, p, 16, spec=7) == generate(b, p, 16)
     print(f"\nplanted ties: {within} rows tie inside a block, {across} across blocks, of {len(rows)}")
