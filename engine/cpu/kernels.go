@@ -235,9 +235,9 @@ func GELUTanh(x float32) float32 {
 
 // Softcap caps logits in place at c: c·tanh(z/c), the division and the
 // product in float32 and tanh the canonical tanh64, so the same bits on
-// every machine. It is Gemma 4's final logit softcap; the Core ML backend
-// applies it to the logits its functions return before the softcap, so
-// that they are the CPU backend's.
+// every machine. It is the decoder's final logit softcap (Gemma 3 and 4);
+// the Core ML backend applies it to the logits its functions return
+// before the softcap, so that they are the CPU backend's.
 func Softcap(logits []float32, c float32) {
 	for i, z := range logits {
 		logits[i] = float32(tanh64(float64(z/c))) * c
