@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"anechat/internal/runner"
+	"anechat/internal/sessions"
 	"anechat/server"
 	"anechat/storage"
 )
@@ -24,7 +24,7 @@ const (
 // API is the Settings switch (off by default) that serves the
 // OpenAI-compatible HTTP API of `anechat serve` (package server) from inside
 // the app: on 127.0.0.1 only, with the data directory's bearer token, on
-// the app's default model and the same runner as Chat, so a request and a
+// the app's default model and the same sessions manager as Chat, so a request and a
 // chat reply take turns on one loaded model and share its KV and drafting
 // corpus. The switch is stored: an app closed with it on starts it again.
 type API struct {
@@ -67,10 +67,10 @@ type APIStatus struct {
 	Error string `json:"error"`
 }
 
-// runnerOwner is a Generator whose replies run on an internal/runner
-// Runner (EngineGenerator), which the API then shares.
-type runnerOwner interface {
-	Runner() *runner.Runner
+// sessionsOwner is a Generator whose replies run on an internal/sessions
+// Manager (EngineGenerator), which the API then shares.
+type sessionsOwner interface {
+	Sessions() *sessions.Manager
 }
 
 // Status reports the switch and the server.
@@ -191,7 +191,7 @@ func (a *API) start(port int) error {
 
 // listen starts a server on 127.0.0.1:port.
 func (a *API) listen(port int) error {
-	ro, ok := a.c.opts.Generator.(runnerOwner)
+	ro, ok := a.c.opts.Generator.(sessionsOwner)
 	if !ok {
 		return fmt.Errorf("api: %w", ErrNoEngine)
 	}
@@ -199,7 +199,7 @@ func (a *API) listen(port int) error {
 	if err != nil {
 		return fmt.Errorf("api: %w", err)
 	}
-	srv, err := server.New(server.Config{Runner: ro.Runner(), Token: token, Log: a.c.log,
+	srv, err := server.New(server.Config{Sessions: ro.Sessions(), Token: token, Log: a.c.log,
 		Models: func(context.Context) ([]server.Model, error) {
 			m, err := a.models.resolve(0)
 			if err != nil {

@@ -54,7 +54,7 @@ func apiChat(t *testing.T, st APIStatus, model, text string) (int, apiReply) {
 }
 
 // The API switch is off by default; on, it serves the default model on the
-// runner the chat uses (a request resumes from the chat's KV); it is
+// sessions manager the chat uses (a request resumes from the chat's KV); it is
 // stored, so the next start serves again; off, nothing listens.
 func TestAPISwitch(t *testing.T) {
 	path := testres.Stories(t)

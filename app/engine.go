@@ -8,7 +8,7 @@ import (
 	"anechat/engine"
 	"anechat/engine/chat"
 	"anechat/internal/kvindex"
-	"anechat/internal/runner"
+	"anechat/internal/sessions"
 )
 
 // EngineGenerator is the Generator over anechat's engine: it loads the
@@ -20,11 +20,11 @@ import (
 // conversation's KV to disk after a reply and resumes from the longest
 // stored prefix, so a conversation continues without re-running its history
 // even after a restart, and keeps the measured call costs of each model.
-// The wiring lives in internal/runner, which the HTTP API (API, package
+// The wiring lives in internal/sessions, which the HTTP API (API, package
 // server) runs on too: both share the loaded model, one reply at a time.
 type EngineGenerator struct {
 	log *slog.Logger
-	run *runner.Runner
+	run *sessions.Manager
 }
 
 // StorageUser is a Generator that keeps KV snapshots and measured call costs
@@ -46,17 +46,17 @@ func NewEngineGenerator(log *slog.Logger) *EngineGenerator {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &EngineGenerator{log: log, run: runner.New(log, nil)}
+	return &EngineGenerator{log: log, run: sessions.New(log, nil)}
 }
 
-// Runner is the runner the generator's replies run on; the in-app HTTP API
-// serves its requests on the same one.
-func (g *EngineGenerator) Runner() *runner.Runner { return g.run }
+// Sessions is the manager the generator's replies run on; the in-app HTTP
+// API serves its requests on the same one.
+func (g *EngineGenerator) Sessions() *sessions.Manager { return g.run }
 
 // Generate implements Generator.
 func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emit func(Piece) error) (GenerateStats, error) {
 	var out GenerateStats
-	err := g.run.Do(ctx, req.Model.Path, func(m *runner.Model) error {
+	err := g.run.Do(ctx, req.Model.Path, func(m *sessions.Model) error {
 		ids, err := m.Render(ctx, chatMessages(req.Messages))
 		if err != nil {
 			return fmt.Errorf("engine: %w", err)
@@ -68,7 +68,7 @@ func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emi
 			learn = append(learn, cm.Content)
 		}
 		var tokens, accepted, calls int // the reply's counts so far
-		st, err := m.Reply(ctx, runner.Request{Mode: runner.Chat, Prompt: ids, Learn: learn, Progress: req.Progress,
+		st, err := m.Reply(ctx, sessions.Request{Mode: sessions.Chat, Prompt: ids, Learn: learn, Progress: req.Progress,
 			Options: engine.GenerateOptions{MaxTokens: req.MaxTokens, Width: req.Width, Temperature: req.Temperature, Seed: req.Seed},
 			Emit: func(t engine.Token) error {
 				if t.ID >= 0 { // not the final text-only event
@@ -90,7 +90,7 @@ func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emi
 		}
 		if req.ConversationID != 0 {
 			// A failed save only costs a prefill next time: log it, keep the reply.
-			s, _ := m.Session(runner.Chat)
+			s, _ := m.Session(sessions.Chat)
 			if _, serr := s.Save(context.WithoutCancel(ctx), kvindex.ConversationKey(req.ConversationID)); serr != nil {
 				g.log.Warn("kv snapshot not saved", "conversation", req.ConversationID, "err", serr)
 			}
@@ -114,7 +114,7 @@ func chatMessages(in []ChatMessage) []chat.Message {
 // stats then count this prefill as resumed, not as its own.
 func (g *EngineGenerator) Prepare(ctx context.Context, req GenerateRequest, key string) (Prepared, error) {
 	var out Prepared
-	err := g.run.Do(ctx, req.Model.Path, func(m *runner.Model) error {
+	err := g.run.Do(ctx, req.Model.Path, func(m *sessions.Model) error {
 		if !g.run.HasSnapshots() {
 			return fmt.Errorf("engine: prepare %s: no KV snapshot store (the data directory's kv/ index did not open)", key)
 		}
@@ -122,7 +122,7 @@ func (g *EngineGenerator) Prepare(ctx context.Context, req GenerateRequest, key 
 		if err != nil {
 			return fmt.Errorf("engine: %w", err)
 		}
-		s, err := m.Prefill(ctx, runner.Chat, ids, req.Progress)
+		s, err := m.Prefill(ctx, sessions.Chat, ids, req.Progress)
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 	"anechat/engine"
 	"anechat/engine/cpu"
 	"anechat/engine/load"
-	"anechat/internal/runner"
+	"anechat/internal/sessions"
 	"anechat/internal/testres"
 	"anechat/storage"
 )
@@ -240,7 +240,7 @@ func chatSession(t *testing.T, g *EngineGenerator) *engine.Session {
 	if m == nil {
 		t.Fatal("no model loaded")
 	}
-	s, err := m.Session(runner.Chat)
+	s, err := m.Session(sessions.Chat)
 	if err != nil {
 		t.Fatal(err)
 	}

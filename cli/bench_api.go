@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"anechat/internal/kvindex"
-	"anechat/internal/runner"
+	"anechat/internal/sessions"
 	"anechat/server"
 )
 
@@ -104,7 +104,7 @@ func runBenchAPI(ctx context.Context, env *Env, args []string) error {
 	}
 	var targets []apiTarget
 	for _, resume := range []bool{true, false} {
-		run := runner.New(log, nil)
+		run := sessions.New(log, nil)
 		defer run.Close()
 		label := "anechat (resume)"
 		if resume {
@@ -219,9 +219,9 @@ func runBenchAPI(ctx context.Context, env *Env, args []string) error {
 }
 
 // benchServer starts an API server on run, on a free loopback port.
-func benchServer(ctx context.Context, run *runner.Runner, path, name string, log *slog.Logger) (url, token string, stop func(), err error) {
+func benchServer(ctx context.Context, run *sessions.Manager, path, name string, log *slog.Logger) (url, token string, stop func(), err error) {
 	token = "bench-token-0123456789abcdef"
-	srv, err := server.New(server.Config{Runner: run, Token: token, Log: slog.New(slog.DiscardHandler),
+	srv, err := server.New(server.Config{Sessions: run, Token: token, Log: slog.New(slog.DiscardHandler),
 		Models: func(context.Context) ([]server.Model, error) { return []server.Model{{ID: name, Path: path}}, nil }})
 	if err != nil {
 		return "", "", nil, err

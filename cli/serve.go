@@ -14,7 +14,7 @@ import (
 	"anechat/engine/spec"
 	"anechat/internal/backends"
 	"anechat/internal/kvindex"
-	"anechat/internal/runner"
+	"anechat/internal/sessions"
 	"anechat/server"
 	"anechat/storage"
 )
@@ -69,7 +69,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	run := runner.New(log, backends.RegistryWith(backends.Options{ComputeUnits: *units, Log: log}))
+	run := sessions.New(log, backends.RegistryWith(backends.Options{ComputeUnits: *units, Log: log}))
 	defer run.Close()
 	if !*noCache {
 		x, err := kvindex.Open(ctx, dir, log)
@@ -82,11 +82,11 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		}
 	}
 	// Load the model now: a bad file fails here, not at the first request.
-	if err := run.Do(ctx, served.Path, func(*runner.Model) error { return nil }); err != nil {
+	if err := run.Do(ctx, served.Path, func(*sessions.Model) error { return nil }); err != nil {
 		return modelError(served.Path, err)
 	}
 	defaults := server.Defaults{Width: *width, MaxTokens: *maxTokens, Temperature: *temperature}
-	srv, err := server.New(server.Config{Runner: run, Token: token, Host: *host, CORS: *cors, Queue: *queue, Log: log,
+	srv, err := server.New(server.Config{Sessions: run, Token: token, Host: *host, CORS: *cors, Queue: *queue, Log: log,
 		Models:   func(context.Context) ([]server.Model, error) { return []server.Model{served}, nil },
 		Defaults: func(context.Context) server.Defaults { return defaults }})
 	if err != nil {

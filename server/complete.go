@@ -13,7 +13,7 @@ import (
 
 	"anechat/engine"
 	"anechat/engine/chat"
-	"anechat/internal/runner"
+	"anechat/internal/sessions"
 )
 
 // job is one completion to run: what the handler parsed and checked.
@@ -72,7 +72,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j job) {
 	out := newOutput(w, j)
 	var st engine.Stats
 	var promptLen int
-	err = s.cfg.Runner.Do(ctx, m.Path, func(rm *runner.Model) error {
+	err = s.cfg.Sessions.Do(ctx, m.Path, func(rm *sessions.Model) error {
 		st, promptLen, err = s.reply(ctx, rm, j, out)
 		return err
 	})
@@ -100,7 +100,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j job) {
 // reply renders j's prompt on the loaded model, checks it fits, generates
 // through the stop filter into out, and saves the KV snapshot once the
 // reply is sent.
-func (s *Server) reply(ctx context.Context, rm *runner.Model, j job, out *output) (engine.Stats, int, error) {
+func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *output) (engine.Stats, int, error) {
 	mode, ids, e := prompt(ctx, rm, j)
 	if e != nil {
 		return engine.Stats{}, 0, e
@@ -118,7 +118,7 @@ func (s *Server) reply(ctx context.Context, rm *runner.Model, j job, out *output
 	for _, m := range j.msgs {
 		learn = append(learn, m.Content)
 	}
-	st, err := rm.Reply(ctx, runner.Request{Mode: mode, Prompt: ids, Learn: learn,
+	st, err := rm.Reply(ctx, sessions.Request{Mode: mode, Prompt: ids, Learn: learn,
 		Options: engine.GenerateOptions{MaxTokens: j.p.maxTokens, Width: j.p.width, Temperature: j.p.temperature, TopP: j.p.topP, Seed: seed},
 		Emit: func(t engine.Token) error {
 			text, stopped := f.push(t.Text)
@@ -126,7 +126,7 @@ func (s *Server) reply(ctx context.Context, rm *runner.Model, j job, out *output
 				return err
 			}
 			if stopped {
-				return runner.ErrEnough
+				return sessions.ErrEnough
 			}
 			return nil
 		}})
@@ -161,20 +161,20 @@ func (s *Server) reply(ctx context.Context, rm *runner.Model, j job, out *output
 // chat template, or BOS and the text, as `anechat generate --raw` makes. A
 // template that fails (a hostile one stopped by its limits) fails this
 // request only, with a 500 naming the template and why.
-func prompt(ctx context.Context, rm *runner.Model, j job) (runner.Mode, []int32, *apiError) {
+func prompt(ctx context.Context, rm *sessions.Model, j job) (sessions.Mode, []int32, *apiError) {
 	if !j.chat {
-		return runner.Raw, engine.RawPrompt(rm.Tokenizer(), j.prompt), nil
+		return sessions.Raw, engine.RawPrompt(rm.Tokenizer(), j.prompt), nil
 	}
 	ids, err := rm.Render(ctx, j.msgs)
 	switch {
 	case err == nil:
-		return runner.Chat, ids, nil
+		return sessions.Chat, ids, nil
 	case errors.Is(err, chat.ErrConversation):
-		return runner.Chat, nil, badField("messages", "%v", err)
+		return sessions.Chat, nil, badField("messages", "%v", err)
 	case errors.Is(err, chat.ErrTemplate):
-		return runner.Chat, nil, &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "chat_template_failed", msg: err.Error()}
+		return sessions.Chat, nil, &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "chat_template_failed", msg: err.Error()}
 	}
-	return runner.Chat, nil, &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: err.Error()}
+	return sessions.Chat, nil, &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: err.Error()}
 }
 
 func promptField(j job) string {

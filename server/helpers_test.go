@@ -19,7 +19,7 @@ import (
 	"anechat/engine/load"
 	"anechat/engine/model"
 	"anechat/internal/kvindex"
-	"anechat/internal/runner"
+	"anechat/internal/sessions"
 	"anechat/internal/testres"
 )
 
@@ -30,11 +30,11 @@ const testToken = "test-token-0123456789abcdef"
 type testServer struct {
 	url   string // http://127.0.0.1:PORT
 	srv   *Server
-	run   *runner.Runner
+	run   *sessions.Manager
 	index *kvindex.Index
 	dir   string
 	gate  *gate // nil unless withGate
-	// costs, when set, is the runner's cost store instead of the
+	// costs, when set, is the sessions manager's cost store instead of the
 	// database; noStore runs it without snapshots or stored costs.
 	costs   engine.CostStore
 	noStore bool
@@ -48,8 +48,8 @@ type serverOption func(*testing.T, *Config, *testServer)
 func withGate(ts *testing.T, c *Config, s *testServer) {
 	s.gate = newGate()
 	reg := load.NewRegistry(gatedLoader{Backend: cpu.Loader{}, g: s.gate})
-	s.run = runner.New(nil, reg)
-	c.Runner = s.run
+	s.run = sessions.New(nil, reg)
+	c.Sessions = s.run
 }
 
 // startServer starts a server in dir ("" = a fresh temporary directory).
@@ -63,8 +63,8 @@ func startServer(t *testing.T, dir string, opts ...serverOption) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &testServer{index: x, dir: dir, run: runner.New(nil, nil)}
-	cfg := Config{Token: testToken, Runner: s.run,
+	s := &testServer{index: x, dir: dir, run: sessions.New(nil, nil)}
+	cfg := Config{Token: testToken, Sessions: s.run,
 		Models: func(context.Context) ([]Model, error) { return []Model{{ID: "stories260K", Path: path}}, nil }}
 	for _, o := range opts {
 		o(t, &cfg, s)

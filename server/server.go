@@ -1,6 +1,6 @@
 // Package server is anechat's local OpenAI-compatible HTTP API: GET
 // /v1/models, POST /v1/chat/completions and POST /v1/completions, streamed
-// or not, on the engine through internal/runner (the app's chat runs on the
+// or not, on the engine through internal/sessions (the app's chat runs on the
 // same code). It is faster than a server that forgets: a request resumes
 // from the KV of the longest prefix an earlier one left, in memory or in the
 // data directory's snapshot store, and speculation drafts from the request's
@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"anechat/engine/spec"
-	"anechat/internal/runner"
+	"anechat/internal/sessions"
 )
 
 // DefaultPort is the port `anechat serve` and the app's API switch listen on.
@@ -107,8 +107,8 @@ func DefaultDefaults() Defaults { return Defaults{Width: spec.DefaultWidth} }
 
 // Config configures a Server.
 type Config struct {
-	// Runner runs the replies (shared with the app's chat in the app).
-	Runner *runner.Runner
+	// Sessions runs the replies (shared with the app's chat in the app).
+	Sessions *sessions.Manager
 	// Models lists the models served, asked at each request (the app's
 	// default model can change while it runs). Required.
 	Models func(ctx context.Context) ([]Model, error)
@@ -157,8 +157,8 @@ type Server struct {
 // New checks cfg and returns a server.
 func New(cfg Config) (*Server, error) {
 	switch {
-	case cfg.Runner == nil:
-		return nil, errors.New("server: no runner")
+	case cfg.Sessions == nil:
+		return nil, errors.New("server: no sessions manager")
 	case cfg.Models == nil:
 		return nil, errors.New("server: no model list")
 	case len(cfg.Token) < 16:

@@ -18,16 +18,16 @@ import (
 	"anechat/engine/chat"
 	"anechat/engine/cpu"
 	"anechat/engine/load"
-	"anechat/internal/runner"
+	"anechat/internal/sessions"
 	"anechat/internal/testres"
 )
 
 // promptLen is the number of ids the chat template renders msgs to, as the
-// server's runner renders them.
+// server's sessions manager renders them.
 func promptLen(t *testing.T, s *testServer, text string) int {
 	t.Helper()
 	var n int
-	err := s.run.Do(context.Background(), testres.Stories(t), func(m *runner.Model) error {
+	err := s.run.Do(context.Background(), testres.Stories(t), func(m *sessions.Model) error {
 		ids, err := m.Render(context.Background(), []chat.Message{{Role: chat.RoleUser, Content: text}})
 		n = len(ids)
 		return err
@@ -128,7 +128,7 @@ func TestStreamIdenticalAtEveryWidth(t *testing.T) {
 	}
 }
 
-// withCosts gives the runner a stored cost table for stories260K, so that
+// withCosts gives the sessions manager a stored cost table for stories260K, so that
 // drafts are sent the same way under load as on an idle machine.
 func withCosts(t *testing.T, c *Config, s *testServer) {
 	src, err := load.Detect(testres.Stories(t))
@@ -241,7 +241,7 @@ func TestErrors(t *testing.T) {
 	s := startServer(t, "")
 	// More words than the context has positions: more tokens too.
 	var ctxLen int
-	s.run.Do(context.Background(), testres.Stories(t), func(m *runner.Model) error {
+	s.run.Do(context.Background(), testres.Stories(t), func(m *sessions.Model) error {
 		ctxLen = m.Backend().Config().ContextLen
 		return nil
 	})
@@ -607,9 +607,9 @@ func TestDraftsFromEarlierRequests(t *testing.T) {
 }
 
 func TestNewChecksConfig(t *testing.T) {
-	run := runner.New(nil, nil)
+	run := sessions.New(nil, nil)
 	models := func(context.Context) ([]Model, error) { return nil, nil }
-	for _, c := range []Config{{Models: models, Token: testToken}, {Runner: run, Token: testToken}, {Runner: run, Models: models, Token: "short"}} {
+	for _, c := range []Config{{Models: models, Token: testToken}, {Sessions: run, Token: testToken}, {Sessions: run, Models: models, Token: "short"}} {
 		if _, err := New(c); err == nil {
 			t.Errorf("New(%+v) accepted", c)
 		}

@@ -1,12 +1,12 @@
-// Package runner keeps one model loaded on the engine and runs replies on it,
+// Package sessions keeps one model loaded on the engine and runs replies on it,
 // one at a time: the wiring that the app's chat and the HTTP API (package
-// server) share. A Runner loads the model a request names (unloading
+// server) share. A Manager loads the model a request names (unloading
 // another), keeps an engine.Session per kind of prompt so the next request
 // that extends the last one only prefills what is new, resumes from and
 // saves KV snapshots in the data directory's index, keeps the measured call
 // costs, and feeds the drafting corpus (suffix matching over the texts of
 // earlier requests) that speculation draws from.
-package runner
+package sessions
 
 import (
 	"context"
@@ -43,11 +43,11 @@ const (
 // ErrEnough, returned by a Request's Emit, ends the reply as complete (the
 // caller saw a stop string): Reply then returns no error, reports Stopped
 // "stop" and keeps the session, which holds the tokens generated so far.
-var ErrEnough = errors.New("runner: the caller ended the reply")
+var ErrEnough = errors.New("sessions: the caller ended the reply")
 
-// Runner keeps one model loaded and runs requests on it one at a time. It
+// Manager keeps one model loaded and runs requests on it one at a time. It
 // is safe for concurrent use: Do serialises its callers.
-type Runner struct {
+type Manager struct {
 	log      *slog.Logger
 	registry *load.Registry
 
@@ -61,22 +61,22 @@ type Runner struct {
 	forget bool
 }
 
-// New returns a Runner that opens models through registry (nil: this
+// New returns a Manager that opens models through registry (nil: this
 // build's backends) and logs to log (nil: discarded).
-func New(log *slog.Logger, registry *load.Registry) *Runner {
+func New(log *slog.Logger, registry *load.Registry) *Manager {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if registry == nil {
 		registry = backends.Registry()
 	}
-	return &Runner{log: log, registry: registry, lock: make(chan struct{}, 1)}
+	return &Manager{log: log, registry: registry, lock: make(chan struct{}, 1)}
 }
 
 // UseStorage sets the KV snapshot store and the store of measured call
 // costs (nil turns each off). The loaded model's sessions are rebuilt on
 // them at the next request. It waits for a running request to end.
-func (r *Runner) UseStorage(snapshots engine.SnapshotStore, costs engine.CostStore) {
+func (r *Manager) UseStorage(snapshots engine.SnapshotStore, costs engine.CostStore) {
 	r.lock <- struct{}{}
 	defer func() { <-r.lock }()
 	r.store, r.costs = snapshots, costs
@@ -89,18 +89,18 @@ func (r *Runner) UseStorage(snapshots engine.SnapshotStore, costs engine.CostSto
 // start over before each one, as a server that keeps nothing between
 // requests does (benchmarks compare against it). With UseStorage's
 // snapshots still set, they are still restored from.
-func (r *Runner) NoResume() {
+func (r *Manager) NoResume() {
 	r.lock <- struct{}{}
 	defer func() { <-r.lock }()
 	r.forget = true
 }
 
-// UseRegistry makes the runner open models through reg from the next load
+// UseRegistry makes the manager open models through reg from the next load
 // on (the app does when a backend setting changes, such as Core ML's compute
 // units). If reload is not nil and says so of the loaded model's backend,
 // that model is unloaded, so the next request opens it through reg. It
 // waits for a running request to end.
-func (r *Runner) UseRegistry(reg *load.Registry, reload func(model.Backend) bool) {
+func (r *Manager) UseRegistry(reg *load.Registry, reload func(model.Backend) bool) {
 	r.lock <- struct{}{}
 	defer func() { <-r.lock }()
 	r.registry = reg
@@ -113,7 +113,7 @@ func (r *Runner) UseRegistry(reg *load.Registry, reload func(model.Backend) bool
 // already, so that the next request finds it loaded; progress, if not nil,
 // hears how far the backend is (a Core ML bundle compiles the first time).
 // A load that fails or is cancelled leaves no model loaded.
-func (r *Runner) Preload(ctx context.Context, path string, progress func(done, total int)) error {
+func (r *Manager) Preload(ctx context.Context, path string, progress func(done, total int)) error {
 	select {
 	case r.lock <- struct{}{}:
 	case <-ctx.Done():
@@ -126,12 +126,12 @@ func (r *Runner) Preload(ctx context.Context, path string, progress func(done, t
 
 // HasSnapshots reports whether UseStorage gave a snapshot store. Call it
 // inside Do.
-func (r *Runner) HasSnapshots() bool { return r.store != nil }
+func (r *Manager) HasSnapshots() bool { return r.store != nil }
 
 // Do loads the model at path (unless it is loaded already) and runs fn with
 // it, alone: other callers wait. A caller whose ctx ends while it waits gets
 // ctx.Err() and fn does not run.
-func (r *Runner) Do(ctx context.Context, path string, fn func(*Model) error) error {
+func (r *Manager) Do(ctx context.Context, path string, fn func(*Model) error) error {
 	select {
 	case r.lock <- struct{}{}:
 	case <-ctx.Done():
@@ -150,7 +150,7 @@ func (r *Runner) Do(ctx context.Context, path string, fn func(*Model) error) err
 
 // load returns the model at path, loading it (and unloading another) first;
 // progress (nil: none) hears how far the backend's load is.
-func (r *Runner) load(ctx context.Context, path string, progress func(done, total int)) (*Model, error) {
+func (r *Manager) load(ctx context.Context, path string, progress func(done, total int)) (*Model, error) {
 	if r.loaded != nil && r.loaded.path == path {
 		// A file replaced or truncated on disk (a re-download, an editor)
 		// fails the reply that was running; the next one loads it again.
@@ -179,7 +179,7 @@ func (r *Runner) load(ctx context.Context, path string, progress func(done, tota
 	return r.loaded, nil
 }
 
-func (r *Runner) unload() {
+func (r *Manager) unload() {
 	if r.loaded != nil {
 		if c, ok := r.loaded.backend.(io.Closer); ok {
 			c.Close()
@@ -191,14 +191,14 @@ func (r *Runner) unload() {
 // Loaded returns the loaded model, nil if none, once a running request has
 // ended. It is for tests and status reports: do not use the Model outside a
 // Do call.
-func (r *Runner) Loaded() *Model {
+func (r *Manager) Loaded() *Model {
 	r.lock <- struct{}{}
 	defer func() { <-r.lock }()
 	return r.loaded
 }
 
 // Close unloads the model, once a running request has ended.
-func (r *Runner) Close() error {
+func (r *Manager) Close() error {
 	r.lock <- struct{}{}
 	defer func() { <-r.lock }()
 	r.unload()
@@ -208,7 +208,7 @@ func (r *Runner) Close() error {
 // Model is the loaded model, its tokenizer and chat template, its sessions
 // and the drafting corpus. Use it only inside the Do call that passed it.
 type Model struct {
-	r       *Runner
+	r       *Manager
 	path    string
 	backend model.Backend
 	tok     *tokenizer.Tokenizer
@@ -257,7 +257,7 @@ func (m *Model) Render(ctx context.Context, msgs []chat.Message) ([]int32, error
 // Session returns the session of mode, building it on first use.
 func (m *Model) Session(mode Mode) (*engine.Session, error) {
 	if mode < 0 || mode >= modes {
-		return nil, fmt.Errorf("runner: mode %d: want Chat or Raw", mode)
+		return nil, fmt.Errorf("sessions: mode %d: want Chat or Raw", mode)
 	}
 	if s := m.sessions[mode]; s != nil {
 		return s, nil

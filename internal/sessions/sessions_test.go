@@ -1,4 +1,4 @@
-package runner
+package sessions
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 // reply runs one Reply of up to n tokens; stopAfter > 0 ends it with emit's
 // error after that many tokens.
-func reply(t *testing.T, r *Runner, mode Mode, prompt func(*Model) []int32, n, stopAfter int, stopErr error) (engine.Stats, []int32, *Model, error) {
+func reply(t *testing.T, r *Manager, mode Mode, prompt func(*Model) []int32, n, stopAfter int, stopErr error) (engine.Stats, []int32, *Model, error) {
 	t.Helper()
 	var got []int32
 	var st engine.Stats
@@ -95,7 +95,7 @@ func TestReplyEndings(t *testing.T) {
 	}
 }
 
-// A caller waiting for the runner gives up when its context ends; fn does
+// A caller waiting for the manager gives up when its context ends; fn does
 // not run.
 func TestDoGivesUpWaiting(t *testing.T) {
 	r := New(nil, nil)
