@@ -46,6 +46,9 @@ type storedWeight struct {
 type binder struct {
 	src weightSource
 	err error
+	// round, when set, makes every weight but the embedding tables (table)
+	// a float32 copy of its values passed through round (OpenLayers).
+	round func(name string, w []float32) error
 }
 
 // mat binds t as a t.Rows×t.Cols matrix; nil for a zero Tensor or after
@@ -55,8 +58,35 @@ func (b *binder) mat(t arch.Tensor) *Matrix {
 		return nil
 	}
 	m, err := b.bind(t)
+	if err == nil && b.round != nil {
+		m, err = b.rounded(t, m)
+	}
 	b.err = err
 	return m
+}
+
+// embedding binds the embedding table t. A table that is not the output
+// projection too (tied) is only indexed: it is bound as stored even when
+// the binder rounds.
+func (b *binder) embedding(t arch.Tensor, output bool) *Matrix {
+	if output || b.err != nil || t.Name == "" {
+		return b.mat(t)
+	}
+	m, err := b.bind(t)
+	b.err = err
+	return m
+}
+
+// rounded returns m's values as a float32 matrix after b.round.
+func (b *binder) rounded(t arch.Tensor, m *Matrix) (*Matrix, error) {
+	vals := make([]float32, m.Rows*m.Cols)
+	for r := range m.Rows {
+		m.Row(vals[r*m.Cols:], r)
+	}
+	if err := b.round(t.Name, vals); err != nil {
+		return nil, fmt.Errorf("cpu: %s: %w", b.src.Path(), err)
+	}
+	return FromF32(t.Name, m.Rows, m.Cols, vals), nil
 }
 
 func (b *binder) bind(t arch.Tensor) (*Matrix, error) {

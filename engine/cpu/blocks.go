@@ -35,34 +35,31 @@ type attention struct {
 	postNorm     []float32
 }
 
-// forward runs the block as layer li: the n tokens' K and V rows (unless
-// shared) are written to the cache at start...
+// forward runs the block as layer li: the projections and norms here,
+// the rotation, the keeping of K and V and the attention itself in the
+// pass's core (the KV cache's: cacheCore).
 func (a *attention) forward(p *pass, li int) {
 	n, hd := p.n, a.headDim
 	qd, kvd := a.heads*hd, a.kvHeads*hd
 	q, att := p.q[:n*qd], p.att[:n*qd]
-	rt := &p.ropes[a.rope]
 	RMSNormRows(p.norm, p.x, a.norm, p.hidden, p.eps)
 	p.in.Reset(p.norm, p.hidden)
 	a.wq.MatMulInput(p.pool, q, &p.in)
 	addBias(q, a.bq)
-	headsNormRope(q, n, a.heads, hd, a.qNorm, p.eps, rt)
+	headsNorm(q, a.qNorm, hd, p.eps)
+	var k, v []float32 // nil on a KV-shared layer
 	if a.wk != nil {
-		k, v := p.k[:n*kvd], p.v[:n*kvd]
+		k, v = p.k[:n*kvd], p.v[:n*kvd]
 		a.wk.MatMulInput(p.pool, k, &p.in)
 		a.wv.MatMulInput(p.pool, v, &p.in)
 		addBias(k, a.bk)
 		addBias(v, a.bv)
-		headsNormRope(k, n, a.kvHeads, hd, a.kNorm, p.eps, rt)
+		headsNorm(k, a.kNorm, hd, p.eps)
 		if a.vNorm {
 			RMSNormRows(v, v, nil, hd, p.eps)
 		}
-		for t := range n {
-			copy(p.cache.K(li, p.start+t), k[t*kvd:(t+1)*kvd])
-			copy(p.cache.V(li, p.start+t), v[t*kvd:(t+1)*kvd])
-		}
 	}
-	p.attn.attend(p.pool, p.cache, li, p.start, n, q, a.heads, a.heads/a.kvHeads, hd, a.scale, att)
+	p.core.attend(li, a, q, k, v, att)
 	p.in.Reset(att, qd)
 	a.wo.MatMulInput(p.pool, p.branch, &p.in)
 	if a.postNorm != nil {
@@ -128,19 +125,54 @@ func bindDecoderLayer(b *binder, d arch.Decoder, w arch.Block, act func(g, u []f
 	}
 }
 
-// headsNormRope applies, to each of the heads hd-wide heads of the n
-// tokens' rows x (stride heads·hd), the RMSNorm by w (none when nil) and
-// then the rotation of table rt.
-func headsNormRope(x []float32, n, heads, hd int, w []float32, eps float32, rt *rope.Table) {
+// headsNorm applies to each hd-wide head of the rows x the RMSNorm by w
+// (nothing when w is nil).
+func headsNorm(x, w []float32, hd int, eps float32) {
+	if w != nil {
+		RMSNormRows(x, x, w, hd, eps)
+	}
+}
+
+// headsRope rotates each of the heads hd-wide heads of the n tokens' rows
+// x (stride heads·hd) by table rt.
+func headsRope(x []float32, n, heads, hd int, rt *rope.Table) {
 	for t := range n {
 		for h := range heads {
-			head := x[(t*heads+h)*hd : (t*heads+h+1)*hd]
-			if w != nil {
-				RMSNorm(head, head, w, eps)
-			}
-			rt.Apply(head, t)
+			rt.Apply(x[(t*heads+h)*hd:(t*heads+h+1)*hd], t)
 		}
 	}
+}
+
+// An attentionCore is the middle of an attention block: given the layer's
+// query rows and, unless it reads another layer's, its key and value rows
+// (k and v nil then), projected and normed but not rotated, it rotates
+// them, keeps K and V where the layers that read them find them, and
+// writes to out each query head's attention over the rows visible to it.
+// The CPU backend's is the KV cache's (cacheCore); a runner that drives
+// the layers itself brings its own (AttentionCore).
+type attentionCore interface {
+	attend(li int, a *attention, q, k, v, out []float32)
+}
+
+// cacheCore is the CPU backend's attention core: the pass's RoPE tables,
+// its KV cache (the n tokens' rows written at start), the attention over
+// the rows kv.Cache.Visible leaves.
+type cacheCore struct{ p *pass }
+
+func (c cacheCore) attend(li int, a *attention, q, k, v, out []float32) {
+	p := c.p
+	n, hd := p.n, a.headDim
+	rt := &p.ropes[a.rope]
+	headsRope(q, n, a.heads, hd, rt)
+	if k != nil {
+		kvd := a.kvHeads * hd
+		headsRope(k, n, a.kvHeads, hd, rt)
+		for t := range n {
+			copy(p.cache.K(li, p.start+t), k[t*kvd:(t+1)*kvd])
+			copy(p.cache.V(li, p.start+t), v[t*kvd:(t+1)*kvd])
+		}
+	}
+	p.attn.attend(p.pool, p.cache, li, p.start, n, q, a.heads, a.heads/a.kvHeads, hd, a.scale, out)
 }
 
 // addBias adds b to each len(b)-wide row of x (nothing when b is nil).

@@ -33,7 +33,7 @@ func LoadGemma3(f *gguf.File, pool *Pool) (_ *Gemma3, err error) {
 	m.embedScale, m.softcap = o.EmbedScale(), o.Softcap
 	global, local := o.Ropes()
 	m.ropes = []rope.Spec{global, local}
-	err = m.bindGGUF(f, o.Decoder, o.Geometry(), pool, func(b *binder, i int) layer {
+	err = m.bindGGUF(&binder{src: ggufWeights{f}}, o.Decoder, o.Geometry(), pool, func(b *binder, i int) layer {
 		w := o.Layer(i)
 		l := bindDecoderLayer(b, o.Decoder, w.Block, geluMulRange)
 		a := &l.attn

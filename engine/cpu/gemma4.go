@@ -81,21 +81,37 @@ type perLayerEmbedding struct {
 	scales gemma4.PLEScales
 }
 
-// forward computes the inputs from the embeddings in p.x.
+// forward computes the inputs from the embeddings in p.x and the
+// tokens' rows of the table.
 func (e *perLayerEmbedding) forward(p *pass, tokens []int32) {
-	P, LP, k := e.dim, e.table.Cols, e.scales
-	p.in.Reset(p.x, p.hidden)
-	e.proj.MatMulInput(p.pool, p.ple, &p.in)
+	LP, k := e.table.Cols, e.scales
+	e.project(p.pool, &p.in, p.x, p.hidden, p.ple, p.eps)
 	for t, id := range tokens {
 		e.table.Row(p.pleRow, int(id))
-		row := p.ple[t*LP : (t+1)*LP]
-		for i := range row {
-			row[i] *= k.Proj
-		}
-		RMSNormRows(row, row, e.norm, P, p.eps)
 		for i, v := range p.pleRow {
-			row[i] = (row[i] + float32(v*k.Emb)) * k.Mix
+			p.pleRow[i] = float32(v * k.Emb)
 		}
+		e.mix(p.ple[t*LP:(t+1)*LP], p.pleRow)
+	}
+}
+
+// project writes to out the projection half of the per-layer inputs of
+// the rows x (hidden wide): per layer, RMSNorm(Proj·(Wproj·x))·norm.
+func (e *perLayerEmbedding) project(pool *Pool, in *Input, x []float32, hidden int, out []float32, eps float32) {
+	in.Reset(x, hidden)
+	e.proj.MatMulInput(pool, out, in)
+	out = out[:len(x)/hidden*e.proj.Rows]
+	for i := range out {
+		out[i] *= e.scales.Proj
+	}
+	RMSNormRows(out, out, e.norm, e.dim, eps)
+}
+
+// mix completes the inputs: (projection + embedding row)·Mix, with emb
+// the token's table row times Emb.
+func (e *perLayerEmbedding) mix(row, emb []float32) {
+	for i, v := range emb {
+		row[i] = (row[i] + v) * e.scales.Mix
 	}
 }
 
@@ -103,7 +119,10 @@ func (e *perLayerEmbedding) forward(p *pass, tokens []int32) {
 // *.safetensors; F32, F16 or BF16 weights) and binds a gemma4 text model to
 // it. The weights stay memory-mapped until Close. pool may be nil: the
 // model then makes one (one worker per CPU), which its Close ends.
-func LoadGemma4(dir string, pool *Pool) (*Gemma4, error) {
+func LoadGemma4(dir string, pool *Pool) (*Gemma4, error) { return loadGemma4(dir, pool, nil) }
+
+// loadGemma4 is LoadGemma4 with a binder's round (nil: weights as stored).
+func loadGemma4(dir string, pool *Pool, round func(string, []float32) error) (*Gemma4, error) {
 	d, err := safetensors.OpenDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("cpu: gemma4: %w", err)
@@ -114,7 +133,7 @@ func LoadGemma4(dir string, pool *Pool) (*Gemma4, error) {
 		return nil, fmt.Errorf("cpu: %w", err)
 	}
 	prefix := gemma4.Prefix(func(name string) bool { _, ok := d.Tensor(name); return ok })
-	m, err := bindGemma4(o, prefix, dirWeights{d: d, prefix: prefix}, pool)
+	m, err := bindGemma4(o, prefix, &binder{src: dirWeights{d: d, prefix: prefix}, round: round}, pool)
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -139,28 +158,28 @@ func LoadGemma4(dir string, pool *Pool) (*Gemma4, error) {
 	return m, nil
 }
 
-// bindGemma4 binds every weight of the gemma4 model o from src by the
+// bindGemma4 binds every weight of the gemma4 model o through b by the
 // names engine/arch/gemma4 gives (prefix: gemma4.Prefix). Every weight of
 // the text model must be bound: one left over (a layer past
 // num_hidden_layers, PLE tables with per-layer inputs off) would be
 // ignored and the model would compute garbage.
-func bindGemma4(o gemma4.Config, prefix string, src weightSource, pool *Pool) (_ *Gemma4, err error) {
+func bindGemma4(o gemma4.Config, prefix string, b *binder, pool *Pool) (_ *Gemma4, err error) {
+	src := b.src
 	defer mmap.Guard(&err, src.mappings()...)()
 	m := &Gemma4{opt: o}
 	m.hidden, m.eps, m.embedScale, m.softcap = o.Hidden, o.Eps, o.EmbedScale(), o.Softcap
 	var ropeOf []int
 	m.ropes, ropeOf = o.Ropes()
 	// The weights are bound in the order RandomGemma4 draws them.
-	b := &binder{src: src}
 	g := o.Globals(prefix)
-	m.embd = b.mat(g.Embed)
+	m.embd = b.embedding(g.Embed, o.Tied)
 	m.out = m.embd
 	if !o.Tied {
 		m.out = b.mat(g.Out)
 	}
 	m.norm = b.vec(g.Norm)
 	if o.PLEDim > 0 {
-		m.ple = &perLayerEmbedding{table: b.mat(g.PLEEmbed), proj: b.mat(g.PLEProj), norm: b.vec(g.PLENorm),
+		m.ple = &perLayerEmbedding{table: b.embedding(g.PLEEmbed, false), proj: b.mat(g.PLEProj), norm: b.vec(g.PLENorm),
 			dim: o.PLEDim, scales: o.PLEScales()}
 	}
 	for i, lo := range o.Layers {

@@ -25,7 +25,7 @@ func RandomGemma4(o gemma4.Config, typ gguf.Type, seed uint64, pool *Pool) (*Gem
 		return nil, fmt.Errorf("cpu: random gemma4: incomplete options %+v", o)
 	}
 	src := randomSource{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), typ: typ}
-	m, err := bindGemma4(o, "", src, pool)
+	m, err := bindGemma4(o, "", &binder{src: src}, pool)
 	if err != nil {
 		return nil, err
 	}

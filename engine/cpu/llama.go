@@ -22,7 +22,12 @@ type Llama struct {
 // The weights stay in f's mapping: f must stay open while the model is
 // used. pool may be nil: the model then makes one (one worker per CPU),
 // which its Close ends.
-func LoadLlama(f *gguf.File, pool *Pool) (_ *Llama, err error) {
+func LoadLlama(f *gguf.File, pool *Pool) (*Llama, error) {
+	return loadLlama(f, &binder{src: ggufWeights{f}}, pool)
+}
+
+// loadLlama is LoadLlama binding through b (on f's weights).
+func loadLlama(f *gguf.File, b *binder, pool *Pool) (_ *Llama, err error) {
 	defer mmap.Guard(&err, f.Mapping())()
 	o, err := llama.Parse(f)
 	if err != nil {
@@ -30,7 +35,7 @@ func LoadLlama(f *gguf.File, pool *Pool) (_ *Llama, err error) {
 	}
 	m := &Llama{opt: o}
 	m.ropes = []rope.Spec{o.Rope()}
-	err = m.bindGGUF(f, o.Decoder, o.Geometry(), pool, func(b *binder, i int) layer {
+	err = m.bindGGUF(b, o.Decoder, o.Geometry(), pool, func(b *binder, i int) layer {
 		l := bindDecoderLayer(b, o.Decoder, o.Layer(i).Block, siluMulRange)
 		l.attn.scale = o.AttentionScale()
 		return l

@@ -124,15 +124,14 @@ func openGGUF[M interface{ base() *decoder }](path string, pool *Pool, load func
 	return m, nil
 }
 
-// bindGGUF binds the weights of the GGUF decoder d in f: the model-wide
-// ones every GGUF decoder has (the embedding, the final norm, the output
-// projection or the embedding when tied), then each layer by bindLayer;
-// it finishes m with KV geometry geo.
-func (m *decoder) bindGGUF(f *gguf.File, d arch.Decoder, geo kv.Geometry, pool *Pool, bindLayer func(b *binder, i int) layer) error {
-	b := &binder{src: ggufWeights{f}}
+// bindGGUF binds, through b (on a GGUF file's weights), the weights of
+// the GGUF decoder d: the model-wide ones every GGUF decoder has (the
+// embedding, the final norm, the output projection or the embedding when
+// tied), then each layer by bindLayer; it finishes m with KV geometry geo.
+func (m *decoder) bindGGUF(b *binder, d arch.Decoder, geo kv.Geometry, pool *Pool, bindLayer func(b *binder, i int) layer) error {
 	embd, out, norm := d.Globals()
 	m.hidden, m.eps = d.Hidden, d.Eps
-	m.embd, m.norm = b.mat(embd), b.vec(norm)
+	m.embd, m.norm = b.embedding(embd, d.Tied), b.vec(norm)
 	m.out = m.embd
 	if !d.Tied {
 		m.out = b.mat(out)

@@ -57,7 +57,7 @@ func LoadQwen(f *gguf.File, pool *Pool) (_ *Qwen, err error) {
 		return nil, fmt.Errorf("cpu: %s: architecture %q is not qwen2 or qwen3", f.Path(), name)
 	}
 	m.ropes = []rope.Spec{spec}
-	err = m.bindGGUF(f, m.d, m.d.Geometry(), pool, func(b *binder, i int) layer {
+	err = m.bindGGUF(&binder{src: ggufWeights{f}}, m.d, m.d.Geometry(), pool, func(b *binder, i int) layer {
 		w := names(i)
 		l := bindDecoderLayer(b, m.d, w.Block, siluMulRange)
 		a := &l.attn

@@ -55,6 +55,7 @@ type pass struct {
 	pleGate  []float32 // the per-layer input gate; then act(gate)·ple_l
 	logits   []float32 // the logits when they are not returned
 	ropes    []rope.Table
+	core     attentionCore // cacheCore, or a runner's (Layers.Run)
 	in       Input
 	attn     attnTask
 	act      gateTask
@@ -85,23 +86,29 @@ func (m *decoder) measure() widths {
 // begin readies p for a Forward of m: n tokens at positions start.. of
 // cache, the RoPE tables of their positions.
 func (p *pass) begin(m *decoder, cache *kv.Cache, start, n int) {
-	H, w := m.hidden, m.widths
-	p.pool, p.cache, p.start, p.n, p.hidden, p.eps = m.pool, cache, start, n, H, m.eps
-	p.x, p.norm, p.branch = grow(p.x, n*H), grow(p.norm, n*H), grow(p.branch, n*H)
-	p.q, p.att = grow(p.q, n*w.q), grow(p.att, n*w.q)
-	p.k, p.v = grow(p.k, n*w.kv), grow(p.v, n*w.kv)
-	p.gate, p.up = grow(p.gate, n*w.ffn), grow(p.up, n*w.ffn)
-	p.ple, p.pleRow, p.pleGate = grow(p.ple, n*w.ple), grow(p.pleRow, w.ple), grow(p.pleGate, n*w.pleDim)
+	p.size(m, n)
+	p.cache, p.start, p.core = cache, start, cacheCore{p}
 	p.ropes = grow(p.ropes, len(m.ropes))
 	for i, s := range m.ropes {
 		p.ropes[i].Fill(s, start, n)
 	}
 }
 
+// size sizes p's buffers for n tokens of m's layers.
+func (p *pass) size(m *decoder, n int) {
+	H, w := m.hidden, m.widths
+	p.pool, p.n, p.hidden, p.eps = m.pool, n, H, m.eps
+	p.x, p.norm, p.branch = grow(p.x, n*H), grow(p.norm, n*H), grow(p.branch, n*H)
+	p.q, p.att = grow(p.q, n*w.q), grow(p.att, n*w.q)
+	p.k, p.v = grow(p.k, n*w.kv), grow(p.v, n*w.kv)
+	p.gate, p.up = grow(p.gate, n*w.ffn), grow(p.up, n*w.ffn)
+	p.ple, p.pleRow, p.pleGate = grow(p.ple, n*w.ple), grow(p.pleRow, w.ple), grow(p.pleGate, n*w.pleDim)
+}
+
 // release gives p back to m's scratch when its Forward returns, holding
 // on to nothing of the call.
 func (m *decoder) release(p *pass) {
-	p.cache = nil
+	p.cache, p.core = nil, nil
 	m.scratch.put(p)
 }
 

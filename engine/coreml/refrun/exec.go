@@ -22,6 +22,25 @@ type exec struct {
 	x        []float32 // the residual stream [T, H]
 	perLayer []float32 // [T, L*P]
 	placed   map[int][2][]float32
+	first    int       // the chunk's first layer
+	io       []layerIO // per layer of the chunk
+}
+
+// layerIO is what a layer's attention core reads and writes of the call's
+// buffers, looked up before the layers run.
+type layerIO struct {
+	cos, sin, mask []float32
+	halves         bool // the RoPE layout rotates split halves, not pairs
+	// kNew, vNew ([1,kv_heads,T,head_dim]) and place are set on a layer
+	// that computes its K/V rows.
+	kNew, vNew []float32
+	place      placeIO
+}
+
+// placeIO is a source layer's cache tensors and its kind's placement
+// matrix, which place adds the new rows through.
+type placeIO struct {
+	kc, vc, pl []float32
 }
 
 func (e *exec) input(name string) ([]float32, error) {
@@ -55,6 +74,7 @@ func (e *exec) run() error {
 	}
 	e.placed = map[int][2][]float32{}
 	first, end := e.c.Layers[0], e.c.Layers[1]
+	e.first = first
 	// Rows of a source layer computed in an earlier chunk are placed
 	// into the cache tensor here, as the chunk that owns them does.
 	for i := first; i < end; i++ {
@@ -69,17 +89,18 @@ func (e *exec) run() error {
 				if err != nil {
 					return err
 				}
-				if err := e.place(s, kn, vn); err != nil {
+				pio, err := e.placeInputs(s)
+				if err != nil {
 					return err
 				}
+				e.place(s, kn, vn, pio)
 			}
 		}
 	}
-	for i := first; i < end; i++ {
-		if err := e.layer(i); err != nil {
-			return err
-		}
+	if err := e.layerInputs(first, end); err != nil {
+		return err
 	}
+	e.r.layers.Run(first, end, e.x, T, e.perLayer, e)
 	if !e.last {
 		out, err := e.output("hidden_out")
 		if err != nil {
@@ -106,8 +127,8 @@ func (e *exec) run() error {
 		}
 		x, rows = sel, 1
 	}
-	cpu.RMSNormRows(x, x, e.r.norm, H, float32(m.Eps))
-	// The logits before the softcap (the host applies it), row by row,
+	// The final norm and the logits before the softcap (the host applies
+	// it), row by row,
 	// then written out in the contract's blocks of B ids: logits
 	// [1,nb,R,B] (sample, prefill), and per block the first maximum
 	// (cpu.Argmax: NaN never wins; a block of NaN gives index 0 and NaN)
@@ -117,7 +138,7 @@ func (e *exec) run() error {
 	B := e.r.m.Geometry.ArgmaxBlock
 	nb := V / B
 	z := make([]float32, rows*V)
-	e.r.out.MatMul(e.r.pool, z, x[:rows*H])
+	e.r.layers.Logits(x, rows, z)
 	if out, ok := e.out["logits"]; ok {
 		if len(out) != rows*V {
 			return fmt.Errorf("%w: logits has %d values, want %d", ErrContract, len(out), rows*V)
@@ -159,7 +180,7 @@ func (e *exec) run() error {
 // chunks read them.
 func (e *exec) perLayerInputs() error {
 	m := &e.r.m.Arch
-	H, T, L, P := m.Hidden, e.T, len(m.Layers), m.PLEDim
+	T, L, P := e.T, len(m.Layers), m.PLEDim
 	if e.j > 0 {
 		pl, err := e.input("per_layer")
 		if err != nil {
@@ -172,15 +193,9 @@ func (e *exec) perLayerInputs() error {
 	if err != nil {
 		return err
 	}
-	k := e.r.g.PLEScales()
 	pl := make([]float32, T*L*P)
-	e.r.pleIn.MatMul(e.r.pool, pl, e.x[:T*H])
-	for i := range pl {
-		pl[i] *= k.Proj
-	}
-	cpu.RMSNormRows(pl, pl, e.r.pleNorm, P, float32(m.Eps))
-	for i := range pl {
-		pl[i] = (pl[i] + rows[i]) * k.Mix
+	if err := e.r.layers.PerLayerInputs(e.x, T, rows, pl); err != nil {
+		return fmt.Errorf("refrun: %w", err)
 	}
 	e.perLayer = pl
 	if !e.last {
@@ -193,27 +208,33 @@ func (e *exec) perLayerInputs() error {
 	return nil
 }
 
-// place adds the call's new rows of source layer s to its cache tensor
-// through the placement matrix: slot[p] = cache[p] + Σ_t place[p,t]·new[t]
-// ([1,kv_heads,slots,head_dim] and [1,kv_heads,T,head_dim]).
-func (e *exec) place(s int, kn, vn []float32) error {
-	m := &e.r.m.Arch
-	l := m.Layers[s]
+// placeInputs looks up source layer s's cache tensors and its kind's
+// placement matrix.
+func (e *exec) placeInputs(s int) (placeIO, error) {
+	l := e.r.m.Arch.Layers[s]
 	kc, err := e.input(name("k_cache_", s))
 	if err != nil {
-		return err
+		return placeIO{}, err
 	}
 	vc, err := e.input(name("v_cache_", s))
 	if err != nil {
-		return err
+		return placeIO{}, err
 	}
 	pl, err := e.input("place_" + l.Kind)
 	if err != nil {
-		return err
+		return placeIO{}, err
 	}
-	T, hd := e.T, l.HeadDim
+	return placeIO{kc: kc, vc: vc, pl: pl}, nil
+}
+
+// place adds the call's new rows of source layer s to its cache tensor
+// through the placement matrix: slot[p] = cache[p] + Σ_t place[p,t]·new[t]
+// ([1,kv_heads,slots,head_dim] and [1,kv_heads,T,head_dim]).
+func (e *exec) place(s int, kn, vn []float32, in placeIO) {
+	l := e.r.m.Arch.Layers[s]
+	T, hd, pl := e.T, l.HeadDim, in.pl
 	S := len(pl) / T
-	pk, pv := append([]float32(nil), kc...), append([]float32(nil), vc...)
+	pk, pv := append([]float32(nil), in.kc...), append([]float32(nil), in.vc...)
 	for p := range S {
 		for t := range T {
 			w := pl[p*T+t]
@@ -231,7 +252,6 @@ func (e *exec) place(s int, kn, vn []float32) error {
 		}
 	}
 	e.placed[s] = [2][]float32{pk, pv}
-	return nil
 }
 
 // rope rotates every head of x ([T, heads*hd], row-major) by the cos/sin
@@ -267,119 +287,65 @@ func headsFirst(dst, src []float32, T, heads, hd int) {
 	}
 }
 
-// layer runs decoder layer i on e.x.
-func (e *exec) layer(i int) error {
+// layerInputs looks up, for layers first..end-1, the buffers their
+// attention reads and writes (layerIO), so that a call whose buffers are
+// not the function's fails before any layer runs.
+func (e *exec) layerInputs(first, end int) error {
 	m := &e.r.m.Arch
-	w := &e.r.layers[i]
-	l := m.Layers[i]
-	H, T, hd, nh, kvh := m.Hidden, e.T, l.HeadDim, m.Heads, l.KVHeads
-	eps := float32(m.Eps)
-	gemma := e.r.g != nil
-	r := m.Ropes[l.Rope]
-	cos, err := e.input("rope_cos_" + l.Rope)
-	if err != nil {
-		return err
+	e.io = make([]layerIO, end-first)
+	for i := first; i < end; i++ {
+		l, io := m.Layers[i], &e.io[i-first]
+		var err error
+		if io.cos, err = e.input("rope_cos_" + l.Rope); err != nil {
+			return err
+		}
+		if io.sin, err = e.input("rope_sin_" + l.Rope); err != nil {
+			return err
+		}
+		io.halves = m.Ropes[l.Rope].Layout == "halves"
+		if l.Source == i {
+			if io.kNew, err = e.output(name("k_new_", i)); err != nil {
+				return err
+			}
+			if io.vNew, err = e.output(name("v_new_", i)); err != nil {
+				return err
+			}
+			if io.place, err = e.placeInputs(i); err != nil {
+				return err
+			}
+		} else if _, ok := e.placed[l.Source]; !ok && (l.Source < first || l.Source > i || m.Layers[l.Source].Source != l.Source) {
+			return fmt.Errorf("%w: layer %d reads layer %d's rows, which chunk %d neither computes nor takes", ErrContract, i, l.Source, e.j)
+		}
+		if io.mask, err = e.input("mask_" + l.Kind); err != nil {
+			return err
+		}
 	}
-	sin, err := e.input("rope_sin_" + l.Rope)
-	if err != nil {
-		return err
-	}
-	halves := r.Layout == "halves"
+	return nil
+}
 
-	h := make([]float32, T*H)
-	normW := w.inNorm
-	cpu.RMSNormRows(h, e.x, normW, H, eps)
-	q := make([]float32, T*nh*hd)
-	w.wq.MatMul(e.r.pool, q, h)
-	if gemma {
-		cpu.RMSNormRows(q, q, w.qNorm, hd, eps)
+// Attend implements cpu.AttentionCore, the layout of the bundle's
+// contract: q and k rotated by the cos/sin rows, a computing layer's new
+// K/V rows written heads-first to its k_new/v_new outputs and placed into
+// its cache tensor, q scaled, and the attention over the placed cache
+// through the mask (attend).
+func (e *exec) Attend(i int, q, k, v, out []float32) {
+	m := &e.r.m.Arch
+	l, io := m.Layers[i], &e.io[i-e.first]
+	T, hd, nh, kvh := e.T, l.HeadDim, m.Heads, l.KVHeads
+	rope(q, io.cos, io.sin, T, nh, hd, io.halves)
+	if k != nil {
+		rope(k, io.cos, io.sin, T, kvh, hd, io.halves)
+		headsFirst(io.kNew, k, T, kvh, hd)
+		headsFirst(io.vNew, v, T, kvh, hd)
+		e.place(i, io.kNew, io.vNew, io.place)
 	}
-	rope(q, cos, sin, T, nh, hd, halves)
-	if l.Source == i {
-		kvd := kvh * hd
-		k, v := make([]float32, T*kvd), make([]float32, T*kvd)
-		w.wk.MatMul(e.r.pool, k, h)
-		w.wv.MatMul(e.r.pool, v, h)
-		if gemma {
-			cpu.RMSNormRows(k, k, w.kNorm, hd, eps)
-			cpu.RMSNormRows(v, v, nil, hd, eps)
-		}
-		rope(k, cos, sin, T, kvh, hd, halves)
-		kn, err := e.output(name("k_new_", i))
-		if err != nil {
-			return err
-		}
-		vn, err := e.output(name("v_new_", i))
-		if err != nil {
-			return err
-		}
-		headsFirst(kn, k, T, kvh, hd)
-		headsFirst(vn, v, T, kvh, hd)
-		if err := e.place(i, kn, vn); err != nil {
-			return err
-		}
-	}
-	pkv, ok := e.placed[l.Source]
-	if !ok {
-		return fmt.Errorf("%w: layer %d reads layer %d's rows, which chunk %d neither computes nor takes", ErrContract, i, l.Source, e.j)
-	}
-	mask, err := e.input("mask_" + l.Kind)
-	if err != nil {
-		return err
-	}
+	pkv := e.placed[l.Source]
 	if scale := float32(m.AttnScale); scale != 1 {
 		for j := range q {
 			q[j] *= scale
 		}
 	}
-	att := make([]float32, T*nh*hd)
-	attend(att, q, pkv[0], pkv[1], mask, T, nh, kvh, hd)
-	o := make([]float32, T*H)
-	w.wo.MatMul(e.r.pool, o, att)
-	if gemma {
-		cpu.RMSNormRows(o, o, w.postAttnNorm, H, eps)
-		cpu.Add(e.x, o)
-		cpu.RMSNormRows(h, e.x, w.preFFNorm, H, eps)
-	} else {
-		cpu.Add(e.x, o)
-		cpu.RMSNormRows(h, e.x, w.ffnNorm, H, eps)
-	}
-	g, u := make([]float32, T*l.FFN), make([]float32, T*l.FFN)
-	w.gate.MatMul(e.r.pool, g, h)
-	w.up.MatMul(e.r.pool, u, h)
-	for j := range g {
-		if gemma {
-			g[j] = cpu.GELUTanh(g[j]) * u[j]
-		} else {
-			g[j] = cpu.SiLU(g[j]) * u[j]
-		}
-	}
-	d := make([]float32, T*H)
-	w.down.MatMul(e.r.pool, d, g)
-	if gemma {
-		cpu.RMSNormRows(d, d, w.postFFNorm, H, eps)
-	}
-	cpu.Add(e.x, d)
-	if gemma && m.PLEDim > 0 {
-		L, P := len(m.Layers), m.PLEDim
-		gg := make([]float32, T*P)
-		w.pleGate.MatMul(e.r.pool, gg, e.x)
-		for t := range T {
-			for j := range P {
-				gg[t*P+j] = cpu.GELUTanh(gg[t*P+j]) * e.perLayer[t*L*P+i*P+j]
-			}
-		}
-		pp := make([]float32, T*H)
-		w.pleProj.MatMul(e.r.pool, pp, gg)
-		cpu.RMSNormRows(pp, pp, w.plePostNorm, H, eps)
-		cpu.Add(e.x, pp)
-	}
-	if w.scalar != 1 {
-		for j := range e.x {
-			e.x[j] *= w.scalar
-		}
-	}
-	return nil
+	attend(out, q, pkv[0], pkv[1], io.mask, T, nh, kvh, hd)
 }
 
 // attend is the contract's attention: for each row t and query head, the

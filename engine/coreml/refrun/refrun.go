@@ -17,6 +17,17 @@
 // int4 weights are refused: their quantised values exist only in the
 // packages.
 //
+// # What is the CPU backend's
+//
+// The layers are the CPU backend's (cpu.Layers, bound by its loaders): the
+// same block functions compute each layer's norms, projections, MLP and
+// per-layer input, and the per-layer inputs and the final norm and logits.
+// This package brings only the bundle's layout: every layer's attention
+// core (exec.Attend: RoPE by the cos/sin rows, the new K/V rows written to
+// k_new/v_new and placed into the cache tensor, attention through the
+// mask) and the function's ends (hidden and per-layer rows in and out, the
+// last row's selection, logits and the blockwise argmax in blocks).
+//
 // # What it proves, and what it does not
 //
 // It executes each function as the contract declares it: it reads every
@@ -45,47 +56,23 @@ import (
 	"path/filepath"
 	"slices"
 
-	"anechat/engine/arch"
-	"anechat/engine/arch/gemma4"
-	"anechat/engine/arch/llama"
 	"anechat/engine/coreml"
 	"anechat/engine/coreml/mlcore"
 	"anechat/engine/cpu"
-	"anechat/engine/model/gguf"
 	"anechat/engine/model/mmap"
-	"anechat/engine/model/safetensors"
 )
-
-// layer holds one decoder layer's weights (fp16 values, as float32).
-type layer struct {
-	inNorm, postAttnNorm, preFFNorm, postFFNorm, ffnNorm []float32
-	wq, wk, wv, wo                                       *cpu.Matrix
-	qNorm, kNorm                                         []float32
-	gate, up, down                                       *cpu.Matrix
-	pleGate, pleProj                                     *cpu.Matrix
-	plePostNorm                                          []float32
-	scalar                                               float32
-}
 
 // Runner executes a bundle's functions in float32. It is a coreml.Runner.
 type Runner struct {
-	m       *coreml.Manifest
-	g       *gemma4.Config
-	l       *llama.Config
-	pool    *cpu.Pool
-	ownPool bool
-	layers  []layer
-	out     *cpu.Matrix // vocab x hidden
-	norm    []float32
-	pleIn   *cpu.Matrix // layers*PLEDim x hidden
-	pleNorm []float32
+	m      *coreml.Manifest
+	layers *cpu.Layers
 }
 
 // Open reads the checkpoint at source (a .gguf file or a Hugging Face
 // directory) that bundle b was converted from, checks each of its files
 // against the sha256 the manifest recorded, and binds its weights rounded
 // to fp16. pool may be nil (one worker per CPU, ended by Close).
-func Open(ctx context.Context, b *coreml.Bundle, source string, pool *cpu.Pool) (_ *Runner, err error) {
+func Open(ctx context.Context, b *coreml.Bundle, source string, pool *cpu.Pool) (*Runner, error) {
 	m := b.Manifest
 	if w := m.Converter.Weights; w != "fp16" {
 		return nil, fmt.Errorf("refrun: %s has %s weights: the reference runner reproduces fp16 weights only (convert with --weights fp16)", b.Dir, w)
@@ -93,25 +80,35 @@ func Open(ctx context.Context, b *coreml.Bundle, source string, pool *cpu.Pool) 
 	if err := checkSource(ctx, m, source); err != nil {
 		return nil, err
 	}
-	r := &Runner{m: m, pool: pool}
-	r.g, r.l = b.Arch()
-	if r.pool == nil {
-		r.pool, r.ownPool = cpu.NewPool(0), true
-	}
-	defer func() {
-		if err != nil {
-			r.Close()
-		}
-	}()
-	if r.l != nil {
-		err = r.bindLlama(source)
-	} else {
-		err = r.bindGemma4(source)
-	}
+	layers, err := cpu.OpenLayers(source, half, pool)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("refrun: %w", err)
 	}
-	return r, nil
+	if err := sameGeometry(m, layers); err != nil {
+		layers.Close()
+		return nil, fmt.Errorf("refrun: %s: %w", source, err)
+	}
+	return &Runner{m: m, layers: layers}, nil
+}
+
+// sameGeometry checks that the checkpoint's layers are the ones the
+// manifest describes: the widths, the vocabulary and each layer's heads,
+// head width, MLP width and K/V source.
+func sameGeometry(m *coreml.Manifest, l *cpu.Layers) error {
+	a, cfg := &m.Arch, l.Config()
+	if cfg.Hidden != a.Hidden || cfg.VocabSize != a.Vocab || len(cfg.KV.Layers) != len(a.Layers) {
+		return fmt.Errorf("the checkpoint (hidden %d, vocabulary %d, %d layers) does not have the bundle's geometry (%d, %d, %d)",
+			cfg.Hidden, cfg.VocabSize, len(cfg.KV.Layers), a.Hidden, a.Vocab, len(a.Layers))
+	}
+	for i, want := range a.Layers {
+		got := l.Shape(i)
+		if got.Heads != a.Heads || got.KVHeads != want.KVHeads || got.HeadDim != want.HeadDim || got.FFN != want.FFN ||
+			cfg.KV.Layers[i].Source != want.Source {
+			return fmt.Errorf("layer %d of the checkpoint (%d heads, %d K/V heads of %d, MLP %d, K/V of layer %d) is not the bundle's (%d, %d of %d, %d, %d)",
+				i, got.Heads, got.KVHeads, got.HeadDim, got.FFN, cfg.KV.Layers[i].Source, a.Heads, want.KVHeads, want.HeadDim, want.FFN, want.Source)
+		}
+	}
+	return nil
 }
 
 // checkSource compares the checkpoint's files with the manifest's
@@ -146,168 +143,16 @@ func checkSource(ctx context.Context, m *coreml.Manifest, source string) error {
 	return nil
 }
 
-// half returns vals rounded to fp16 (in place), failing on an overflow as
-// the converter does.
-func half(name string, vals []float32) ([]float32, error) {
-	for i, v := range vals {
+// half rounds w to fp16 in place, as the converter rounds the bundle's
+// weights (numpy astype(float16): round to nearest even), failing on an
+// overflow as the converter does.
+func half(name string, w []float32) error {
+	for i, v := range w {
 		h := coreml.RoundHalf(v)
 		if math.IsInf(float64(h), 0) && !math.IsInf(float64(v), 0) {
-			return nil, fmt.Errorf("refrun: weight %s overflows fp16 (|w| %g)", name, v)
+			return fmt.Errorf("weight %s overflows fp16 (|w| %g)", name, v)
 		}
-		vals[i] = h
-	}
-	return vals, nil
-}
-
-func (r *Runner) bindLlama(path string) error {
-	f, err := gguf.Open(path)
-	if err != nil {
-		return fmt.Errorf("refrun: %w", err)
-	}
-	defer f.Close() // every weight is copied out (rounded to fp16)
-	o, err := llama.Parse(f)
-	if err != nil {
-		return fmt.Errorf("refrun: %w", err)
-	}
-	if o.Hidden != r.l.Hidden || o.Layers != r.l.Layers || o.Vocab != r.l.Vocab || o.FFN != r.l.FFN || o.KVHeads != r.l.KVHeads || o.Heads != r.l.Heads {
-		return fmt.Errorf("refrun: %s does not have the bundle's llama geometry", path)
-	}
-	read := func(t arch.Tensor) ([]float32, error) {
-		ti, ok := f.Tensor(t.Name)
-		if !ok {
-			return nil, fmt.Errorf("refrun: %s: missing tensor %q", path, t.Name)
-		}
-		rows := max(t.Rows, 1)
-		if ti.Elements() != rows*t.Cols {
-			return nil, fmt.Errorf("refrun: %s: tensor %q has %d elements, want %d", path, t.Name, ti.Elements(), rows*t.Cols)
-		}
-		data, err := f.TensorData(t.Name)
-		if err != nil {
-			return nil, fmt.Errorf("refrun: %w", err)
-		}
-		mat, err := cpu.NewMatrix(t.Name, ti.Type, rows, t.Cols, data)
-		if err != nil {
-			return nil, fmt.Errorf("refrun: %s: %w", path, err)
-		}
-		vals := make([]float32, rows*t.Cols)
-		for i := range rows {
-			mat.Row(vals[i*t.Cols:], i)
-		}
-		return half(t.Name, vals)
-	}
-	matrix := func(t arch.Tensor) (*cpu.Matrix, error) {
-		v, err := read(t)
-		if err != nil {
-			return nil, err
-		}
-		return cpu.FromF32(t.Name, t.Rows, t.Cols, v), nil
-	}
-	embd, out, norm := o.Globals()
-	if !o.Tied {
-		embd = out
-	}
-	if r.out, err = matrix(embd); err != nil {
-		return err
-	}
-	if r.norm, err = read(norm); err != nil {
-		return err
-	}
-	r.layers = make([]layer, o.Layers)
-	for i := range r.layers {
-		l, w := &r.layers[i], o.Layer(i)
-		l.scalar = 1
-		if l.inNorm, err = read(w.AttnNorm); err != nil {
-			return err
-		}
-		if l.ffnNorm, err = read(w.FFNNorm); err != nil {
-			return err
-		}
-		for _, b := range []struct {
-			dst **cpu.Matrix
-			t   arch.Tensor
-		}{{&l.wq, w.Q}, {&l.wk, w.K}, {&l.wv, w.V}, {&l.wo, w.O}, {&l.gate, w.Gate}, {&l.up, w.Up}, {&l.down, w.Down}} {
-			if *b.dst, err = matrix(b.t); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (r *Runner) bindGemma4(path string) error {
-	d, err := safetensors.OpenDir(path)
-	if err != nil {
-		return fmt.Errorf("refrun: %w", err)
-	}
-	defer d.Close() // every weight is copied out (rounded to fp16)
-	o := r.g
-	prefix := gemma4.Prefix(func(name string) bool { _, ok := d.Tensor(name); return ok })
-	read := func(t arch.Tensor) ([]float32, error) {
-		v, ti, err := d.Float32s(t.Name)
-		if err != nil {
-			return nil, fmt.Errorf("refrun: %w", err)
-		}
-		if len(v) != max(t.Rows, 1)*t.Cols {
-			return nil, fmt.Errorf("refrun: %s: tensor %q has shape %v, want %d x %d", path, t.Name, ti.Shape, t.Rows, t.Cols)
-		}
-		return half(t.Name, v)
-	}
-	matrix := func(t arch.Tensor) (*cpu.Matrix, error) {
-		v, err := read(t)
-		if err != nil {
-			return nil, err
-		}
-		return cpu.FromF32(t.Name, t.Rows, t.Cols, v), nil
-	}
-	g := o.Globals(prefix)
-	// The bundle's output projection is the fp16 embedding when tied.
-	if r.out, err = matrix(g.Out); err != nil {
-		return err
-	}
-	if r.norm, err = read(g.Norm); err != nil {
-		return err
-	}
-	if o.PLEDim > 0 {
-		if r.pleIn, err = matrix(g.PLEProj); err != nil {
-			return err
-		}
-		if r.pleNorm, err = read(g.PLENorm); err != nil {
-			return err
-		}
-	}
-	r.layers = make([]layer, len(o.Layers))
-	for i := range r.layers {
-		l, w := &r.layers[i], o.Layer(i, prefix)
-		for _, v := range []struct {
-			dst *[]float32
-			t   arch.Tensor
-		}{{&l.inNorm, w.InNorm}, {&l.postAttnNorm, w.PostAttnNorm}, {&l.preFFNorm, w.PreFFNorm}, {&l.postFFNorm, w.PostFFNorm},
-			{&l.qNorm, w.QNorm}, {&l.kNorm, w.KNorm}, {&l.plePostNorm, w.PLEPostNorm}} {
-			if v.t.Name != "" {
-				if *v.dst, err = read(v.t); err != nil {
-					return err
-				}
-			}
-		}
-		for _, x := range []struct {
-			dst **cpu.Matrix
-			t   arch.Tensor
-		}{{&l.wq, w.Q}, {&l.wo, w.O}, {&l.gate, w.Gate}, {&l.up, w.Up}, {&l.down, w.Down}, {&l.wk, w.K}, {&l.wv, w.V},
-			{&l.pleGate, w.PLEGate}, {&l.pleProj, w.PLEProj}} {
-			if x.t.Name != "" {
-				if *x.dst, err = matrix(x.t); err != nil {
-					return err
-				}
-			}
-		}
-		l.scalar = 1
-		if _, ok := d.Tensor(w.Scalar.Name); ok {
-			s, err := read(w.Scalar)
-			if err != nil {
-				return err
-			}
-			l.scalar = s[0]
-		}
+		w[i] = h
 	}
 	return nil
 }
@@ -318,14 +163,8 @@ func (r *Runner) Name() string { return "reference (CPU kernels, float32)" }
 // Float implements coreml.Runner: the contract is computed in float32.
 func (r *Runner) Float() mlcore.DType { return mlcore.Float32 }
 
-// Close ends the pool the runner made.
-func (r *Runner) Close() error {
-	if r.ownPool {
-		r.pool.Close()
-		r.ownPool = false
-	}
-	return nil
-}
+// Close releases the checkpoint and ends the pool the runner made.
+func (r *Runner) Close() error { return r.layers.Close() }
 
 // ErrContract is wrapped by Run's errors for buffers that are not the
 // function's declared inputs and outputs.
