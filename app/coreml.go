@@ -35,12 +35,12 @@ type CoreMLSettings struct {
 	ComputeUnits       string   `json:"computeUnits"`
 	ComputeUnitChoices []string `json:"computeUnitChoices"`
 	// Running names the backend of the loaded model ("coreml", "cpu"), ""
-	// when none is loaded; Runner what executes it ("Core ML
+	// when none is loaded; Executor what executes it ("Core ML
 	// (neural-engine)", "reference (CPU kernels, float32)"); Model its
 	// path.
-	Running string `json:"running"`
-	Runner  string `json:"runner"`
-	Model   string `json:"model"`
+	Running  string `json:"running"`
+	Executor string `json:"executor"`
+	Model    string `json:"model"`
 	// Available says whether this build runs Core ML here, and Detail what
 	// runs or why not.
 	Available bool   `json:"available"`
@@ -128,7 +128,7 @@ func (b *CoreML) Settings() (CoreMLSettings, error) {
 		}
 	}
 	if b.gen != nil {
-		info.Running, info.Runner, info.Model = b.gen.Running()
+		info.Running, info.Executor, info.Model = b.gen.Running()
 	}
 	return info, nil
 }
@@ -214,7 +214,7 @@ func (b *CoreML) CancelLoad() bool {
 
 // UseRegistry makes the generator open models through reg from the next
 // load on; a loaded Core ML bundle is unloaded, so that a changed setting
-// (compute units) applies at the next reply. The runner is the one the
+// (compute units) applies at the next reply. The sessions manager is the one the
 // in-app API serves on, so the API follows the setting too.
 func (g *EngineGenerator) UseRegistry(reg *load.Registry) {
 	g.run.UseRegistry(reg, func(b model.Backend) bool { return strings.HasPrefix(model.KernelsOf(b), "coreml/") })
@@ -228,15 +228,15 @@ func (g *EngineGenerator) Preload(ctx context.Context, path string, progress fun
 
 // Running names the loaded model's backend ("coreml", "cpu"), what runs it
 // and its path; all "" when no model is loaded.
-func (g *EngineGenerator) Running() (backend, runner, path string) {
+func (g *EngineGenerator) Running() (backend, executor, path string) {
 	m := g.run.Loaded()
 	if m == nil {
 		return "", "", ""
 	}
 	k := model.KernelsOf(m.Backend())
-	backend, runner, _ = strings.Cut(k, "/")
+	backend, executor, _ = strings.Cut(k, "/")
 	if backend != "coreml" {
-		backend, runner = "cpu", "pure Go ("+k+")"
+		backend, executor = "cpu", "pure Go ("+k+")"
 	}
-	return backend, runner, m.Path()
+	return backend, executor, m.Path()
 }

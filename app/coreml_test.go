@@ -40,7 +40,7 @@ func (e *progressEmitter) Emit(name string, data any) {
 }
 
 // startBackend opens an app whose models open through the reference
-// registry (the Core ML backend with the reference runner), the Backend
+// registry (the Core ML backend with the reference executor), the Backend
 // service on an engine generator using it, and registers the test bundle.
 func startBackend(t *testing.T) (*CoreML, *EngineGenerator, *progressEmitter, int64) {
 	t.Helper()
@@ -92,7 +92,7 @@ func TestCoreMLLoadAndSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Running != "coreml" || info.Runner != "reference (CPU kernels, float32)" {
+	if info.Running != "coreml" || info.Executor != "reference (CPU kernels, float32)" {
 		t.Errorf("settings after loading: %+v", info)
 	}
 	if svc.CancelLoad() {

@@ -14,7 +14,7 @@ import (
 func runBenchCoreML(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "bench coreml", "--bundle DIR [--reference CHECKPOINT] [--compute-units U] [--tokens N] [--json]")
 	bundle := fs.String("bundle", "", "the Core ML bundle (a directory with manifest.json, or a CoreML-LLM bundle with model_config.json)")
-	reference := fs.String("reference", "", "run the bundle with the reference runner (its function contract on the CPU kernels) from the checkpoint it was converted from, instead of Core ML")
+	reference := fs.String("reference", "", "run the bundle with the reference executor (its function contract on the CPU kernels) from the checkpoint it was converted from, instead of Core ML")
 	units := computeUnitsFlag(fs)
 	tokens := fs.Int("tokens", 96, "tokens generated per prompt and width")
 	rows := fs.Int("row-checks", 16, "tokens checked for row independence (each in another slot)")

@@ -27,7 +27,7 @@ import (
 // bench coreml` check, and how.
 type coremlCheckOptions struct {
 	bundle string
-	// reference, when set, runs the bundle with the reference runner
+	// reference, when set, runs the bundle with the reference executor
 	// (its function contract on the CPU kernels) on the checkpoint at this
 	// path instead of Core ML.
 	reference string
@@ -44,7 +44,7 @@ type coremlReport struct {
 	// decode and verify functions differ: Note says so.
 	Published    bool            `json:"published,omitempty"`
 	Note         string          `json:"note,omitempty"`
-	Runner       string          `json:"runner"`
+	Executor     string          `json:"executor"`
 	LoadSeconds  float64         `json:"load_seconds"`
 	Chunks       []coremlChunk   `json:"chunks,omitempty"`
 	Width        int             `json:"generate_width"`
@@ -128,7 +128,7 @@ var errNoNeuralEngine = errors.New("the Neural Engine is not available")
 
 // noNeuralEngine says plainly what runs instead.
 func noNeuralEngine() string {
-	return fmt.Sprintf("the Neural Engine is not available on %s/%s (Core ML needs an Apple silicon Mac and a darwin/arm64 build); the CPU backend runs every model here. Pass --reference CHECKPOINT (the checkpoint the bundle was converted from) to run the bundle's functions with the reference runner (their contract, on the CPU kernels) instead",
+	return fmt.Sprintf("the Neural Engine is not available on %s/%s (Core ML needs an Apple silicon Mac and a darwin/arm64 build); the CPU backend runs every model here. Pass --reference CHECKPOINT (the checkpoint the bundle was converted from) to run the bundle's functions with the reference executor (their contract, on the CPU kernels) instead",
 		runtime.GOOS, runtime.GOARCH)
 }
 
@@ -185,14 +185,14 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 		model.Backend
 		CallStats() []coreml.CallStat
 	}
-	var runner coreml.Runner
+	var executor coreml.Executor
 	switch b := lm.Backend.(type) {
 	case *coreml.Backend:
-		be, runner, rep.Width = b, b.Runner(), b.Bundle().Manifest.Geometry.GenerateWidth
+		be, executor, rep.Width = b, b.Executor(), b.Bundle().Manifest.Geometry.GenerateWidth
 	case *coreml.PubBackend:
-		be, runner, rep.Width, rep.Published = b, b.Runner(), max(b.VerifyWidth(), 1), true
+		be, executor, rep.Width, rep.Published = b, b.Executor(), max(b.VerifyWidth(), 1), true
 		rep.Note = fmt.Sprintf("a CoreML-LLM bundle: its decode (%s) and verify (%s) functions are different functions, so identity with speculation on and off is measured here, not built in (a bundle of `make bundle` runs one function for every generation call of a session and holds it by construction); it returns greedy ids only", coreml.PubDecode, coreml.PubVerify)
-		if cr, ok := b.Runner().(*coreml.CoreMLRunner); ok && cr.NoVerify != "" {
+		if cr, ok := b.Executor().(*coreml.CoreMLExecutor); ok && cr.NoVerify != "" {
 			rep.Note += "; " + cr.NoVerify
 		}
 		if n := b.PrefillNote(); n != "" {
@@ -201,8 +201,8 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 	default:
 		return nil, fmt.Errorf("%s opened on the %s backend, not Core ML", o.bundle, lm.BackendName)
 	}
-	rep.Runner = runner.Name()
-	if cr, ok := runner.(*coreml.CoreMLRunner); ok {
+	rep.Executor = executor.Name()
+	if cr, ok := executor.(*coreml.CoreMLExecutor); ok {
 		for _, l := range cr.Loads() {
 			rep.Chunks = append(rep.Chunks, coremlChunk{Package: l.Package, Compiled: l.Compiled, CompileSeconds: l.Compile.Seconds(),
 				LoadSeconds: [3]float64{l.Load[0].Seconds(), l.Load[1].Seconds(), l.Load[2].Seconds()}, Functions: l.Functions})
@@ -212,7 +212,7 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 		say("reading the compute plans (where each operation runs) ...")
 		placement(ctx, cr, rep)
 	} else {
-		rep.PlacementAbsent = placementNeedsMac(rep.Runner)
+		rep.PlacementAbsent = placementNeedsMac(rep.Executor)
 	}
 	tmpl, err := chat.ForModel(ctx, be.Config().Arch, lm.Tokenizer, lm.Chat)
 	if err != nil {
@@ -288,7 +288,7 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 			return nil, err
 		}
 	}
-	if cr, ok := runner.(*coreml.CoreMLRunner); ok {
+	if cr, ok := executor.(*coreml.CoreMLExecutor); ok {
 		for _, fns := range cr.Stats() {
 			for _, st := range fns {
 				rep.SharedBuffers.Predictions += st.Calls
@@ -304,19 +304,19 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 }
 
 // placementNeedsMac says why a run without Core ML has no placement;
-// runner is what ran the bundle instead ("" for nothing).
-func placementNeedsMac(runner string) string {
+// executor is what ran the bundle instead ("" for nothing).
+func placementNeedsMac(executor string) string {
 	here := fmt.Sprintf("this is %s/%s", runtime.GOOS, runtime.GOARCH)
-	if runner != "" {
-		here = fmt.Sprintf("this run used %s on %s/%s", runner, runtime.GOOS, runtime.GOARCH)
+	if executor != "" {
+		here = fmt.Sprintf("this run used %s on %s/%s", executor, runtime.GOOS, runtime.GOARCH)
 	}
 	return "not checked: where the operations run is Core ML's compute plan (MLComputePlan), which needs a Mac with Apple silicon and macOS 14.4 or later; " + here
 }
 
-// placement records the compute plans of the runner's chunks in rep, or
+// placement records the compute plans of the executor's chunks in rep, or
 // why there are none: a macOS before 14.4 or a runtime without compute
 // plans is not a failure; a plan Core ML could not give is.
-func placement(ctx context.Context, cr *coreml.CoreMLRunner, rep *coremlReport) {
+func placement(ctx context.Context, cr *coreml.CoreMLExecutor, rep *coremlReport) {
 	pl, err := cr.Placement(ctx)
 	var old *mlcore.OSVersionError
 	switch {
@@ -427,7 +427,7 @@ func printCoreMLReport(w io.Writer, rep *coremlReport, table bool) {
 		if rep.Note != "" {
 			line("note", "%s", rep.Note)
 		}
-		line("runs on", "%s", rep.Runner)
+		line("runs on", "%s", rep.Executor)
 		line("load", "%.2f s in all", rep.LoadSeconds)
 		for _, c := range rep.Chunks {
 			what := "found in the compile cache"
@@ -461,7 +461,7 @@ func printCoreMLReport(w io.Writer, rep *coremlReport, table bool) {
 		printPlacement(w, rep, line)
 		return
 	}
-	fmt.Fprintf(w, "bundle %s on %s, loaded in %.2f s\n\n", rep.Bundle, rep.Runner, rep.LoadSeconds)
+	fmt.Fprintf(w, "bundle %s on %s, loaded in %.2f s\n\n", rep.Bundle, rep.Executor, rep.LoadSeconds)
 	if rep.Note != "" {
 		fmt.Fprintf(w, "%s\n\n", rep.Note)
 	}

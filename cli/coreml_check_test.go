@@ -21,7 +21,7 @@ func coremlData(t *testing.T, name string) string {
 	return testres.Require(t, p, "Core ML test bundles", "run build/scripts/deps-coreml.sh and deps-coremlhost.sh (make test runs them)")
 }
 
-// TestDoctorBundle: `anechat doctor --bundle` with the reference runner
+// TestDoctorBundle: `anechat doctor --bundle` with the reference executor
 // loads the bundle, finds speculation on and off byte-identical and the
 // generation functions' rows independent, and prints latency per call
 // kind and width; without a Neural Engine and without --reference it says
@@ -128,7 +128,7 @@ func TestDoctorBundleJSON(t *testing.T) {
 	if doc.Platform != runtime.GOOS+"/"+runtime.GOARCH || len(doc.Problems) != 0 || len(doc.Checks) == 0 {
 		t.Errorf("document %+v", doc)
 	}
-	// The reference runner is not Core ML: no placement, and why.
+	// The reference executor is not Core ML: no placement, and why.
 	if b.Placement != nil || !strings.Contains(b.PlacementAbsent, "MLComputePlan") || !strings.Contains(b.PlacementAbsent, "macOS 14.4") ||
 		!strings.Contains(b.PlacementAbsent, "reference (CPU kernels, float32)") {
 		t.Errorf("placement %v, absent %q", b.Placement, b.PlacementAbsent)
@@ -173,7 +173,7 @@ func TestPrintPlacement(t *testing.T) {
 	for i := range maxOffANEShown + 3 {
 		off = append(off, mlcore.OffANEOp{Output: fmt.Sprintf("tail_%d", i), Operator: "ios18.mul", Device: mlcore.DeviceCPU, Cost: 0.0001})
 	}
-	rep := &coremlReport{Bundle: "b", Runner: "Core ML (neural-engine)", Placement: []coreml.ChunkPlacement{
+	rep := &coremlReport{Bundle: "b", Executor: "Core ML (neural-engine)", Placement: []coreml.ChunkPlacement{
 		{Package: "/x/chunk_0.mlpackage", Functions: []mlcore.Placement{{Function: "generate_8", Ops: 1058, NeuralEngine: 1058, Cost: 0.31}}},
 		{Package: "/x/chunk_2.mlpackage", Functions: []mlcore.Placement{{Function: "generate_8", Ops: 841, NeuralEngine: 826, CPU: 15, Cost: 0.42, OffANECost: 0.0015, OffANE: off}}},
 	}, SharedBuffers: &sharedBuffers{Backed: 70, Fallback: 2, Predictions: 300, OutputCopies: 4}}

@@ -25,7 +25,7 @@ func runDoctor(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "doctor", "[--data-dir DIR] [--bundle DIR [--reference CHECKPOINT] [--compute-units U]] [--json]")
 	dataDir := fs.String("data-dir", "", "data directory to check (default $ANECHAT_HOME or the OS default)")
 	bundle := fs.String("bundle", "", "also check this Core ML bundle: load and compile time, speculation on/off identity over a prompt set, row independence of the generation functions, latency per call kind and width, tok/s")
-	reference := fs.String("reference", "", "with --bundle: run it with the reference runner (its function contract on the CPU kernels) from the checkpoint it was converted from, instead of Core ML")
+	reference := fs.String("reference", "", "with --bundle: run it with the reference executor (its function contract on the CPU kernels) from the checkpoint it was converted from, instead of Core ML")
 	units := computeUnitsFlag(fs)
 	tokens := fs.Int("tokens", 48, "with --bundle: tokens generated per prompt and width")
 	asJSON := fs.Bool("json", false, "print one JSON document: every check, the problems, and with --bundle the bundle's report (identity, latency per width, where each operation runs; the shape of bench coreml --json)")

@@ -23,7 +23,7 @@ import (
 // vocabulary or a cache of another geometry.
 var ErrInput = errors.New("coreml: bad input")
 
-// Backend runs a bundle through a Runner: it is the model.Backend of the
+// Backend runs a bundle through a Executor: it is the model.Backend of the
 // Core ML backend. Every call is one function on every chunk in order —
 // for a generation call (drafts or not, its unused rows padded) the
 // generate function when it asks for ids only (model.Argmax: a greedy
@@ -41,7 +41,7 @@ var ErrInput = errors.New("coreml: bad input")
 // distinct caches are safe and each returns what it would alone.
 type Backend struct {
 	b      *Bundle
-	run    Runner
+	run    Executor
 	cfg    model.Config
 	widths []int
 
@@ -74,9 +74,9 @@ type function struct {
 }
 
 // NewBackend returns the backend of an open bundle run by r. It allocates
-// every function's buffers; Close releases them, the runner and the
+// every function's buffers; Close releases them, the executor and the
 // bundle. fingerprint is the model's identity (engine/load's).
-func NewBackend(b *Bundle, r Runner, fingerprint string) (*Backend, error) {
+func NewBackend(b *Bundle, r Executor, fingerprint string) (*Backend, error) {
 	be := &Backend{b: b, run: r, cfg: b.Config(), fns: map[string]*function{}, ropes: map[string]*ropeRows{}, kv: map[int]*kvPair{}}
 	be.cfg.Fingerprint = fingerprint
 	g := b.Manifest.Geometry
@@ -111,7 +111,7 @@ func NewBackend(b *Bundle, r Runner, fingerprint string) (*Backend, error) {
 func (be *Backend) allocate(kind string) (*function, error) {
 	m := be.b.Manifest
 	f := &function{kind: kind, host: map[string]*tensor{}}
-	// alloc makes one buffer; shared asks the runner for memory its compute
+	// alloc makes one buffer; shared asks the executor for memory its compute
 	// units share with the host (IOSurfaces on a Mac), for float16 buffers
 	// only: there is no int32 pixel buffer (research-ane.md §5).
 	alloc := func(t TensorInfo, shared bool) (*tensor, error) {
@@ -251,8 +251,8 @@ func (be *Backend) Config() model.Config { return be.cfg }
 // width N.
 func (be *Backend) Widths() []int { return slices.Clone(be.widths) }
 
-// Runner is what executes the functions.
-func (be *Backend) Runner() Runner { return be.run }
+// Executor is what executes the functions.
+func (be *Backend) Executor() Executor { return be.run }
 
 // Bundle is the open bundle.
 func (be *Backend) Bundle() *Bundle { return be.b }
@@ -469,7 +469,7 @@ func (be *Backend) CallStats() []CallStat {
 	return be.stats.list()
 }
 
-// Close releases the buffers, the runner and the bundle.
+// Close releases the buffers, the executor and the bundle.
 func (be *Backend) Close() error {
 	be.mu.Lock()
 	defer be.mu.Unlock()

@@ -94,7 +94,7 @@ func e2bBundle(tb testing.TB, vocab int) string {
 // BenchmarkE2BHostCall is the host side's cost per generation call on
 // Gemma 4 E2B's geometry at a position late in a 2048 context (cache
 // tensors of every owning layer rebuilt from the kv.Cache, masks,
-// placement, RoPE and sidecar rows, new rows written back), with a runner
+// placement, RoPE and sidecar rows, new rows written back), with an executor
 // that does nothing: what Core ML's call must be compared with.
 func BenchmarkE2BHostCall(b *testing.B) {
 	for _, start := range []int{256, 2000} {

@@ -172,7 +172,7 @@ func TestOpenBundleStaysInside(t *testing.T) {
 
 // TestReadManifestRefusesNames: every file name a manifest gives is a
 // plain name inside the bundle, and source.files (which the reference
-// runner joins to the checkpoint directory) local names: "..", absolute
+// executor joins to the checkpoint directory) local names: "..", absolute
 // paths and separators are refused naming the field.
 func TestReadManifestRefusesNames(t *testing.T) {
 	for _, c := range []struct {

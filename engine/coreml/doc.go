@@ -1,7 +1,7 @@
 // Package coreml is the Core ML backend: it runs the bundles of the anechat
 // converter (engine/coreml/convert, whose README documents the format) as a
 // model.Backend, on the Neural Engine through Core ML on darwin/arm64, and
-// through the reference runner anywhere.
+// through the reference executor anywhere.
 //
 // The package is the host side, the same on every platform:
 //
@@ -41,10 +41,10 @@
 //     argmax, ties to the lowest id, NaN never winning) and the softcap of
 //     the logits in float32 exactly as the CPU backend computes it
 //     (cpu.Softcap);
-//   - the Runner interface between that and "run function F of chunk C on
-//     these buffers": CoreMLRunner (mlcore: compile cache, every function
+//   - the Executor interface between that and "run function F of chunk C on
+//     these buffers": CoreMLExecutor (mlcore: compile cache, every function
 //     of every chunk loaded and checked against the manifest) and the
-//     reference runner in engine/coreml/refrun (the function contract in
+//     reference executor in engine/coreml/refrun (the function contract in
 //     float32 on the CPU backend's kernels);
 //   - Loader, the engine/load Backend that opens bundles (registered by
 //     internal/backends, first on darwin/arm64), with progress and

@@ -87,5 +87,5 @@ func toHalf64(f float64) uint16 {
 
 // RoundHalf rounds f to the nearest fp16 value (ties to even), returned as
 // float32 (exactly): the converter stores every weight so, and the
-// reference runner rounds a checkpoint's weights the same way.
+// reference executor rounds a checkpoint's weights the same way.
 func RoundHalf(f float32) float32 { return roundHalf(f) }

@@ -68,7 +68,7 @@ func buildPlace(pl *tensor, c call, slots int) {
 }
 
 // ropeRows caches the cos/sin rows of one RoPE spec per position, in the
-// runner's element type: a position's row is computed once (the rotation
+// executor's element type: a position's row is computed once (the rotation
 // of a position never changes), then copied into each call's tables.
 type ropeRows struct {
 	spec     rope.Spec

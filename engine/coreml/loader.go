@@ -11,31 +11,31 @@ import (
 	"anechat/engine/model"
 )
 
-// OpenRunner opens the runner of an open bundle; progress, when set,
+// OpenExecutor opens the executor of an open bundle; progress, when set,
 // receives the steps done and the total (a chunk function compiled and
 // loaded is a step). ctx cancels it between steps.
-type OpenRunner func(ctx context.Context, b *Bundle, progress func(done, total int)) (Runner, error)
+type OpenExecutor func(ctx context.Context, b *Bundle, progress func(done, total int)) (Executor, error)
 
 // Loader is the Core ML backend's engine/load Backend: it opens Core ML
 // bundles of the anechat converter (load.CoreML sources with a
-// manifest.json) and runs them through the runner Open makes.
+// manifest.json) and runs them through the executor Open makes.
 type Loader struct {
-	// Runner makes the runner: Core ML on darwin/arm64
-	// (CoreMLRunnerOpener), the reference runner in tests and `anechat
+	// Executor makes the executor: Core ML on darwin/arm64
+	// (CoreMLExecutorOpener), the reference executor in tests and `anechat
 	// doctor --reference`.
-	Runner OpenRunner
-	// Why, when Runner is nil, says why this build cannot run bundles (the
+	Executor OpenExecutor
+	// Why, when Executor is nil, says why this build cannot run bundles (the
 	// platform has no Core ML): Supports reports it.
 	Why string
-	// Published, when set, opens the runner of a published CoreML-LLM
-	// bundle (NewPublishedRunner on darwin/arm64), which the loader then
+	// Published, when set, opens the executor of a published CoreML-LLM
+	// bundle (NewPublishedExecutor on darwin/arm64), which the loader then
 	// runs as a PubBackend; nil refuses such bundles.
 	Published OpenPublished
 }
 
-// OpenPublished opens the runner of a read published bundle; progress
+// OpenPublished opens the executor of a read published bundle; progress
 // receives the functions loaded and their total.
-type OpenPublished func(ctx context.Context, p *Published, progress func(done, total int)) (PubRunner, error)
+type OpenPublished func(ctx context.Context, p *Published, progress func(done, total int)) (PubExecutor, error)
 
 // Name implements load.Backend.
 func (Loader) Name() string { return "coreml" }
@@ -55,7 +55,7 @@ func (l Loader) Supports(src load.Source) error {
 		}
 		return fmt.Errorf("%s has no %s (a bundle of the anechat converter has one)", src.Path, ManifestName)
 	}
-	if l.Runner == nil {
+	if l.Executor == nil {
 		if l.Why != "" {
 			return errors.New(l.Why)
 		}
@@ -65,11 +65,11 @@ func (l Loader) Supports(src load.Source) error {
 }
 
 // loadSteps is how Open's progress divides its units: the checksums of
-// the sidecars take the first tenth, the runner's steps the rest.
+// the sidecars take the first tenth, the executor's steps the rest.
 const loadSteps = 1000
 
 // Open implements load.Backend: it reads and checks the bundle
-// (OpenBundle), opens the runner and allocates the backend's buffers.
+// (OpenBundle), opens the executor and allocates the backend's buffers.
 // opts.Progress receives done/total in thousandths; ctx cancels between
 // files and between chunks.
 func (l Loader) Open(ctx context.Context, src load.Source, opts load.Options) (model.Backend, error) {
@@ -93,7 +93,7 @@ func (l Loader) Open(ctx context.Context, src load.Source, opts load.Options) (m
 		return nil, err
 	}
 	report(loadSteps / 10)
-	r, err := l.Runner(ctx, b, func(done, total int) {
+	r, err := l.Executor(ctx, b, func(done, total int) {
 		if total > 0 {
 			report(loadSteps/10 + done*(loadSteps-loadSteps/10)/total)
 		}

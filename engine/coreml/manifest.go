@@ -314,7 +314,7 @@ func (m *Manifest) validate() error {
 		return fmt.Errorf("arch.ple_dim = %d is out of range (at most %d)", a.PLEDim, 1<<16)
 	}
 	for i, f := range m.Source.Files {
-		// The reference runner joins these to the checkpoint directory.
+		// The reference executor joins these to the checkpoint directory.
 		if f.File == "" || !filepath.IsLocal(filepath.FromSlash(f.File)) {
 			return fmt.Errorf("source.files[%d].file %q is not a file inside the checkpoint directory", i, f.File)
 		}

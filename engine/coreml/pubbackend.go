@@ -33,12 +33,12 @@ const (
 // needs logits: a published bundle ends in an in-graph argmax.
 var ErrNoLogits = errors.New("coreml: this bundle returns greedy token ids only (its last chunk ends in an in-graph argmax, without logits): sampling with a temperature needs logits; decode greedily or convert the checkpoint with `make bundle`")
 
-// A PubRunner runs the functions of a published bundle's decode chunks.
+// A PubExecutor runs the functions of a published bundle's decode chunks.
 // Run's fn names a function (PubDecode or PubVerify) with the features
 // Features reported; its buffers are fp16 (Float must be mlcore.Float16:
 // the bundle's functions are what they are) or int32.
-type PubRunner interface {
-	Runner
+type PubExecutor interface {
+	Executor
 	// Features returns the inputs and outputs function fn of decode chunk
 	// j (0-based) declares, as loaded; ok is false when the chunk has no
 	// such function.
@@ -104,7 +104,7 @@ type pubFunc struct {
 // bundles.
 type PubBackend struct {
 	p     *Published
-	run   PubRunner
+	run   PubExecutor
 	cfg   model.Config
 	geo   pubGeometry
 	slots []pubSlot
@@ -137,11 +137,11 @@ var cacheInputs = []string{"K_sliding_in", "V_sliding_in", "K_full_in", "V_full_
 // NewPubBackend returns the backend of a read bundle p run by r: it maps
 // the sidecars and RoPE tables, derives the geometry from the functions r
 // loaded, checks it against model_config.json and the contract, and
-// allocates every buffer. Close releases them and the runner.
+// allocates every buffer. Close releases them and the executor.
 // fingerprint is the model's identity (engine/load's).
-func NewPubBackend(p *Published, r PubRunner, fingerprint string) (_ *PubBackend, err error) {
+func NewPubBackend(p *Published, r PubExecutor, fingerprint string) (_ *PubBackend, err error) {
 	if r.Float() != mlcore.Float16 {
-		return nil, fmt.Errorf("coreml: runner %s computes in %s; a published bundle's functions take fp16", r.Name(), r.Float())
+		return nil, fmt.Errorf("coreml: executor %s computes in %s; a published bundle's functions take fp16", r.Name(), r.Float())
 	}
 	be := &PubBackend{p: p, run: r, fns: map[string]*pubFunc{}, ropes: map[string]*npyTable{}, kvLayer: map[int][2][]int{}, prefillRows: map[int][]pubPrefillRow{}}
 	defer func() {
@@ -555,8 +555,8 @@ func (be *PubBackend) VerifyWidth() int { return be.geo.verifyWidth }
 // ArgmaxOnly implements model.ArgmaxOnlyer: the bundle returns no logits.
 func (be *PubBackend) ArgmaxOnly() bool { return true }
 
-// Runner is what executes the functions.
-func (be *PubBackend) Runner() PubRunner { return be.run }
+// Executor is what executes the functions.
+func (be *PubBackend) Executor() PubExecutor { return be.run }
 
 // Published is the bundle.
 func (be *PubBackend) Published() *Published { return be.p }
@@ -949,7 +949,7 @@ func (be *PubBackend) mappings() []*mmap.Mapping {
 	return ms
 }
 
-// Close releases the buffers, the mapped files and the runner.
+// Close releases the buffers, the mapped files and the executor.
 func (be *PubBackend) Close() error {
 	be.mu.Lock()
 	defer be.mu.Unlock()
@@ -1026,7 +1026,7 @@ func (be *PubBackend) derivePrefill() string {
 	}
 	ins, _, ok := be.run.Features(0, PubPrefill)
 	if !ok {
-		if cr, isCR := be.run.(*CoreMLRunner); isCR && cr.NoPrefill != "" {
+		if cr, isCR := be.run.(*CoreMLExecutor); isCR && cr.NoPrefill != "" {
 			return cr.NoPrefill
 		}
 		return "no prefill function loaded: the prompt runs token by token"

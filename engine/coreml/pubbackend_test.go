@@ -454,7 +454,7 @@ func (f *pubFn) Predict(_ context.Context, in, out map[string]mlcore.Buffer) err
 	return nil
 }
 
-// openPub opens the fixture's PubBackend through the Core ML runner's
+// openPub opens the fixture's PubBackend through the Core ML executor's
 // loading code on the fake runtime.
 func openPub(t *testing.T, dir string, rt *pubRuntime) (*PubBackend, error) {
 	t.Helper()
@@ -462,7 +462,7 @@ func openPub(t *testing.T, dir string, rt *pubRuntime) (*PubBackend, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := NewPublishedRunner(context.Background(), rt, p, CoreMLOptions{CacheDir: t.TempDir()}, nil)
+	r, err := NewPublishedExecutor(context.Background(), rt, p, CoreMLOptions{CacheDir: t.TempDir()}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -697,7 +697,7 @@ func TestPubBackendWithoutVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, l := range late.Runner().(*CoreMLRunner).Loads() {
+	for i, l := range late.Executor().(*CoreMLExecutor).Loads() {
 		if l.Functions != [3]string{PubDecode, ""} || l.Load[1] != 0 {
 			t.Errorf("chunk %d after a later verify failed: functions %v, load %v", i+1, l.Functions, l.Load)
 		}
@@ -709,8 +709,8 @@ func TestPubBackendWithoutVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(be.Widths(), []int{1}) || be.Runner().(*CoreMLRunner).NoVerify == "" {
-		t.Errorf("widths %v, no verify %q", be.Widths(), be.Runner().(*CoreMLRunner).NoVerify)
+	if !slices.Equal(be.Widths(), []int{1}) || be.Executor().(*CoreMLExecutor).NoVerify == "" {
+		t.Errorf("widths %v, no verify %q", be.Widths(), be.Executor().(*CoreMLExecutor).NoVerify)
 	}
 	cache, _ := kv.New(be.Config().KV, 8)
 	o := &oracle{be: be}
@@ -870,7 +870,7 @@ func TestPubBackendSessionIdentity(t *testing.T) {
 }
 
 // The Loader opens a published bundle as a PubBackend when it has a
-// published runner (darwin/arm64 gives it Core ML's), with progress to the
+// published executor (darwin/arm64 gives it Core ML's), with progress to the
 // end; without one it refuses with the reason.
 func TestLoaderOpensPublished(t *testing.T) {
 	dir := pubFixture(t)
@@ -878,8 +878,8 @@ func TestLoaderOpensPublished(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := Loader{Published: func(ctx context.Context, p *Published, progress func(done, total int)) (PubRunner, error) {
-		return NewPublishedRunner(ctx, &pubRuntime{}, p, CoreMLOptions{CacheDir: t.TempDir()}, progress)
+	l := Loader{Published: func(ctx context.Context, p *Published, progress func(done, total int)) (PubExecutor, error) {
+		return NewPublishedExecutor(ctx, &pubRuntime{}, p, CoreMLOptions{CacheDir: t.TempDir()}, progress)
 	}}
 	if err := l.Supports(src); err != nil {
 		t.Fatal(err)
@@ -896,7 +896,7 @@ func TestLoaderOpensPublished(t *testing.T) {
 		t.Errorf("opened %T, progress %v, fingerprint %q", b, last, b.Config().Fingerprint)
 	}
 	if err := (Loader{}).Supports(src); err == nil || !strings.Contains(err.Error(), "CoreML-LLM") {
-		t.Errorf("without a published runner: %v", err)
+		t.Errorf("without a published executor: %v", err)
 	}
 }
 
@@ -993,7 +993,7 @@ func TestPubBackendPrefillChunks(t *testing.T) {
 	// The load times name their functions (doctor prints them so): each
 	// decode chunk's two, then each prefill chunk's one.
 	var fns [][3]string
-	for _, l := range be.Runner().(*CoreMLRunner).Loads() {
+	for _, l := range be.Executor().(*CoreMLExecutor).Loads() {
 		fns = append(fns, l.Functions)
 	}
 	dv, pf := [3]string{PubDecode, PubVerify}, [3]string{PubPrefill, ""}

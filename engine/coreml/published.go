@@ -36,7 +36,7 @@ func IsPublished(dir string) bool {
 // optionally, prefill chunks.
 //
 // This package reads and checks that layout (ReadPublished) and runs it
-// on an Apple silicon Mac (PubBackend, through NewPublishedRunner; the
+// on an Apple silicon Mac (PubBackend, through NewPublishedExecutor; the
 // function contract, learned from the project's sources, is PUBLISHED.md):
 // one token through the decode function (decode_q1), speculation through
 // the verify function (verify_qK), a prompt from position 0 through the

@@ -63,7 +63,7 @@ func publishedBundle(t *testing.T) string {
 
 // TestReadPublished: a CoreML-LLM bundle is read and described (and says
 // plainly that its decode and verify functions differ, so identity there
-// is not built in, but measured); a loader without a published runner
+// is not built in, but measured); a loader without a published executor
 // (this platform) refuses to run it and says so; a missing chunk or a
 // sidecar of the wrong size is named.
 func TestReadPublished(t *testing.T) {

@@ -148,7 +148,7 @@ func headsRope(x []float32, n, heads, hd int, rt *rope.Table) {
 // (k and v nil then), projected and normed but not rotated, it rotates
 // them, keeps K and V where the layers that read them find them, and
 // writes to out each query head's attention over the rows visible to it.
-// The CPU backend's is the KV cache's (cacheCore); a runner that drives
+// The CPU backend's is the KV cache's (cacheCore); an executor that drives
 // the layers itself brings its own (AttentionCore).
 type attentionCore interface {
 	attend(li int, a *attention, q, k, v, out []float32)

@@ -9,17 +9,17 @@ import (
 )
 
 // Layers are a checkpoint's decoder layers and the weights around them,
-// bound by the CPU backend's loaders, for a runner that drives the layers
+// bound by the CPU backend's loaders, for an executor that drives the layers
 // itself with its own attention core: the Core ML backend's reference
-// runner (engine/coreml/refrun) executes a bundle's functions with them,
+// executor (engine/coreml/refrun) executes a bundle's functions with them,
 // so a bundle's layers run the same block functions as this backend and
 // only the bundle's layout (RoPE rows, masks, the placement of K/V rows
-// in its cache tensors) is the runner's own.
+// in its cache tensors) is the executor's own.
 type Layers struct {
 	m backend
 }
 
-// An AttentionCore is the middle of every attention block for a runner
+// An AttentionCore is the middle of every attention block for an executor
 // that drives Layers: Attend is called once per layer, layer its index,
 // with the call's query rows q ([n, heads·headDim]) and, unless the layer
 // reads the K/V rows of an earlier one (KV sharing; k and v are nil
@@ -32,7 +32,7 @@ type AttentionCore interface {
 	Attend(layer int, q, k, v, out []float32)
 }
 
-// LayerShape is one layer's widths, for a runner to check its own
+// LayerShape is one layer's widths, for an executor to check its own
 // description of the model against.
 type LayerShape struct {
 	Heads, KVHeads, HeadDim, FFN int
@@ -107,7 +107,7 @@ func (l *Layers) Run(first, end int, x []float32, n int, perLayer []float32, cor
 	p := m.scratch.get()
 	defer m.release(p)
 	p.size(m, n)
-	p.core = runnerCore{core}
+	p.core = executorCore{core}
 	copy(p.x, x[:n*m.hidden])
 	copy(p.ple, perLayer)
 	for li := first; li < end; li++ {
@@ -116,10 +116,10 @@ func (l *Layers) Run(first, end int, x []float32, n int, perLayer []float32, cor
 	copy(x, p.x)
 }
 
-// runnerCore is a runner's AttentionCore as a pass's core.
-type runnerCore struct{ c AttentionCore }
+// executorCore is an executor's AttentionCore as a pass's core.
+type executorCore struct{ c AttentionCore }
 
-func (r runnerCore) attend(li int, _ *attention, q, k, v, out []float32) {
+func (r executorCore) attend(li int, _ *attention, q, k, v, out []float32) {
 	r.c.Attend(li, q, k, v, out)
 }
 

@@ -55,7 +55,7 @@ type pass struct {
 	pleGate  []float32 // the per-layer input gate; then act(gate)·ple_l
 	logits   []float32 // the logits when they are not returned
 	ropes    []rope.Table
-	core     attentionCore // cacheCore, or a runner's (Layers.Run)
+	core     attentionCore // cacheCore, or an executor's (Layers.Run)
 	in       Input
 	attn     attnTask
 	act      gateTask

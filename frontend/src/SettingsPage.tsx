@@ -242,7 +242,7 @@ function BackendSection() {
           <p data-testid="running">
             {coreml.running ? (
               <>
-                Loaded now: <code>{coreml.model.split(/[\\/]/).pop()}</code> on {coreml.running}: {coreml.runner}
+                Loaded now: <code>{coreml.model.split(/[\\/]/).pop()}</code> on {coreml.running}: {coreml.executor}
               </>
             ) : (
               <span class="muted">

@@ -389,7 +389,7 @@ export interface CoreMLSettings {
   computeUnitChoices: string[];
   /** The loaded model's backend ("coreml", "cpu"), "" when none is loaded; what runs it; its path. */
   running: string;
-  runner: string;
+  executor: string;
   model: string;
   /** Whether this build runs Core ML here, and what runs or why not. */
   available: boolean;

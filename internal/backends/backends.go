@@ -43,15 +43,15 @@ func RegistryWith(o Options) *load.Registry {
 }
 
 // Reference returns a registry whose Core ML backend runs bundles with the
-// reference runner (engine/coreml/refrun: the bundle's function contract in
+// reference executor (engine/coreml/refrun: the bundle's function contract in
 // float32 on the CPU backend's kernels, weights read from the checkpoint at
 // source that the bundle was converted from), before the CPU backend. It
 // runs on every platform: tests and `anechat doctor --reference` use it.
 func Reference(source string) *load.Registry {
-	open := func(ctx context.Context, b *coreml.Bundle, _ func(done, total int)) (coreml.Runner, error) {
+	open := func(ctx context.Context, b *coreml.Bundle, _ func(done, total int)) (coreml.Executor, error) {
 		return refrun.Open(ctx, b, source, nil)
 	}
-	return load.NewRegistry(coreml.Loader{Runner: open}, cpu.Loader{})
+	return load.NewRegistry(coreml.Loader{Executor: open}, cpu.Loader{})
 }
 
 // Status says whether a backend can run here and why (for doctor and

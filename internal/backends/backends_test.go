@@ -18,7 +18,7 @@ func bundlePath(t *testing.T, name string) string {
 }
 
 // TestReferenceRegistryOpensBundles: a bundle opens through engine/load on
-// the Core ML backend (the reference runner), with the loader's fingerprint,
+// the Core ML backend (the reference executor), with the loader's fingerprint,
 // its tokenizer (tokenizer.json, or the tokenizer.gguf of a bundle made
 // from a GGUF file) and progress reported up to the end; other models still
 // open on the CPU backend.
@@ -56,7 +56,7 @@ func TestReferenceRegistryOpensBundles(t *testing.T) {
 	}
 }
 
-// TestReferenceWrongSource: the reference runner refuses a checkpoint other
+// TestReferenceWrongSource: the reference executor refuses a checkpoint other
 // than the bundle's source, naming the file.
 func TestReferenceWrongSource(t *testing.T) {
 	_, err := Reference(testres.Stories(t)).Open(context.Background(), bundlePath(t, "gemma4-exact.bundle"), load.Options{})

@@ -8,7 +8,7 @@ import (
 	"anechat/engine/coreml/mlcore"
 )
 
-// coreMLLoader is the Core ML backend with the Core ML runner: registered
+// coreMLLoader is the Core ML backend with the Core ML executor: registered
 // first on darwin/arm64. Core ML itself is opened at the first bundle that
 // loads; where it cannot be (a macOS without it), that load fails saying
 // so, and the CPU backend still runs every other model.
@@ -17,23 +17,23 @@ func coreMLLoader(o Options) (coreml.Loader, bool) {
 	if err != nil {
 		return coreml.Loader{Why: fmt.Sprintf("compute units: %v", err)}, true
 	}
-	open := func(ctx context.Context, b *coreml.Bundle, progress func(done, total int)) (coreml.Runner, error) {
+	open := func(ctx context.Context, b *coreml.Bundle, progress func(done, total int)) (coreml.Executor, error) {
 		rt, err := mlcore.New()
 		if err != nil {
 			return nil, err
 		}
-		return coreml.NewCoreMLRunner(ctx, rt, b, coreml.CoreMLOptions{ComputeUnits: units, CacheDir: o.CoreMLCache, Log: o.Log}, progress)
+		return coreml.NewCoreMLExecutor(ctx, rt, b, coreml.CoreMLOptions{ComputeUnits: units, CacheDir: o.CoreMLCache, Log: o.Log}, progress)
 	}
 	// A published CoreML-LLM bundle runs through its own decode and
 	// verify functions (coreml.PubBackend).
-	published := func(ctx context.Context, p *coreml.Published, progress func(done, total int)) (coreml.PubRunner, error) {
+	published := func(ctx context.Context, p *coreml.Published, progress func(done, total int)) (coreml.PubExecutor, error) {
 		rt, err := mlcore.New()
 		if err != nil {
 			return nil, err
 		}
-		return coreml.NewPublishedRunner(ctx, rt, p, coreml.CoreMLOptions{ComputeUnits: units, CacheDir: o.CoreMLCache, Log: o.Log}, progress)
+		return coreml.NewPublishedExecutor(ctx, rt, p, coreml.CoreMLOptions{ComputeUnits: units, CacheDir: o.CoreMLCache, Log: o.Log}, progress)
 	}
-	return coreml.Loader{Runner: open, Published: published}, true
+	return coreml.Loader{Executor: open, Published: published}, true
 }
 
 func coreMLStatus() Status {

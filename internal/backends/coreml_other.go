@@ -10,7 +10,7 @@ import (
 )
 
 // coreMLLoader: no Core ML here, so the Core ML backend is not registered
-// for the app (Reference builds a registry with the reference runner).
+// for the app (Reference builds a registry with the reference executor).
 func coreMLLoader(Options) (coreml.Loader, bool) { return coreml.Loader{}, false }
 
 func coreMLStatus() Status {

@@ -11,7 +11,7 @@ import (
 // exec is one function call of one chunk: T rows, every input read from
 // the host's buffers, every output written.
 type exec struct {
-	r       *Runner
+	r       *Executor
 	c       *coreml.ChunkInfo
 	j, T    int
 	in, out map[string][]float32

@@ -23,7 +23,7 @@ func testData(tb testing.TB, name string) string {
 	return testres.Require(tb, p, "Core ML test bundles ("+name+")", "run build/scripts/deps-coreml.sh, then build/scripts/deps-coremlhost.sh (make test runs both)")
 }
 
-// pair is a bundle on the Core ML backend with the reference runner and
+// pair is a bundle on the Core ML backend with the reference executor and
 // the CPU backend on the checkpoint the bundle holds.
 type pair struct {
 	ml  *coreml.Backend

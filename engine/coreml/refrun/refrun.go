@@ -1,4 +1,4 @@
-// Package refrun is the reference runner of the Core ML backend: it
+// Package refrun is the reference executor of the Core ML backend: it
 // executes a bundle's function contract (engine/coreml/convert/README.md,
 // "Driving a bundle") in float32 with the CPU backend's kernels, so that
 // the Core ML backend's host side — sidecar rows, RoPE rows, masks,
@@ -9,7 +9,7 @@
 //
 // A bundle's weights live in its .mlpackage files (a protobuf MIL program
 // and coremltools' blob storage), which only Core ML executes. The
-// reference runner instead reads the checkpoint the bundle was converted
+// reference executor instead reads the checkpoint the bundle was converted
 // from — the manifest names it and records the sha256 of each of its
 // files, which Open checks — and rounds every weight to fp16 exactly as the
 // converter does (numpy astype(float16): round to nearest even), so it
@@ -40,7 +40,7 @@
 // Where the contract leaves the arithmetic free (the order of a softmax
 // sum), it follows the CPU backend (positions in order), so on a
 // checkpoint whose values the bundle holds exactly the Core ML backend on
-// this runner gives the CPU backend's logits bit for bit (gemma4; llama's
+// this executor gives the CPU backend's logits bit for bit (gemma4; llama's
 // float64 RoPE and its pre-scaled queries make it equal to rounding).
 // It does not prove that the saved packages compute the contract (the
 // converter's interpreter test does), nor anything about the Neural
@@ -62,8 +62,8 @@ import (
 	"anechat/engine/model/mmap"
 )
 
-// Runner executes a bundle's functions in float32. It is a coreml.Runner.
-type Runner struct {
+// Executor executes a bundle's functions in float32. It is a coreml.Executor.
+type Executor struct {
 	m      *coreml.Manifest
 	layers *cpu.Layers
 }
@@ -72,10 +72,10 @@ type Runner struct {
 // directory) that bundle b was converted from, checks each of its files
 // against the sha256 the manifest recorded, and binds its weights rounded
 // to fp16. pool may be nil (one worker per CPU, ended by Close).
-func Open(ctx context.Context, b *coreml.Bundle, source string, pool *cpu.Pool) (*Runner, error) {
+func Open(ctx context.Context, b *coreml.Bundle, source string, pool *cpu.Pool) (*Executor, error) {
 	m := b.Manifest
 	if w := m.Converter.Weights; w != "fp16" {
-		return nil, fmt.Errorf("refrun: %s has %s weights: the reference runner reproduces fp16 weights only (convert with --weights fp16)", b.Dir, w)
+		return nil, fmt.Errorf("refrun: %s has %s weights: the reference executor reproduces fp16 weights only (convert with --weights fp16)", b.Dir, w)
 	}
 	if err := checkSource(ctx, m, source); err != nil {
 		return nil, err
@@ -88,7 +88,7 @@ func Open(ctx context.Context, b *coreml.Bundle, source string, pool *cpu.Pool) 
 		layers.Close()
 		return nil, fmt.Errorf("refrun: %s: %w", source, err)
 	}
-	return &Runner{m: m, layers: layers}, nil
+	return &Executor{m: m, layers: layers}, nil
 }
 
 // sameGeometry checks that the checkpoint's layers are the ones the
@@ -157,14 +157,14 @@ func half(name string, w []float32) error {
 	return nil
 }
 
-// Name implements coreml.Runner.
-func (r *Runner) Name() string { return "reference (CPU kernels, float32)" }
+// Name implements coreml.Executor.
+func (r *Executor) Name() string { return "reference (CPU kernels, float32)" }
 
-// Float implements coreml.Runner: the contract is computed in float32.
-func (r *Runner) Float() mlcore.DType { return mlcore.Float32 }
+// Float implements coreml.Executor: the contract is computed in float32.
+func (r *Executor) Float() mlcore.DType { return mlcore.Float32 }
 
-// Close releases the checkpoint and ends the pool the runner made.
-func (r *Runner) Close() error { return r.layers.Close() }
+// Close releases the checkpoint and ends the pool the executor made.
+func (r *Executor) Close() error { return r.layers.Close() }
 
 // ErrContract is wrapped by Run's errors for buffers that are not the
 // function's declared inputs and outputs.
@@ -196,8 +196,8 @@ func view(bufs map[string]mlcore.Buffer, t coreml.TensorInfo, side string) ([]fl
 	return b.Float32s(), nil, nil
 }
 
-// Run implements coreml.Runner: function fn of chunk, on float32 buffers.
-func (r *Runner) Run(ctx context.Context, chunk int, fn *coreml.FunctionInfo, inputs, outputs map[string]mlcore.Buffer) error {
+// Run implements coreml.Executor: function fn of chunk, on float32 buffers.
+func (r *Executor) Run(ctx context.Context, chunk int, fn *coreml.FunctionInfo, inputs, outputs map[string]mlcore.Buffer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 // TestGemma4LogitsMatchCPU drives the Core ML backend (host pipeline +
-// reference runner) and the CPU backend through the same calls on the
+// reference executor) and the CPU backend through the same calls on the
 // Gemma 4 fixture made bundle-exact (gen.py): a prefill longer than the
 // prefill function (two pieces), then calls of every width 1..8, and
 // wider than the generation function (run in pieces), each committing only
@@ -114,7 +114,7 @@ func testGemma4Logits(t *testing.T, p pair) {
 }
 
 // TestStoriesMatchesCPU: on stories260K (llama) the Core ML backend with
-// the reference runner gives the CPU backend's greedy ids on the checkpoint
+// the reference executor gives the CPU backend's greedy ids on the checkpoint
 // its bundle holds (the converter's refmodel) for every prompt, and logits
 // equal to rounding (llama's RoPE is float64 on the CPU, the bundle's
 // tables are float32 rows here; the bundle pre-scales queries).

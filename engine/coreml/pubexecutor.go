@@ -10,7 +10,7 @@ import (
 	"anechat/engine/coreml/mlcore"
 )
 
-// NewPublishedRunner loads the decode chunks of a published CoreML-LLM
+// NewPublishedExecutor loads the decode chunks of a published CoreML-LLM
 // bundle with Core ML (on rt): each chunk's default function as PubDecode
 // (the project's engine loads it so, ChunkedEngine.swift) and its
 // "verify_qK" function as PubVerify. A .mlpackage chunk is compiled once
@@ -19,8 +19,8 @@ import (
 // cannot select a function), none is kept and the backend decodes one
 // token per call; NoVerify says why. progress receives the functions
 // loaded so far and their total; ctx is checked between them.
-func NewPublishedRunner(ctx context.Context, rt mlcore.Runtime, p *Published, o CoreMLOptions, progress func(done, total int)) (_ *CoreMLRunner, err error) {
-	r := newCoreMLRunner(rt, o)
+func NewPublishedExecutor(ctx context.Context, rt mlcore.Runtime, p *Published, o CoreMLOptions, progress func(done, total int)) (_ *CoreMLExecutor, err error) {
+	r := newCoreMLExecutor(rt, o)
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -134,8 +134,8 @@ func NewPublishedRunner(ctx context.Context, rt mlcore.Runtime, p *Published, o 
 	return r, nil
 }
 
-// Features implements PubRunner: the features of a loaded function.
-func (r *CoreMLRunner) Features(chunk int, fn string) (ins, outs []mlcore.FeatureSpec, ok bool) {
+// Features implements PubExecutor: the features of a loaded function.
+func (r *CoreMLExecutor) Features(chunk int, fn string) (ins, outs []mlcore.FeatureSpec, ok bool) {
 	if chunk < 0 || chunk >= len(r.fns) {
 		return nil, nil, false
 	}

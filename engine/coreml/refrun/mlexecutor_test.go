@@ -19,13 +19,13 @@ import (
 )
 
 // fakeCoreML is an mlcore.Runtime whose "compiled models" compute the
-// function contract with the reference runner on fp16 buffers (inputs read
-// as fp16, outputs rounded to fp16): the Core ML runner's compile cache,
+// function contract with the reference executor on fp16 buffers (inputs read
+// as fp16, outputs rounded to fp16): the Core ML executor's compile cache,
 // function selection, description checks, progress and cancellation, and
 // the whole fp16 host path, run on Linux.
 type fakeCoreML struct {
 	b        *coreml.Bundle
-	ref      *refrun.Runner
+	ref      *refrun.Executor
 	compiles int
 	closed   int
 	// reshape, when set, changes the declared shape of this input of
@@ -175,17 +175,17 @@ func newFake(t *testing.T) *fakeCoreML {
 	return &fakeCoreML{b: b, ref: ref}
 }
 
-// TestCoreMLRunnerLoads: every chunk is compiled once (a second load finds
+// TestCoreMLExecutorLoads: every chunk is compiled once (a second load finds
 // them in the compile cache), every function of each (generate and
 // prefill, and sample on the last) is loaded by name and checked against
-// the manifest, progress counts every function, and the runner's functions
+// the manifest, progress counts every function, and the executor's functions
 // run.
-func TestCoreMLRunnerLoads(t *testing.T) {
+func TestCoreMLExecutorLoads(t *testing.T) {
 	ctx := context.Background()
 	f := newFake(t)
 	cache := t.TempDir()
 	var steps []int
-	r, err := coreml.NewCoreMLRunner(ctx, f, f.b, coreml.CoreMLOptions{Log: quiet, CacheDir: cache}, func(done, total int) {
+	r, err := coreml.NewCoreMLExecutor(ctx, f, f.b, coreml.CoreMLOptions{Log: quiet, CacheDir: cache}, func(done, total int) {
 		steps = append(steps, done*100+total)
 	})
 	if err != nil {
@@ -209,10 +209,10 @@ func TestCoreMLRunnerLoads(t *testing.T) {
 		}
 	}
 	if r.Name() != "Core ML (neural-engine)" || r.Float() != mlcore.Float16 {
-		t.Errorf("runner %q, %v", r.Name(), r.Float())
+		t.Errorf("executor %q, %v", r.Name(), r.Float())
 	}
 	r.Close()
-	r2, err := coreml.NewCoreMLRunner(ctx, f, f.b, coreml.CoreMLOptions{Log: quiet, CacheDir: cache, ComputeUnits: mlcore.ComputeCPU}, nil)
+	r2, err := coreml.NewCoreMLExecutor(ctx, f, f.b, coreml.CoreMLOptions{Log: quiet, CacheDir: cache, ComputeUnits: mlcore.ComputeCPU}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,12 +227,12 @@ func TestCoreMLRunnerLoads(t *testing.T) {
 	}
 }
 
-// TestCoreMLRunnerCancel: cancelling between chunks stops the load, and
+// TestCoreMLExecutorCancel: cancelling between chunks stops the load, and
 // what was loaded is released.
-func TestCoreMLRunnerCancel(t *testing.T) {
+func TestCoreMLExecutorCancel(t *testing.T) {
 	f := newFake(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err := coreml.NewCoreMLRunner(ctx, f, f.b, coreml.CoreMLOptions{Log: quiet, CacheDir: t.TempDir()}, func(done, total int) {
+	_, err := coreml.NewCoreMLExecutor(ctx, f, f.b, coreml.CoreMLOptions{Log: quiet, CacheDir: t.TempDir()}, func(done, total int) {
 		if done == 2 {
 			cancel()
 		}
@@ -245,32 +245,32 @@ func TestCoreMLRunnerCancel(t *testing.T) {
 	}
 }
 
-// TestCoreMLRunnerRefusesMismatch: a package whose function description
+// TestCoreMLExecutorRefusesMismatch: a package whose function description
 // disagrees with the manifest is refused, naming the package, the function
 // and the feature.
-func TestCoreMLRunnerRefusesMismatch(t *testing.T) {
+func TestCoreMLExecutorRefusesMismatch(t *testing.T) {
 	f := newFake(t)
 	f.reshape = "hidden_in"
-	_, err := coreml.NewCoreMLRunner(context.Background(), f, f.b, coreml.CoreMLOptions{Log: quiet, CacheDir: t.TempDir()}, nil)
+	_, err := coreml.NewCoreMLExecutor(context.Background(), f, f.b, coreml.CoreMLOptions{Log: quiet, CacheDir: t.TempDir()}, nil)
 	if err == nil || !errors.Is(err, coreml.ErrBundle) || !strings.Contains(err.Error(), "chunk_0.mlpackage") ||
 		!strings.Contains(err.Error(), "generate_8") || !strings.Contains(err.Error(), "hidden_in") {
 		t.Fatalf("mismatched package: %v", err)
 	}
 }
 
-// TestCoreMLRunnerSpeculation: through the Core ML runner's fp16 buffers
+// TestCoreMLExecutorSpeculation: through the Core ML executor's fp16 buffers
 // (the host building fp16 inputs and reading fp16 outputs, the blockwise
 // argmax's maxima in fp16), speculation on and off give the same greedy
 // ids at every width. (Not sampled ids: this fake rounds its outputs to
 // fp16 but attends, inside a call, to its own rows in float32, so a row's
 // logits differ in the last bits with the call's other rows, which the
 // greedy ids' margins hide and a sampler's draws need not; a real fp16
-// function and the float32 reference runner have no such difference, and
+// function and the float32 reference executor have no such difference, and
 // TestSpeculationIdentical checks sampled ids on the latter.)
-func TestCoreMLRunnerSpeculation(t *testing.T) {
+func TestCoreMLExecutorSpeculation(t *testing.T) {
 	f := newFake(t)
 	ctx := context.Background()
-	r, err := coreml.NewCoreMLRunner(ctx, f, f.b, coreml.CoreMLOptions{Log: quiet, CacheDir: t.TempDir()}, nil)
+	r, err := coreml.NewCoreMLExecutor(ctx, f, f.b, coreml.CoreMLOptions{Log: quiet, CacheDir: t.TempDir()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,18 +345,18 @@ func (f *surfaceCoreML) AllocSurface(shape ...int) (mlcore.Buffer, func() error,
 	return b, free, nil
 }
 
-// TestCoreMLRunnerSharedBuffers: with IOSurface-like buffers (rows padded
+// TestCoreMLExecutorSharedBuffers: with IOSurface-like buffers (rows padded
 // to 32 elements, head_dim 16 here), the backend puts the KV caches and the
 // outputs only the host reads in them, never an int32 output nor an output
 // a later chunk takes as an input (a surface is never an input and an
 // output backing); a buffer the runtime cannot make falls back to plain
 // memory with a log line; and every id and every logit bit is what plain
 // buffers give.
-func TestCoreMLRunnerSharedBuffers(t *testing.T) {
+func TestCoreMLExecutorSharedBuffers(t *testing.T) {
 	ctx := context.Background()
 	var logs strings.Builder
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	open := func(surfaces bool) (*coreml.Backend, *coreml.CoreMLRunner, *surfaceCoreML) {
+	open := func(surfaces bool) (*coreml.Backend, *coreml.CoreMLExecutor, *surfaceCoreML) {
 		f := newFake(t)
 		var rt mlcore.Runtime = f
 		sf := &surfaceCoreML{fakeCoreML: f, refuse: 48}
@@ -364,7 +364,7 @@ func TestCoreMLRunnerSharedBuffers(t *testing.T) {
 			f.surfaces, f.roles = map[*uint16]bool{}, map[*uint16]string{}
 			rt = sf
 		}
-		r, err := coreml.NewCoreMLRunner(ctx, rt, f.b, coreml.CoreMLOptions{Log: log, CacheDir: t.TempDir()}, nil)
+		r, err := coreml.NewCoreMLExecutor(ctx, rt, f.b, coreml.CoreMLOptions{Log: log, CacheDir: t.TempDir()}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -469,15 +469,15 @@ func (f *planCoreML) ComputePlan(ctx context.Context, compiled string, units mlc
 	return plan, nil
 }
 
-// TestCoreMLRunnerPlacement: the runner reads the compute plan of every
+// TestCoreMLExecutorPlacement: the executor reads the compute plan of every
 // chunk it loaded, with its compute units, and summarises each function;
 // a runtime without compute plans says so (errors.ErrUnsupported), and a
 // plan that fails names the package.
-func TestCoreMLRunnerPlacement(t *testing.T) {
+func TestCoreMLExecutorPlacement(t *testing.T) {
 	ctx := context.Background()
 	f := newFake(t)
 	pf := &planCoreML{fakeCoreML: f}
-	r, err := coreml.NewCoreMLRunner(ctx, pf, f.b, coreml.CoreMLOptions{Log: quiet, CacheDir: t.TempDir(), ComputeUnits: mlcore.ComputeAll}, nil)
+	r, err := coreml.NewCoreMLExecutor(ctx, pf, f.b, coreml.CoreMLOptions{Log: quiet, CacheDir: t.TempDir(), ComputeUnits: mlcore.ComputeAll}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,12 +506,12 @@ func TestCoreMLRunnerPlacement(t *testing.T) {
 	if _, err := r.Placement(ctx); err == nil || !strings.Contains(err.Error(), "chunk_0.mlpackage") || !strings.Contains(err.Error(), "no plan for you") {
 		t.Errorf("failing plan: %v", err)
 	}
-	plainRunner, err := coreml.NewCoreMLRunner(ctx, f, f.b, coreml.CoreMLOptions{Log: quiet, CacheDir: t.TempDir()}, nil)
+	plainExecutor, err := coreml.NewCoreMLExecutor(ctx, f, f.b, coreml.CoreMLOptions{Log: quiet, CacheDir: t.TempDir()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer plainRunner.Close()
-	if _, err := plainRunner.Placement(ctx); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "macOS 14.4") {
+	defer plainExecutor.Close()
+	if _, err := plainExecutor.Placement(ctx); !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "macOS 14.4") {
 		t.Errorf("no compute plans: %v", err)
 	}
 }

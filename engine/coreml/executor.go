@@ -9,33 +9,33 @@ import (
 	"anechat/engine/coreml/mlcore"
 )
 
-// A Runner executes "function F of chunk C on these buffers": the one
+// A Executor executes "function F of chunk C on these buffers": the one
 // thing the host pipeline cannot do itself. Two implement it: the Core ML
-// runner (NewCoreMLRunner: the packages compiled and run by Core ML, on
-// darwin/arm64) and the reference runner (engine/coreml/refrun: the same
+// executor (NewCoreMLExecutor: the packages compiled and run by Core ML, on
+// darwin/arm64) and the reference executor (engine/coreml/refrun: the same
 // function contract executed with the CPU backend's kernels in float32, on
 // any platform), so that everything around the call — sidecar rows, RoPE
 // rows, masks, placement, the host KV, the chunk handoff and commit — is
 // the same code, tested on Linux.
-type Runner interface {
+type Executor interface {
 	// Name says what executes the functions, for doctor and Settings
 	// ("Core ML (neural-engine)", "reference (CPU kernels, float32)").
 	Name() string
 	// Float is the element type of the buffers of the functions' fp16
 	// features: mlcore.Float16 for Core ML, mlcore.Float32 for the
-	// reference runner (which computes the contract in float32).
+	// reference executor (which computes the contract in float32).
 	Float() mlcore.DType
 	// Run executes function fn of chunk on the buffers: inputs holds one
 	// for every input fn declares, outputs one for every output, each of
 	// the declared shape (fp16 features in Float(), int32 ones in Int32).
 	// It writes every output. ctx is checked before the call starts.
 	Run(ctx context.Context, chunk int, fn *FunctionInfo, inputs, outputs map[string]mlcore.Buffer) error
-	// Close releases what the runner loaded.
+	// Close releases what the executor loaded.
 	Close() error
 }
 
-// A SharedAllocator is a Runner that can put float16 buffers in memory
-// its compute units read and write without a copy: the Core ML runner
+// A SharedAllocator is a Executor that can put float16 buffers in memory
+// its compute units read and write without a copy: the Core ML executor
 // makes IOSurface-backed buffers on a Mac (mlcore.SurfaceAllocator). The
 // backend asks it for the KV cache inputs and for the outputs it reads
 // back itself; never for an output a later chunk takes as an input, since
@@ -213,8 +213,8 @@ func (t *tensor) close() error {
 	return f()
 }
 
-// dtypeOf maps a manifest dtype to the buffer type a runner computes in.
-func dtypeOf(r Runner, dtype string) (mlcore.DType, error) {
+// dtypeOf maps a manifest dtype to the buffer type an executor computes in.
+func dtypeOf(r Executor, dtype string) (mlcore.DType, error) {
 	switch dtype {
 	case "fp16":
 		return r.Float(), nil

@@ -12,7 +12,7 @@ import (
 	"anechat/engine/coreml/mlcore"
 )
 
-// CoreMLOptions configure the Core ML runner.
+// CoreMLOptions configure the Core ML executor.
 type CoreMLOptions struct {
 	// ComputeUnits says where Core ML may run the functions (the zero
 	// value: the CPU and the Neural Engine).
@@ -44,9 +44,9 @@ type ChunkLoad struct {
 	Model string
 }
 
-// CoreMLRunner runs the bundle's chunk packages with Core ML (package
-// mlcore). It is a Runner.
-type CoreMLRunner struct {
+// CoreMLExecutor runs the bundle's chunk packages with Core ML (package
+// mlcore). It is a Executor.
+type CoreMLExecutor struct {
 	rt    mlcore.Runtime
 	log   *slog.Logger
 	units mlcore.ComputeUnits
@@ -55,7 +55,7 @@ type CoreMLRunner struct {
 	// surfaces and plain count the buffers AllocShared made
 	// IOSurface-backed and those that fell back to plain memory.
 	surfaces, plain int
-	// NoVerify, for a published bundle (NewPublishedRunner), says why no
+	// NoVerify, for a published bundle (NewPublishedExecutor), says why no
 	// verify function was loaded; "" when every chunk has one.
 	NoVerify string
 	// NoPrefill says why a published bundle's prefill chunks are not
@@ -63,11 +63,11 @@ type CoreMLRunner struct {
 	NoPrefill string
 }
 
-// CoreMLRunnerOpener returns the OpenRunner of the Core ML runner on rt
+// CoreMLExecutorOpener returns the OpenExecutor of the Core ML executor on rt
 // (mlcore.New()).
-func CoreMLRunnerOpener(rt mlcore.Runtime, o CoreMLOptions) OpenRunner {
-	return func(ctx context.Context, b *Bundle, progress func(done, total int)) (Runner, error) {
-		return NewCoreMLRunner(ctx, rt, b, o, progress)
+func CoreMLExecutorOpener(rt mlcore.Runtime, o CoreMLOptions) OpenExecutor {
+	return func(ctx context.Context, b *Bundle, progress func(done, total int)) (Executor, error) {
+		return NewCoreMLExecutor(ctx, rt, b, o, progress)
 	}
 }
 
@@ -81,19 +81,19 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(d, "anechat", "coreml"), nil
 }
 
-// NewCoreMLRunner compiles (once, through the compile cache) and loads every
+// NewCoreMLExecutor compiles (once, through the compile cache) and loads every
 // function of every chunk of b, and checks each loaded function's inputs
 // and outputs against the manifest. progress receives the functions loaded
 // so far and their total; ctx is checked between chunks and functions (a
 // compile Core ML has started cannot be interrupted).
-func NewCoreMLRunner(ctx context.Context, rt mlcore.Runtime, b *Bundle, o CoreMLOptions, progress func(done, total int)) (_ *CoreMLRunner, err error) {
+func NewCoreMLExecutor(ctx context.Context, rt mlcore.Runtime, b *Bundle, o CoreMLOptions, progress func(done, total int)) (_ *CoreMLExecutor, err error) {
 	if o.CacheDir == "" {
 		if o.CacheDir, err = DefaultCacheDir(); err != nil {
 			return nil, err
 		}
 	}
 	cache := mlcore.NewCache(o.CacheDir, rt.Compile, o.Log)
-	r := newCoreMLRunner(rt, o)
+	r := newCoreMLExecutor(rt, o)
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -151,24 +151,24 @@ func NewCoreMLRunner(ctx context.Context, rt mlcore.Runtime, b *Bundle, o CoreML
 	return r, nil
 }
 
-// newCoreMLRunner is the empty runner both constructors fill.
-func newCoreMLRunner(rt mlcore.Runtime, o CoreMLOptions) *CoreMLRunner {
+// newCoreMLExecutor is the empty executor both constructors fill.
+func newCoreMLExecutor(rt mlcore.Runtime, o CoreMLOptions) *CoreMLExecutor {
 	log := o.Log
 	if log == nil {
 		log = slog.Default()
 	}
-	return &CoreMLRunner{rt: rt, log: log, units: o.ComputeUnits}
+	return &CoreMLExecutor{rt: rt, log: log, units: o.ComputeUnits}
 }
 
-// Name implements Runner.
-func (r *CoreMLRunner) Name() string { return "Core ML (" + r.units.String() + ")" }
+// Name implements Executor.
+func (r *CoreMLExecutor) Name() string { return "Core ML (" + r.units.String() + ")" }
 
 // AllocShared implements SharedAllocator: an IOSurface-backed buffer when
 // the runtime makes them (Core ML on a Mac, mlcore.SurfaceAllocator),
 // else plain memory. A surface that cannot be made (CVPixelBufferCreate
 // refused the size, say) falls back to plain memory with a log line: the
 // call still works, Core ML copies that buffer on each call.
-func (r *CoreMLRunner) AllocShared(shape []int) (mlcore.Buffer, func() error, error) {
+func (r *CoreMLExecutor) AllocShared(shape []int) (mlcore.Buffer, func() error, error) {
 	if sa, ok := r.rt.(mlcore.SurfaceAllocator); ok {
 		buf, free, err := sa.AllocSurface(shape...)
 		if err == nil {
@@ -183,7 +183,7 @@ func (r *CoreMLRunner) AllocShared(shape []int) (mlcore.Buffer, func() error, er
 
 // SharedBuffers reports how many buffers AllocShared made IOSurface-backed
 // and how many fell back to plain memory.
-func (r *CoreMLRunner) SharedBuffers() (surfaces, plain int) { return r.surfaces, r.plain }
+func (r *CoreMLExecutor) SharedBuffers() (surfaces, plain int) { return r.surfaces, r.plain }
 
 // ChunkPlacement is where the functions of one chunk package run, as its
 // compute plan says.
@@ -200,11 +200,11 @@ type ChunkPlacement struct {
 const planTimeout = 10 * time.Minute
 
 // Placement reads the compute plan of every loaded chunk with the
-// runner's compute units and summarises each function of it
+// executor's compute units and summarises each function of it
 // (mlcore.Summarize). It returns an error matching errors.ErrUnsupported
 // when the runtime reads no compute plans (it is not Core ML), and
 // Core ML's *mlcore.OSVersionError before macOS 14.4.
-func (r *CoreMLRunner) Placement(ctx context.Context) ([]ChunkPlacement, error) {
+func (r *CoreMLExecutor) Placement(ctx context.Context) ([]ChunkPlacement, error) {
 	pl, ok := r.rt.(mlcore.Planner)
 	if !ok {
 		return nil, fmt.Errorf("coreml: %w: where operations run needs Core ML's compute plan (MLComputePlan, macOS 14.4 or later on Apple silicon)", errors.ErrUnsupported)
@@ -225,11 +225,11 @@ func (r *CoreMLRunner) Placement(ctx context.Context) ([]ChunkPlacement, error) 
 	return out, nil
 }
 
-// Float implements Runner: Core ML's fp16 features take fp16 buffers.
-func (r *CoreMLRunner) Float() mlcore.DType { return mlcore.Float16 }
+// Float implements Executor: Core ML's fp16 features take fp16 buffers.
+func (r *CoreMLExecutor) Float() mlcore.DType { return mlcore.Float16 }
 
-// Run implements Runner.
-func (r *CoreMLRunner) Run(ctx context.Context, chunk int, fn *FunctionInfo, inputs, outputs map[string]mlcore.Buffer) error {
+// Run implements Executor.
+func (r *CoreMLExecutor) Run(ctx context.Context, chunk int, fn *FunctionInfo, inputs, outputs map[string]mlcore.Buffer) error {
 	if chunk < 0 || chunk >= len(r.fns) {
 		return fmt.Errorf("coreml: no chunk %d", chunk)
 	}
@@ -241,13 +241,13 @@ func (r *CoreMLRunner) Run(ctx context.Context, chunk int, fn *FunctionInfo, inp
 }
 
 // Loads reports what loading each chunk took.
-func (r *CoreMLRunner) Loads() []ChunkLoad { return append([]ChunkLoad(nil), r.loads...) }
+func (r *CoreMLExecutor) Loads() []ChunkLoad { return append([]ChunkLoad(nil), r.loads...) }
 
 // ComputeUnits is where Core ML may run the functions.
-func (r *CoreMLRunner) ComputeUnits() mlcore.ComputeUnits { return r.units }
+func (r *CoreMLExecutor) ComputeUnits() mlcore.ComputeUnits { return r.units }
 
 // Stats returns each loaded function's counters, by chunk and name.
-func (r *CoreMLRunner) Stats() []map[string]mlcore.Stats {
+func (r *CoreMLExecutor) Stats() []map[string]mlcore.Stats {
 	out := make([]map[string]mlcore.Stats, len(r.fns))
 	for j, fns := range r.fns {
 		out[j] = map[string]mlcore.Stats{}
@@ -259,7 +259,7 @@ func (r *CoreMLRunner) Stats() []map[string]mlcore.Stats {
 }
 
 // Close releases every loaded function.
-func (r *CoreMLRunner) Close() error {
+func (r *CoreMLExecutor) Close() error {
 	var first error
 	for _, fns := range r.fns {
 		for _, f := range fns {
