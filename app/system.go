@@ -79,7 +79,7 @@ type BackendInfo struct {
 // Core ML here.
 func (s *System) Backend() (BackendInfo, error) {
 	info := BackendInfo{Available: []string{}, CoreML: backends.CoreMLStatus(runtime.GOOS, runtime.GOARCH)}
-	for _, b := range s.c.registry.Backends() {
+	for _, b := range s.c.registry.Loaders() {
 		info.Available = append(info.Available, b.Name())
 	}
 	mdl, err := s.models.resolve(0)

@@ -187,7 +187,7 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 	}
 	var executor coreml.Executor
 	switch b := lm.Backend.(type) {
-	case *coreml.Backend:
+	case *coreml.Model:
 		be, executor, rep.Width = b, b.Executor(), b.Bundle().Manifest.Geometry.GenerateWidth
 	case *coreml.PubBackend:
 		be, executor, rep.Width, rep.Published = b, b.Executor(), max(b.VerifyWidth(), 1), true
@@ -283,7 +283,7 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 	if onCalls > 0 {
 		rep.TauOn = float64(onTok) / float64(onCalls)
 	}
-	if b, ok := be.(*coreml.Backend); ok {
+	if b, ok := be.(*coreml.Model); ok {
 		if err := rowIndependence(ctx, b, o.rowChecks, rep); err != nil {
 			return nil, err
 		}
@@ -336,7 +336,7 @@ func placement(ctx context.Context, cr *coreml.CoreMLExecutor, rep *coremlReport
 // (the generate function) whether those rows come from the same call (x in
 // slot s) or from the cache (x alone in slot 0), for every slot s of the
 // functions.
-func rowIndependence(ctx context.Context, be *coreml.Backend, checks int, rep *coremlReport) error {
+func rowIndependence(ctx context.Context, be *coreml.Model, checks int, rep *coremlReport) error {
 	cfg := be.Config()
 	K := min(rep.Width, cfg.ContextLen-20)
 	V := int32(cfg.VocabSize)

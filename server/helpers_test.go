@@ -47,7 +47,7 @@ type serverOption func(*testing.T, *Config, *testServer)
 // controls.
 func withGate(ts *testing.T, c *Config, s *testServer) {
 	s.gate = newGate()
-	reg := load.NewRegistry(gatedLoader{Backend: cpu.Loader{}, g: s.gate})
+	reg := load.NewRegistry(gatedLoader{Loader: cpu.Loader{}, g: s.gate})
 	s.run = sessions.New(nil, reg)
 	c.Sessions = s.run
 }
@@ -388,12 +388,12 @@ func (g *gate) wait(ctx context.Context) error {
 }
 
 type gatedLoader struct {
-	load.Backend
+	load.Loader
 	g *gate
 }
 
 func (l gatedLoader) Open(ctx context.Context, src load.Source, opts load.Options) (model.Backend, error) {
-	b, err := l.Backend.Open(ctx, src, opts)
+	b, err := l.Loader.Open(ctx, src, opts)
 	if err != nil {
 		return nil, err
 	}

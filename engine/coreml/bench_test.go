@@ -104,7 +104,7 @@ func BenchmarkE2BHostCall(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			be, err := NewBackend(bun, &recorder{dt: mlcore.Float16, noCopy: true}, "bench")
+			be, err := NewModel(bun, &recorder{dt: mlcore.Float16, noCopy: true}, "bench")
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -13,7 +13,7 @@ import (
 
 // Bundle is an open bundle: its validated manifest, the architecture plan
 // the host builds inputs by, and the mapped sidecars. The chunk packages
-// are loaded by a Executor.
+// are loaded by an Executor.
 type Bundle struct {
 	// Dir is the bundle directory.
 	Dir string

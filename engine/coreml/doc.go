@@ -18,7 +18,7 @@
 //     placement matrices, the cache tensors built from the caller's
 //     kv.Cache with the call's own slots zero, and padding: rows past the
 //     real ones repeat the last real row and are placed nowhere;
-//   - the chunk pipeline (Backend.Forward): every chunk in order, the
+//   - the chunk pipeline (Model.Forward): every chunk in order, the
 //     hidden state, the per-layer inputs and KV-shared layers' rows handed
 //     from chunk to chunk, and the new K/V rows written into the cache's
 //     pending rows at their positions, never committed (invariant 3: the
@@ -46,7 +46,7 @@
 //     of every chunk loaded and checked against the manifest) and the
 //     reference executor in engine/coreml/refrun (the function contract in
 //     float32 on the CPU backend's kernels);
-//   - Loader, the engine/load Backend that opens bundles (registered by
+//   - Loader, the engine/load Loader that opens bundles (registered by
 //     internal/backends, first on darwin/arm64), with progress and
 //     cancellation between files and chunks.
 //

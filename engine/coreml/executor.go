@@ -9,7 +9,7 @@ import (
 	"anechat/engine/coreml/mlcore"
 )
 
-// A Executor executes "function F of chunk C on these buffers": the one
+// An Executor executes "function F of chunk C on these buffers": the one
 // thing the host pipeline cannot do itself. Two implement it: the Core ML
 // executor (NewCoreMLExecutor: the packages compiled and run by Core ML, on
 // darwin/arm64) and the reference executor (engine/coreml/refrun: the same
@@ -34,7 +34,7 @@ type Executor interface {
 	Close() error
 }
 
-// A SharedAllocator is a Executor that can put float16 buffers in memory
+// A SharedAllocator is an Executor that can put float16 buffers in memory
 // its compute units read and write without a copy: the Core ML executor
 // makes IOSurface-backed buffers on a Mac (mlcore.SurfaceAllocator). The
 // backend asks it for the KV cache inputs and for the outputs it reads

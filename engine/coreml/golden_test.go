@@ -64,7 +64,7 @@ func TestHostInputsMatchPython(t *testing.T) {
 	if len(g.Cases) < 5 {
 		t.Fatalf("golden.json has %d cases", len(g.Cases))
 	}
-	bundles := map[string]*Backend{}
+	bundles := map[string]*Model{}
 	recs := map[string]*recorder{}
 	for _, c := range g.Cases {
 		be := bundles[c.Bundle]
@@ -72,7 +72,7 @@ func TestHostInputsMatchPython(t *testing.T) {
 			rec := &recorder{dt: mlcore.Float16}
 			b := openTestBundle(t, c.Bundle)
 			var err error
-			if be, err = NewBackend(b, rec, "test"); err != nil {
+			if be, err = NewModel(b, rec, "test"); err != nil {
 				t.Fatal(err)
 			}
 			defer be.Close()

@@ -27,7 +27,7 @@ func openTestBundle(tb testing.TB, name string) *Bundle {
 	return b
 }
 
-// recorder is a Executor that computes nothing: it keeps a copy of every
+// recorder is an Executor that computes nothing: it keeps a copy of every
 // input buffer of the last call, by name, as the first chunk taking it saw
 // it (so the host-built ones), and zeroes the outputs.
 type recorder struct {

@@ -16,7 +16,7 @@ import (
 // loaded is a step). ctx cancels it between steps.
 type OpenExecutor func(ctx context.Context, b *Bundle, progress func(done, total int)) (Executor, error)
 
-// Loader is the Core ML backend's engine/load Backend: it opens Core ML
+// Loader is the Core ML backend's engine/load Loader: it opens Core ML
 // bundles of the anechat converter (load.CoreML sources with a
 // manifest.json) and runs them through the executor Open makes.
 type Loader struct {
@@ -37,10 +37,10 @@ type Loader struct {
 // receives the functions loaded and their total.
 type OpenPublished func(ctx context.Context, p *Published, progress func(done, total int)) (PubExecutor, error)
 
-// Name implements load.Backend.
+// Name implements load.Loader.
 func (Loader) Name() string { return "coreml" }
 
-// Supports implements load.Backend: a directory holding a manifest.json of
+// Supports implements load.Loader: a directory holding a manifest.json of
 // the anechat bundle format, on a build that can run it.
 func (l Loader) Supports(src load.Source) error {
 	if src.Format != load.CoreML {
@@ -68,7 +68,7 @@ func (l Loader) Supports(src load.Source) error {
 // the sidecars take the first tenth, the executor's steps the rest.
 const loadSteps = 1000
 
-// Open implements load.Backend: it reads and checks the bundle
+// Open implements load.Loader: it reads and checks the bundle
 // (OpenBundle), opens the executor and allocates the backend's buffers.
 // opts.Progress receives done/total in thousandths; ctx cancels between
 // files and between chunks.
@@ -102,7 +102,7 @@ func (l Loader) Open(ctx context.Context, src load.Source, opts load.Options) (m
 		b.Close()
 		return nil, err
 	}
-	be, err := NewBackend(b, r, src.Fingerprint)
+	be, err := NewModel(b, r, src.Fingerprint)
 	if err != nil {
 		r.Close()
 		b.Close()

@@ -45,7 +45,7 @@ type ChunkLoad struct {
 }
 
 // CoreMLExecutor runs the bundle's chunk packages with Core ML (package
-// mlcore). It is a Executor.
+// mlcore). It is an Executor.
 type CoreMLExecutor struct {
 	rt    mlcore.Runtime
 	log   *slog.Logger

@@ -20,7 +20,7 @@ import (
 // CPU backend's entry in a load.Registry.
 type Loader struct{}
 
-// Name implements load.Backend.
+// Name implements load.Loader.
 func (Loader) Name() string { return "cpu" }
 
 // ggufArch reports whether the CPU runs GGUF files of general.architecture
@@ -33,7 +33,7 @@ func ggufArch(name string) bool {
 	return false
 }
 
-// Supports implements load.Backend.
+// Supports implements load.Loader.
 func (Loader) Supports(src load.Source) error {
 	switch {
 	case src.Format == load.GGUF && ggufArch(src.Arch):
@@ -48,7 +48,7 @@ func (Loader) Supports(src load.Source) error {
 	return fmt.Errorf("%s models are not run on the CPU (want a .gguf file or a safetensors directory)", src.Format)
 }
 
-// Open implements load.Backend: it maps the weights, checks every tensor's
+// Open implements load.Loader: it maps the weights, checks every tensor's
 // presence and shape against the metadata, and reports src.Fingerprint as
 // the model's identity.
 func (l Loader) Open(ctx context.Context, src load.Source, opts load.Options) (model.Backend, error) {

@@ -9,10 +9,10 @@
 //     a model exactly as Registry.Open loads it, so `anechat doctor` and the
 //     Models page never list as healthy a model that does not open).
 //
-// Backends register with a Registry (internal/backends builds the one for
-// this binary); this package imports none of them, so a second backend reuses
-// the detection, the identity and the tokenizer loading instead of copying
-// them.
+// Backends register their Loader with a Registry (internal/backends builds
+// the one for this binary); this package imports none of them, so a second
+// backend reuses the detection, the identity and the tokenizer loading
+// instead of copying them.
 package load
 
 import (

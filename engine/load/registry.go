@@ -29,10 +29,10 @@ type Options struct {
 	WeightsOnly bool
 }
 
-// A Backend opens the models it can run. The CPU backend (engine/cpu) and
-// the Core ML backend implement it; a Registry lists them in order of
-// preference.
-type Backend interface {
+// A Loader opens the models its backend can run. The CPU backend
+// (engine/cpu) and the Core ML backend each have one; a Registry lists
+// them in order of preference.
+type Loader interface {
 	// Name names the backend for the user ("cpu", "coreml").
 	Name() string
 	// Supports returns nil when the backend can open src, else an error
@@ -46,28 +46,28 @@ type Backend interface {
 	Open(ctx context.Context, src Source, opts Options) (model.Backend, error)
 }
 
-// Registry is the set of backends a binary was built with, in order of
-// preference: a model opens on the first one that supports it.
+// Registry is the loaders of the backends a binary was built with, in
+// order of preference: a model opens on the first one that supports it.
 type Registry struct {
-	backends []Backend
+	loaders []Loader
 }
 
-// NewRegistry returns a registry of backends, most preferred first.
-func NewRegistry(backends ...Backend) *Registry {
-	return &Registry{backends: append([]Backend(nil), backends...)}
+// NewRegistry returns a registry of loaders, most preferred first.
+func NewRegistry(loaders ...Loader) *Registry {
+	return &Registry{loaders: append([]Loader(nil), loaders...)}
 }
 
-// Backends lists the registered backends, most preferred first.
-func (r *Registry) Backends() []Backend { return append([]Backend(nil), r.backends...) }
+// Loaders lists the registered loaders, most preferred first.
+func (r *Registry) Loaders() []Loader { return append([]Loader(nil), r.loaders...) }
 
 // ErrUnsupported marks a model no registered backend can run.
 var ErrUnsupported = errors.New("no backend in this build runs it")
 
-// For returns the backend src opens on: the first that supports it. The
+// For returns the loader src opens with: the first that supports it. The
 // error, wrapping ErrUnsupported, says why each backend refused.
-func (r *Registry) For(src Source) (Backend, error) {
+func (r *Registry) For(src Source) (Loader, error) {
 	var why []string
-	for _, b := range r.backends {
+	for _, b := range r.loaders {
 		err := b.Supports(src)
 		if err == nil {
 			return b, nil

@@ -70,7 +70,7 @@ func TestReferenceWrongSource(t *testing.T) {
 // the reason, and Statuses says the Neural Engine is not available.
 func TestRegistryHere(t *testing.T) {
 	names := []string{}
-	for _, b := range Registry().Backends() {
+	for _, b := range Registry().Loaders() {
 		names = append(names, b.Name())
 	}
 	st := Statuses()

@@ -26,7 +26,7 @@ func testData(tb testing.TB, name string) string {
 // pair is a bundle on the Core ML backend with the reference executor and
 // the CPU backend on the checkpoint the bundle holds.
 type pair struct {
-	ml  *coreml.Backend
+	ml  *coreml.Model
 	cpu model.Backend
 }
 
@@ -46,7 +46,7 @@ func openPair(tb testing.TB, bundle, src, ref string) pair {
 		b.Close()
 		tb.Fatal(err)
 	}
-	ml, err := coreml.NewBackend(b, r, "bundle")
+	ml, err := coreml.NewModel(b, r, "bundle")
 	if err != nil {
 		tb.Fatal(err)
 	}

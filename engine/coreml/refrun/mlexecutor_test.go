@@ -274,7 +274,7 @@ func TestCoreMLExecutorSpeculation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	be, err := coreml.NewBackend(f.b, r, "fake")
+	be, err := coreml.NewModel(f.b, r, "fake")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +356,7 @@ func TestCoreMLExecutorSharedBuffers(t *testing.T) {
 	ctx := context.Background()
 	var logs strings.Builder
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	open := func(surfaces bool) (*coreml.Backend, *coreml.CoreMLExecutor, *surfaceCoreML) {
+	open := func(surfaces bool) (*coreml.Model, *coreml.CoreMLExecutor, *surfaceCoreML) {
 		f := newFake(t)
 		var rt mlcore.Runtime = f
 		sf := &surfaceCoreML{fakeCoreML: f, refuse: 48}
@@ -368,7 +368,7 @@ func TestCoreMLExecutorSharedBuffers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		be, err := coreml.NewBackend(f.b, r, "fake")
+		be, err := coreml.NewModel(f.b, r, "fake")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -419,7 +419,7 @@ func TestCoreMLExecutorSharedBuffers(t *testing.T) {
 	// Logits, bit for bit, of a generation call after a prefill.
 	prompt := prompts(V)[4]
 	var logits [2][][]float32
-	for k, be := range []*coreml.Backend{plain, shared} {
+	for k, be := range []*coreml.Model{plain, shared} {
 		cache := newCache(t, be, 64)
 		if _, err := be.Forward(ctx, prompt, 0, cache, model.Argmax|model.Last); err != nil {
 			t.Fatal(err)

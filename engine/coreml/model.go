@@ -23,7 +23,7 @@ import (
 // vocabulary or a cache of another geometry.
 var ErrInput = errors.New("coreml: bad input")
 
-// Backend runs a bundle through a Executor: it is the model.Backend of the
+// Model runs a bundle through an Executor: it is the model.Backend of the
 // Core ML backend. Every call is one function on every chunk in order —
 // for a generation call (drafts or not, its unused rows padded) the
 // generate function when it asks for ids only (model.Argmax: a greedy
@@ -39,7 +39,7 @@ var ErrInput = errors.New("coreml: bad input")
 // Calls are serialised (the buffers are the backend's, and the Neural
 // Engine runs one call at a time anyway): concurrent Forward calls on
 // distinct caches are safe and each returns what it would alone.
-type Backend struct {
+type Model struct {
 	b      *Bundle
 	run    Executor
 	cfg    model.Config
@@ -73,11 +73,11 @@ type function struct {
 	all   []*tensor
 }
 
-// NewBackend returns the backend of an open bundle run by r. It allocates
+// NewModel returns the model of an open bundle run by r. It allocates
 // every function's buffers; Close releases them, the executor and the
 // bundle. fingerprint is the model's identity (engine/load's).
-func NewBackend(b *Bundle, r Executor, fingerprint string) (*Backend, error) {
-	be := &Backend{b: b, run: r, cfg: b.Config(), fns: map[string]*function{}, ropes: map[string]*ropeRows{}, kv: map[int]*kvPair{}}
+func NewModel(b *Bundle, r Executor, fingerprint string) (*Model, error) {
+	be := &Model{b: b, run: r, cfg: b.Config(), fns: map[string]*function{}, ropes: map[string]*ropeRows{}, kv: map[int]*kvPair{}}
 	be.cfg.Fingerprint = fingerprint
 	g := b.Manifest.Geometry
 	for w := 1; w <= g.GenerateWidth; w++ {
@@ -108,7 +108,7 @@ func NewBackend(b *Bundle, r Executor, fingerprint string) (*Backend, error) {
 // allocate makes the buffers of the functions a call of kind runs on every
 // chunk (Manifest.Function: a sample call runs the generate function of
 // the chunks before the last, on buffers of its own).
-func (be *Backend) allocate(kind string) (*function, error) {
+func (be *Model) allocate(kind string) (*function, error) {
 	m := be.b.Manifest
 	f := &function{kind: kind, host: map[string]*tensor{}}
 	// alloc makes one buffer; shared asks the executor for memory its compute
@@ -244,25 +244,25 @@ func (f *function) carrier(j int, name string) *tensor {
 }
 
 // Config implements model.Backend.
-func (be *Backend) Config() model.Config { return be.cfg }
+func (be *Model) Config() model.Config { return be.cfg }
 
 // Widths implements model.Backend: every generation width 1..K (the
 // generate and sample functions, their unused rows padded) and the prefill
 // width N.
-func (be *Backend) Widths() []int { return slices.Clone(be.widths) }
+func (be *Model) Widths() []int { return slices.Clone(be.widths) }
 
 // Executor is what executes the functions.
-func (be *Backend) Executor() Executor { return be.run }
+func (be *Model) Executor() Executor { return be.run }
 
 // Bundle is the open bundle.
-func (be *Backend) Bundle() *Bundle { return be.b }
+func (be *Model) Bundle() *Bundle { return be.b }
 
 // CheckFiles implements model.FileChecker for the mapped sidecars.
-func (be *Backend) CheckFiles() error { return be.b.checkFiles() }
+func (be *Model) CheckFiles() error { return be.b.checkFiles() }
 
 // Kernels implements model.KernelNamer: measured call costs depend on what
 // runs the functions.
-func (be *Backend) Kernels() string { return "coreml/" + be.run.Name() }
+func (be *Model) Kernels() string { return "coreml/" + be.run.Name() }
 
 // Forward implements model.Backend. A call asking for model.Last runs the
 // prefill function (its last row only), one asking for model.Logits the
@@ -273,7 +273,7 @@ func (be *Backend) Kernels() string { return "coreml/" + be.run.Name() }
 // every one of a sampled session, so each session runs one function for
 // all its generation calls, and speculation on and off compute every row
 // alike.
-func (be *Backend) Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want model.Output) (_ model.Result, err error) {
+func (be *Model) Forward(ctx context.Context, tokens []int32, start int, cache *kv.Cache, want model.Output) (_ model.Result, err error) {
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	if be.closed {
@@ -328,7 +328,7 @@ func (be *Backend) Forward(ctx context.Context, tokens []int32, start int, cache
 
 // call builds the inputs of c, runs every chunk and writes the new rows
 // into the cache's pending rows.
-func (be *Backend) call(ctx context.Context, f *function, c call, cache *kv.Cache) error {
+func (be *Model) call(ctx context.Context, f *function, c call, cache *kv.Cache) error {
 	m := be.b.Manifest
 	a := &m.Arch
 	if x := f.host["hidden_in"]; x != nil {
@@ -389,7 +389,7 @@ func (be *Backend) call(ctx context.Context, f *function, c call, cache *kv.Cach
 // the logits after the softcap. The outputs are in blocks of B ids:
 // block_argmax and block_max [1,nb,R] (block b of row t at b*R+t), logits
 // [1,nb,R,B] (id b*B+j of row t at (b*R+t)*B+j), R the function's rows.
-func (be *Backend) result(res *model.Result, f *function, c call, want model.Output) error {
+func (be *Model) result(res *model.Result, f *function, c call, want model.Output) error {
 	outs := f.out[len(f.out)-1]
 	logits, local, top := outs["logits"], outs["block_argmax"], outs["block_max"]
 	V := be.cfg.VocabSize
@@ -463,14 +463,14 @@ func blockArgmax(local []int32, top []float32, B int) (int32, float32) {
 }
 
 // CallStats returns the calls made so far per kind and real-row count.
-func (be *Backend) CallStats() []CallStat {
+func (be *Model) CallStats() []CallStat {
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	return be.stats.list()
 }
 
 // Close releases the buffers, the executor and the bundle.
-func (be *Backend) Close() error {
+func (be *Model) Close() error {
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	if be.closed {
@@ -485,7 +485,7 @@ func (be *Backend) Close() error {
 	return err
 }
 
-func (be *Backend) freeBuffers() {
+func (be *Model) freeBuffers() {
 	for _, f := range be.fns {
 		for _, t := range f.all {
 			t.close()
