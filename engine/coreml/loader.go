@@ -68,6 +68,16 @@ func (l Loader) Supports(src load.Source) error {
 // the sidecars take the first tenth, the executor's steps the rest.
 const loadSteps = 1000
 
+// executorProgress maps an executor's steps (done of total) onto the
+// last nine tenths of Open's units, for report.
+func executorProgress(report func(done int)) func(done, total int) {
+	return func(done, total int) {
+		if total > 0 {
+			report(loadSteps/10 + done*(loadSteps-loadSteps/10)/total)
+		}
+	}
+}
+
 // Open implements load.Loader: it reads and checks the bundle
 // (OpenBundle), opens the executor and allocates the backend's buffers.
 // opts.Progress receives done/total in thousandths; ctx cancels between
@@ -93,11 +103,7 @@ func (l Loader) Open(ctx context.Context, src load.Source, opts load.Options) (m
 		return nil, err
 	}
 	report(loadSteps / 10)
-	r, err := l.Executor(ctx, b, func(done, total int) {
-		if total > 0 {
-			report(loadSteps/10 + done*(loadSteps-loadSteps/10)/total)
-		}
-	})
+	r, err := l.Executor(ctx, b, executorProgress(report))
 	if err != nil {
 		b.Close()
 		return nil, err
@@ -120,11 +126,7 @@ func (l Loader) openPublished(ctx context.Context, src load.Source, report func(
 		return nil, err
 	}
 	report(loadSteps / 10)
-	r, err := l.Published(ctx, p, func(done, total int) {
-		if total > 0 {
-			report(loadSteps/10 + done*(loadSteps-loadSteps/10)/total)
-		}
-	})
+	r, err := l.Published(ctx, p, executorProgress(report))
 	if err != nil {
 		return nil, err
 	}
