@@ -111,7 +111,8 @@ func New(opts Options) *App {
 	c := &core{log: log, opts: opts, openErr: ErrNotStarted, registry: reg}
 	a := &App{core: c}
 	a.Settings = &Settings{c: c}
-	a.Models = &Models{c: c, settings: a.Settings}
+	eg, _ := opts.Generator.(*EngineGenerator) // nil for another Generator: Models.Load then says there is no engine
+	a.Models = &Models{c: c, settings: a.Settings, gen: eg}
 	a.Chat = &Chat{c: c, settings: a.Settings, models: a.Models, gen: opts.Generator, streams: map[int64]*stream{},
 		titles: map[int64]*titleJob{}}
 	a.Library = &Library{c: c, gen: opts.Generator, models: a.Models}
@@ -119,7 +120,6 @@ func New(opts Options) *App {
 	a.System = &System{c: c, models: a.Models, settings: a.Settings}
 	a.Downloads = &Downloads{c: c, models: a.Models, jobs: map[string]*dlJob{},
 		retries: defaultRetries, retryDelay: defaultRetryDelay, progressEvery: defaultProgressEvery}
-	eg, _ := opts.Generator.(*EngineGenerator) // nil for another Generator: Load then says there is no engine
 	a.CoreML = NewCoreMLService(a, eg)
 	a.API = &API{c: c, models: a.Models, settings: a.Settings}
 	return a

@@ -3,28 +3,14 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"anechat/engine/coreml/mlcore"
 	"anechat/engine/load"
 	"anechat/engine/model"
 	"anechat/internal/backends"
 )
-
-// EventModelProgress carries a ModelProgress while Backend.Load loads a
-// model: compiling a Core ML bundle for this Mac takes long the first time.
-const EventModelProgress = "model:progress"
-
-// ModelProgress says how far loading model ModelID is: Done of Total steps
-// (the backend's own units).
-type ModelProgress struct {
-	ModelID int64 `json:"modelId"`
-	Done    int   `json:"done"`
-	Total   int   `json:"total"`
-}
 
 // CoreMLSettings is what Settings show of the Core ML backend beside
 // System.Backend: the compute-units setting, the values it takes, and what
@@ -50,17 +36,13 @@ type CoreMLSettings struct {
 // keyComputeUnits is the settings key of the compute-units setting.
 const keyComputeUnits = "coreml.compute_units"
 
-// CoreML is the service behind the Core ML part of Settings and model
-// loading: the compute-units setting, what runs the loaded model, and
-// loading a model ahead of the first reply (compiling a bundle takes long
-// the first time) with progress events (EventModelProgress) and
-// cancellation. Bound methods: Settings, SetComputeUnits, Load, CancelLoad.
+// CoreML is the service behind the Core ML part of Settings: the
+// compute-units setting and what runs the loaded model. Bound methods:
+// Settings, SetComputeUnits. (Loading a model ahead of the first reply is
+// the Models service's, whatever its backend.)
 type CoreML struct {
 	c   *core
 	gen *EngineGenerator // nil without the engine
-
-	mu     sync.Mutex
-	cancel context.CancelFunc // the running Load's
 }
 
 // NewCoreMLService returns the CoreML service of a (gen may be nil). The
@@ -153,63 +135,6 @@ func (b *CoreML) SetComputeUnits(units string) (CoreMLSettings, error) {
 		return CoreMLSettings{}, err
 	}
 	return b.Settings()
-}
-
-// ErrLoadRunning is returned by Load while another Load runs.
-var ErrLoadRunning = errors.New("app: a model is already loading (cancel it first)")
-
-// Load loads model id now rather than at the first reply, sending
-// EventModelProgress as it goes; CancelLoad stops it (between files and
-// chunks: a Core ML compile already started runs to its end). It returns
-// once the model is loaded (OutcomeLoaded) or the load was stopped
-// (OutcomeCancelled: what the user asked, not a failure), or the error.
-func (b *CoreML) Load(id int64) (Outcome, error) {
-	if b.gen == nil {
-		return Outcome{}, ErrNoEngine
-	}
-	d, err := b.c.db()
-	if err != nil {
-		return Outcome{}, err
-	}
-	m, err := d.GetModel(b.c.context(), id)
-	if err != nil {
-		return Outcome{}, err
-	}
-	b.mu.Lock()
-	if b.cancel != nil {
-		b.mu.Unlock()
-		return Outcome{}, ErrLoadRunning
-	}
-	ctx, cancel := context.WithCancel(b.c.context())
-	b.cancel = cancel
-	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		b.cancel = nil
-		b.mu.Unlock()
-		cancel()
-	}()
-	err = b.gen.Preload(ctx, m.Path, func(done, total int) {
-		b.c.send(EventModelProgress, ModelProgress{ModelID: id, Done: done, Total: total})
-	})
-	switch {
-	case err == nil:
-		return Outcome{Kind: OutcomeLoaded, Message: "Loaded."}, nil
-	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		return Outcome{Kind: OutcomeCancelled, Message: "Cancelled."}, nil
-	}
-	return Outcome{}, err
-}
-
-// CancelLoad stops the running Load; false when none runs.
-func (b *CoreML) CancelLoad() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.cancel == nil {
-		return false
-	}
-	b.cancel()
-	return true
 }
 
 // UseRegistry makes the generator open models through reg from the next

@@ -40,9 +40,9 @@ func (e *progressEmitter) Emit(name string, data any) {
 }
 
 // startBackend opens an app whose models open through the reference
-// registry (the Core ML backend with the reference executor), the Backend
-// service on an engine generator using it, and registers the test bundle.
-func startBackend(t *testing.T) (*CoreML, *EngineGenerator, *progressEmitter, int64) {
+// registry (the Core ML backend with the reference executor), on an engine
+// generator using it, and registers the test bundle.
+func startBackend(t *testing.T) (*App, *EngineGenerator, *progressEmitter, int64) {
 	t.Helper()
 	src := coremlTestData(t, "gemma4-exact")
 	reg := backends.Reference(src)
@@ -59,15 +59,16 @@ func startBackend(t *testing.T) (*CoreML, *EngineGenerator, *progressEmitter, in
 	if m.Kind != KindCoreML {
 		t.Fatalf("bundle registered as %s", m.Kind)
 	}
-	return NewCoreMLService(a, gen), gen, em, m.ID
+	return a, gen, em, m.ID
 }
 
-// TestCoreMLLoadAndSettings: Load loads a bundle with progress events up
-// to the end, after which Settings say it runs on the Core ML backend and
-// by what; before, no model is loaded, and off Apple silicon Core ML is
-// not available, saying why.
-func TestCoreMLLoadAndSettings(t *testing.T) {
-	svc, _, em, id := startBackend(t)
+// TestModelsLoadAndCoreMLSettings: Models.Load loads a bundle with
+// progress events up to the end, after which CoreML.Settings say it runs
+// on the Core ML backend and by what; before, no model is loaded, and off
+// Apple silicon Core ML is not available, saying why.
+func TestModelsLoadAndCoreMLSettings(t *testing.T) {
+	a, _, em, id := startBackend(t)
+	svc := a.CoreML
 	info, err := svc.Settings()
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func TestCoreMLLoadAndSettings(t *testing.T) {
 	if runtime.GOOS != "darwin" && (info.Available || !strings.Contains(info.Detail, "Neural Engine is not available")) {
 		t.Errorf("settings off a Mac: %+v", info)
 	}
-	if o, err := svc.Load(id); err != nil || o.Kind != OutcomeLoaded {
+	if o, err := a.Models.Load(id); err != nil || o.Kind != OutcomeLoaded {
 		t.Fatalf("Load = %+v, %v; want %s", o, err, OutcomeLoaded)
 	}
 	em.mu.Lock()
@@ -95,16 +96,17 @@ func TestCoreMLLoadAndSettings(t *testing.T) {
 	if info.Running != "coreml" || info.Executor != "reference (CPU kernels, float32)" {
 		t.Errorf("settings after loading: %+v", info)
 	}
-	if svc.CancelLoad() {
+	if a.Models.CancelLoad() {
 		t.Error("CancelLoad with no load running returned true")
 	}
 }
 
-// TestCoreMLLoadCancel: cancelling a load stops it, which is the outcome
+// TestModelsLoadCancel: cancelling a load stops it, which is the outcome
 // OutcomeCancelled and not an error, and leaves no model loaded; a load
 // that fails is an error, never a cancelled outcome.
-func TestCoreMLLoadCancel(t *testing.T) {
-	svc, gen, em, id := startBackend(t)
+func TestModelsLoadCancel(t *testing.T) {
+	a, gen, em, id := startBackend(t)
+	svc := a.Models
 	em.cancel = svc.CancelLoad
 	if o, err := svc.Load(id); err != nil || o.Kind != OutcomeCancelled || o.Message == "" {
 		t.Fatalf("cancelled load = %+v, %v; want %s with a message", o, err, OutcomeCancelled)
@@ -121,11 +123,12 @@ func TestCoreMLLoadCancel(t *testing.T) {
 // TestCoreMLComputeUnits: the setting is validated, stored and read back;
 // changing it unloads a loaded bundle so the next load uses it.
 func TestCoreMLComputeUnits(t *testing.T) {
-	svc, gen, _, id := startBackend(t)
+	a, gen, _, id := startBackend(t)
+	svc := a.CoreML
 	if _, err := svc.SetComputeUnits("tpu"); err == nil {
 		t.Error("compute units tpu accepted")
 	}
-	if _, err := svc.Load(id); err != nil {
+	if _, err := a.Models.Load(id); err != nil {
 		t.Fatal(err)
 	}
 	info, err := svc.SetComputeUnits("gpu")

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"anechat/engine/load"
 	"anechat/internal/backends"
@@ -101,10 +102,17 @@ func runnable(sm storage.Model) error {
 	return nil
 }
 
-// Models is the model manager service.
+// Models is the model manager service: the registered models, and
+// loading one ahead of the first reply (compiling a Core ML bundle takes
+// long the first time) with progress events (EventModelProgress) and
+// cancellation (Load, CancelLoad).
 type Models struct {
 	c        *core
 	settings *Settings
+	gen      *EngineGenerator // nil without the engine: Load says so
+
+	mu     sync.Mutex
+	cancel context.CancelFunc // the running Load's
 }
 
 // registry is the set of backends models are validated and opened with.
@@ -372,4 +380,73 @@ func (m *Models) Import(path string) (ImportResult, error) {
 	}
 	m.c.log.Info("model imported that this build cannot run", "path", f.Path, "why", note)
 	return ImportResult{Model: sm, Note: note}, nil
+}
+
+// EventModelProgress carries a ModelProgress while Models.Load loads a
+// model: compiling a Core ML bundle for this Mac takes long the first time.
+const EventModelProgress = "model:progress"
+
+// ModelProgress says how far loading model ModelID is: Done of Total steps
+// (the backend's own units).
+type ModelProgress struct {
+	ModelID int64 `json:"modelId"`
+	Done    int   `json:"done"`
+	Total   int   `json:"total"`
+}
+
+// ErrLoadRunning is returned by Load while another Load runs.
+var ErrLoadRunning = errors.New("app: a model is already loading (cancel it first)")
+
+// Load loads model id now rather than at the first reply, sending
+// EventModelProgress as it goes; CancelLoad stops it (between files and
+// chunks: a Core ML compile already started runs to its end). It returns
+// once the model is loaded (OutcomeLoaded) or the load was stopped
+// (OutcomeCancelled: what the user asked, not a failure), or the error.
+func (m *Models) Load(id int64) (Outcome, error) {
+	if m.gen == nil {
+		return Outcome{}, ErrNoEngine
+	}
+	d, err := m.c.db()
+	if err != nil {
+		return Outcome{}, err
+	}
+	mdl, err := d.GetModel(m.c.context(), id)
+	if err != nil {
+		return Outcome{}, err
+	}
+	m.mu.Lock()
+	if m.cancel != nil {
+		m.mu.Unlock()
+		return Outcome{}, ErrLoadRunning
+	}
+	ctx, cancel := context.WithCancel(m.c.context())
+	m.cancel = cancel
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.cancel = nil
+		m.mu.Unlock()
+		cancel()
+	}()
+	err = m.gen.Preload(ctx, mdl.Path, func(done, total int) {
+		m.c.send(EventModelProgress, ModelProgress{ModelID: id, Done: done, Total: total})
+	})
+	switch {
+	case err == nil:
+		return Outcome{Kind: OutcomeLoaded, Message: "Loaded."}, nil
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return Outcome{Kind: OutcomeCancelled, Message: "Cancelled."}, nil
+	}
+	return Outcome{}, err
+}
+
+// CancelLoad stops the running Load; false when none runs.
+func (m *Models) CancelLoad() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cancel == nil {
+		return false
+	}
+	m.cancel()
+	return true
 }

@@ -24,9 +24,9 @@ const (
 	// short for a snapshot to pay (ErrPromptTooShort). A fact, not a
 	// failure: the window shows it as information.
 	OutcomeTooShort OutcomeKind = "too_short"
-	// OutcomeLoaded: CoreML.Load loaded the model.
+	// OutcomeLoaded: Models.Load loaded the model.
 	OutcomeLoaded OutcomeKind = "loaded"
-	// OutcomeCancelled: CoreML.CancelLoad (or the window closing) stopped
-	// CoreML.Load; no model is left half loaded.
+	// OutcomeCancelled: Models.CancelLoad (or the window closing) stopped
+	// Models.Load; no model is left half loaded.
 	OutcomeCancelled OutcomeKind = "cancelled"
 )

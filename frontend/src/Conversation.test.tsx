@@ -384,14 +384,14 @@ describe("models and settings", () => {
     expect(fb.args["Downloads.Start"]).toEqual([[{ url: "https://h/c.gguf", sha256: "ab", fileName: "", size: 0 }]]);
   });
 
-  it("says how a load ended from CoreML.Load's outcome, and a failure as it is, whatever its text", async () => {
+  it("says how a load ended from Models.Load's outcome, and a failure as it is, whatever its text", async () => {
     const ends: (() => unknown)[] = [
       () => ({ kind: "cancelled", message: "Cancelled." }),
       () => {
         throw "models: load stories.gguf: read weights: context canceled by the disk driver";
       },
     ];
-    const fb = fakeBridge(basics({ "CoreML.Load": () => ends.shift()?.() }));
+    const fb = fakeBridge(basics({ "Models.Load": () => ends.shift()?.() }));
     await mount(fb.bridge);
     await click(testid("nav-models"));
     await click(testid("load-model"));
@@ -425,7 +425,7 @@ describe("models and settings", () => {
     };
     const fb = fakeBridge(
       basics({
-        "CoreML.Load": () =>
+        "Models.Load": () =>
           new Promise((r) => {
             loaded = () => {
               r({ kind: "loaded", message: "Loaded." });

@@ -110,6 +110,9 @@ export function api(b: Bridge) {
       importPath: (path: string) => mod<ImportResult>("Import", path),
       setDefault: (id: number) => mod<void>("SetDefault", id),
       remove: (id: number) => mod<void>("Remove", id),
+      /** Loads model id now (model:progress events); resolves once loaded ("loaded") or stopped ("cancelled"). */
+      load: (id: number) => mod<Outcome>("Load", id),
+      cancelLoad: () => mod<boolean>("CancelLoad"),
     },
     downloads: {
       list: () => dl<Download[]>("List"),
@@ -138,9 +141,6 @@ export function api(b: Bridge) {
     coreml: {
       settings: () => ml<CoreMLSettings>("Settings"),
       setComputeUnits: (units: string) => ml<CoreMLSettings>("SetComputeUnits", units),
-      /** Loads model id now (model:progress events); resolves once loaded ("loaded") or stopped ("cancelled"). */
-      load: (id: number) => ml<Outcome>("Load", id),
-      cancelLoad: () => ml<boolean>("CancelLoad"),
     },
     events: {
       onToken: (cb: (e: TokenEvent) => void) => b.on("chat:token", (d) => cb(d as TokenEvent)),

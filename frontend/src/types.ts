@@ -396,7 +396,7 @@ export interface CoreMLSettings {
   detail: string;
 }
 
-/** How far CoreML.Load is: done of total steps (the backend's own units). */
+/** How far Models.Load is: done of total steps (the backend's own units). */
 export interface ModelProgress {
   modelId: number;
   done: number;

@@ -5,7 +5,7 @@ import type { Download, DownloadRequest, ImportResult, ModelList, Outcome } from
 import { errorText, type Core } from "./core";
 import type { Settings } from "./settings";
 
-/** A model loading (CoreML.Load): how far, and how it ended. */
+/** A model loading (Models.Load): how far, and how it ended. */
 export interface ModelLoad {
   modelId: number;
   done: number;
@@ -22,7 +22,7 @@ export interface ModelsState {
   list: ModelList | null;
   /** The model downloads, by file name. */
   downloads: Download[];
-  /** A model being loaded ahead of the first reply (CoreML.Load), or the last one. */
+  /** A model being loaded ahead of the first reply (Models.Load), or the last one. */
   load: ModelLoad | null;
 }
 
@@ -102,7 +102,7 @@ export class Models {
 
   /**
    * Loads model id now (progress from model:progress), so the first reply
-   * does not wait for it. How it ends is CoreML.Load's typed outcome; a
+   * does not wait for it. How it ends is Models.Load's typed outcome; a
    * failure is an error, shown as it is.
    */
   async load(id: number) {
@@ -110,7 +110,7 @@ export class Models {
     this.update({ load: { modelId: id, done: 0, total: 0, running: true, outcome: null, error: "" } });
     let end: Pick<ModelLoad, "outcome" | "error">;
     try {
-      end = { outcome: await this.core.api.coreml.load(id), error: "" };
+      end = { outcome: await this.core.api.models.load(id), error: "" };
     } catch (e) {
       end = { outcome: null, error: errorText(e) };
     }
@@ -120,7 +120,7 @@ export class Models {
 
   /** Stops the model load running. */
   cancelLoad() {
-    return this.core.attempt("models", () => this.core.api.coreml.cancelLoad());
+    return this.core.attempt("models", () => this.core.api.models.cancelLoad());
   }
 
   async reloadDownloads() {
