@@ -16,6 +16,7 @@ import (
 	"anechat/engine/chat"
 	"anechat/engine/coreml"
 	"anechat/engine/coreml/mlcore"
+	"anechat/engine/coreml/published"
 	"anechat/engine/kv"
 	"anechat/engine/load"
 	"anechat/engine/model"
@@ -40,7 +41,7 @@ type coremlCheckOptions struct {
 // coremlReport is what the check measured.
 type coremlReport struct {
 	Bundle string `json:"bundle"`
-	// Published is true for a CoreML-LLM bundle (coreml.PubBackend), whose
+	// Published is true for a CoreML-LLM bundle (published.Model), whose
 	// decode and verify functions differ: Note says so.
 	Published    bool            `json:"published,omitempty"`
 	Note         string          `json:"note,omitempty"`
@@ -189,9 +190,9 @@ func runCoreMLCheck(ctx context.Context, o coremlCheckOptions) (*coremlReport, e
 	switch b := lm.Backend.(type) {
 	case *coreml.Model:
 		be, executor, rep.Width = b, b.Executor(), b.Bundle().Manifest.Geometry.GenerateWidth
-	case *coreml.PubBackend:
+	case *published.Model:
 		be, executor, rep.Width, rep.Published = b, b.Executor(), max(b.VerifyWidth(), 1), true
-		rep.Note = fmt.Sprintf("a CoreML-LLM bundle: its decode (%s) and verify (%s) functions are different functions, so identity with speculation on and off is measured here, not built in (a bundle of `make bundle` runs one function for every generation call of a session and holds it by construction); it returns greedy ids only", coreml.PubDecode, coreml.PubVerify)
+		rep.Note = fmt.Sprintf("a CoreML-LLM bundle: its decode (%s) and verify (%s) functions are different functions, so identity with speculation on and off is measured here, not built in (a bundle of `make bundle` runs one function for every generation call of a session and holds it by construction); it returns greedy ids only", published.FuncDecode, published.FuncVerify)
 		if cr, ok := b.Executor().(*coreml.CoreMLExecutor); ok && cr.NoVerify != "" {
 			rep.Note += "; " + cr.NoVerify
 		}

@@ -19,9 +19,18 @@ import (
 // backend reuses them instead of copying them; and no engine package
 // imports the app, storage, the server, the CLI or Wails (data flows one
 // way). Backends register with engine/load through internal/backends.
+// Within the backends too dependencies go one way: the CPU backend knows
+// nothing of Core ML, and the Core ML backend's packages that run bundles
+// on it (refrun, published) build on engine/coreml, never the reverse.
 func TestEngineImportsNoBackend(t *testing.T) {
 	root := testres.RepoRoot(t)
 	backends := []string{"anechat/engine/cpu", "anechat/engine/coreml"}
+	// above maps a package (and those under it, but the ones it lists) to
+	// the packages it must not depend on.
+	above := map[string][]string{
+		"anechat/engine/cpu":    {"anechat/engine/coreml"},
+		"anechat/engine/coreml": {"anechat/engine/coreml/refrun", "anechat/engine/coreml/published"},
+	}
 	forbiddenAnywhere := []string{"anechat/app", "anechat/storage", "anechat/server", "anechat/cli",
 		"anechat/kvindex", "anechat/internal/kvindex", "github.com/wailsapp/"}
 	isUnder := func(p string, prefixes []string) bool {
@@ -102,6 +111,11 @@ func TestEngineImportsNoBackend(t *testing.T) {
 				t.Errorf("%s depends on the backend %s: only internal/backends (and tests) may import a backend", pkg, dep)
 			case !backend && dep == "anechat/internal/backends":
 				t.Errorf("%s depends on internal/backends, which imports every backend", pkg)
+			}
+			for low, high := range above {
+				if isUnder(pkg, []string{low}) && !isUnder(pkg, high) && isUnder(dep, high) {
+					t.Errorf("%s depends on %s: between the backends dependencies go one way (the CPU backend knows nothing of Core ML; refrun and published build on engine/coreml)", pkg, dep)
+				}
 			}
 		}
 		return nil

@@ -156,7 +156,7 @@ func (b *Bundle) PerLayer() *Sidecar { return b.ple }
 func (b *Bundle) checkFiles() error {
 	for _, s := range []*Sidecar{b.embed, b.ple} {
 		if s != nil {
-			if err := s.check(); err != nil {
+			if err := s.Check(); err != nil {
 				return err
 			}
 		}
@@ -168,7 +168,7 @@ func (b *Bundle) mappings() []*mmap.Mapping {
 	var out []*mmap.Mapping
 	for _, s := range []*Sidecar{b.embed, b.ple} {
 		if s != nil {
-			out = append(out, s.mappings()...)
+			out = append(out, s.Mappings()...)
 		}
 	}
 	return out

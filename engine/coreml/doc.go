@@ -60,8 +60,8 @@
 // not fixed. TestAuditFixtureBundles holds the converter's test bundles to
 // them in make test.
 //
-// It also reads and runs the layout the CoreML-LLM project publishes
-// (Published, PubBackend; PUBLISHED.md has its function contract): its
-// decode and verify functions are different functions, so speculation
-// identity there is measured by doctor, not built in.
+// It also reads the layout the CoreML-LLM project publishes (Published;
+// engine/coreml/published runs it; PUBLISHED.md has its function
+// contract): its decode and verify functions are different functions, so
+// speculation identity there is measured by doctor, not built in.
 package coreml

@@ -89,3 +89,8 @@ func toHalf64(f float64) uint16 {
 // float32 (exactly): the converter stores every weight so, and the
 // reference executor rounds a checkpoint's weights the same way.
 func RoundHalf(f float32) float32 { return roundHalf(f) }
+
+// ToHalf is f as IEEE binary16 bits, rounded to nearest even (numpy's
+// astype(float16), Core ML's fp16 tensors): what a host writes into an
+// fp16 input.
+func ToHalf(f float32) uint16 { return toHalf(f) }

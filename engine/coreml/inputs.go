@@ -40,22 +40,36 @@ func newCall(kind string, T int, tokens []int32, start int) call {
 // full layers (window 0) and max(0, pos_t-window+1) on sliding ones
 // (DESIGN.md invariant 2). Position q lives in slot q % slots.
 func buildMask(m *tensor, c call, slots, window int) error {
-	for t := range c.T {
-		p := c.pos[t]
-		lo := 0
+	lo := make([]int, c.T)
+	for t, p := range c.pos {
 		if window > 0 {
-			lo = max(0, p-window+1)
+			lo[t] = max(0, p-window+1)
 		}
-		if p-lo+1 > slots {
-			return fmt.Errorf("coreml: position %d sees %d positions, more than the %d slots of the bundle", p, p-lo+1, slots)
-		}
-		row := t * slots
-		m.fill(row, slots, negInf)
-		for q := lo; q <= p; q++ {
-			m.set(row+q%slots, 0)
+		if p-lo[t]+1 > slots {
+			return fmt.Errorf("coreml: position %d sees %d positions, more than the %d slots of the bundle", p, p-lo[t]+1, slots)
 		}
 	}
+	Mask(c.T, slots, func(t int) (int, int) { return lo[t] % slots, c.pos[t] - lo[t] + 1 }, m.fill)
 	return nil
+}
+
+// Mask writes an attention mask of rows rows of slots values through
+// fill(off, n, v): row t is 0 at the n slots from first that see(t)
+// returns (wrapping past the last slot to slot 0) and -inf elsewhere.
+// Every host builds its masks with it: a converter bundle's (buildMask:
+// positions in a ring of slots) and the published layout's
+// (engine/coreml/published).
+func Mask(rows, slots int, see func(t int) (first, n int), fill func(off, n int, v float32)) {
+	for t := range rows {
+		row := t * slots
+		fill(row, slots, negInf)
+		first, n := see(t)
+		k := min(n, slots-first)
+		fill(row+first, k, 0)
+		if n > k {
+			fill(row, n-k, 0)
+		}
+	}
 }
 
 // buildPlace writes the placement matrix [1,1,slots,T]: 1 at (slot of
@@ -140,7 +154,7 @@ func buildRope(cos, sin *tensor, c call, r *ropeRows) {
 func buildRows(dst *tensor, c call, sc *Sidecar, scratch []float32) {
 	for t := range c.T {
 		if d := dst.row16(t*sc.Cols, sc.Cols); d != nil {
-			sc.rowHalf(d, int(c.ids[t]))
+			sc.RowHalf(d, int(c.ids[t]))
 			continue
 		}
 		dst.setRow(t*sc.Cols, sc.Row(scratch, int(c.ids[t])))

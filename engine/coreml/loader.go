@@ -27,15 +27,16 @@ type Loader struct {
 	// Why, when Executor is nil, says why this build cannot run bundles (the
 	// platform has no Core ML): Supports reports it.
 	Why string
-	// Published, when set, opens the executor of a published CoreML-LLM
-	// bundle (NewPublishedExecutor on darwin/arm64), which the loader then
-	// runs as a PubBackend; nil refuses such bundles.
+	// Published, when set, opens a published CoreML-LLM bundle as a model
+	// (engine/coreml/published: published.Opener on darwin/arm64); nil
+	// refuses such bundles.
 	Published OpenPublished
 }
 
-// OpenPublished opens the executor of a read published bundle; progress
-// receives the functions loaded and their total.
-type OpenPublished func(ctx context.Context, p *Published, progress func(done, total int)) (PubExecutor, error)
+// OpenPublished opens a read published bundle as a model whose identity
+// is fingerprint; progress receives its executor's steps (the functions
+// loaded) and their total.
+type OpenPublished func(ctx context.Context, p *Published, fingerprint string, progress func(done, total int)) (model.Backend, error)
 
 // Name implements load.Loader.
 func (Loader) Name() string { return "coreml" }
@@ -118,21 +119,16 @@ func (l Loader) Open(ctx context.Context, src load.Source, opts load.Options) (m
 	return be, nil
 }
 
-// openPublished reads a published CoreML-LLM bundle, loads its chunks'
-// functions and returns its PubBackend.
+// openPublished reads a published CoreML-LLM bundle and opens it with
+// l.Published.
 func (l Loader) openPublished(ctx context.Context, src load.Source, report func(int)) (model.Backend, error) {
 	p, err := ReadPublished(src.Path)
 	if err != nil {
 		return nil, err
 	}
 	report(loadSteps / 10)
-	r, err := l.Published(ctx, p, executorProgress(report))
+	be, err := l.Published(ctx, p, src.Fingerprint, executorProgress(report))
 	if err != nil {
-		return nil, err
-	}
-	be, err := NewPubBackend(p, r, src.Fingerprint)
-	if err != nil {
-		r.Close()
 		return nil, err
 	}
 	report(loadSteps)

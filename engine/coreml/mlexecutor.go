@@ -55,8 +55,8 @@ type CoreMLExecutor struct {
 	// surfaces and plain count the buffers AllocShared made
 	// IOSurface-backed and those that fell back to plain memory.
 	surfaces, plain int
-	// NoVerify, for a published bundle (NewPublishedExecutor), says why no
-	// verify function was loaded; "" when every chunk has one.
+	// NoVerify, for a published bundle (published.NewCoreMLExecutor),
+	// says why no verify function was loaded; "" when every chunk has one.
 	NoVerify string
 	// NoPrefill says why a published bundle's prefill chunks are not
 	// loaded; "" when they are.
@@ -151,7 +151,17 @@ func NewCoreMLExecutor(ctx context.Context, rt mlcore.Runtime, b *Bundle, o Core
 	return r, nil
 }
 
-// newCoreMLExecutor is the empty executor both constructors fill.
+// LoadedCoreMLExecutor returns the executor of functions loaded outside
+// NewCoreMLExecutor (engine/coreml/published loads a published bundle's
+// chunks): fns[j] are chunk j's functions by name, loads what loading each
+// chunk took. Its Close closes them.
+func LoadedCoreMLExecutor(rt mlcore.Runtime, o CoreMLOptions, fns []map[string]mlcore.Function, loads []ChunkLoad) *CoreMLExecutor {
+	r := newCoreMLExecutor(rt, o)
+	r.fns, r.loads = fns, loads
+	return r
+}
+
+// newCoreMLExecutor is the empty executor the constructors fill.
 func newCoreMLExecutor(rt mlcore.Runtime, o CoreMLOptions) *CoreMLExecutor {
 	log := o.Log
 	if log == nil {
@@ -270,4 +280,16 @@ func (r *CoreMLExecutor) Close() error {
 	}
 	r.fns = nil
 	return first
+}
+
+// Features implements published.Executor (engine/coreml/published): the features of a loaded function.
+func (r *CoreMLExecutor) Features(chunk int, fn string) (ins, outs []mlcore.FeatureSpec, ok bool) {
+	if chunk < 0 || chunk >= len(r.fns) {
+		return nil, nil, false
+	}
+	f, ok := r.fns[chunk][fn]
+	if !ok {
+		return nil, nil, false
+	}
+	return f.Inputs(), f.Outputs(), true
 }

@@ -53,7 +53,7 @@ type Model struct {
 	kv      map[int]*kvPair
 	scratch []float32
 	ropes   map[string]*ropeRows
-	stats   callStats
+	stats   CallStats
 	closed  bool
 }
 
@@ -314,7 +314,7 @@ func (be *Model) Forward(ctx context.Context, tokens []int32, start int, cache *
 			cache.Rollback()
 			return model.Result{}, err
 		}
-		be.stats.add(kind, c.n, time.Since(t0))
+		be.stats.Add(kind, c.n, time.Since(t0))
 		if kind == KindPrefill && off+f.width < len(tokens) {
 			continue // only the last piece's row is asked for
 		}
@@ -466,7 +466,7 @@ func blockArgmax(local []int32, top []float32, B int) (int32, float32) {
 func (be *Model) CallStats() []CallStat {
 	be.mu.Lock()
 	defer be.mu.Unlock()
-	return be.stats.list()
+	return be.stats.List()
 }
 
 // Close releases the buffers, the executor and the bundle.
@@ -504,7 +504,10 @@ type CallStat struct {
 	Total, Min time.Duration
 }
 
-type callStats struct {
+// CallStats counts a model's calls by kind and real-row count (the zero
+// value is empty); the published-bundle model (engine/coreml/published)
+// keeps its own.
+type CallStats struct {
 	m map[callKey]*CallStat
 }
 
@@ -513,7 +516,8 @@ type callKey struct {
 	rows int
 }
 
-func (s *callStats) add(kind string, rows int, d time.Duration) {
+// Add counts one call of kind with rows real rows that took d.
+func (s *CallStats) Add(kind string, rows int, d time.Duration) {
 	if s.m == nil {
 		s.m = map[callKey]*CallStat{}
 	}
@@ -528,7 +532,8 @@ func (s *callStats) add(kind string, rows int, d time.Duration) {
 	c.Min = min(c.Min, d)
 }
 
-func (s *callStats) list() []CallStat {
+// List returns the counts by kind, then rows.
+func (s *CallStats) List() []CallStat {
 	var out []CallStat
 	for _, c := range s.m {
 		out = append(out, *c)

@@ -35,9 +35,10 @@ func IsPublished(dir string) bool {
 // model with a one-token decode function and a verify_qK function) and,
 // optionally, prefill chunks.
 //
-// This package reads and checks that layout (ReadPublished) and runs it
-// on an Apple silicon Mac (PubBackend, through NewPublishedExecutor; the
-// function contract, learned from the project's sources, is PUBLISHED.md):
+// This package reads and checks that layout (ReadPublished); package
+// engine/coreml/published runs it on an Apple silicon Mac (published.Model,
+// through published.NewCoreMLExecutor; the function contract, learned from
+// the project's sources, is PUBLISHED.md):
 // one token through the decode function (decode_q1), speculation through
 // the verify function (verify_qK), a prompt from position 0 through the
 // prefill chunks when present (later prompt pieces token by token through
@@ -263,6 +264,39 @@ func readNPYHeader(path string) (NPYHeader, error) {
 		return NPYHeader{}, err
 	}
 	return h, nil
+}
+
+// ParseNPY parses the header of the .npy file whose bytes are b (path
+// names it in errors), as readNPYHeader does a file's: a 2-D C-order table
+// of '<f2' or '<f4' values holding exactly the data its header declares.
+// off is where the data starts. engine/coreml/published maps its RoPE
+// tables with it.
+func ParseNPY(path string, b []byte) (h NPYHeader, off int, err error) {
+	if len(b) < 10 || string(b[:6]) != "\x93NUMPY" {
+		return NPYHeader{}, 0, fmt.Errorf("%w: %s is not a .npy file", ErrBundle, path)
+	}
+	var n, at int
+	switch b[6] {
+	case 1:
+		n, at = int(binary.LittleEndian.Uint16(b[8:10])), 10
+	case 2, 3:
+		if len(b) < 12 {
+			return NPYHeader{}, 0, fmt.Errorf("%w: %s: a truncated .npy header", ErrBundle, path)
+		}
+		n, at = int(binary.LittleEndian.Uint32(b[8:12])), 12
+	default:
+		return NPYHeader{}, 0, fmt.Errorf("%w: %s: .npy version %d is unknown", ErrBundle, path, b[6])
+	}
+	if n > len(b)-at {
+		return NPYHeader{}, 0, fmt.Errorf("%w: %s: the .npy header runs past the end of the file", ErrBundle, path)
+	}
+	if h, err = parseNPYDict(path, string(b[at:at+n])); err != nil {
+		return NPYHeader{}, 0, err
+	}
+	if err := npyDataSize(path, h, int64(len(b)-at-n)); err != nil {
+		return NPYHeader{}, 0, err
+	}
+	return h, at + n, nil
 }
 
 // npyDataSize checks that a .npy table of header h has exactly data bytes

@@ -22,7 +22,7 @@ type Sidecar struct {
 	data       *mmap.Mapping // int8: rows*cols bytes; fp16: rows*cols*2
 	scales     *mmap.Mapping // int8 only: rows*2 bytes
 	// pubMul, when set, makes a row's factor float32(scale)/127*pubMul,
-	// as CoreML-LLM's published tables are stored (openPubSidecar);
+	// as CoreML-LLM's published tables are stored (OpenPublishedSidecar);
 	// bundles of the anechat converter store the factor itself.
 	pubMul float32
 }
@@ -64,6 +64,21 @@ func openSidecar(dir, name string, s SidecarInfo) (*Sidecar, error) {
 	return sc, nil
 }
 
+// OpenPublishedSidecar maps an INT8 table of CoreML-LLM's published
+// layout (engine/coreml/published): rows×cols int8 values in dir/data and
+// one fp16 scale per row in dir/scales, row r reading back as
+// fp16(float32(q)·(float32(scale[r])/127·mul)), the value the project's
+// EmbeddingLookup computes. name says which table, for errors.
+func OpenPublishedSidecar(dir, name, data, scales string, rows, cols int, mul float32) (*Sidecar, error) {
+	s, err := openSidecar(dir, name, SidecarInfo{Rows: rows, Cols: cols,
+		Data: FileInfo{File: data, DType: "int8"}, Scales: &FileInfo{File: scales}})
+	if err != nil {
+		return nil, err
+	}
+	s.pubMul = mul
+	return s, nil
+}
+
 // mapSized maps path and checks it holds exactly size bytes (what says
 // what they are, for the message).
 func mapSized(path string, size int64, what string) (*mmap.Mapping, error) {
@@ -97,9 +112,9 @@ func (s *Sidecar) Row(dst []float32, r int) []float32 {
 	return dst
 }
 
-// rowHalf writes row r as fp16 bits to dst[:Cols] (the values Row
+// RowHalf writes row r as fp16 bits to dst[:Cols] (the values Row
 // returns, without the round trip through float32).
-func (s *Sidecar) rowHalf(dst []uint16, r int) {
+func (s *Sidecar) RowHalf(dst []uint16, r int) {
 	dst = dst[:s.Cols]
 	if s.int8 {
 		q := s.data.Data()[r*s.Cols : (r+1)*s.Cols]
@@ -115,9 +130,9 @@ func (s *Sidecar) rowHalf(dst []uint16, r int) {
 	}
 }
 
-// check reports an error wrapping mmap.ErrChanged when a file changed on
+// Check reports an error wrapping mmap.ErrChanged when a file changed on
 // disk since it was mapped.
-func (s *Sidecar) check() error {
+func (s *Sidecar) Check() error {
 	for _, m := range []*mmap.Mapping{s.data, s.scales} {
 		if m != nil {
 			if err := m.Check(); err != nil {
@@ -128,8 +143,8 @@ func (s *Sidecar) check() error {
 	return nil
 }
 
-// mappings returns the sidecar's mappings (for fault guards).
-func (s *Sidecar) mappings() []*mmap.Mapping {
+// Mappings returns the sidecar's mappings (for fault guards).
+func (s *Sidecar) Mappings() []*mmap.Mapping {
 	var out []*mmap.Mapping
 	for _, m := range []*mmap.Mapping{s.data, s.scales} {
 		if m != nil {

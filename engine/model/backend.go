@@ -114,7 +114,7 @@ func CheckFiles(b Backend) error {
 
 // ArgmaxOnlyer is implemented by backends whose model computes the greedy
 // token in-graph and returns no logits (a published CoreML-LLM bundle,
-// engine/coreml.PubBackend): they answer Argmax, and a prefill's
+// engine/coreml/published.Model): they answer Argmax, and a prefill's
 // Logits|Last with no row (the Session then computes the last token again
 // in its first decode call); a call that needs logits fails.
 type ArgmaxOnlyer interface {

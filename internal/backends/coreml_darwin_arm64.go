@@ -6,6 +6,7 @@ import (
 
 	"anechat/engine/coreml"
 	"anechat/engine/coreml/mlcore"
+	"anechat/engine/coreml/published"
 )
 
 // coreMLLoader is the Core ML backend with the Core ML executor: registered
@@ -25,15 +26,15 @@ func coreMLLoader(o Options) (coreml.Loader, bool) {
 		return coreml.NewCoreMLExecutor(ctx, rt, b, coreml.CoreMLOptions{ComputeUnits: units, CacheDir: o.CoreMLCache, Log: o.Log}, progress)
 	}
 	// A published CoreML-LLM bundle runs through its own decode and
-	// verify functions (coreml.PubBackend).
-	published := func(ctx context.Context, p *coreml.Published, progress func(done, total int)) (coreml.PubExecutor, error) {
+	// verify functions (published.Model).
+	pub := published.Opener(func(ctx context.Context, p *coreml.Published, progress func(done, total int)) (published.Executor, error) {
 		rt, err := mlcore.New()
 		if err != nil {
 			return nil, err
 		}
-		return coreml.NewPublishedExecutor(ctx, rt, p, coreml.CoreMLOptions{ComputeUnits: units, CacheDir: o.CoreMLCache, Log: o.Log}, progress)
-	}
-	return coreml.Loader{Executor: open, Published: published}, true
+		return published.NewCoreMLExecutor(ctx, rt, p, coreml.CoreMLOptions{ComputeUnits: units, CacheDir: o.CoreMLCache, Log: o.Log}, progress)
+	})
+	return coreml.Loader{Executor: open, Published: pub}, true
 }
 
 func coreMLStatus() Status {

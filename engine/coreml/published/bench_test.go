@@ -1,4 +1,4 @@
-package coreml
+package published
 
 import (
 	"testing"
@@ -7,14 +7,14 @@ import (
 	"anechat/engine/kv"
 )
 
-// pubBenchSetup makes the cache tensors of the published E2B layout
+// benchSetup makes the cache tensors of the published E2B layout
 // (chunk1: 7 sliding + 1 full slots, chunk2: 5 + 2; W 512, ctx 2048, rows
 // 512 wide) and a kv.Cache holding 1500 positions.
-func pubBenchSetup(b *testing.B) (*PubBackend, map[int]map[string]*tensor, *kv.Cache) {
-	be := &PubBackend{geo: pubGeometry{window: 512, context: 2048, kvHeads: 1, slotWidth: 512, headSliding: 256, headFull: 512}, kvLayer: map[int][2][]int{}}
+func benchSetup(b *testing.B) (*Model, map[int]map[string]*buffer, *kv.Cache) {
+	be := &Model{geo: geometry{window: 512, context: 2048, kvHeads: 1, slotWidth: 512, headSliding: 256, headFull: 512}, kvLayer: map[int][2][]int{}}
 	var geo kv.Geometry
 	geo.Context = 2048
-	tens := map[int]map[string]*tensor{}
+	tens := map[int]map[string]*buffer{}
 	for j, n := range [][2]int{{7, 1}, {5, 2}} {
 		var sl [2][]int
 		for kind, c := range n {
@@ -28,13 +28,13 @@ func pubBenchSetup(b *testing.B) (*PubBackend, map[int]map[string]*tensor, *kv.C
 			}
 		}
 		be.kvLayer[j] = sl
-		tens[j] = map[string]*tensor{}
+		tens[j] = map[string]*buffer{}
 		for _, name := range cacheInputs {
 			rows, slots := 512, n[0]
 			if name[2:6] == "full" {
 				rows, slots = 2048, n[1]
 			}
-			x, err := newTensor(mlcore.Float16, []int{slots, 1, rows, 512})
+			x, err := newBuffer(mlcore.Float16, []int{slots, 1, rows, 512})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -53,10 +53,10 @@ func pubBenchSetup(b *testing.B) (*PubBackend, map[int]map[string]*tensor, *kv.C
 	return be, tens, cache
 }
 
-// BenchmarkPubBuildCache times rebuilding every cache input from the
+// BenchmarkBuildCache times rebuilding every cache input from the
 // kv.Cache (what a call on another cache, or after a truncation, costs).
-func BenchmarkPubBuildCache(b *testing.B) {
-	be, tens, cache := pubBenchSetup(b)
+func BenchmarkBuildCache(b *testing.B) {
+	be, tens, cache := benchSetup(b)
 	b.ResetTimer()
 	for range b.N {
 		for j := range 2 {
@@ -65,12 +65,12 @@ func BenchmarkPubBuildCache(b *testing.B) {
 	}
 }
 
-// BenchmarkPubSyncCache times a decode step's cache inputs: one position
+// BenchmarkSyncCache times a decode step's cache inputs: one position
 // committed since the last call (the sliding tensors shift by a row, one
 // new row per slot).
-func BenchmarkPubSyncCache(b *testing.B) {
-	be, tens, cache := pubBenchSetup(b)
-	st := make([]pubSync, 2)
+func BenchmarkSyncCache(b *testing.B) {
+	be, tens, cache := benchSetup(b)
+	st := make([]cacheSync, 2)
 	for j := range 2 {
 		be.syncCache(tens[j], &st[j], j, cache.Len(), cache)
 	}
@@ -80,7 +80,7 @@ func BenchmarkPubSyncCache(b *testing.B) {
 			cache.Truncate(1500)
 			for j := range 2 {
 				be.buildCache(tens[j], j, cache.Len(), cache)
-				st[j] = pubSync{}
+				st[j] = cacheSync{}
 				be.syncCache(tens[j], &st[j], j, cache.Len(), cache)
 			}
 		}

@@ -1,10 +1,11 @@
-package coreml
+package published
 
 import (
 	"encoding/binary"
 	"fmt"
 	"math"
 
+	"anechat/engine/coreml"
 	"anechat/engine/model/mmap"
 )
 
@@ -19,11 +20,11 @@ type npyTable struct {
 }
 
 // openNPYTable maps a C-order 2-D '<f2' or '<f4' .npy file whose rows are
-// width wide. Errors wrap ErrBundle and name the file.
+// width wide. Errors wrap coreml.ErrBundle and name the file.
 func openNPYTable(path string, width int) (*npyTable, error) {
 	m, err := mmap.Map(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBundle, err)
+		return nil, fmt.Errorf("%w: %w", coreml.ErrBundle, err)
 	}
 	t := &npyTable{path: path, m: m}
 	if err := t.parse(width); err != nil {
@@ -34,36 +35,14 @@ func openNPYTable(path string, width int) (*npyTable, error) {
 }
 
 func (t *npyTable) parse(width int) error {
-	b := t.m.Data()
-	if len(b) < 10 || string(b[:6]) != "\x93NUMPY" {
-		return fmt.Errorf("%w: %s is not a .npy file", ErrBundle, t.path)
-	}
-	var n, at int
-	switch b[6] {
-	case 1:
-		n, at = int(binary.LittleEndian.Uint16(b[8:10])), 10
-	case 2, 3:
-		if len(b) < 12 {
-			return fmt.Errorf("%w: %s: a truncated .npy header", ErrBundle, t.path)
-		}
-		n, at = int(binary.LittleEndian.Uint32(b[8:12])), 12
-	default:
-		return fmt.Errorf("%w: %s: .npy version %d is unknown", ErrBundle, t.path, b[6])
-	}
-	if n > len(b)-at {
-		return fmt.Errorf("%w: %s: the .npy header runs past the end of the file", ErrBundle, t.path)
-	}
-	h, err := parseNPYDict(t.path, string(b[at:at+n]))
+	h, off, err := coreml.ParseNPY(t.path, t.m.Data())
 	if err != nil {
 		return err
 	}
-	if err := npyDataSize(t.path, h, int64(len(b)-at-n)); err != nil {
-		return err
-	}
 	if h.Shape[1] != width {
-		return fmt.Errorf("%w: %s has shape %v; the chunks' RoPE inputs want (positions, %d)", ErrBundle, t.path, h.Shape, width)
+		return fmt.Errorf("%w: %s has shape %v; the chunks' RoPE inputs want (positions, %d)", coreml.ErrBundle, t.path, h.Shape, width)
 	}
-	t.off, t.rows, t.width, t.f32 = at+n, h.Shape[0], width, h.DType == "<f4"
+	t.off, t.rows, t.width, t.f32 = off, h.Shape[0], width, h.DType == "<f4"
 	return nil
 }
 
@@ -79,7 +58,7 @@ func (t *npyTable) row(dst []uint16, p int) {
 	if t.f32 {
 		b = b[4*p*t.width:]
 		for i := range dst {
-			dst[i] = toHalf(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+			dst[i] = coreml.ToHalf(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
 		}
 		return
 	}

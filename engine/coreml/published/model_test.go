@@ -1,4 +1,4 @@
-package coreml
+package published
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -14,14 +15,16 @@ import (
 	"testing"
 
 	"anechat/engine"
+	"anechat/engine/coreml"
 	"anechat/engine/coreml/mlcore"
 	"anechat/engine/kv"
 	"anechat/engine/load"
 	"anechat/engine/model"
+	"anechat/engine/model/safetensors"
 	"anechat/engine/spec"
 )
 
-// pubGeo is the synthetic published bundle's geometry: three decode
+// The fixture geometry is the synthetic published bundle's geometry: three decode
 // chunks (PUBLISHED.md's layout cut small): chunk1 owns two sliding and
 // one full cache slot, chunk2 one of each and hands kv13/kv14 on, chunk3
 // ends in the argmax.
@@ -40,16 +43,16 @@ var pgSlots = [][2]int{{2, 1}, {1, 1}, {0, 0}} // per chunk: sliding, full
 const pgLayers = `["sliding_attention","sliding_attention","full_attention","sliding_attention","full_attention","sliding_attention"]`
 
 // pgPrefillOut names, per prefill chunk, the K/V outputs and the slot
-// (8*chunk+4*kind+slot, as pubFn numbers them) whose rows they are.
+// (8*chunk+4*kind+slot, as fakeFn numbers them) whose rows they are.
 var pgPrefillOut = []map[string]int{{"K0": 0, "K1": 1, "K2": 4}, {"kv13_k": 8, "kv14_k": 12}, {}}
 
-// pubFixture writes a published bundle with random INT8 sidecars and RoPE
+// fixture writes a published bundle with random INT8 sidecars and RoPE
 // tables (fp16) and empty chunk directories; the fake runtime supplies
 // the functions.
-func pubFixture(t *testing.T) string { t.Helper(); return pubFixtureWith(t, false) }
+func fixture(t *testing.T) string { t.Helper(); return fixtureWith(t, false) }
 
-// pubFixtureWith is pubFixture, with prefill_chunk1..3 when prefill.
-func pubFixtureWith(t *testing.T, prefill bool) string {
+// fixtureWith is fixture, with prefill_chunk1..3 when prefill.
+func fixtureWith(t *testing.T, prefill bool) string {
 	t.Helper()
 	dir := t.TempDir()
 	rng := rand.New(rand.NewSource(7))
@@ -69,7 +72,7 @@ func pubFixtureWith(t *testing.T, prefill bool) string {
 	scales := func() []byte {
 		b := make([]byte, 2*pgV)
 		for r := range pgV {
-			binary.LittleEndian.PutUint16(b[2*r:], toHalf(0.5+rng.Float32()))
+			binary.LittleEndian.PutUint16(b[2*r:], coreml.ToHalf(0.5+rng.Float32()))
 		}
 		return b
 	}
@@ -86,7 +89,7 @@ func pubFixtureWith(t *testing.T, prefill bool) string {
 		for _, f := range []string{"cos", "sin"} {
 			vals := make([]uint16, pgCtx*w)
 			for i := range vals {
-				vals[i] = toHalf(rng.Float32()*2 - 1)
+				vals[i] = coreml.ToHalf(rng.Float32()*2 - 1)
 			}
 			writeNPYData(t, filepath.Join(dir, f+"_"+kind+".npy"), vals, pgCtx, w)
 		}
@@ -132,9 +135,9 @@ func f16(name string, shape ...int) mlcore.FeatureSpec {
 	return mlcore.FeatureSpec{Name: name, MultiArray: true, DType: mlcore.Float16, Shape: shape}
 }
 
-// pubFeatures is the contract of PUBLISHED.md for chunk j at width T (1:
+// features is the contract of PUBLISHED.md for chunk j at width T (1:
 // decode_q1, pgK: verify_qK).
-func pubFeatures(j, T int) (ins, outs []mlcore.FeatureSpec) {
+func features(j, T int) (ins, outs []mlcore.FeatureSpec) {
 	ins = []mlcore.FeatureSpec{
 		f16("hidden_states", 1, T, pgH),
 		f16("causal_mask_full", 1, 1, T, pgCtx), f16("causal_mask_sliding", 1, 1, T, pgW),
@@ -178,8 +181,8 @@ func pubFeatures(j, T int) (ins, outs []mlcore.FeatureSpec) {
 	return ins, outs
 }
 
-// pubPrefillFeatures is prefill chunk j's contract (PUBLISHED.md).
-func pubPrefillFeatures(j int) (ins, outs []mlcore.FeatureSpec) {
+// prefillFeatures is prefill chunk j's contract (PUBLISHED.md).
+func prefillFeatures(j int) (ins, outs []mlcore.FeatureSpec) {
 	N := pgN
 	ins = []mlcore.FeatureSpec{f16("hidden_states", 1, N, pgH), f16("causal_mask", 1, 1, N, N),
 		f16("cos_s", 1, 1, N, pgHdS), f16("sin_s", 1, 1, N, pgHdS), f16("cos_f", 1, 1, N, pgHdF), f16("sin_f", 1, 1, N, pgHdF)}
@@ -209,54 +212,54 @@ func pubPrefillFeatures(j int) (ins, outs []mlcore.FeatureSpec) {
 	return ins, outs
 }
 
-// pubRuntime is a fake mlcore.Runtime that loads the synthetic bundle's
-// chunks as pubFns. edit, when set, changes a function's features (a
+// fakeRuntime is a fake mlcore.Runtime that loads the synthetic bundle's
+// chunks as fakeFns. edit, when set, changes a function's features (a
 // damaged bundle); noVerify makes verify_qK fail to load, from chunk
 // verifyFrom+1 on when that is set.
-type pubRuntime struct {
+type fakeRuntime struct {
 	edit       func(j int, fn string, ins, outs []mlcore.FeatureSpec) ([]mlcore.FeatureSpec, []mlcore.FeatureSpec)
 	noVerify   bool
 	verifyFrom int
 	calls      map[string]int
 }
 
-func (r *pubRuntime) Compile(context.Context, string) (string, error) {
+func (r *fakeRuntime) Compile(context.Context, string) (string, error) {
 	return "", errors.New("the fixture's chunks are compiled")
 }
 
-func (r *pubRuntime) Load(_ context.Context, compiled string, o mlcore.LoadOptions) (mlcore.Function, error) {
+func (r *fakeRuntime) Load(_ context.Context, compiled string, o mlcore.LoadOptions) (mlcore.Function, error) {
 	var j int
 	if r.calls == nil {
 		r.calls = map[string]int{}
 	}
 	if _, err := fmt.Sscanf(filepath.Base(compiled), "prefill_chunk%d.mlmodelc", &j); err == nil {
-		ins, outs := pubPrefillFeatures(j - 1)
+		ins, outs := prefillFeatures(j - 1)
 		if r.edit != nil {
-			ins, outs = r.edit(j-1, PubPrefill, ins, outs)
+			ins, outs = r.edit(j-1, FuncPrefill, ins, outs)
 		}
-		return &pubFn{j: j - 1, T: pgN, ins: ins, outs: outs, calls: r.calls, name: PubPrefill}, nil
+		return &fakeFn{j: j - 1, T: pgN, ins: ins, outs: outs, calls: r.calls, name: FuncPrefill}, nil
 	}
 	if _, err := fmt.Sscanf(filepath.Base(compiled), "chunk%d.mlmodelc", &j); err != nil {
 		return nil, err
 	}
 	j--
-	name, T := PubDecode, 1
-	if o.FunctionName == PubVerify {
+	name, T := FuncDecode, 1
+	if o.FunctionName == FuncVerify {
 		if r.noVerify && j >= r.verifyFrom {
 			return nil, errors.New("no function verify_qK")
 		}
-		name, T = PubVerify, pgK
+		name, T = FuncVerify, pgK
 	} else if o.FunctionName != "" {
 		return nil, fmt.Errorf("no function %s", o.FunctionName)
 	}
-	ins, outs := pubFeatures(j, T)
+	ins, outs := features(j, T)
 	if r.edit != nil {
 		ins, outs = r.edit(j, name, ins, outs)
 	}
-	return &pubFn{j: j, T: T, ins: ins, outs: outs, calls: r.calls, name: name}, nil
+	return &fakeFn{j: j, T: T, ins: ins, outs: outs, calls: r.calls, name: name}, nil
 }
 
-// pubFn executes a toy model that follows the contract: each owned cache
+// fakeFn executes a toy model that follows the contract: each owned cache
 // slot u gets, at position p, the rows k[d] = e[d%H]*(1+u/4) + cos[p][d],
 // v[d] = e[(d+1)%H] - cos[p][d] (e: the chunk's hidden row); the chunk
 // builds the key buffers as CoreML-LLM's graphs do (PUBLISHED.md, "The
@@ -267,24 +270,24 @@ func (r *pubRuntime) Load(_ context.Context, compiled string, o mlcore.LoadOptio
 // attention sees (positions p-W+1..p on sliding slots, 0..p on full
 // ones), so a host whose masks, update masks or cache inputs open any
 // other row gets other ids.
-type pubFn struct {
+type fakeFn struct {
 	j, T      int
 	name      string
 	ins, outs []mlcore.FeatureSpec
 	calls     map[string]int
 }
 
-func (f *pubFn) Inputs() []mlcore.FeatureSpec  { return f.ins }
-func (f *pubFn) Outputs() []mlcore.FeatureSpec { return f.outs }
-func (f *pubFn) Stats() mlcore.Stats           { return mlcore.Stats{} }
-func (f *pubFn) Close() error                  { return nil }
+func (f *fakeFn) Inputs() []mlcore.FeatureSpec  { return f.ins }
+func (f *fakeFn) Outputs() []mlcore.FeatureSpec { return f.outs }
+func (f *fakeFn) Stats() mlcore.Stats           { return mlcore.Stats{} }
+func (f *fakeFn) Close() error                  { return nil }
 
 // slotRows is the toy model's K and V rows of slot u for hidden row e and
 // RoPE row c (hd wide).
 func slotRows(e []uint16, c []uint16, u, hd int) (k, v []uint16) {
 	for d := range hd {
-		k = append(k, toHalf(fromHalf(e[d%len(e)])*(1+float32(u)/4)+fromHalf(c[d])))
-		v = append(v, toHalf(fromHalf(e[(d+1)%len(e)])-fromHalf(c[d])))
+		k = append(k, coreml.ToHalf(safetensors.HalfToFloat(e[d%len(e)])*(1+float32(u)/4)+safetensors.HalfToFloat(c[d])))
+		v = append(v, coreml.ToHalf(safetensors.HalfToFloat(e[(d+1)%len(e)])-safetensors.HalfToFloat(c[d])))
 	}
 	return k, v
 }
@@ -297,9 +300,9 @@ func hashRows(h interface{ Write([]byte) (int, error) }, rows ...[]uint16) {
 	}
 }
 
-func (f *pubFn) Predict(_ context.Context, in, out map[string]mlcore.Buffer) error {
+func (f *fakeFn) Predict(_ context.Context, in, out map[string]mlcore.Buffer) error {
 	f.calls[f.name]++
-	if f.name == PubPrefill {
+	if f.name == FuncPrefill {
 		return f.prefill(in, out)
 	}
 	T, j := f.T, f.j
@@ -309,11 +312,11 @@ func (f *pubFn) Predict(_ context.Context, in, out map[string]mlcore.Buffer) err
 	var s int
 	if T == 1 {
 		um := h16(in, "update_mask")
-		s = slices.Index(um, toHalf(1))
+		s = slices.Index(um, coreml.ToHalf(1))
 	} else {
 		ui := h16(in, "update_indicator")
 		for p := range pgCtx {
-			if ui[p*T] == toHalf(1) {
+			if ui[p*T] == coreml.ToHalf(1) {
 				s = p
 				break
 			}
@@ -322,7 +325,7 @@ func (f *pubFn) Predict(_ context.Context, in, out map[string]mlcore.Buffer) err
 	// The masks are added to the scores, so the toy model needs them to
 	// be 0 (attend) or -inf (skip); which slots they open is what the
 	// hashes below depend on.
-	zero, ninf := toHalf(0), toHalf(negInf)
+	zero, ninf := coreml.ToHalf(0), coreml.ToHalf(float32(math.Inf(-1)))
 	for _, m := range []string{"causal_mask_full", "causal_mask_sliding"} {
 		for i, x := range h16(in, m) {
 			if x != zero && x != ninf {
@@ -415,7 +418,7 @@ func (f *pubFn) Predict(_ context.Context, in, out map[string]mlcore.Buffer) err
 				}
 			}
 		}
-		hout[t*pgH+j+1] = toHalf(float32(h.Sum32() % 2048))
+		hout[t*pgH+j+1] = coreml.ToHalf(float32(h.Sum32() % 2048))
 	}
 	// The cache outputs.
 	for _, n := range []string{"K", "V"} {
@@ -454,19 +457,19 @@ func (f *pubFn) Predict(_ context.Context, in, out map[string]mlcore.Buffer) err
 	return nil
 }
 
-// openPub opens the fixture's PubBackend through the Core ML executor's
+// openPub opens the fixture's Model through the Core ML executor's
 // loading code on the fake runtime.
-func openPub(t *testing.T, dir string, rt *pubRuntime) (*PubBackend, error) {
+func openPub(t *testing.T, dir string, rt *fakeRuntime) (*Model, error) {
 	t.Helper()
-	p, err := ReadPublished(dir)
+	p, err := coreml.ReadPublished(dir)
 	if err != nil {
 		return nil, err
 	}
-	r, err := NewPublishedExecutor(context.Background(), rt, p, CoreMLOptions{CacheDir: t.TempDir()}, nil)
+	r, err := NewCoreMLExecutor(context.Background(), rt, p, coreml.CoreMLOptions{CacheDir: t.TempDir()}, nil)
 	if err != nil {
 		return nil, err
 	}
-	be, err := NewPubBackend(p, r, "test")
+	be, err := NewModel(p, r, "test")
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -478,7 +481,7 @@ func openPub(t *testing.T, dir string, rt *pubRuntime) (*PubBackend, error) {
 // oracle computes the toy model's greedy continuation of seq directly
 // from the bundle's files: the ids a correct host gets.
 type oracle struct {
-	be *PubBackend
+	be *Model
 	// rows[u][p]: the K and V rows of slot u (8*chunk+4*kind+slot) at p
 	// (of the sequence next was last called with).
 	rows map[int][][2][]uint16
@@ -490,9 +493,9 @@ func (o *oracle) next(seq []int32) int32 {
 	var id int32
 	for p, tok := range seq {
 		hid := make([]uint16, pgH)
-		be.embed.rowHalf(hid, int(tok))
+		be.embed.RowHalf(hid, int(tok))
 		pl := make([]uint16, pgL*pgP)
-		be.ple.rowHalf(pl, int(tok))
+		be.ple.RowHalf(pl, int(tok))
 		for j := range 2 {
 			h := fnv.New32a()
 			for kind, n := range pgSlots[j] {
@@ -517,7 +520,7 @@ func (o *oracle) next(seq []int32) int32 {
 					}
 				}
 			}
-			hid[j+1] = toHalf(float32(h.Sum32() % 2048))
+			hid[j+1] = coreml.ToHalf(float32(h.Sum32() % 2048))
 		}
 		h := fnv.New32a()
 		hashRows(h, hid, pl)
@@ -526,8 +529,8 @@ func (o *oracle) next(seq []int32) int32 {
 	return id
 }
 
-func TestPubBackendReadsTheContract(t *testing.T) {
-	be, err := openPub(t, pubFixture(t), &pubRuntime{})
+func TestModelReadsTheContract(t *testing.T) {
+	be, err := openPub(t, fixture(t), &fakeRuntime{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,11 +553,11 @@ func TestPubBackendReadsTheContract(t *testing.T) {
 // toy model defines, past the sliding window and through a piece wider
 // than K: the host builds the cache inputs, masks, RoPE and embedding rows
 // as the contract says and writes back exactly the call's rows.
-func TestPubBackendDecodeAndVerifyMatchTheModel(t *testing.T) {
+func TestModelDecodeAndVerifyMatchTheModel(t *testing.T) {
 	ctx := context.Background()
 	for _, width := range []int{1, 2, 3, 4, 7} {
-		rt := &pubRuntime{}
-		be, err := openPub(t, pubFixture(t), rt)
+		rt := &fakeRuntime{}
+		be, err := openPub(t, fixture(t), rt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -613,7 +616,7 @@ func TestPubBackendDecodeAndVerifyMatchTheModel(t *testing.T) {
 		// The cache reset and refilled past the last call's position by
 		// another backend: the rows are new although the positions
 		// only advance.
-		other, err := openPub(t, pubFixture(t), &pubRuntime{})
+		other, err := openPub(t, fixture(t), &fakeRuntime{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -626,7 +629,7 @@ func TestPubBackendDecodeAndVerifyMatchTheModel(t *testing.T) {
 			a.Commit(6)
 		}
 		run(a, refill, 3)
-		if width > 1 && rt.calls[PubVerify] == 0 {
+		if width > 1 && rt.calls[FuncVerify] == 0 {
 			t.Errorf("width %d: no verify call", width)
 		}
 	}
@@ -636,10 +639,10 @@ func TestPubBackendDecodeAndVerifyMatchTheModel(t *testing.T) {
 // it holds every key its rows need only from positions 0..W-K: a call
 // that starts there runs verify_qK, one that starts later runs decode_q1
 // row by row, and both give the model's ids.
-func TestPubBackendVerifyStopsAtTheWindow(t *testing.T) {
+func TestModelVerifyStopsAtTheWindow(t *testing.T) {
 	ctx := context.Background()
-	rt := &pubRuntime{}
-	be, err := openPub(t, pubFixture(t), rt)
+	rt := &fakeRuntime{}
+	be, err := openPub(t, fixture(t), rt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -655,7 +658,7 @@ func TestPubBackendVerifyStopsAtTheWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 		cache.Commit(start)
-		verifies, decodes := rt.calls[PubVerify], rt.calls[PubDecode]
+		verifies, decodes := rt.calls[FuncVerify], rt.calls[FuncDecode]
 		res, err := be.Forward(ctx, draft, start, cache, model.Argmax)
 		if err != nil {
 			t.Fatal(err)
@@ -665,7 +668,7 @@ func TestPubBackendVerifyStopsAtTheWindow(t *testing.T) {
 				t.Errorf("start %d: position %d: id %d, the model gives %d", start, start+i, id, want)
 			}
 		}
-		nv, nd := rt.calls[PubVerify]-verifies, rt.calls[PubDecode]-decodes
+		nv, nd := rt.calls[FuncVerify]-verifies, rt.calls[FuncDecode]-decodes
 		if exact := start <= pgW-pgK; (nv > 0) != exact || (nd > 0) == exact {
 			t.Errorf("start %d (W %d, K %d): %d verify and %d decode chunk calls", start, pgW, pgK, nv, nd)
 		}
@@ -674,8 +677,8 @@ func TestPubBackendVerifyStopsAtTheWindow(t *testing.T) {
 
 // A prefill returns the last row's argmax and no logits; a call that needs
 // logits is refused with a message that says why.
-func TestPubBackendLogits(t *testing.T) {
-	be, err := openPub(t, pubFixture(t), &pubRuntime{})
+func TestModelLogits(t *testing.T) {
+	be, err := openPub(t, fixture(t), &fakeRuntime{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -690,27 +693,27 @@ func TestPubBackendLogits(t *testing.T) {
 	}
 }
 
-func TestPubBackendWithoutVerify(t *testing.T) {
+func TestModelWithoutVerify(t *testing.T) {
 	// Chunk 2's verify_qK fails to load: chunk 1's is closed again, and no
 	// load record lists a verify function any more (doctor prints them).
-	late, err := openPub(t, pubFixture(t), &pubRuntime{noVerify: true, verifyFrom: 1})
+	late, err := openPub(t, fixture(t), &fakeRuntime{noVerify: true, verifyFrom: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, l := range late.Executor().(*CoreMLExecutor).Loads() {
-		if l.Functions != [3]string{PubDecode, ""} || l.Load[1] != 0 {
+	for i, l := range late.Executor().(*coreml.CoreMLExecutor).Loads() {
+		if l.Functions != [3]string{FuncDecode, ""} || l.Load[1] != 0 {
 			t.Errorf("chunk %d after a later verify failed: functions %v, load %v", i+1, l.Functions, l.Load)
 		}
 	}
 	if !slices.Equal(late.Widths(), []int{1}) {
 		t.Errorf("widths %v after a later verify failed", late.Widths())
 	}
-	be, err := openPub(t, pubFixture(t), &pubRuntime{noVerify: true})
+	be, err := openPub(t, fixture(t), &fakeRuntime{noVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(be.Widths(), []int{1}) || be.Executor().(*CoreMLExecutor).NoVerify == "" {
-		t.Errorf("widths %v, no verify %q", be.Widths(), be.Executor().(*CoreMLExecutor).NoVerify)
+	if !slices.Equal(be.Widths(), []int{1}) || be.Executor().(*coreml.CoreMLExecutor).NoVerify == "" {
+		t.Errorf("widths %v, no verify %q", be.Widths(), be.Executor().(*coreml.CoreMLExecutor).NoVerify)
 	}
 	cache, _ := kv.New(be.Config().KV, 8)
 	o := &oracle{be: be}
@@ -727,7 +730,7 @@ func TestPubBackendWithoutVerify(t *testing.T) {
 
 // A damaged bundle or a bundle of another layout is refused with an error
 // naming the file and the feature or field, never a panic.
-func TestPubBackendDamaged(t *testing.T) {
+func TestModelDamaged(t *testing.T) {
 	replace := func(list []mlcore.FeatureSpec, name string, f func(*mlcore.FeatureSpec)) []mlcore.FeatureSpec {
 		list = slices.Clone(list)
 		for i := range list {
@@ -767,19 +770,19 @@ func TestPubBackendDamaged(t *testing.T) {
 			return ins, outs
 		}, nil, []string{"chunk3.mlmodelc", "image_embedding", "neither built by the host"}},
 		{"carried shape", func(j int, fn string, ins, outs []mlcore.FeatureSpec) ([]mlcore.FeatureSpec, []mlcore.FeatureSpec) {
-			if j == 2 && fn == PubVerify {
+			if j == 2 && fn == FuncVerify {
 				ins = replace(ins, "kv14_k", func(f *mlcore.FeatureSpec) { f.Shape[2] = pgCtx + pgK })
 			}
 			return ins, outs
 		}, nil, []string{"chunk3.mlmodelc", "verify_qK", "kv14_k"}},
 		{"host shape", func(j int, fn string, ins, outs []mlcore.FeatureSpec) ([]mlcore.FeatureSpec, []mlcore.FeatureSpec) {
-			if fn == PubVerify {
+			if fn == FuncVerify {
 				ins = replace(ins, "update_indicator", func(f *mlcore.FeatureSpec) { f.Shape[3] = 1 })
 			}
 			return ins, outs
 		}, nil, []string{"chunk1.mlmodelc", "update_indicator"}},
 		{"verify rows", func(j int, fn string, ins, outs []mlcore.FeatureSpec) ([]mlcore.FeatureSpec, []mlcore.FeatureSpec) {
-			if fn == PubVerify {
+			if fn == FuncVerify {
 				outs = drop(outs, "new_V_full")
 			}
 			return ins, outs
@@ -803,16 +806,16 @@ func TestPubBackendDamaged(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := pubFixture(t)
+			dir := fixture(t)
 			if c.files != nil {
 				c.files(dir)
 			}
-			_, err := openPub(t, dir, &pubRuntime{edit: c.edit})
+			_, err := openPub(t, dir, &fakeRuntime{edit: c.edit})
 			if err == nil {
 				t.Fatal("opened")
 			}
-			if !errors.Is(err, ErrBundle) {
-				t.Errorf("%v does not wrap ErrBundle", err)
+			if !errors.Is(err, coreml.ErrBundle) {
+				t.Errorf("%v does not wrap coreml.ErrBundle", err)
 			}
 			for _, w := range c.want {
 				if !strings.Contains(err.Error(), w) {
@@ -828,13 +831,13 @@ func TestPubBackendDamaged(t *testing.T) {
 // calls costing what width 1 does, so free slots carry guesses): the host
 // side keeps identity wherever the bundle's two functions agree. On a real
 // published bundle they need not: doctor measures it.
-func TestPubBackendSessionIdentity(t *testing.T) {
+func TestModelSessionIdentity(t *testing.T) {
 	ctx := context.Background()
 	prompt := []int32{2, 9, 17, 33, 9, 17, 33, 9, 17}
 	var outs [2][]int32
 	for k, width := range []int{1, pgK} {
-		rt := &pubRuntime{}
-		be, err := openPub(t, pubFixture(t), rt)
+		rt := &fakeRuntime{}
+		be, err := openPub(t, fixture(t), rt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -852,7 +855,7 @@ func TestPubBackendSessionIdentity(t *testing.T) {
 		}); err != nil {
 			t.Fatalf("width %d: %v", width, err)
 		}
-		if width > 1 && rt.calls[PubVerify] == 0 {
+		if width > 1 && rt.calls[FuncVerify] == 0 {
 			t.Errorf("width %d made no verify call", width)
 		}
 		o := &oracle{be: be}
@@ -869,18 +872,18 @@ func TestPubBackendSessionIdentity(t *testing.T) {
 	}
 }
 
-// The Loader opens a published bundle as a PubBackend when it has a
+// The coreml.Loader opens a published bundle as a Model when it has a
 // published executor (darwin/arm64 gives it Core ML's), with progress to the
 // end; without one it refuses with the reason.
 func TestLoaderOpensPublished(t *testing.T) {
-	dir := pubFixture(t)
+	dir := fixture(t)
 	src, err := load.Detect(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := Loader{Published: func(ctx context.Context, p *Published, progress func(done, total int)) (PubExecutor, error) {
-		return NewPublishedExecutor(ctx, &pubRuntime{}, p, CoreMLOptions{CacheDir: t.TempDir()}, progress)
-	}}
+	l := coreml.Loader{Published: Opener(func(ctx context.Context, p *coreml.Published, progress func(done, total int)) (Executor, error) {
+		return NewCoreMLExecutor(ctx, &fakeRuntime{}, p, coreml.CoreMLOptions{CacheDir: t.TempDir()}, progress)
+	})}
 	if err := l.Supports(src); err != nil {
 		t.Fatal(err)
 	}
@@ -892,23 +895,23 @@ func TestLoaderOpensPublished(t *testing.T) {
 	if c, ok := b.(interface{ Close() error }); ok {
 		defer c.Close()
 	}
-	if _, ok := b.(*PubBackend); !ok || last[0] != last[1] || b.Config().Fingerprint != src.Fingerprint {
+	if _, ok := b.(*Model); !ok || last[0] != last[1] || b.Config().Fingerprint != src.Fingerprint {
 		t.Errorf("opened %T, progress %v, fingerprint %q", b, last, b.Config().Fingerprint)
 	}
-	if err := (Loader{}).Supports(src); err == nil || !strings.Contains(err.Error(), "CoreML-LLM") {
+	if err := (coreml.Loader{}).Supports(src); err == nil || !strings.Contains(err.Error(), "CoreML-LLM") {
 		t.Errorf("without a published executor: %v", err)
 	}
 }
 
 // prefill is the toy model over rows 0..N-1 from position 0: the rows and
 // hashes decode computes one position at a time.
-func (f *pubFn) prefill(in, out map[string]mlcore.Buffer) error {
+func (f *fakeFn) prefill(in, out map[string]mlcore.Buffer) error {
 	N, j := f.T, f.j
 	h16 := func(m map[string]mlcore.Buffer, n string) []uint16 { return m[n].Float16s() }
 	cm := h16(in, "causal_mask")
 	for t := range N {
 		for i := range N {
-			if want := map[bool]uint16{true: toHalf(0), false: toHalf(negInf)}[i <= t]; cm[t*N+i] != want {
+			if want := map[bool]uint16{true: coreml.ToHalf(0), false: coreml.ToHalf(float32(math.Inf(-1)))}[i <= t]; cm[t*N+i] != want {
 				return fmt.Errorf("prefill chunk %d: causal_mask[%d][%d] is %#x", j, t, i, cm[t*N+i])
 			}
 		}
@@ -920,7 +923,7 @@ func (f *pubFn) prefill(in, out map[string]mlcore.Buffer) error {
 		copy(h16(out, "per_layer_combined_out"), h16(in, plName))
 	}
 	if j == 2 {
-		last := slices.Index(h16(in, "last_position_mask"), toHalf(1))
+		last := slices.Index(h16(in, "last_position_mask"), coreml.ToHalf(1))
 		h := fnv.New32a()
 		hashRows(h, hid[last*pgH:(last+1)*pgH], h16(in, plName)[last*pgL*pgP:(last+1)*pgL*pgP])
 		out["token_id"].Int32s()[0] = int32(h.Sum32() % pgV)
@@ -958,7 +961,7 @@ func (f *pubFn) prefill(in, out map[string]mlcore.Buffer) error {
 				hashRows(h, rows[u][q][0], rows[u][q][1])
 			}
 		}
-		hout[t*pgH+j+1] = toHalf(float32(h.Sum32() % 2048))
+		hout[t*pgH+j+1] = coreml.ToHalf(float32(h.Sum32() % 2048))
 	}
 	for k, u := range pgPrefillOut[j] {
 		hd := len(rows[u][0][0])
@@ -980,10 +983,10 @@ func (f *pubFn) prefill(in, out map[string]mlcore.Buffer) error {
 // pieces and decode continue from those rows exactly as the model does;
 // without layer_types the prompt runs token by token, and doctor's note
 // says why.
-func TestPubBackendPrefillChunks(t *testing.T) {
+func TestModelPrefillChunks(t *testing.T) {
 	ctx := context.Background()
-	rt := &pubRuntime{}
-	be, err := openPub(t, pubFixtureWith(t, true), rt)
+	rt := &fakeRuntime{}
+	be, err := openPub(t, fixtureWith(t, true), rt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -993,10 +996,10 @@ func TestPubBackendPrefillChunks(t *testing.T) {
 	// The load times name their functions (doctor prints them so): each
 	// decode chunk's two, then each prefill chunk's one.
 	var fns [][3]string
-	for _, l := range be.Executor().(*CoreMLExecutor).Loads() {
+	for _, l := range be.Executor().(*coreml.CoreMLExecutor).Loads() {
 		fns = append(fns, l.Functions)
 	}
-	dv, pf := [3]string{PubDecode, PubVerify}, [3]string{PubPrefill, ""}
+	dv, pf := [3]string{FuncDecode, FuncVerify}, [3]string{FuncPrefill, ""}
 	if want := [][3]string{dv, dv, dv, pf, pf, pf}; !slices.Equal(fns, want) {
 		t.Fatalf("loads name %v, want %v", fns, want)
 	}
@@ -1030,14 +1033,14 @@ func TestPubBackendPrefillChunks(t *testing.T) {
 			}
 		}
 	}
-	if rt.calls[PubPrefill] == 0 {
+	if rt.calls[FuncPrefill] == 0 {
 		t.Error("no prefill call")
 	}
 
-	dir := pubFixtureWith(t, true)
+	dir := fixtureWith(t, true)
 	raw, _ := os.ReadFile(filepath.Join(dir, "model_config.json"))
 	os.WriteFile(filepath.Join(dir, "model_config.json"), []byte(strings.Replace(string(raw), `"layer_types":`, `"layer_kinds":`, 1)), 0o644)
-	be, err = openPub(t, dir, &pubRuntime{})
+	be, err = openPub(t, dir, &fakeRuntime{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1045,8 +1048,8 @@ func TestPubBackendPrefillChunks(t *testing.T) {
 		t.Errorf("without layer_types: note %q, widths %v", be.PrefillNote(), be.Widths())
 	}
 	// A prefill chunk whose outputs are not where layer_types puts them.
-	be, err = openPub(t, pubFixtureWith(t, true), &pubRuntime{edit: func(j int, fn string, ins, outs []mlcore.FeatureSpec) ([]mlcore.FeatureSpec, []mlcore.FeatureSpec) {
-		if fn == PubPrefill && j == 0 {
+	be, err = openPub(t, fixtureWith(t, true), &fakeRuntime{edit: func(j int, fn string, ins, outs []mlcore.FeatureSpec) ([]mlcore.FeatureSpec, []mlcore.FeatureSpec) {
+		if fn == FuncPrefill && j == 0 {
 			outs = slices.DeleteFunc(slices.Clone(outs), func(f mlcore.FeatureSpec) bool { return f.Name == "K2" })
 		}
 		return ins, outs
@@ -1056,5 +1059,26 @@ func TestPubBackendPrefillChunks(t *testing.T) {
 	}
 	if n := be.PrefillNote(); !strings.Contains(n, "prefill_chunk1.mlmodelc") || !strings.Contains(n, `"K2"`) {
 		t.Errorf("missing K2: note %q", n)
+	}
+}
+
+// TestSidecarRefusesAbsurdShapes: the per-layer table of a config with
+// 16,777,216 layers, hidden 32,768 over empty files used to map as a
+// 65,536 x 2^48 table (its size wrapped to 0) and Row(0) panicked. Now
+// opening it fails, naming the file.
+func TestSidecarRefusesAbsurdShapes(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"embed_tokens_per_layer_q8.bin", "embed_tokens_per_layer_scales.bin"} {
+		os.WriteFile(filepath.Join(dir, n), nil, 0o644)
+	}
+	for _, cols := range []int{1 << 48, 1 << 24 * 1 << 24} {
+		s, err := openSidecar(dir, "embed_tokens_per_layer", 65536, cols, 16)
+		if err == nil {
+			row := s.Row(make([]float32, 8), 0) // panicked here
+			t.Fatalf("a 65536 x %d table opened over empty files (row 0: %v)", cols, row[:1])
+		}
+		if !errors.Is(err, coreml.ErrBundle) || !strings.Contains(err.Error(), "embed_tokens_per_layer_q8.bin") {
+			t.Errorf("cols %d: %v, want an coreml.ErrBundle naming the file", cols, err)
+		}
 	}
 }
