@@ -5,8 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
