@@ -80,6 +80,7 @@ export function ChatPage() {
               running={running}
               highlight={highlight}
               focused={r.message.id === focusMessage}
+              greedy={thread.settings.temperature === 0}
             />
           ))}
           {stream && (stream.running || stream.error) && <Streaming stream={stream} highlight={highlight} />}
@@ -227,11 +228,14 @@ function MessageView({
   running,
   highlight,
   focused,
+  greedy,
 }: {
   row: Row;
   running: boolean;
   highlight: boolean;
   focused: boolean;
+  /** The next reply runs at temperature 0: regenerating gives the same text. */
+  greedy: boolean;
 }) {
   const store = useActions();
   const [editing, setEditing] = useState<string | null>(null);
@@ -334,8 +338,27 @@ function MessageView({
           </button>
         )}
         {m.role === "assistant" && (
-          <button type="button" disabled={running} onClick={() => void store.streaming.regenerate(m.id)}>
+          <button
+            type="button"
+            disabled={running}
+            aria-describedby={greedy ? `regen-hint-${m.id}` : undefined}
+            onClick={() => void store.streaming.regenerate(m.id)}
+          >
             Regenerate
+          </button>
+        )}
+        {m.role === "assistant" && greedy && (
+          // Greedy decoding is deterministic: a regenerated answer is the
+          // same text. Say so where the user clicks, and lead to the field
+          // that changes it.
+          <button
+            type="button"
+            class="link small"
+            id={`regen-hint-${m.id}`}
+            data-testid="regenerate-hint"
+            onClick={() => document.querySelector<HTMLInputElement>('[data-testid="opt-temperature"]')?.focus()}
+          >
+            same reply at temperature 0: raise it below
           </button>
         )}
       </div>
