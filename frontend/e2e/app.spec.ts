@@ -17,6 +17,23 @@ test("the status bar shows what the Go backend reports", async ({ page }) => {
   await expect(page.getByTestId("storage-error")).toHaveCount(0);
 });
 
+test("a page load fetches nothing that fails and logs no error of ours", async ({ page }) => {
+  const failed: string[] = [];
+  const errors: string[] = [];
+  page.on("response", (r) => {
+    if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`);
+  });
+  page.on("console", (m) => {
+    // Wails's own dev-mode script (/wails/ipc.js, its Svelte overlay) is
+    // not ours to fix; everything else is.
+    if (m.type() === "error" && !m.location().url.includes("/wails/")) errors.push(`${m.text()} (${m.location().url})`);
+  });
+  await page.reload();
+  await expect(page.getByTestId("status")).toContainText("anechat");
+  expect(failed).toEqual([]);
+  expect(errors).toEqual([]);
+});
+
 test("conversations are created, renamed, kept across reloads and deleted", async ({ page }) => {
   await newChat(page);
   await expect(page.getByTestId("chat-title")).toHaveText("New chat");
