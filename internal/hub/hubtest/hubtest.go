@@ -108,7 +108,8 @@ type Server struct {
 	drop      map[string]int64 // resolve path -> bytes sent before the connection drops (once)
 	corrupt   map[string]bool  // resolve path -> a byte flipped in every response
 	rateLimit int              // API requests still to answer 429
-	offline   bool
+	slowChunk int              // with slowWait: file bodies sent this many bytes at a time
+	slowWait  time.Duration
 	// requests seen
 	log []Request
 }
@@ -154,6 +155,14 @@ func (s *Server) Corrupt(repo, file string, on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.corrupt[repo+"/"+file] = on
+}
+
+// Slow makes file bodies trickle: n bytes at a time, wait between, so that a
+// test can stop a transfer part-way through a file.
+func (s *Server) Slow(n int, wait time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.slowChunk, s.slowWait = n, wait
 }
 
 // RateLimit makes the next n API requests answer 429 with Retry-After.
@@ -418,6 +427,7 @@ func (s *Server) file(w http.ResponseWriter, r *http.Request, repoID, file, etag
 	n, drop := s.drop[key]
 	delete(s.drop, key)
 	bad := s.corrupt[key]
+	slow, wait := s.slowChunk, s.slowWait
 	s.mu.Unlock()
 	if bad && len(b) > 0 {
 		b = append([]byte(nil), b...)
@@ -426,6 +436,9 @@ func (s *Server) file(w http.ResponseWriter, r *http.Request, repoID, file, etag
 	w.Header().Set("ETag", etag)
 	if drop {
 		w = &dropper{ResponseWriter: w, left: n}
+	}
+	if slow > 0 {
+		w = &trickle{ResponseWriter: w, n: slow, wait: wait}
 	}
 	http.ServeContent(w, r, "", time.Time{}, strings.NewReader(string(b)))
 }
@@ -450,4 +463,35 @@ func (d *dropper) Write(p []byte) (int, error) {
 	// ErrAbortHandler, without a log line: the client sees the body end
 	// short of its Content-Length.
 	panic(http.ErrAbortHandler)
+}
+
+// trickle writes n bytes at a time, flushed, waiting between.
+type trickle struct {
+	http.ResponseWriter
+	n    int
+	wait time.Duration
+}
+
+func (t *trickle) Write(p []byte) (int, error) {
+	sent := 0
+	for len(p) > 0 {
+		k := min(t.n, len(p))
+		m, err := t.ResponseWriter.Write(p[:k])
+		sent += m
+		if err != nil {
+			return sent, err
+		}
+		if f, ok := t.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		}
+		p = p[k:]
+		time.Sleep(t.wait)
+	}
+	return sent, nil
+}
+
+func (t *trickle) Flush() {
+	if f, ok := t.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
