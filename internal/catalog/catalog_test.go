@@ -72,17 +72,17 @@ func TestParseRefuses(t *testing.T) {
 		t.Fatalf("good entry: %v", err)
 	}
 	for name, tc := range map[string]struct{ from, to, want string }{
-		"sha256 written in":   {`"sources"`, `"sha256":"ab","sources"`, `unknown field "sha256"`},
-		"bad repo":            {`"o/r"`, `"../r"`, "repo"},
-		"gguf on coreml":      {`"backend":"cpu"`, `"backend":"coreml"`, "backend"},
-		"two gguf files":      {`[{"path":"x-Q8_0.gguf"}]`, `[{"path":"a.gguf"},{"path":"b.gguf"}]`, "one .gguf file"},
-		"not gguf":            {`"x-Q8_0.gguf"`, `"x.bin"`, "one .gguf file"},
-		"no sources":          {`"sources":["s"]`, `"sources":[]`, "sources"},
-		"plain http licence":  {`https://opensource`, `http://opensource`, "licenceURL"},
-		"no context":          {`"context":4096`, `"context":0`, "context"},
-		"upper-case name":     {`"name":"x"`, `"name":"X"`, "name"},
-		"repository as name":  {`"name":"x"`, `"name":"o/r"`, "name"},
-		"escaping file":       {`"x-Q8_0.gguf"`, `"../x.gguf"`, "gguf"},
+		"sha256 written in":  {`"sources"`, `"sha256":"ab","sources"`, `unknown field "sha256"`},
+		"bad repo":           {`"o/r"`, `"../r"`, "repo"},
+		"gguf on coreml":     {`"backend":"cpu"`, `"backend":"coreml"`, "backend"},
+		"two gguf files":     {`[{"path":"x-Q8_0.gguf"}]`, `[{"path":"a.gguf"},{"path":"b.gguf"}]`, "one .gguf file"},
+		"not gguf":           {`"x-Q8_0.gguf"`, `"x.bin"`, "one .gguf file"},
+		"no sources":         {`"sources":["s"]`, `"sources":[]`, "sources"},
+		"plain http licence": {`https://opensource`, `http://opensource`, "licenceURL"},
+		"no context":         {`"context":4096`, `"context":0`, "context"},
+		"upper-case name":    {`"name":"x"`, `"name":"X"`, "name"},
+		"repository as name": {`"name":"x"`, `"name":"o/r"`, "name"},
+		"escaping file":      {`"x-Q8_0.gguf"`, `"../x.gguf"`, "gguf"},
 	} {
 		_, err := Parse([]byte(`{"entries":[` + strings.Replace(good, tc.from, tc.to, 1) + `]}`))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
