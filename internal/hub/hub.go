@@ -239,13 +239,13 @@ func (c *Client) Search(ctx context.Context, text string, format Format, limit i
 		q.Set("sort", "downloads")
 		q.Set("direction", "-1")
 		q.Set("limit", strconv.Itoa(limit))
-		q.Add("expand[]", "downloads")
-		q.Add("expand[]", "likes")
-		q.Add("expand[]", "tags")
-		q.Add("expand[]", "gated")
-		q.Add("expand[]", "library_name")
-		q.Add("expand[]", "pipeline_tag")
-		q.Add("expand[]", "lastModified")
+		q.Add("expand", "downloads")
+		q.Add("expand", "likes")
+		q.Add("expand", "tags")
+		q.Add("expand", "gated")
+		q.Add("expand", "library_name")
+		q.Add("expand", "pipeline_tag")
+		q.Add("expand", "lastModified")
 		var page []Model
 		if _, err := c.getJSON(ctx, c.api("/api/models", q), &page, target{}); err != nil {
 			return nil, err

@@ -41,12 +41,22 @@ func TestSearch(t *testing.T) {
 	if err != nil || len(ms) != 1 || ms[0].ID != "anechat-test/stories260K-GGUF" || ms[0].Downloads != 1200 {
 		t.Errorf("search STORIES gguf limit 1: %+v, %v", ms, err)
 	}
+	// The query the Hub's clients send: the text, the format's tag, the
+	// order, and the fields wanted (gated is not in the default answer).
+	asked := false
 	for _, r := range s.Requests() {
-		if r.Path == "/api/models" {
-			return
+		if r.Path == "/api/models" && strings.Contains(r.Query, "search=") {
+			asked = true
+			for _, want := range []string{"search=STORIES", "filter=gguf", "sort=downloads", "direction=-1", "limit=1", "expand=gated", "expand=downloads"} {
+				if !strings.Contains(r.Query, want) {
+					t.Errorf("search query %q lacks %s", r.Query, want)
+				}
+			}
 		}
 	}
-	t.Error("the search did not ask /api/models")
+	if !asked {
+		t.Error("the search for STORIES did not reach /api/models")
+	}
 }
 
 // TestInfoAndTree: a branch resolves to its commit; the tree of that commit

@@ -116,7 +116,7 @@ type Server struct {
 
 // Request is one request the server saw.
 type Request struct {
-	Method, Path, Range string
+	Method, Path, Query, Range string
 }
 
 // Start starts the fake Hub on 127.0.0.1 with the committed fixtures;
@@ -242,7 +242,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Range: r.Header.Get("Range")})
+	s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Range: r.Header.Get("Range")})
 	limited := false
 	if strings.HasPrefix(r.URL.Path, "/api/") && s.rateLimit > 0 {
 		s.rateLimit--
