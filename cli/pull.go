@@ -174,6 +174,21 @@ func pullGGUF(ctx context.Context, env *Env, c *hub.Client, dir string, p *pull.
 		}
 		resumed = true
 	}
+	final := filepath.Join(storage.ModelsPath(dir), p.Name)
+	if _, err := os.Lstat(final); err == nil && !resumed {
+		// Pulled before (or put there by hand): the same bytes are only
+		// registered, other bytes are not replaced.
+		set := download.Set{Name: "check", Files: []download.SetFile{*p.GGUF}}
+		if err := set.VerifyInstalled(ctx, filepath.Dir(final)); err != nil {
+			return fmt.Errorf("%s is already in the models folder but is not %s at %s (%v): remove or rename it first", final, p.Name, short(p.Commit), err)
+		}
+		fmt.Fprintf(env.Stderr, "%s is already in the models folder with the tree's sha256\n", final)
+		m, err := a.Models.Register(final)
+		if err != nil {
+			return err
+		}
+		return reportRegistered(env, a, &m)
+	}
 	if !resumed {
 		if _, err := a.Downloads.Start(app.DownloadRequest{URL: p.GGUF.URL, SHA256: p.GGUF.SHA256, FileName: p.Name, Size: p.Size}); err != nil {
 			return err
@@ -242,6 +257,9 @@ func pullBundle(ctx context.Context, env *Env, c *hub.Client, dir, models string
 		fmt.Fprintf(env.Stderr, "resuming the waiting download (%s of %s here)\n", human.Bytes(pr.Received), human.Bytes(pr.Total))
 		job = old
 	} else {
+		if _, err := os.Lstat(filepath.Join(models, p.Name)); err == nil {
+			return registerInstalled(ctx, env, dir, filepath.Join(models, p.Name), p)
+		}
 		if err := os.MkdirAll(work, 0o755); err != nil {
 			return err
 		}
@@ -280,20 +298,39 @@ func pullBundle(ctx context.Context, env *Env, c *hub.Client, dir, models string
 	}
 	bar.done(p.Size, "")
 	fmt.Fprintf(env.Stderr, "checked %d files against the tree of %s and installed %s\n", len(p.Bundle.Files), p.Source(), job.Dest)
+	return registerBundle(ctx, env, dir, job.Dest)
+}
+
+// registerInstalled registers a bundle folder already in the models folder
+// (pulled before) once every file of the plan is there with the tree's
+// checksum; a folder that differs is left alone.
+func registerInstalled(ctx context.Context, env *Env, dir, dest string, p *pull.Plan) error {
+	if err := p.Bundle.VerifyInstalled(ctx, dest); err != nil {
+		return fmt.Errorf("%s is already in the models folder but is not %s (%v): remove or rename it first", dest, p.Source(), err)
+	}
+	fmt.Fprintf(env.Stderr, "%s is already in the models folder: its %d files match the tree of %s\n", dest, len(p.Bundle.Files), p.Source())
+	return registerBundle(ctx, env, dir, dest)
+}
+
+// registerBundle registers the bundle folder dest with the app's import.
+func registerBundle(ctx context.Context, env *Env, dir, dest string) error {
 	a, err := appFor(ctx, env, dir, nil)
 	if err != nil {
-		return fmt.Errorf("%s was installed but not registered (%w): the app's Scan registers it", job.Dest, err)
+		return fmt.Errorf("%s was installed but not registered (%w): the app's Scan registers it", dest, err)
 	}
 	defer a.Shutdown()
-	res, err := a.Models.Import(job.Dest)
+	res, err := a.Models.Import(dest)
 	if err != nil {
-		return fmt.Errorf("%s was installed but not registered: %w", job.Dest, err)
+		return fmt.Errorf("%s was installed but not registered: %w", dest, err)
 	}
 	if res.Note != "" {
 		fmt.Fprintf(env.Stderr, "note: %s\n", res.Note)
 	}
 	return reportRegistered(env, a, &res.Model)
 }
+
+// short is a commit's first 12 digits.
+func short(commit string) string { return commit[:min(len(commit), 12)] }
 
 // cancelPull discards what an interrupted pull of target left: a paused
 // GGUF download or a waiting bundle set.

@@ -148,6 +148,24 @@ func TestPullGGUF(t *testing.T) {
 	if m, ok := ms["stories260K.gguf"]; !ok || m.Kind != "gguf" || def != "stories260K.gguf" {
 		t.Errorf("registered %+v, default %q", ms, def)
 	}
+	// Pulled again: the file in place is checked and registered, not fetched.
+	mark = len(s.Requests())
+	code, _, errOut = runPullCLI(context.Background(), "pull", "--hub", s.URL, "--data-dir", dir, "anechat-test/stories260K-GGUF", "stories260K.gguf")
+	if code != 0 || !strings.Contains(errOut, "already in the models folder with the tree's sha256") || !strings.Contains(errOut, "as model 1") {
+		t.Errorf("pulled again: exit %d: %s", code, errOut)
+	}
+	for _, r := range s.Requests()[mark:] {
+		if strings.Contains(r.Path, "/resolve/") {
+			t.Errorf("pulled again, the file was fetched: %s", r.Path)
+		}
+	}
+	if err := os.WriteFile(final, []byte("not the model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runPullCLI(context.Background(), "pull", "--hub", s.URL, "--data-dir", dir, "anechat-test/stories260K-GGUF", "stories260K.gguf")
+	if code != 1 || !strings.Contains(errOut, "is already in the models folder but is not stories260K.gguf") {
+		t.Errorf("other bytes in place: exit %d: %s", code, errOut)
+	}
 	// Several GGUF files and none named: the choices, with their sizes.
 	code, _, errOut = runPullCLI(context.Background(), "pull", "--hub", s.URL, "--data-dir", dir, "anechat-test/stories260K-GGUF")
 	if code != 1 || !strings.Contains(errOut, "has 2 GGUF files") || !strings.Contains(errOut, "stories260K.gguf (1.1 MiB)") {
@@ -203,6 +221,17 @@ func TestPullBundle(t *testing.T) {
 	ms, _ := pulledModels(t, dir)
 	if m, ok := ms["tiny-coreml"]; !ok || m.Kind != "coreml" {
 		t.Errorf("registered %+v", ms)
+	}
+	code, _, errOut = runPullCLI(context.Background(), "pull", "--hub", s.URL, "--data-dir", dir, repo)
+	if code != 0 || !strings.Contains(errOut, "its 12 files match the tree") {
+		t.Errorf("pulled again: exit %d: %s", code, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(bundle, "model_config.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runPullCLI(context.Background(), "pull", "--hub", s.URL, "--data-dir", dir, repo)
+	if code != 1 || !strings.Contains(errOut, "model_config.json") || !strings.Contains(errOut, "remove or rename it first") {
+		t.Errorf("a changed file in place: exit %d: %s", code, errOut)
 	}
 }
 

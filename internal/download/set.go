@@ -495,24 +495,44 @@ func (j *SetJob) fetch(ctx context.Context, o SetOptions, i int, p *SetProgress,
 // verify checks file i's partial file against its sha256 or Git blob id,
 // and its size.
 func (j *SetJob) verify(ctx context.Context, i int) error {
-	f := j.Set.Files[i]
-	st, err := os.Stat(j.part(i))
+	return verifyFile(ctx, j.part(i), j.Set.Files[i])
+}
+
+// verifyFile checks the file at p against f's size and checksum.
+func verifyFile(ctx context.Context, p string, f SetFile) error {
+	st, err := os.Stat(p)
 	if err != nil {
 		return fmt.Errorf("download: %w", err)
 	}
 	if st.Size() != f.Size {
-		return fmt.Errorf("download: %d bytes arrived, the file has %d", st.Size(), f.Size)
+		return fmt.Errorf("download: %s has %d bytes, the file has %d", p, st.Size(), f.Size)
 	}
 	if f.SHA256 != "" {
-		_, err := Verify(ctx, j.part(i), f.SHA256)
+		_, err := Verify(ctx, p, f.SHA256)
 		return err
 	}
-	got, err := gitBlobID(j.part(i), f.Size)
+	got, err := gitBlobID(p, f.Size)
 	if err != nil {
 		return err
 	}
 	if got != f.GitBlob {
 		return &ChecksumError{Want: f.GitBlob, Got: got, Kind: "git blob id"}
+	}
+	return nil
+}
+
+// VerifyInstalled checks that the folder dir holds every file of the set
+// with its size and checksum (a set installed before, or put there by
+// hand); extra files are not looked at. The error is a *FileError naming
+// the first file that differs.
+func (s *Set) VerifyInstalled(ctx context.Context, dir string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	for _, f := range s.Files {
+		if err := verifyFile(ctx, filepath.Join(dir, filepath.FromSlash(f.Path)), f); err != nil {
+			return &FileError{Path: f.Path, Err: err}
+		}
 	}
 	return nil
 }
