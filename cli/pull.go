@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -97,10 +98,23 @@ func describePlan(w io.Writer, p *pull.Plan) {
 		what = fmt.Sprintf("%s/ (%d files)", p.Name, len(p.Bundle.Files))
 	}
 	fmt.Fprintf(w, "%s at commit %s: %s, %s\n", p.Repo, p.Commit, what, human.Bytes(p.Size))
-	if p.Entry != nil {
-		f := catalog.Assess(p.Entry, p.Size, catalog.ThisMachine())
-		fmt.Fprintf(w, "licence: %s (%s); this machine: %s: %s\n", p.Entry.Licence, p.Entry.LicenceURL, f.Verdict, f.Note)
+	e := p.Entry
+	if e == nil && p.Bundle != nil {
+		e = p.Layout
 	}
+	if e != nil {
+		f := catalog.Assess(e, p.Size, catalog.ThisMachine())
+		fmt.Fprintf(w, "licence: %s (%s); this machine: %s: %s\n", e.Licence, e.LicenceURL, f.Verdict, f.Note)
+		return
+	}
+	// A repository outside the catalog: a GGUF runs on the CPU backend, a
+	// folder the Hub files under Core ML on the Neural Engine.
+	guess := &catalog.Entry{Backend: catalog.BackendCPU}
+	if p.Bundle != nil && (p.Info.Library == string(hub.CoreML) || slices.Contains(p.Info.Tags, string(hub.CoreML))) {
+		guess.Backend = catalog.BackendCoreML
+	}
+	f := catalog.Assess(guess, p.Size, catalog.ThisMachine())
+	fmt.Fprintf(w, "this machine: %s: %s\n", f.Verdict, f.Note)
 }
 
 // appFor starts the app's services on data dir dir (no window; its own

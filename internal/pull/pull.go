@@ -32,6 +32,11 @@ type Target struct {
 	// Repo is OWNER/NAME; Revision the branch, tag or commit ("main" when
 	// none was given).
 	Repo, Revision string
+	// Layout is the catalog's bundle entry for the same repository, whose
+	// files (and where they go) a pull of the repository with no file
+	// named takes: a published bundle's repository is laid out for its
+	// own app, not as the folder anechat loads.
+	Layout *catalog.Entry
 }
 
 // ParseTarget reads ENTRY or OWNER/NAME[@REVISION].
@@ -53,7 +58,14 @@ func ParseTarget(cat *catalog.Catalog, s string) (Target, error) {
 	if err := hub.CheckRevision(rev); err != nil {
 		return Target{}, err
 	}
-	return Target{Repo: repo, Revision: rev}, nil
+	t := Target{Repo: repo, Revision: rev}
+	for i := range cat.Entries {
+		if e := &cat.Entries[i]; e.Repo == repo && e.Format == catalog.FormatCoreML {
+			t.Layout = e
+			break
+		}
+	}
+	return t, nil
 }
 
 // Plan is a download pinned to a commit.
@@ -108,6 +120,9 @@ func Make(ctx context.Context, c *hub.Client, t Target, files []string) (*Plan, 
 		return p.gguf(c, f)
 	case t.Entry != nil:
 		return p.bundle(c, tree, t.Entry.Name, t.Entry.Files)
+	}
+	if t.Layout != nil && len(files) == 0 {
+		return p.bundle(c, tree, t.Layout.Name, t.Layout.Files)
 	}
 	ggufs := tree.GGUFs()
 	if len(ggufs) > 0 {

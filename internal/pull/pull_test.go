@@ -111,12 +111,24 @@ func TestMake(t *testing.T) {
 		t.Error("a catalog entry took file names")
 	}
 
+	// The repository of a catalog bundle, no file named: the entry's layout
+	// at the revision asked for.
+	tg, err := pull.ParseTarget(cat, "anechat-test/tiny-coreml@main")
+	if err != nil || tg.Entry != nil || tg.Layout == nil || tg.Layout.Name != "tiny-ane" {
+		t.Fatalf("the catalog bundle's repository: %+v, %v", tg, err)
+	}
+	p, err = pull.Make(ctx, c, tg, nil)
+	if err != nil || p.Name != "tiny-ane" || len(p.Bundle.Files) != 9 || p.Bundle.Files[1].Path != "tokenizer.json" {
+		t.Errorf("the catalog bundle's repository: %+v, %v", p, err)
+	}
+	tg.Layout = nil
+
 	// A repository with no GGUF: the whole of it, hidden files left out.
-	p, err = plan("anechat-test/tiny-coreml")
+	p, err = pull.Make(ctx, c, tg, nil)
 	if err != nil || p.Bundle == nil || len(p.Bundle.Files) != 12 || p.Name != "tiny-coreml" {
 		t.Errorf("whole repository: %+v, %v", p, err)
 	}
-	p, err = plan("anechat-test/tiny-coreml", "swa/chunk1.mlmodelc", "model_config.json")
+	p, err = pull.Make(ctx, c, tg, []string{"swa/chunk1.mlmodelc", "model_config.json"})
 	if err != nil || len(p.Bundle.Files) != 4 {
 		t.Errorf("a folder and a file of a repository: %+v, %v", p, err)
 	}
