@@ -3,10 +3,12 @@ package hub_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"anechat/internal/download"
 	"anechat/internal/hub"
 	"anechat/internal/hub/hubtest"
 )
@@ -177,5 +179,40 @@ func TestBaseURL(t *testing.T) {
 	}
 	if got := c.RepoURL("google/gemma"); got != "https://huggingface.co/google/gemma" {
 		t.Errorf("repo URL %s", got)
+	}
+}
+
+// TestDownloadError: a file download's failure in the Hub's words: the
+// gated repository's resolve answer (401) with the link to accept the
+// licence, a file gone (404), a server nowhere to be reached.
+func TestDownloadError(t *testing.T) {
+	s := hubtest.Start(t)
+	c := client(t, s)
+	ctx := context.Background()
+	fetch := func(u string) error {
+		m := download.Meta{URL: u, Name: "f", Total: -1}
+		return download.Fetch(ctx, download.Options{Reserve: 1}, filepath.Join(t.TempDir(), "f.part"), &m,
+			func(*download.Meta) error { return nil }, func(int64, int64) {})
+	}
+	const gated = "anechat-test/gated-GGUF"
+	commit := s.Fixtures().Repos[gated].Commit
+	err := c.DownloadError(fetch(c.ResolveURL(gated, commit, "gated-Q4_K_M.gguf")), gated, commit, "gated-Q4_K_M.gguf")
+	if !errors.Is(err, hub.ErrGated) || !strings.Contains(err.Error(), s.URL+"/"+gated) || !strings.Contains(err.Error(), "accept it") {
+		t.Errorf("gated file: %v", err)
+	}
+	const repo = "anechat-test/tiny-coreml"
+	commit = s.Fixtures().Repos[repo].Commit
+	err = c.DownloadError(fetch(c.ResolveURL(repo, commit, "gone.bin")), repo, commit, "gone.bin")
+	if !errors.Is(err, hub.ErrNotFound) || !strings.Contains(err.Error(), "has no file gone.bin") {
+		t.Errorf("missing file: %v", err)
+	}
+	other := errors.New("disk full")
+	if got := c.DownloadError(other, repo, commit, "x"); got != other {
+		t.Errorf("an error the Hub does not explain was changed: %v", got)
+	}
+	s.Close()
+	err = c.DownloadError(fetch(c.ResolveURL(repo, commit, "model_config.json")), repo, commit, "model_config.json")
+	if !errors.Is(err, hub.ErrOffline) || !strings.Contains(err.Error(), "could not be reached") {
+		t.Errorf("offline: %v", err)
 	}
 }
