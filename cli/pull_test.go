@@ -96,7 +96,7 @@ func TestSearchCommand(t *testing.T) {
 func TestPullGGUF(t *testing.T) {
 	s := fakeHub(t)
 	dir := t.TempDir()
-	s.Slow(32<<10, 2*time.Millisecond)
+	s.Slow(8<<10, 4*time.Millisecond)
 	part := filepath.Join(dir, "models", ".downloads", "stories260K.gguf.part")
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {

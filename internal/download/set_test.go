@@ -176,7 +176,7 @@ func TestSetResumesAfterRestart(t *testing.T) {
 	set := bundleSet(t, s)
 	models, work := dirs(t)
 	const weight = "swa/chunk1.mlmodelc/weights/weight.bin"
-	s.Slow(16<<10, time.Millisecond)
+	s.Slow(8<<10, 2*time.Millisecond)
 	j, err := download.PrepareSet(work, models, set)
 	if err != nil {
 		t.Fatal(err)
