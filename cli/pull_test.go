@@ -79,6 +79,12 @@ func TestSearchCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "anechat-test/tiny-coreml") || strings.Contains(out, "stories") {
 		t.Errorf("search --format coreml tiny: exit %d:\n%s", code, out)
 	}
+	// A repository's name: its quantisations, smallest first, then the search.
+	code, out, errOut = runPullCLI(context.Background(), "search", "--hub", s.URL, "anechat-test/stories260K-GGUF")
+	q8, whole := strings.Index(out, "stories260K-Q8_0.gguf"), strings.Index(out, "stories260K.gguf ")
+	if code != 0 || q8 < 0 || whole < q8 || !strings.Contains(out, "1.1 MiB") || !strings.Contains(out, "anechat pull anechat-test/stories260K-GGUF stories260K-Q8_0.gguf") {
+		t.Errorf("search OWNER/NAME: exit %d, %s:\n%s", code, errOut, out)
+	}
 	s.Close()
 	code, out, errOut = runPullCLI(context.Background(), "search", "--hub", s.URL, "smollm2")
 	if code != 1 || !strings.Contains(out, "smollm2-135m-instruct") || !strings.Contains(errOut, "could not be reached") {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"anechat/internal/catalog"
 	"anechat/internal/hub"
 	"anechat/internal/human"
+	"anechat/internal/pull"
 )
 
 // hubFlag adds --hub, the Hugging Face Hub (or mirror) to talk to.
@@ -41,6 +43,9 @@ func runSearch(ctx context.Context, env *Env, args []string) error {
 	}
 	cat, err := catalog.Load()
 	if err != nil {
+		return err
+	}
+	if err := listRepository(ctx, env, c, text); err != nil {
 		return err
 	}
 	m := catalog.ThisMachine()
@@ -103,4 +108,43 @@ func licenceWords(e *catalog.Entry, c *hub.Client) string {
 		return fmt.Sprintf("%s (accept it at %s first)", e.Licence, e.RepoURL(c.URL()))
 	}
 	return fmt.Sprintf("%s (%s)", e.Licence, e.LicenceURL)
+}
+
+// listRepository lists the files of the repository TEXT names when it is
+// OWNER/NAME[@REVISION] of a repository on the Hub: its quantisations (the
+// GGUF files, smallest first) or, with none, its size as a bundle. TEXT
+// that names no repository lists nothing (it is searched for as text).
+func listRepository(ctx context.Context, env *Env, c *hub.Client, text string) error {
+	repo, rev, found := strings.Cut(strings.TrimSpace(text), "@")
+	if !found {
+		rev = "main"
+	}
+	if hub.CheckRepo(repo) != nil || hub.CheckRevision(rev) != nil {
+		return nil
+	}
+	info, err := c.Info(ctx, repo, rev)
+	if errors.Is(err, hub.ErrNotFound) || errors.Is(err, hub.ErrOffline) {
+		return nil // searched for as text; offline, the search says so after the catalog
+	}
+	if err != nil {
+		return err
+	}
+	tree, err := c.Tree(ctx, repo, info.SHA)
+	if err != nil {
+		return err
+	}
+	gated := ""
+	if info.Gated != "" {
+		gated = " (gated: accept its licence at " + c.RepoURL(repo) + " first)"
+	}
+	fmt.Fprintf(env.Stdout, "%s at %s (commit %s)%s:\n", repo, rev, info.SHA, gated)
+	if q := pull.Quantisations(tree); len(q) > 0 {
+		for _, f := range q {
+			fmt.Fprintf(env.Stdout, "  %-56s %10s   anechat pull %s %s\n", f.Path, human.Bytes(f.Size), repo, f.Path)
+		}
+	} else {
+		fmt.Fprintf(env.Stdout, "  %d files, %s, no GGUF file: anechat pull %s takes them as one bundle\n", len(tree.Files), human.Bytes(tree.Size()), repo)
+	}
+	fmt.Fprintln(env.Stdout)
+	return nil
 }
