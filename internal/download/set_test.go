@@ -305,3 +305,38 @@ func TestSetRefusals(t *testing.T) {
 		t.Error("a set the disk cannot hold asked the server for bytes")
 	}
 }
+
+// TestVerifyInstalled: a folder is the set when every file has its size
+// and checksum (sha256 or Git blob id); the first that differs is named.
+func TestVerifyInstalled(t *testing.T) {
+	s := hubtest.Start(t)
+	set := bundleSet(t, s)
+	models, work := dirs(t)
+	j, err := download.PrepareSet(work, models, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Run(context.Background(), quick, nil); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(models, set.Name)
+	if err := set.VerifyInstalled(context.Background(), dir); err != nil {
+		t.Fatalf("the installed set: %v", err)
+	}
+	// A file kept in Git (checked by its blob id), same size, one byte off.
+	cfg := filepath.Join(dir, "model_config.json")
+	b, _ := os.ReadFile(cfg)
+	b[0] ^= 1
+	os.WriteFile(cfg, b, 0o644)
+	var fe *download.FileError
+	var ce *download.ChecksumError
+	if err := set.VerifyInstalled(context.Background(), dir); !errors.As(err, &fe) || fe.Path != "model_config.json" || !errors.As(err, &ce) || ce.Kind != "git blob id" {
+		t.Errorf("a changed Git file: %v", err)
+	}
+	b[0] ^= 1
+	os.WriteFile(cfg, b, 0o644)
+	os.Remove(filepath.Join(dir, "swa", "sin_sliding.npy"))
+	if err := set.VerifyInstalled(context.Background(), dir); !errors.As(err, &fe) || fe.Path != "swa/sin_sliding.npy" {
+		t.Errorf("a missing file: %v", err)
+	}
+}

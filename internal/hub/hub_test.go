@@ -216,3 +216,17 @@ func TestDownloadError(t *testing.T) {
 		t.Errorf("offline: %v", err)
 	}
 }
+
+// TestGate: the Hub's "gated" is false, "auto" or "manual".
+func TestGate(t *testing.T) {
+	for in, want := range map[string]hub.Gate{`false`: "", `null`: "", `"auto"`: "auto", `"manual"`: "manual", `true`: "auto"} {
+		var g hub.Gate
+		if err := g.UnmarshalJSON([]byte(in)); err != nil || g != want {
+			t.Errorf("%s: %q, %v", in, g, err)
+		}
+	}
+	var g hub.Gate
+	if err := g.UnmarshalJSON([]byte(`3`)); err == nil {
+		t.Error("gated 3 accepted")
+	}
+}
