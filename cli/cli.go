@@ -36,6 +36,8 @@ func commands() []command {
 		{"bench", "run a benchmark (anechat bench WHAT; resume, ...)", runBench},
 		{"doctor", "report platform, backends, data dir, database and models", runDoctor},
 		{"bundle", "inspect a Core ML bundle (anechat bundle WHAT; audit)", runBundle},
+		{"search", "search the model catalog and the Hugging Face Hub (GGUF and Core ML)", runSearch},
+		{"pull", "download a catalog model or a Hugging Face repository, check and register it", runPull},
 	}
 }
 
