@@ -76,6 +76,8 @@ export class Streaming {
   async send(text: string) {
     const first = this.core.state.conversations.thread?.messages.length === 0;
     const ok = await this.turn((id) => this.core.api.chat.send(id, text));
+    const id = this.core.state.conversations.current;
+    if (ok && id !== null) this.conversations.draftSent(id);
     const c = this.core.state.conversations.thread?.conversation;
     if (ok && first && c && c.title === UNTITLED && titleFrom(text)) await this.conversations.rename(titleFrom(text));
     return ok;
