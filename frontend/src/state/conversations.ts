@@ -72,12 +72,21 @@ export class Conversations {
     this.core.update("conversations", patch);
   }
 
-  /** Listens to chat:title: a title written by the model, or the first message's, lands in the sidebar at once. */
+  /**
+   * Listens to chat:title: a title written by the model, or the first
+   * message's, lands in the sidebar at once; and stores the drafts still
+   * waiting when the page goes (a reload).
+   */
   listen(): (() => void)[] {
+    const leaving = () => void this.saveDrafts();
+    if (typeof window !== "undefined") window.addEventListener("pagehide", leaving);
     return [
       this.core.api.events.onTitle((e) => {
         this.retitle(e);
       }),
+      () => {
+        if (typeof window !== "undefined") window.removeEventListener("pagehide", leaving);
+      },
     ];
   }
 
