@@ -391,7 +391,7 @@ describe("settings helpers", () => {
       stopped: "stop",
     };
     expect(resumedNote({ ...st, resumedPrompt: "Python code reviewer" })).toBe(
-      "Started from the prepared prompt “Python code reviewer”: 175 tokens of it came from its saved KV cache, not read again.",
+      "Started from the prepared prompt “Python code reviewer”: 175 tokens resumed from its KV cache, not read again.",
     );
     expect(resumedNote(st)).toBe(""); // resumed from the conversation's own cache: the stats line says so
     expect(resumedNote({ ...st, resumedPrompt: "x", resumedTokens: 0 })).toBe("");

@@ -309,7 +309,7 @@ export function statsLine(st: Message["stats"]): string {
 export function resumedNote(st: Message["stats"]): string {
   if (!st?.resumedPrompt || st.resumedTokens <= 0) return "";
   const n = st.resumedTokens;
-  return `Started from the prepared prompt “${st.resumedPrompt}”: ${n} token${n === 1 ? "" : "s"} of it came from its saved KV cache, not read again.`;
+  return `Started from the prepared prompt “${st.resumedPrompt}”: ${n} token${n === 1 ? "" : "s"} resumed from its KV cache, not read again.`;
 }
 
 /**
