@@ -33,7 +33,7 @@ const threadOf = (c: Conversation): Thread => ({
 
 /** A Go side that stores drafts as Chat.SetDraft does. */
 function backend() {
-  const stored: Record<number, string> = { 1: "", 2: "stored before" };
+  const stored: Record<number, string> = { 1: "", 2: "stored before", 3: "" };
   const f = fakeBridge({
     "System.Info": () => ({
       version: "1.0",
@@ -48,6 +48,7 @@ function backend() {
     }),
     "Chat.ListConversations": () => [conv(1, stored[1]), conv(2, stored[2])],
     "Chat.Thread": (id) => threadOf(conv(Number(id), stored[Number(id)])),
+    "Chat.CreateConversation": () => conv(3),
     "Chat.SetDraft": (id, text) => {
       stored[Number(id)] = String(text);
     },
@@ -148,6 +149,55 @@ describe("drafts", () => {
     expect(f.calls.filter((c) => c === "Chat.Thread").length).toBeGreaterThan(1);
     expect(f.calls).not.toContain("Chat.SetDraft");
     expect(composer().value).toBe("newer words");
+  });
+
+  it("sends only once a save of the draft on its way has landed, so it cannot bring the sent text back", async () => {
+    const { f, stored } = backend();
+    let land: () => void = () => undefined;
+    const answers = f.bridge.call.bind(f.bridge);
+    f.bridge.call = (<T,>(service: string, method: string, ...a: unknown[]) => {
+      if (method !== "SetDraft") return answers<T>(service, method, ...a);
+      f.calls.push("Chat.SetDraft");
+      return new Promise<T>((resolve) => {
+        land = () => {
+          stored[Number(a[0])] = String(a[1]);
+          resolve(undefined as T);
+        };
+      });
+    }) as typeof f.bridge.call;
+    await mount(f);
+    await openConv("C1");
+    vi.useFakeTimers();
+    await typeDraft("on its way");
+    await act(() => {
+      vi.advanceTimersByTime(DRAFT_SAVE_MS);
+    });
+    await flush();
+    expect(f.calls.filter((c) => c === "Chat.SetDraft")).toHaveLength(1);
+    await act(() => {
+      root.querySelector<HTMLButtonElement>("[data-testid=send]")!.click();
+    });
+    await flush();
+    expect(f.calls).not.toContain("Chat.Send");
+    await act(() => {
+      land();
+    });
+    await flush();
+    expect(f.args["Chat.Send"]).toEqual([[1, "on its way"]]);
+    expect(stored[1]).toBe(""); // Send cleared it after the save
+  });
+
+  it("puts a start page example in a new chat's composer, stored, when there is no model to send it to", async () => {
+    const { f, stored } = backend();
+    await mount(f);
+    const example = root.querySelector<HTMLButtonElement>("[data-testid=examples] button")!;
+    await act(() => {
+      example.click();
+    });
+    await flush();
+    expect(f.calls).not.toContain("Chat.Send");
+    expect(composer().value).toBe(example.textContent);
+    expect(stored[3]).toBe(example.textContent);
   });
 
   it("clears the draft when it is sent, without a late save bringing it back", async () => {

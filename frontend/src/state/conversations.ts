@@ -55,8 +55,14 @@ export const DRAFT_SAVE_MS = 400;
 
 /** The conversations' actions. */
 export class Conversations {
-  /** Drafts typed and not stored yet, by conversation, with the timer that stores each. */
-  private readonly unsaved = new Map<number, { text: string; timer: ReturnType<typeof setTimeout> }>();
+  /**
+   * Drafts typed and not stored yet, by conversation: the text, the timer
+   * that stores it, and whether its Chat.SetDraft is queued. An entry stays
+   * until its call returns, so a list or thread read meanwhile shows it.
+   */
+  private readonly unsaved = new Map<number, { text: string; timer: ReturnType<typeof setTimeout>; queued: boolean }>();
+  /** Each conversation's Chat.SetDraft calls, one after another (two in flight could land out of order). */
+  private readonly saving = new Map<number, Promise<void>>();
   private searchTimer: ReturnType<typeof setTimeout> | undefined;
   private searchSeq = 0;
   private threadSeq = 0;
@@ -205,26 +211,43 @@ export class Conversations {
   }
 
   /**
-   * Keeps text as the open conversation's draft: the window holds it at
-   * once, and it is stored (Chat.SetDraft) once typing pauses for
-   * DRAFT_SAVE_MS, or when another conversation opens, or now.
+   * The composer of the open conversation holds text: it is stored as the
+   * conversation's draft (Chat.SetDraft) once typing pauses for
+   * DRAFT_SAVE_MS, or when another conversation opens, or the page goes.
+   * The state is not changed: a keystroke re-renders only the composer.
    */
-  setDraft(text: string, now = false) {
+  setDraft(text: string) {
+    const id = this.s.current;
+    if (id === null) return;
+    clearTimeout(this.unsaved.get(id)?.timer);
+    const timer = setTimeout(() => void this.saveDraft(id), DRAFT_SAVE_MS);
+    this.unsaved.set(id, { text, timer, queued: false });
+  }
+
+  /** Puts text in the open conversation's composer (an example of the start page) and stores it as its draft. */
+  fillComposer(text: string) {
     const id = this.s.current;
     if (id === null) return;
     this.patchConversation(id, { draft: text });
-    clearTimeout(this.unsaved.get(id)?.timer);
-    const timer = setTimeout(() => void this.saveDraft(id), now ? 0 : DRAFT_SAVE_MS);
-    this.unsaved.set(id, { text, timer });
+    this.setDraft(text);
+    void this.saveDraft(id);
   }
 
-  /** Stores conversation id's draft if one is waiting. */
-  private async saveDraft(id: number) {
+  /** Stores conversation id's draft if one is waiting; resolves once every save of it queued so far is done. */
+  private saveDraft(id: number): Promise<void> {
     const u = this.unsaved.get(id);
-    if (!u) return;
+    if (!u || u.queued) return this.saving.get(id) ?? Promise.resolve();
+    u.queued = true;
     clearTimeout(u.timer);
-    this.unsaved.delete(id);
-    await this.core.attempt("chat", () => this.core.api.chat.setDraft(id, u.text), true);
+    const p = (this.saving.get(id) ?? Promise.resolve()).then(async () => {
+      await this.core.attempt("chat", () => this.core.api.chat.setDraft(id, u.text), true);
+      if (this.unsaved.get(id) === u) this.unsaved.delete(id);
+    });
+    this.saving.set(id, p);
+    void p.then(() => {
+      if (this.saving.get(id) === p) this.saving.delete(id);
+    });
+    return p;
   }
 
   /** Stores every draft still waiting (before the window goes, or another conversation opens). */
@@ -232,10 +255,22 @@ export class Conversations {
     await Promise.all([...this.unsaved.keys()].map((id) => this.saveDraft(id)));
   }
 
-  /** Conversation id's message was sent: the Go side cleared its draft, a waiting one is dropped. */
+  /**
+   * Conversation id's message is about to be sent (Chat.Send clears the
+   * stored draft): the draft waiting is dropped, and a save already on its
+   * way lands first, so it cannot bring the sent text back.
+   */
+  async draftSending(id: number) {
+    const u = this.unsaved.get(id);
+    if (u && !u.queued) {
+      clearTimeout(u.timer);
+      this.unsaved.delete(id);
+    }
+    await this.saving.get(id);
+  }
+
+  /** Conversation id's message was sent: the Go side cleared its draft. */
   draftSent(id: number) {
-    clearTimeout(this.unsaved.get(id)?.timer);
-    this.unsaved.delete(id);
     this.patchConversation(id, { draft: "" });
   }
 
