@@ -29,6 +29,7 @@ const conv: Conversation = {
   activeLeafId: 2,
   titleSource: "",
   pinned: false,
+  draft: "",
   createdAt: "",
   updatedAt: "",
 };
