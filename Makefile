@@ -24,6 +24,10 @@ $(error anechat builds on Linux and macOS, not on $(UNAME))
 endif
 comma := ,
 DEV_TAGS := dev$(if $(PLATFORM_TAGS),$(comma)$(PLATFORM_TAGS))
+# `anechat version` names the commit (cli.Commit), "-dirty" for a modified tree;
+# Go's own VCS stamp is missing under GOFLAGS=-buildvcs=false.
+GIT_COMMIT := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null || c=$$c-dirty; echo $$c; })
+LDFLAGS := $(if $(GIT_COMMIT),-X anechat/cli.Commit=$(GIT_COMMIT))
 
 FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/vite.config.ts frontend/tsconfig.json -type f -not -name "*.test.*" -not -path "*/testing/*" 2>/dev/null)
 GO_SRC := $(shell find . -name '*.go' -not -path './.tools/*' -not -path '*/node_modules/*' 2>/dev/null) go.mod go.sum
@@ -44,16 +48,17 @@ ifeq ($(UNAME),Linux)
 	build/scripts/fetch-smollm2.sh $(if $(DATA_DIR),"$(abspath $(DATA_DIR))")
 endif
 
-## dev: `wails dev`: live-reloading window, Vite dev server, browser access on :34115.
+## dev: `wails dev`: live-reloading window, Vite dev server, browser access on :34115
+## (DATA_DIR=... as for run).
 dev: deps
-	$(WAILS) dev -m -nosyncgomod -skipbindings $(if $(PLATFORM_TAGS),-tags $(PLATFORM_TAGS))
+	$(if $(DATA_DIR),ANECHAT_HOME="$(abspath $(DATA_DIR))") $(WAILS) dev -m -nosyncgomod -skipbindings $(if $(PLATFORM_TAGS),-tags $(PLATFORM_TAGS))
 
 ## build: the desktop app (build/bin/anechat, or anechat.app on macOS).
 build: deps $(APP)
 
 $(APP): $(GO_SRC) frontend/dist/index.html wails.json
 	$(WAILS) build -s -m -nosyncgomod -skipbindings -skipembedcreate \
-		$(if $(PLATFORM_TAGS),-tags $(PLATFORM_TAGS)) -o anechat
+		$(if $(PLATFORM_TAGS),-tags $(PLATFORM_TAGS)) $(if $(LDFLAGS),-ldflags "$(LDFLAGS)") -o anechat
 	@test -x $(APP)
 
 ## deps: system libraries, npm packages and the Wails CLI, each only when missing.
@@ -127,7 +132,7 @@ frontend-test: frontend/node_modules/.package-lock.json
 	cd frontend && npm run typecheck && npm run lint && npm test
 
 $(BIN)/anechat-dev: $(GO_SRC) frontend/dist/index.html
-	go build -tags $(DEV_TAGS) -o $@ .
+	go build -tags $(DEV_TAGS) $(if $(LDFLAGS),-ldflags "$(LDFLAGS)") -o $@ .
 
 e2e: $(BIN)/anechat-dev
 	build/scripts/e2e.sh $(BIN)/anechat-dev

@@ -87,6 +87,10 @@ type Chat struct {
 	library  *Library
 	gen      Generator
 
+	// starting serialises StartFromPrompt, so that two clicks at once find
+	// each other's conversation instead of making two.
+	starting sync.Mutex
+
 	mu      sync.Mutex
 	streams map[int64]*stream   // by conversation id
 	titles  map[int64]*titleJob // model-written titles in progress, by conversation id
@@ -378,7 +382,19 @@ func (ch *Chat) SelectBranch(id int64) (Thread, error) {
 	return ch.Thread(m.ConversationID)
 }
 
-// Send appends the user's message to the active branch and starts the reply.
+// SetDraft stores the conversation's unsent text, what its composer holds,
+// so that it is still there after switching conversations or restarting;
+// "" clears it (Send clears it too). At most storage.MaxDraftBytes.
+func (ch *Chat) SetDraft(conversationID int64, text string) error {
+	d, err := ch.c.db()
+	if err != nil {
+		return err
+	}
+	return d.SetDraft(ch.c.context(), conversationID, text)
+}
+
+// Send appends the user's message to the active branch and starts the
+// reply. The conversation's draft is cleared: it was this message.
 func (ch *Chat) Send(conversationID int64, text string) (Turn, error) {
 	if strings.TrimSpace(text) == "" {
 		return Turn{}, errors.New("chat: the message is empty")
@@ -392,7 +408,14 @@ func (ch *Chat) Send(conversationID int64, text string) (Turn, error) {
 		return Turn{}, err
 	}
 	return ch.start(c, func(ctx context.Context) (storage.Message, error) {
-		return d.AppendMessage(ctx, storage.MessageInput{ConversationID: c.ID, ParentID: c.ActiveLeafID, Role: storage.RoleUser, Content: text})
+		m, err := d.AppendMessage(ctx, storage.MessageInput{ConversationID: c.ID, ParentID: c.ActiveLeafID, Role: storage.RoleUser, Content: text})
+		if err == nil {
+			if err := d.SetDraft(ctx, c.ID, ""); err != nil {
+				// The message is sent; a stale draft only costs a cleared composer.
+				ch.c.log.Warn("draft not cleared", "conversation", c.ID, "err", err)
+			}
+		}
+		return m, err
 	})
 }
 
@@ -585,13 +608,15 @@ func (ch *Chat) start(c storage.Conversation, question func(context.Context) (st
 	ch.wg.Add(1)
 	go func() {
 		defer ch.wg.Done()
+		warm := ""
 		if c.PromptID != 0 && len(branch) == 1 {
+			warm = ch.warmPrompt(ctx, d, c, branch[0], mdl)
 			// Its prefill is the reply's: the window sees its progress.
 			ch.preparePrompt(ctx, d, c, branch[0], mdl.ID, func(done, total int) {
 				ch.c.send(EventProgress, ProgressEvent{ConversationID: c.ID, ParentID: u.ID, Done: done, Total: total})
 			})
 		}
-		name, data := ch.generate(ctx, d, req, u)
+		name, data := ch.generate(ctx, d, req, u, warm)
 		// The stream is gone before the window hears it ended, so a Send
 		// right after the event is never refused as busy.
 		finish()
@@ -635,6 +660,25 @@ func (ch *Chat) remember(ctx context.Context, d *storage.DB, c storage.Conversat
 	return c
 }
 
+// warmPrompt is the title of the library prompt c was started from when a
+// reply to first, c's first message, can resume from the prompt's prepared
+// snapshot: it is ready for mdl (Library's view says so) and c opens
+// exactly as the prompt does. "" otherwise, also when the prompt cannot be
+// read (that only costs the note in the reply).
+func (ch *Chat) warmPrompt(ctx context.Context, d *storage.DB, c storage.Conversation, first storage.Message, mdl storage.Model) string {
+	if ch.library == nil {
+		return ""
+	}
+	p, err := d.GetPrompt(ctx, c.PromptID)
+	if err != nil || p.PinnedSnapshotID == 0 || first.Content != p.Body || c.SystemPrompt != p.SystemPrompt {
+		return ""
+	}
+	if v := ch.library.viewWith(d, p, &mdl); v.Snapshot == nil || !v.Snapshot.Ready {
+		return ""
+	}
+	return p.Title
+}
+
 // preparePrompt pins a snapshot of the library prompt c was started from when
 // its first message is the prompt's body unchanged and the prompt has none
 // yet: the first use prepares it (the reply then restores it from the file), every
@@ -658,7 +702,9 @@ func (ch *Chat) preparePrompt(ctx context.Context, d *storage.DB, c storage.Conv
 
 // generate runs the model, streams its text and stores the reply. It returns
 // the stream's final event (EventDone or EventError) for the caller to send.
-func (ch *Chat) generate(ctx context.Context, d *storage.DB, req GenerateRequest, u storage.Message) (string, any) {
+// warm is the title of the prepared library prompt the reply can resume
+// from ("" for none): when it did resume, its stats name the prompt.
+func (ch *Chat) generate(ctx context.Context, d *storage.DB, req GenerateRequest, u storage.Message, warm string) (string, any) {
 	var text strings.Builder
 	seq, at := 0, 0 // at: the text's length in UTF-16 units
 	var spans [][2]int
@@ -678,6 +724,9 @@ func (ch *Chat) generate(ctx context.Context, d *storage.DB, req GenerateRequest
 	stats.Width = req.Width
 	stats.DraftedSpans = spans
 	stats.Model = req.Model.Name
+	if warm != "" && stats.ResumedTokens > 0 {
+		stats.ResumedPrompt = warm
+	}
 	cancelled := errors.Is(err, context.Canceled) && ctx.Err() != nil
 	if err != nil && !cancelled {
 		ch.c.log.Error("generate", "conversation", u.ConversationID, "err", err)

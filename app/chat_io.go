@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,50 +14,107 @@ import (
 	"anechat/storage"
 )
 
-// StartFromPrompt starts a chat from library prompt promptID: a new
+// PromptStart is what StartFromPrompt did: the conversation, and the
+// prompt's first message sent (User) or, when it could not be sent, kept as
+// the conversation's draft (User.ID is 0 and Unsent says why: no model yet,
+// say), so the text waits in the composer, stored.
+type PromptStart struct {
+	Turn
+	Unsent string `json:"unsent"`
+}
+
+// StartFromPrompt starts a chat from library prompt promptID: a
 // conversation with the prompt's title and system prompt, and its body sent
 // as the first message, each with its {{name}} variables filled from values
-// (every variable needs a value; see PromptVariables for the rules). A
-// prompt without a body only creates the conversation (Turn.User.ID is 0).
-func (ch *Chat) StartFromPrompt(promptID int64, values map[string]string) (Turn, error) {
+// (every variable needs a value; see PromptVariables for the rules). When
+// the prompt is prepared and the conversation opens as the prompt does, the
+// reply resumes from its KV snapshot (and its stats say so: ResumedPrompt).
+//
+// It never leaves empty duplicates: an empty conversation from the prompt
+// (no message, no draft but the body) is reused rather than another made,
+// and a start while an identical one from the prompt is still answering its
+// first message returns that one (a double click starts one chat). A prompt
+// without a body only creates (or finds) the conversation.
+func (ch *Chat) StartFromPrompt(promptID int64, values map[string]string) (PromptStart, error) {
 	d, err := ch.c.db()
 	if err != nil {
-		return Turn{}, err
+		return PromptStart{}, err
 	}
 	ctx := ch.c.context()
 	p, err := d.GetPrompt(ctx, promptID)
 	if err != nil {
-		return Turn{}, fmt.Errorf("chat: prompt %d: %w", promptID, err)
+		return PromptStart{}, fmt.Errorf("chat: prompt %d: %w", promptID, err)
 	}
 	system, err := FillVariables(p.SystemPrompt, values)
 	if err != nil {
-		return Turn{}, err
+		return PromptStart{}, err
 	}
 	body, err := FillVariables(p.Body, values)
 	if err != nil {
-		return Turn{}, err
+		return PromptStart{}, err
 	}
-	c, err := ch.CreateConversation(NewConversation{PromptID: promptID})
-	if err != nil {
-		return Turn{}, err
+	ch.starting.Lock()
+	defer ch.starting.Unlock()
+	if t, ok := ch.startingFrom(ctx, d, promptID, system, body); ok {
+		return PromptStart{Turn: t}, nil
+	}
+	c, err := d.EmptyConversationFromPrompt(ctx, promptID, body)
+	made := errors.Is(err, storage.ErrNotFound)
+	switch {
+	case made:
+		if c, err = ch.CreateConversation(NewConversation{PromptID: promptID}); err != nil {
+			return PromptStart{}, err
+		}
+	case err != nil:
+		return PromptStart{}, err
 	}
 	if system != c.SystemPrompt {
 		if c, err = ch.SetSystemPrompt(c.ID, system); err != nil {
-			return Turn{}, err
+			return PromptStart{}, err
 		}
 	}
 	if strings.TrimSpace(body) == "" {
-		return Turn{ConversationID: c.ID}, nil
+		return PromptStart{Turn: Turn{ConversationID: c.ID}}, nil
 	}
 	t, err := ch.Send(c.ID, body)
-	if err != nil {
-		// Nothing was said yet: the empty conversation goes with the error.
-		if derr := d.DeleteConversation(ctx, c.ID); derr != nil {
-			ch.c.log.Warn("empty conversation not removed", "conversation", c.ID, "err", derr)
-		}
-		return Turn{}, err
+	if err == nil {
+		return PromptStart{Turn: t}, nil
 	}
-	return t, nil
+	// Not sent (no model yet, say): the text waits in the conversation's
+	// composer, stored, and the window says why.
+	if derr := d.SetDraft(ctx, c.ID, body); derr != nil {
+		if made {
+			if rerr := d.DeleteConversation(ctx, c.ID); rerr != nil {
+				ch.c.log.Warn("empty conversation not removed", "conversation", c.ID, "err", rerr)
+			}
+		}
+		return PromptStart{}, errors.Join(err, derr)
+	}
+	return PromptStart{Turn: Turn{ConversationID: c.ID}, Unsent: err.Error()}, nil
+}
+
+// startingFrom finds a conversation from prompt promptID that is answering
+// its first message, body, with system prompt system: a start identical to
+// one still running. Conversations it cannot read are not it.
+func (ch *Chat) startingFrom(ctx context.Context, d *storage.DB, promptID int64, system, body string) (Turn, bool) {
+	ch.mu.Lock()
+	running := make(map[int64]int64, len(ch.streams)) // conversation: the message being answered
+	for id, s := range ch.streams {
+		running[id] = s.parentID
+	}
+	ch.mu.Unlock()
+	for id, parent := range running {
+		c, err := d.GetConversation(ctx, id)
+		if err != nil || c.PromptID != promptID || c.SystemPrompt != system || parent == 0 {
+			continue
+		}
+		u, err := d.GetMessage(ctx, parent)
+		if err != nil || u.ParentID != 0 || u.Role != storage.RoleUser || u.Content != body {
+			continue
+		}
+		return Turn{ConversationID: c.ID, User: u}, true
+	}
+	return Turn{}, false
 }
 
 // The conversation file format (Chat.Export "json", Chat.Import):

@@ -101,6 +101,10 @@ type GenerateStats struct {
 	// Model is the name of the model that wrote the reply (Chat fills it
 	// in), "" in replies stored before it was recorded.
 	Model string `json:"model,omitempty"`
+	// ResumedPrompt is the title of the prepared library prompt whose KV
+	// snapshot the reply resumed from (Chat fills it in: the window says so
+	// in the reply), "" when it did not.
+	ResumedPrompt string `json:"resumedPrompt,omitempty"`
 }
 
 // addPiece extends spans by a piece of n UTF-16 units at offset at.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,6 +238,50 @@ func (l *Library) Prepare(id int64) (PrepareResult, error) {
 		res.Outcome.Message = "ready to resume with " + res.Prompt.Snapshot.ModelName
 	}
 	return res, nil
+}
+
+// Unprepare drops prompt id's warm snapshot: the prompt is no longer pinned
+// to it and its file is deleted (its disk space freed); chats from the prompt
+// then read its opening again, and Prepare (or the next chat from it)
+// makes a new one. A prompt that is not prepared is returned as it is. A
+// file that cannot be removed is logged: its row is gone, so nothing resumes
+// from it, and the next start cleans it up. A chat restoring it meanwhile
+// only loses that resume: snapshots fail closed.
+func (l *Library) Unprepare(id int64) (Prompt, error) {
+	d, err := l.c.db()
+	if err != nil {
+		return Prompt{}, err
+	}
+	ctx := l.c.context()
+	p, err := d.GetPrompt(ctx, id)
+	if err != nil {
+		return Prompt{}, err
+	}
+	if p.PinnedSnapshotID != 0 {
+		s, err := d.GetSnapshot(ctx, p.PinnedSnapshotID)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			// Gone already: only the pin is left to drop.
+		case err != nil:
+			return Prompt{}, err
+		default:
+			// The row goes first (the pin with it): no row may point at a missing file.
+			if err := d.DeleteSnapshot(ctx, s.ID); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return Prompt{}, err
+			}
+			f := filepath.Join(storage.KVPath(l.c.dataDir), filepath.FromSlash(s.FilePath))
+			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				l.c.log.Warn("unprepared prompt's snapshot file not removed", "prompt", id, "path", f, "err", err)
+			}
+		}
+		if err := d.SetPromptSnapshot(ctx, id, 0); err != nil {
+			return Prompt{}, err
+		}
+		if p, err = d.GetPrompt(ctx, id); err != nil {
+			return Prompt{}, err
+		}
+	}
+	return l.view(d, p), nil
 }
 
 // promptOpening is the conversation a chat started from p opens with: its

@@ -54,7 +54,7 @@ type resumeFigures struct {
 // runBenchResume is `anechat bench resume`: time to first token of a fresh
 // prefill against a resume from a KV snapshot.
 func runBenchResume(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "bench resume", "--model PATH [--prompt-tokens 256,1024,2048] [--json]")
+	fs := newFlags(env, "bench resume", "--model PATH|random [--prompt-tokens 256,1024,2048] [--batch N] [--repeat N] [--json]")
 	modelPath := fs.String("model", "", "model file (.gguf), or \"random\" for a generated memory-bound llama (~34 MB of Q8_0 weights)")
 	tokens := fs.String("prompt-tokens", "256,1024,2048", "comma-separated prompt lengths")
 	batch := fs.Int("batch", 64, "prefill call width")

@@ -19,12 +19,12 @@ import (
 )
 
 func runChat(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "chat", "[--model PATH] [--system TEXT] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--compute-units U] [--data-dir DIR] [--no-cache]")
+	fs := newFlags(env, "chat", "[--model PATH] [--system TEXT] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--compute-units U] [--data-dir DIR] [--no-cache] [--stats]")
 	g := addGenFlags(fs, 512)
 	system := fs.String("system", "", "system prompt")
 	stats := fs.Bool("stats", false, "print per-turn statistics to stderr")
 	dataDir := fs.String("data-dir", "", "data directory whose default model chat runs without --model, and whose settings keep the speculative decoder's measured call costs (default $ANECHAT_HOME or the OS default)")
-	noCache := fs.Bool("no-cache", false, "neither load nor store the measured call costs in the data directory")
+	noCache := noCacheFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

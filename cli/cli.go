@@ -36,6 +36,8 @@ func commands() []command {
 		{"bench", "run a benchmark (anechat bench WHAT; resume, ...)", runBench},
 		{"doctor", "report platform, backends, data dir, database and models", runDoctor},
 		{"bundle", "inspect a Core ML bundle (anechat bundle WHAT; audit)", runBundle},
+		{"search", "search the model catalog and the Hugging Face Hub (GGUF and Core ML)", runSearch},
+		{"pull", "download a catalog model or a Hugging Face repository, check and register it", runPull},
 	}
 }
 
@@ -46,6 +48,11 @@ var errUsage = errors.New("usage")
 // Run runs the subcommand named by args[0] and returns the process exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	env := &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr}
+	if len(args) > 1 && args[0] == "help" {
+		// `anechat help chat` is `anechat chat --help`; `help bench spec`
+		// is `bench spec --help`.
+		args = append(append([]string{}, args[1:]...), "--help")
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		printHelp(stdout)
 		return 0
@@ -81,7 +88,7 @@ func printHelp(w io.Writer) {
 	for _, c := range cs {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun `anechat COMMAND --help` for a command's flags.")
+	fmt.Fprintln(w, "\nRun `anechat help COMMAND` (or `anechat COMMAND --help`) for a command's flags.")
 }
 
 // newFlags returns a flag set that returns errors instead of exiting. Its

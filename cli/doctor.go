@@ -22,7 +22,7 @@ import (
 // data directory: platform, backends, data dir, database, models. It exits 1
 // when it found a problem (each one printed with what to do).
 func runDoctor(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "doctor", "[--data-dir DIR] [--bundle DIR [--reference CHECKPOINT] [--compute-units U]] [--json]")
+	fs := newFlags(env, "doctor", "[--data-dir DIR] [--bundle DIR [--reference CHECKPOINT] [--compute-units U] [--tokens N]] [--json]")
 	dataDir := fs.String("data-dir", "", "data directory to check (default $ANECHAT_HOME or the OS default)")
 	bundle := fs.String("bundle", "", "also check this Core ML bundle: load and compile time, speculation on/off identity over a prompt set, row independence of the generation functions, latency per call kind and width, tok/s")
 	reference := fs.String("reference", "", "with --bundle: run it with the reference executor (its function contract on the CPU kernels) from the checkpoint it was converted from, instead of Core ML")

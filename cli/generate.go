@@ -133,14 +133,14 @@ func parseIDs(s string) ([]int32, error) {
 }
 
 func runGenerate(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "generate", "[--model PATH] (--prompt TEXT | --prompt-ids IDS) [--raw] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--compute-units U] [--json]")
+	fs := newFlags(env, "generate", "[--model PATH] (--prompt TEXT | --prompt-ids IDS) [--raw] [--max-tokens N] [--width K] [--temperature T] [--seed S] [--compute-units U] [--data-dir DIR] [--no-cache] [--json]")
 	g := addGenFlags(fs, 256)
 	prompt := fs.String("prompt", "", "prompt text")
 	promptIDs := fs.String("prompt-ids", "", "prompt as token ids (\"1 403 407\"), fed as is: no BOS added, no template")
 	raw := fs.Bool("raw", false, "skip the chat template: BOS (if the tokenizer adds one) + the encoded prompt")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of streaming text")
 	dataDir := fs.String("data-dir", "", "data directory holding the KV snapshot cache (default $ANECHAT_HOME or the OS default)")
-	noCache := fs.Bool("no-cache", false, "neither resume from nor save KV snapshots")
+	noCache := noCacheFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

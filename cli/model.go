@@ -107,6 +107,16 @@ func (g genFlags) useDefaultModel(ctx context.Context, dataDir string, log *slog
 	return nil
 }
 
+// noCacheFlag adds --no-cache, which means the same for every command that
+// has it: nothing the data directory keeps between runs is read or written,
+// neither KV snapshots nor the speculative decoder's measured call costs.
+// (A server still resumes a request from the previous one in memory.)
+func noCacheFlag(fs interface {
+	Bool(string, bool, string) *bool
+}) *bool {
+	return fs.Bool("no-cache", false, "use nothing the data directory keeps between runs: no KV snapshots (neither resumed from nor saved) and no measured call costs (measured afresh, not stored)")
+}
+
 // computeUnitsFlag adds --compute-units, the Core ML setting of the app's
 // Settings page, to a command that loads a model.
 func computeUnitsFlag(fs interface {

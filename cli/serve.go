@@ -35,7 +35,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	maxTokens := fs.Int("max-tokens", 0, "default cap on a reply's tokens when a request gives none (0 = until a stop or the end of the context)")
 	temperature := fs.Float64("temperature", 0, "default sampling temperature when a request gives none (0 = greedy, as anechat generate)")
 	units := computeUnitsFlag(fs)
-	noCache := fs.Bool("no-cache", false, "neither resume from nor save KV snapshots, nor keep measured call costs (requests still resume from the last one in memory)")
+	noCache := noCacheFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -27,7 +27,9 @@ type Conversation struct {
 	Options      json.RawMessage `json:"options,omitempty"` // generation options as JSON, nil if none
 	ActiveLeafID int64           `json:"activeLeafId"`      // 0 while empty
 	// Pinned conversations are listed first.
-	Pinned    bool      `json:"pinned"`
+	Pinned bool `json:"pinned"`
+	// Draft is the composer's unsent text (SetDraft), "" when none.
+	Draft     string    `json:"draft"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
@@ -65,7 +67,7 @@ type ConversationInput struct {
 func conversationOut(c db.Conversation) Conversation {
 	return Conversation{ID: c.ID, Title: c.Title, TitleSource: c.TitleSource, ModelID: idOut(c.ModelID), PromptID: idOut(c.PromptID),
 		SystemPrompt: c.SystemPrompt, Options: jsonOut(c.Options), ActiveLeafID: idOut(c.ActiveLeafID), Pinned: c.Pinned != 0,
-		CreatedAt: fromMillis(c.CreatedAt), UpdatedAt: fromMillis(c.UpdatedAt)}
+		Draft: c.Draft, CreatedAt: fromMillis(c.CreatedAt), UpdatedAt: fromMillis(c.UpdatedAt)}
 }
 
 // CreateConversation starts an empty conversation.
@@ -162,6 +164,33 @@ func (d *DB) SetPinned(ctx context.Context, id int64, pinned bool) (Conversation
 		return Conversation{}, d.fail(op, err)
 	}
 	return d.GetConversation(ctx, id)
+}
+
+// MaxDraftBytes bounds a conversation's stored draft (SetDraft): far more
+// than anyone types, small enough that saving it on every pause is cheap.
+const MaxDraftBytes = 1 << 20
+
+// SetDraft stores the conversation's unsent text ("" clears it). It does not
+// change updated_at: typing does not move a conversation up the list.
+func (d *DB) SetDraft(ctx context.Context, id int64, draft string) error {
+	op := fmt.Sprintf("save the draft of conversation %d", id)
+	if len(draft) > MaxDraftBytes {
+		return invalid(op, "the draft is %d bytes, over the %d-byte limit: send or shorten it", len(draft), MaxDraftBytes)
+	}
+	n, err := d.q.SetConversationDraft(ctx, db.SetConversationDraftParams{Draft: draft, ID: id})
+	return d.fail(op, oneRow(op, n, err))
+}
+
+// EmptyConversationFromPrompt returns the newest live conversation started
+// from library prompt promptID that holds nothing the user wrote: no message,
+// and no draft other than body (the prompt's opening, kept when it could not
+// be sent); ErrNotFound if there is none.
+func (d *DB) EmptyConversationFromPrompt(ctx context.Context, promptID int64, body string) (Conversation, error) {
+	c, err := d.q.EmptyConversationFromPrompt(ctx, db.EmptyConversationFromPromptParams{PromptID: idIn(promptID), Body: body})
+	if err != nil {
+		return Conversation{}, d.fail(fmt.Sprintf("find an empty conversation from prompt %d", promptID), err)
+	}
+	return conversationOut(c), nil
 }
 
 // DeleteConversation deletes the conversation and all its messages at once

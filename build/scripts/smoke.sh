@@ -21,6 +21,13 @@ cleanup() {
 trap cleanup EXIT
 rm -f "$shot"
 
+# A build from a git checkout names its commit (the Makefile's LDFLAGS).
+if git rev-parse -q --verify HEAD >/dev/null 2>&1; then
+	version=$("$bin" version)
+	[[ "$version" != *"commit unknown"* ]] || { echo "smoke: $version: the build did not stamp its commit" >&2; exit 1; }
+	echo "smoke: $version"
+fi
+
 if [[ "$(uname -s)" != Linux ]]; then
 	# macOS: no Xvfb; open the window on the real screen and let it quit.
 	ANECHAT_HOME="$work/data" ANECHAT_QUIT_AFTER=3s "$bin" >"$log" 2>&1

@@ -33,6 +33,7 @@ const conv = {
   activeLeafId: 2,
   titleSource: "" as const,
   pinned: false,
+  draft: "",
   createdAt: "",
   updatedAt: "",
 };

@@ -6,6 +6,7 @@ import {
   modelLabel,
   pieceSpans,
   progressLine,
+  resumedNote,
   statsLine,
   widthChoices,
   widthLabel,
@@ -80,6 +81,7 @@ export function ChatPage() {
               running={running}
               highlight={highlight}
               focused={r.message.id === focusMessage}
+              greedy={thread.settings.temperature === 0}
             />
           ))}
           {stream && (stream.running || stream.error) && <Streaming stream={stream} highlight={highlight} />}
@@ -93,7 +95,7 @@ export function ChatPage() {
       </div>
       <div class="composer-wrap">
         <ReplySettings conversation={thread.conversation} settings={thread.settings} disabled={running} />
-        <Composer running={running} />
+        <Composer key={thread.conversation.id} conversation={thread.conversation} running={running} />
       </div>
     </div>
   );
@@ -227,11 +229,14 @@ function MessageView({
   running,
   highlight,
   focused,
+  greedy,
 }: {
   row: Row;
   running: boolean;
   highlight: boolean;
   focused: boolean;
+  /** The next reply runs at temperature 0: regenerating gives the same text. */
+  greedy: boolean;
 }) {
   const store = useActions();
   const [editing, setEditing] = useState<string | null>(null);
@@ -278,7 +283,14 @@ function MessageView({
           </div>
         </form>
       ) : m.role === "assistant" ? (
-        <Markdown text={m.content} spans={highlight ? m.stats?.draftedSpans : undefined} />
+        <>
+          {resumedNote(m.stats) && (
+            <p class="resumed-note" data-testid="resumed-note">
+              {resumedNote(m.stats)}
+            </p>
+          )}
+          <Markdown text={m.content} spans={highlight ? m.stats?.draftedSpans : undefined} />
+        </>
       ) : (
         <div class="plain">{m.content}</div>
       )}
@@ -334,8 +346,27 @@ function MessageView({
           </button>
         )}
         {m.role === "assistant" && (
-          <button type="button" disabled={running} onClick={() => void store.streaming.regenerate(m.id)}>
+          <button
+            type="button"
+            disabled={running}
+            aria-describedby={greedy ? `regen-hint-${m.id}` : undefined}
+            onClick={() => void store.streaming.regenerate(m.id)}
+          >
             Regenerate
+          </button>
+        )}
+        {m.role === "assistant" && greedy && (
+          // Greedy decoding is deterministic: a regenerated answer is the
+          // same text. Say so where the user clicks, and lead to the field
+          // that changes it.
+          <button
+            type="button"
+            class="link small"
+            id={`regen-hint-${m.id}`}
+            data-testid="regenerate-hint"
+            onClick={() => document.querySelector<HTMLInputElement>('[data-testid="opt-temperature"]')?.focus()}
+          >
+            same reply at temperature 0: raise it below
           </button>
         )}
       </div>
@@ -583,16 +614,18 @@ function ReplySettings({
   );
 }
 
-function Composer({ running }: { running: boolean }) {
+/**
+ * The message box of conversation c (keyed by it: another conversation
+ * gets its own). What is typed is c's draft, stored as typing pauses, so
+ * it is still there after opening another conversation or a restart; a
+ * draft set from elsewhere (an example of the start page) shows at once.
+ */
+function Composer({ conversation: c, running }: { conversation: Conversation; running: boolean }) {
   const store = useActions();
-  const draft = useStore((s) => s.conversations.draft);
-  const [text, setText] = useState(draft);
+  const [text, setText] = useState(c.draft);
   useEffect(() => {
-    if (draft) {
-      setText(draft);
-      store.conversations.draftUsed();
-    }
-  }, [draft, store]);
+    setText(c.draft);
+  }, [c.draft]);
   const send = async () => {
     if (!text.trim()) return;
     if (await store.streaming.send(text)) setText("");
@@ -613,6 +646,7 @@ function Composer({ running }: { running: boolean }) {
         placeholder="Message (Enter sends, Shift+Enter for a new line)"
         onInput={(e) => {
           setText(e.currentTarget.value);
+          store.conversations.setDraft(e.currentTarget.value);
         }}
         onKeyDown={(e) => {
           if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {

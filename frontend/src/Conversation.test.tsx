@@ -29,6 +29,7 @@ const conv: Conversation = {
   activeLeafId: 2,
   titleSource: "",
   pinned: false,
+  draft: "",
   createdAt: "",
   updatedAt: "",
 };
@@ -232,6 +233,31 @@ describe("conversations", () => {
     expect(fb.args["Chat.SetOptions"]?.[1]).toEqual([1, {}]);
     expect(testid("opt-source")).toBeTruthy();
     expect(testid<HTMLInputElement>("opt-max-tokens")?.value).toBe("10");
+  });
+
+  it("says beside Regenerate that temperature 0 gives the same reply, and leads to the field that changes it", async () => {
+    let temperature = 0;
+    const fb = fakeBridge(
+      basics({
+        "Chat.Thread": () => ({ ...threadOf(conv), settings: { temperature, maxTokens: 10, speculationWidth: 4 } }),
+        "Chat.SetOptions": (_id, o) => {
+          temperature = (o as { temperature: number }).temperature;
+          return { ...conv, options: o as Conversation["options"] };
+        },
+      }),
+    );
+    await mount(fb.bridge);
+    await openConversation();
+    const hint = testid("regenerate-hint");
+    expect(hint?.textContent).toContain("same reply at temperature 0");
+    const regen = [...root.querySelectorAll("button")].find((b) => b.textContent?.trim() === "Regenerate");
+    expect(regen?.getAttribute("aria-describedby")).toBe(hint?.id);
+    await click(hint);
+    expect(document.activeElement).toBe(testid("opt-temperature"));
+    await type(testid<HTMLInputElement>("opt-temperature"), "0.7");
+    await submit(testid("reply-settings"));
+    expect(fb.args["Chat.SetOptions"]).toEqual([[1, { temperature: 0.7 }]]);
+    expect(testid("regenerate-hint")).toBeNull();
   });
 
   it("exports the conversation as Markdown or JSON, saved through the dialog, and imports a JSON file", async () => {

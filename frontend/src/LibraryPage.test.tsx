@@ -134,42 +134,128 @@ describe("LibraryPage", () => {
     expect([...root.querySelectorAll("[data-testid=prompt] strong")].map((e) => e.textContent)).toEqual(["P2"]);
   });
 
-  it("asks for a prompt's {{variables}} and starts the chat with them filled in", async () => {
+  it("asks for a prompt's {{variables}} and starts the chat: sent by the Go side, once however often it is clicked", async () => {
     const p = {
       ...prompt(4, null, "Translate {{text}} into {{ language }}."),
       systemPrompt: "You speak {{language}}.",
     };
     const conv = {
-      titleSource: "" as const,
+      titleSource: "prompt" as const,
       pinned: false,
+      draft: "",
       id: 9,
       title: "P4",
       modelId: 0,
       promptId: 4,
-      systemPrompt: p.systemPrompt,
+      systemPrompt: "You speak Portuguese.",
       activeLeafId: 0,
       createdAt: "",
       updatedAt: "",
     };
+    const user = {
+      id: 31,
+      conversationId: 9,
+      parentId: 0,
+      role: "user" as const,
+      content: "Translate good morning into Portuguese.",
+      createdAt: "",
+    };
+    let answer: (v: unknown) => void = () => undefined;
     const f = fakeBridge({
       "Library.List": () => [p],
       "Library.Tags": () => [],
-      "Chat.CreateConversation": () => conv,
+      "Chat.StartFromPrompt": () =>
+        new Promise((resolve) => {
+          answer = resolve;
+        }),
       "Chat.ListConversations": () => [conv],
-      "Chat.Thread": () => ({ conversation: conv, messages: [], path: [], generating: 0 }),
-      "Chat.SetSystemPrompt": (id, s) => ({ ...conv, id, systemPrompt: s }),
+      "Chat.Thread": () => ({ conversation: conv, messages: [user], path: [31], generating: 31 }),
     });
     const store = await mount(f);
     await click(testid("prompt-start"));
-    expect(f.calls).not.toContain("Chat.CreateConversation");
+    expect(f.calls).not.toContain("Chat.StartFromPrompt");
     const form = testid("variables")!;
     expect([...form.querySelectorAll("label")].map((l) => l.textContent)).toEqual(["text", "language"]);
     await type(testid("variable-text"), "good morning");
     await type(testid("variable-language"), "Portuguese");
     await click(testid("variables-start"));
-    expect(f.args["Chat.CreateConversation"]).toEqual([[{ title: "", modelId: 0, promptId: 4 }]]);
-    expect(f.args["Chat.SetSystemPrompt"]).toEqual([[9, "You speak Portuguese."]]);
-    expect(store.state.conversations.draft).toBe("Translate good morning into Portuguese.");
+    // While it is on its way the button says so and a second start is ignored.
+    expect(testid("prompt-start")?.textContent).toBe("Starting…");
+    expect(testid<HTMLButtonElement>("prompt-start")?.disabled).toBe(true);
+    await act(() => store.conversations.startFromPrompt(p, { text: "x", language: "y" }));
+    expect(f.args["Chat.StartFromPrompt"]).toEqual([[4, { text: "good morning", language: "Portuguese" }]]);
+    await act(() => {
+      answer({ conversationId: 9, user, unsent: "" });
+    });
+    await flush();
+    expect(f.calls.filter((c) => c === "Chat.CreateConversation")).toEqual([]);
+    expect(store.state.window.page).toBe("chat");
+    expect(store.state.conversations.current).toBe(9);
+    expect(store.state.streams[9]).toMatchObject({ parentId: 31, running: true });
+    expect(store.state.conversations.starting).toBe(0);
+    expect(store.state.window.notice).toBeNull();
+  });
+
+  it("opens a chat whose prompt could not be sent with it in the composer, and says why", async () => {
+    const conv = {
+      titleSource: "prompt" as const,
+      pinned: false,
+      draft: "body",
+      id: 9,
+      title: "P1",
+      modelId: 0,
+      promptId: 1,
+      systemPrompt: "sys",
+      activeLeafId: 0,
+      createdAt: "",
+      updatedAt: "",
+    };
+    const f = fakeBridge({
+      "Library.List": () => [prompt(1)],
+      "Library.Tags": () => [],
+      "Chat.StartFromPrompt": () => ({
+        conversationId: 9,
+        user: { id: 0, conversationId: 0, parentId: 0, role: "user", content: "", createdAt: "" },
+        unsent: "no model available: put a model in the models folder",
+      }),
+      "Chat.ListConversations": () => [conv],
+      "Chat.Thread": () => ({ conversation: conv, messages: [], path: [], generating: 0 }),
+    });
+    const store = await mount(f);
+    await click(testid("prompt-start"));
+    expect(store.state.conversations.current).toBe(9);
+    expect(store.state.conversations.thread?.conversation.draft).toBe("body");
+    expect(store.state.streams[9]).toBeUndefined();
+    expect(store.state.window.notice).toEqual({
+      kind: "error",
+      scope: "chat",
+      text: "Not sent: no model available: put a model in the models folder. It waits in the composer.",
+    });
+  });
+
+  it("shows each prepared prompt's snapshot size and unprepares it", async () => {
+    let prompts = [prompt(1, "ready"), prompt(2), prompt(3, "stale")];
+    const f = fakeBridge({
+      "Library.List": () => prompts,
+      "Library.Tags": () => [],
+      "Library.Unprepare": (id) => {
+        prompts = prompts.map((p) => (p.id === id ? prompt(p.id) : p));
+        return prompts.find((p) => p.id === id);
+      },
+    });
+    await mount(f);
+    const sizes = () =>
+      items().map((li) => li.querySelector("[data-testid=prompt-snapshot-size]")?.textContent?.trim() ?? "");
+    expect(sizes()).toEqual(["KV cache 4.0 KiB (80 tokens)", "", "KV cache 4.0 KiB (80 tokens)"]);
+    expect(items().map((li) => li.querySelector("[data-testid=prompt-unprepare]") !== null)).toEqual([
+      true,
+      false,
+      true,
+    ]);
+    await click(items()[0]!.querySelector("[data-testid=prompt-unprepare]"));
+    expect(f.args["Library.Unprepare"]).toEqual([[1]]);
+    expect(sizes()).toEqual(["", "", "KV cache 4.0 KiB (80 tokens)"]);
+    expect(items()[0]!.querySelector("[data-testid=prompt-prepare]")).not.toBeNull();
   });
 
   it("exports the library through the save dialog or the clipboard, and imports a file through the Go side", async () => {

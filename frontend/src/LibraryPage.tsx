@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import { parseTags, promptVariables } from "./logic";
+import { humanBytes, parseTags, promptVariables } from "./logic";
 import { Markdown } from "./Markdown";
 import { ExportPanel, ImportPanel } from "./Transfer";
 import type { Prompt } from "./types";
@@ -19,6 +19,7 @@ const blank: Editing = { id: 0, title: "", systemPrompt: "", body: "", tags: "" 
 export function LibraryPage() {
   const store = useActions();
   const view = useStore((s) => s.library);
+  const starting = useStore((s) => s.conversations.starting);
   const [editing, setEditing] = useState<Editing | null>(null);
   const [asking, setAsking] = useState<Prompt | null>(null);
   const [transfer, setTransfer] = useState<"import" | "export" | null>(null);
@@ -36,7 +37,7 @@ export function LibraryPage() {
   };
   const start = (p: Prompt) => {
     if (promptVariables(p.body, p.systemPrompt).length > 0) setAsking(p);
-    else void store.conversations.createFromPrompt(p);
+    else void store.conversations.startFromPrompt(p);
   };
 
   return (
@@ -209,7 +210,8 @@ export function LibraryPage() {
       )}
       <p class="muted small" id="prepare-help">
         Prepare reads a prompt through the model once and keeps its KV cache, so that chats from it start at once
-        (&ldquo;ready to resume&rdquo;).
+        (&ldquo;ready to resume&rdquo;). Unprepare deletes that cache and frees its disk space. Start chat sends the
+        prompt&rsquo;s message in a new chat.
       </p>
       <ul class="prompt-list" data-testid="prompt-list">
         {view.prompts.length === 0 && <li class="muted">No prompts{view.query || view.tag ? " match" : " yet"}.</li>}
@@ -232,6 +234,11 @@ export function LibraryPage() {
                   prepared, not ready
                 </span>
               )}
+              {p.snapshot && (
+                <span class="chip size" data-testid="prompt-snapshot-size">
+                  KV cache {humanBytes(p.snapshot.bytes)} ({p.snapshot.tokens} tokens)
+                </span>
+              )}
               <span class="spacer" />
               {!p.snapshot?.ready && (
                 <button
@@ -244,8 +251,25 @@ export function LibraryPage() {
                   {view.preparing === p.id ? "Preparing…" : "Prepare"}
                 </button>
               )}
-              <button type="button" onClick={() => start(p)} data-testid="prompt-start">
-                Start chat
+              {p.snapshot && (
+                <button
+                  type="button"
+                  data-testid="prompt-unprepare"
+                  aria-describedby="prepare-help"
+                  disabled={view.preparing !== 0}
+                  onClick={() => void store.library.unprepare(p.id)}
+                >
+                  Unprepare
+                </button>
+              )}
+              <button
+                type="button"
+                onClick={() => start(p)}
+                data-testid="prompt-start"
+                disabled={starting !== 0}
+                aria-describedby="prepare-help"
+              >
+                {starting === p.id ? "Starting…" : "Start chat"}
               </button>
               <button
                 type="button"
@@ -299,7 +323,7 @@ function VariablesForm({ prompt: p, onDone }: { prompt: Prompt; onDone: () => vo
       onSubmit={(e) => {
         e.preventDefault();
         onDone();
-        void store.conversations.createFromPrompt(p, values);
+        void store.conversations.startFromPrompt(p, values);
       }}
     >
       <strong>{p.title}: fill in its variables</strong>

@@ -75,7 +75,7 @@ export function Welcome() {
                 void (async () => {
                   await store.conversations.create();
                   if (model) await store.streaming.send(e);
-                  else store.conversations.setDraft(e);
+                  else store.conversations.fillComposer(e);
                 })()
               }
             >

@@ -24,6 +24,7 @@ import type {
   Preferences,
   PrepareResult,
   ProgressEvent,
+  PromptStart,
   Prompt,
   PromptImport,
   PromptInput,
@@ -76,9 +77,11 @@ export function api(b: Bridge) {
       cancel: (id: number) => chat<boolean>("Cancel", id),
       cancelTitle: (id: number) => chat<boolean>("CancelTitle", id),
       search: (q: string) => chat<SearchHit[]>("Search", q),
-      /** A chat from a library prompt, its {{variables}} filled from values. */
+      /** A chat from a library prompt, its {{variables}} filled from values: sent, or kept as its draft (unsent says why). */
       startFromPrompt: (promptId: number, values: Record<string, string>) =>
-        chat<Turn>("StartFromPrompt", promptId, values),
+        chat<PromptStart>("StartFromPrompt", promptId, values),
+      /** Stores the composer's unsent text ("" clears it). */
+      setDraft: (id: number, text: string) => chat<void>("SetDraft", id, text),
       exportAs: (id: number, format: "markdown" | "json") => chat<ExportFile>("Export", id, format),
       /** The conversation, opened by the caller, and what of the file was left out. */
       importJSON: (text: string) => chat<ImportedConversation>("Import", text),
@@ -91,6 +94,8 @@ export function api(b: Bridge) {
       remove: (id: number) => lib<void>("Delete", id),
       tags: () => lib<TagCount[]>("Tags"),
       prepare: (id: number) => lib<PrepareResult>("Prepare", id),
+      /** Drops the prompt's warm snapshot (its file too). */
+      unprepare: (id: number) => lib<Prompt>("Unprepare", id),
       /** All prompts when ids is empty. */
       exportJSON: (ids: number[] = []) => lib<ExportFile>("Export", ids),
       importJSON: (text: string) => lib<PromptImport>("Import", text),

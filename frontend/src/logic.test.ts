@@ -8,6 +8,7 @@ import {
   parseWidth,
   pieceSpans,
   progressLine,
+  resumedNote,
   statsLine,
   tau,
   streamProgress,
@@ -23,7 +24,6 @@ import {
   dedupeHits,
   finalStats,
   titleFrom,
-  fillVariables,
   liveStats,
   modelFacts,
   modelLabel,
@@ -52,6 +52,7 @@ const thread = (messages: Message[], path: number[]): Thread => ({
     systemPrompt: "",
     titleSource: "",
     pinned: false,
+    draft: "",
     activeLeafId: path[path.length - 1] ?? 0,
     createdAt: "",
     updatedAt: "",
@@ -375,6 +376,27 @@ describe("settings helpers", () => {
     ).toBe("8 tokens · τ 1.00 · drafted 0 · accepted 0 · resumed 40 · width auto");
     expect(statsLine(undefined)).toBe("");
   });
+
+  it("says in the reply when it resumed from a prepared prompt", () => {
+    const st = {
+      tokens: 8,
+      prefillTokens: 1,
+      resumedTokens: 175,
+      targetCalls: 8,
+      drafted: 0,
+      accepted: 0,
+      ttftMs: 0,
+      decodeTokS: 0,
+      width: 4,
+      stopped: "stop",
+    };
+    expect(resumedNote({ ...st, resumedPrompt: "Python code reviewer" })).toBe(
+      "Started from the prepared prompt “Python code reviewer”: 175 tokens resumed from its KV cache, not read again.",
+    );
+    expect(resumedNote(st)).toBe(""); // resumed from the conversation's own cache: the stats line says so
+    expect(resumedNote({ ...st, resumedPrompt: "x", resumedTokens: 0 })).toBe("");
+    expect(resumedNote(undefined)).toBe("");
+  });
 });
 
 describe("speculation stats", () => {
@@ -506,15 +528,12 @@ describe("liveStats", () => {
 });
 
 describe("prompt variables", () => {
-  it("finds each {{name}} once, in order, and fills them in", () => {
+  it("finds each {{name}} once, in order (the Go side fills them in: Chat.StartFromPrompt)", () => {
     expect(promptVariables("Hi {{ name }}, {{topic}} and {{name}}", "{{tone-of voice}} {{}} {{ }} {x}")).toEqual([
       "name",
       "topic",
       "tone-of voice",
     ]);
-    expect(fillVariables("Hi {{ name }}, {{topic}} {{name}} {{other}}", { name: "Ana", topic: "" })).toBe(
-      "Hi Ana,  Ana {{other}}",
-    );
   });
 });
 

@@ -303,6 +303,16 @@ export function statsLine(st: Message["stats"]): string {
 }
 
 /**
+ * The note a reply resumed from a prepared library prompt shows above its
+ * text (the stats line's "resumed N" alone is easy to miss); "" otherwise.
+ */
+export function resumedNote(st: Message["stats"]): string {
+  if (!st?.resumedPrompt || st.resumedTokens <= 0) return "";
+  const n = st.resumedTokens;
+  return `Started from the prepared prompt “${st.resumedPrompt}”: ${n} token${n === 1 ? "" : "s"} resumed from its KV cache, not read again.`;
+}
+
+/**
  * Search hits without the copies a regenerated or edited branch makes: hits
  * in one conversation with the same role and the same text are one hit (the
  * first, the best ranked), which opens its own message in its branch.
@@ -358,11 +368,6 @@ export function promptVariables(...texts: string[]): string[] {
   const names: string[] = [];
   for (const t of texts) for (const m of t.matchAll(VARIABLE)) if (m[1] && !names.includes(m[1])) names.push(m[1]);
   return names;
-}
-
-/** text with each {{name}} replaced by values[name] (placeholders without a value stay). */
-export function fillVariables(text: string, values: Readonly<Record<string, string>>): string {
-  return text.replace(VARIABLE, (whole, name: string) => values[name] ?? whole);
 }
 
 /** The title a conversation gets before its first message. */

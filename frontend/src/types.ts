@@ -18,6 +18,8 @@ export interface Conversation {
   activeLeafId: number;
   /** Pinned conversations are listed first. */
   pinned: boolean;
+  /** The composer's unsent text, stored (Chat.SetDraft); "" when none. */
+  draft: string;
   createdAt: string;
   updatedAt: string;
 }
@@ -85,6 +87,17 @@ export interface Turn {
   user: Message;
 }
 
+/**
+ * Chat.StartFromPrompt: the conversation and the prompt's message sent
+ * (user), or, when it could not be sent, kept as the conversation's draft:
+ * then user.id is 0 and unsent says why.
+ */
+export interface PromptStart {
+  conversationId: number;
+  user: Message;
+  unsent: string;
+}
+
 export interface GenerateStats {
   tokens: number;
   prefillTokens: number;
@@ -100,6 +113,8 @@ export interface GenerateStats {
   draftedSpans?: [number, number][];
   /** Name of the model that wrote the reply. */
   model?: string;
+  /** Title of the prepared library prompt whose KV snapshot the reply resumed from. */
+  resumedPrompt?: string;
 }
 
 export interface TokenEvent {

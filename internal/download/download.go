@@ -4,7 +4,9 @@
 // Last-Modified), so a file that changed on the server is fetched again from
 // the start instead of being spliced. Servers without range support are
 // handled by starting over. The app's model downloads (app/downloads.go)
-// run on it; it knows nothing of models.
+// run on it; it knows nothing of models. A set (set.go) is several files
+// fetched this way, each checked, and installed as one folder at once (a
+// Core ML bundle from a Hugging Face repository).
 //
 // A checksum is optional, so the transport is what keeps the file honest:
 // every URL, the one asked for and each redirect's target, must be https
@@ -99,13 +101,20 @@ func (e *InterruptedError) Error() string {
 
 func (e *InterruptedError) Unwrap() error { return e.Err }
 
-// ChecksumError is a finished file whose SHA-256 is not the expected one.
+// ChecksumError is a finished file whose SHA-256 (or, for a file of a
+// set kept in Git, whose Git blob id) is not the expected one.
 type ChecksumError struct {
 	Want, Got string
+	// Kind names the checksum: "" for sha256, "git blob id".
+	Kind string
 }
 
 func (e *ChecksumError) Error() string {
-	return fmt.Sprintf("sha256 mismatch: expected %s, got %s", e.Want, e.Got)
+	kind := e.Kind
+	if kind == "" {
+		kind = "sha256"
+	}
+	return fmt.Sprintf("%s mismatch: expected %s, got %s", kind, e.Want, e.Got)
 }
 
 // URLError is a URL Fetch refuses to fetch: one CheckURL refuses, asked

@@ -16,7 +16,7 @@ const createConversation = `-- name: CreateConversation :one
 
 INSERT INTO conversations (title, title_source, model_id, prompt_id, system_prompt, options, pinned, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-RETURNING id, title, model_id, prompt_id, system_prompt, options, active_leaf_id, created_at, updated_at, pinned, deleted_at, title_source
+RETURNING id, title, model_id, prompt_id, system_prompt, options, active_leaf_id, created_at, updated_at, pinned, deleted_at, title_source, draft
 `
 
 type CreateConversationParams struct {
@@ -59,6 +59,7 @@ func (q *Queries) CreateConversation(ctx context.Context, arg CreateConversation
 		&i.Pinned,
 		&i.DeletedAt,
 		&i.TitleSource,
+		&i.Draft,
 	)
 	return i, err
 }
@@ -76,8 +77,45 @@ func (q *Queries) DeleteConversation(ctx context.Context, id int64) (int64, erro
 	return result.RowsAffected()
 }
 
+const emptyConversationFromPrompt = `-- name: EmptyConversationFromPrompt :one
+SELECT id, title, model_id, prompt_id, system_prompt, options, active_leaf_id, created_at, updated_at, pinned, deleted_at, title_source, draft FROM conversations c
+WHERE c.prompt_id = ? AND c.deleted_at IS NULL AND (c.draft = '' OR c.draft = ?2)
+  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id)
+ORDER BY c.id DESC
+LIMIT 1
+`
+
+type EmptyConversationFromPromptParams struct {
+	PromptID sql.NullInt64 `json:"prompt_id"`
+	Body     string        `json:"body"`
+}
+
+// The newest live conversation started from the prompt that holds nothing
+// the user wrote: no message, and no draft but the prompt's own body
+// (starting from the prompt again reuses it instead of making another).
+func (q *Queries) EmptyConversationFromPrompt(ctx context.Context, arg EmptyConversationFromPromptParams) (Conversation, error) {
+	row := q.db.QueryRowContext(ctx, emptyConversationFromPrompt, arg.PromptID, arg.Body)
+	var i Conversation
+	err := row.Scan(
+		&i.ID,
+		&i.Title,
+		&i.ModelID,
+		&i.PromptID,
+		&i.SystemPrompt,
+		&i.Options,
+		&i.ActiveLeafID,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Pinned,
+		&i.DeletedAt,
+		&i.TitleSource,
+		&i.Draft,
+	)
+	return i, err
+}
+
 const getConversation = `-- name: GetConversation :one
-SELECT id, title, model_id, prompt_id, system_prompt, options, active_leaf_id, created_at, updated_at, pinned, deleted_at, title_source FROM conversations WHERE id = ? AND deleted_at IS NULL
+SELECT id, title, model_id, prompt_id, system_prompt, options, active_leaf_id, created_at, updated_at, pinned, deleted_at, title_source, draft FROM conversations WHERE id = ? AND deleted_at IS NULL
 `
 
 func (q *Queries) GetConversation(ctx context.Context, id int64) (Conversation, error) {
@@ -96,12 +134,13 @@ func (q *Queries) GetConversation(ctx context.Context, id int64) (Conversation, 
 		&i.Pinned,
 		&i.DeletedAt,
 		&i.TitleSource,
+		&i.Draft,
 	)
 	return i, err
 }
 
 const listConversations = `-- name: ListConversations :many
-SELECT id, title, model_id, prompt_id, system_prompt, options, active_leaf_id, created_at, updated_at, pinned, deleted_at, title_source FROM conversations
+SELECT id, title, model_id, prompt_id, system_prompt, options, active_leaf_id, created_at, updated_at, pinned, deleted_at, title_source, draft FROM conversations
 WHERE deleted_at IS NULL
 ORDER BY pinned DESC, updated_at DESC, id DESC
 LIMIT ? OFFSET ?
@@ -135,6 +174,7 @@ func (q *Queries) ListConversations(ctx context.Context, arg ListConversationsPa
 			&i.Pinned,
 			&i.DeletedAt,
 			&i.TitleSource,
+			&i.Draft,
 		); err != nil {
 			return nil, err
 		}
@@ -219,6 +259,24 @@ type SetActiveLeafParams struct {
 
 func (q *Queries) SetActiveLeaf(ctx context.Context, arg SetActiveLeafParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, setActiveLeaf, arg.ActiveLeafID, arg.UpdatedAt, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const setConversationDraft = `-- name: SetConversationDraft :execrows
+UPDATE conversations SET draft = ? WHERE id = ? AND deleted_at IS NULL
+`
+
+type SetConversationDraftParams struct {
+	Draft string `json:"draft"`
+	ID    int64  `json:"id"`
+}
+
+// The composer's unsent text; updated_at stays (typing does not reorder the list).
+func (q *Queries) SetConversationDraft(ctx context.Context, arg SetConversationDraftParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, setConversationDraft, arg.Draft, arg.ID)
 	if err != nil {
 		return 0, err
 	}

@@ -23,6 +23,7 @@ type Conversation struct {
 	Pinned       int64                 `json:"pinned"`
 	DeletedAt    sql.NullInt64         `json:"deleted_at"`
 	TitleSource  string                `json:"title_source"`
+	Draft        string                `json:"draft"`
 }
 
 type KvSnapshot struct {

@@ -57,3 +57,17 @@ DELETE FROM conversations WHERE id = ? AND deleted_at IS NOT NULL AND deleted_at
 -- name: DeleteConversation :execrows
 -- Run DetachMessages on it first (see there).
 DELETE FROM conversations WHERE id = ?;
+
+-- name: SetConversationDraft :execrows
+-- The composer's unsent text; updated_at stays (typing does not reorder the list).
+UPDATE conversations SET draft = ? WHERE id = ? AND deleted_at IS NULL;
+
+-- name: EmptyConversationFromPrompt :one
+-- The newest live conversation started from the prompt that holds nothing
+-- the user wrote: no message, and no draft but the prompt's own body
+-- (starting from the prompt again reuses it instead of making another).
+SELECT * FROM conversations c
+WHERE c.prompt_id = ? AND c.deleted_at IS NULL AND (c.draft = '' OR c.draft = sqlc.arg(body))
+  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id)
+ORDER BY c.id DESC
+LIMIT 1;

@@ -1,7 +1,7 @@
 // Conversations: the list in the sidebar, the one open and its thread, the
 // search over messages, delete with Undo, titles the model is writing, and
 // import and export. A reply's stream is streaming.ts's.
-import { dedupeHits, fillVariables } from "../logic";
+import { dedupeHits, streamStarted } from "../logic";
 import type {
   Conversation,
   ConversationOptions,
@@ -19,8 +19,8 @@ export interface ConversationsState {
   /** The open conversation, and its thread once loaded. */
   current: number | null;
   thread: Thread | null;
-  /** Text waiting in the composer of the next conversation opened (from a prompt). */
-  draft: string;
+  /** The library prompt whose chat is being started (Start chat), 0 if none. */
+  starting: number;
   /** The message to show and mark when its thread opens (a search hit). */
   focusMessage: number;
   /** The search box, and its hits (null: no search). */
@@ -40,7 +40,7 @@ export function initialConversations(): ConversationsState {
     list: [],
     current: null,
     thread: null,
-    draft: "",
+    starting: 0,
     focusMessage: 0,
     query: "",
     hits: null,
@@ -50,8 +50,19 @@ export function initialConversations(): ConversationsState {
   };
 }
 
+/** How long typing pauses before the composer's draft is stored (Chat.SetDraft). */
+export const DRAFT_SAVE_MS = 400;
+
 /** The conversations' actions. */
 export class Conversations {
+  /**
+   * Drafts typed and not stored yet, by conversation: the text, the timer
+   * that stores it, and whether its Chat.SetDraft is queued. An entry stays
+   * until its call returns, so a list or thread read meanwhile shows it.
+   */
+  private readonly unsaved = new Map<number, { text: string; timer: ReturnType<typeof setTimeout>; queued: boolean }>();
+  /** Each conversation's Chat.SetDraft calls, one after another (two in flight could land out of order). */
+  private readonly saving = new Map<number, Promise<void>>();
   private searchTimer: ReturnType<typeof setTimeout> | undefined;
   private searchSeq = 0;
   private threadSeq = 0;
@@ -67,12 +78,21 @@ export class Conversations {
     this.core.update("conversations", patch);
   }
 
-  /** Listens to chat:title: a title written by the model, or the first message's, lands in the sidebar at once. */
+  /**
+   * Listens to chat:title: a title written by the model, or the first
+   * message's, lands in the sidebar at once; and stores the drafts still
+   * waiting when the page goes (a reload).
+   */
   listen(): (() => void)[] {
+    const leaving = () => void this.saveDrafts();
+    if (typeof window !== "undefined") window.addEventListener("pagehide", leaving);
     return [
       this.core.api.events.onTitle((e) => {
         this.retitle(e);
       }),
+      () => {
+        if (typeof window !== "undefined") window.removeEventListener("pagehide", leaving);
+      },
     ];
   }
 
@@ -93,20 +113,28 @@ export class Conversations {
     });
   }
 
-  /** Stops the search waiting for the typing to pause. */
+  /** Stops the search waiting for the typing to pause, and stores the drafts still waiting. */
   stop() {
     clearTimeout(this.searchTimer);
+    void this.saveDrafts();
+  }
+
+  /** c with the draft typed in it and not stored yet (a list or thread read meanwhile holds the stored one). */
+  private withUnsaved(c: Conversation): Conversation {
+    const u = this.unsaved.get(c.id);
+    return u && u.text !== c.draft ? { ...c, draft: u.text } : c;
   }
 
   /** Lists the conversations; a list asked for before a later change (a rename) is dropped. */
   async reloadList() {
     const n = ++this.listSeq;
     const cs = await this.core.attempt("app", () => this.core.api.chat.list(), true);
-    if (cs && n === this.listSeq) this.update({ list: cs });
+    if (cs && n === this.listSeq) this.update({ list: cs.map((c) => this.withUnsaved(c)) });
   }
 
-  /** Opens conversation id on the chat page. */
+  /** Opens conversation id on the chat page (the drafts typed elsewhere are stored first). */
   async open(id: number, focusMessage = 0) {
+    void this.saveDrafts();
     this.core.set((s) => ({
       window: { ...s.window, page: "chat" },
       conversations: {
@@ -121,6 +149,7 @@ export class Conversations {
 
   /** Shows the start page (no conversation open). */
   close() {
+    void this.saveDrafts();
     this.core.set((s) => ({
       window: { ...s.window, page: "chat" },
       conversations: { ...s.conversations, current: null, thread: null },
@@ -133,36 +162,116 @@ export class Conversations {
     if (id === null) return;
     const n = ++this.threadSeq;
     const t = await this.core.attempt("chat", () => this.core.api.chat.thread(id), true);
-    if (t && n === this.threadSeq && this.s.current === id) this.update({ thread: t });
+    if (t && n === this.threadSeq && this.s.current === id) {
+      this.update({ thread: { ...t, conversation: this.withUnsaved(t.conversation) } });
+    }
   }
 
-  /** Starts a conversation (from a library prompt, whose body waits in the composer). */
-  async create(from?: { promptId: number; body: string }) {
-    const c = await this.core.attempt("chat", () => this.core.api.chat.create({ promptId: from?.promptId ?? 0 }));
+  /** Starts an empty conversation and opens it. */
+  async create() {
+    const c = await this.core.attempt("chat", () => this.core.api.chat.create({}));
     if (!c) return;
     await this.reloadList();
-    this.update({ draft: from?.body ?? "" });
     await this.open(c.id);
   }
 
   /**
    * Starts a chat from prompt p, its {{name}} placeholders filled with
-   * values: the body waits in the composer, the system prompt is the filled one.
+   * values, and opens it: the Go side sends the prompt's message (its reply
+   * streams in), or, when it cannot (no model yet), keeps it as the
+   * conversation's draft, and the notice says why. A second start while
+   * one is on its way is ignored: a double click starts one chat.
    */
-  async createFromPrompt(p: Prompt, values: Readonly<Record<string, string>> = {}) {
-    await this.create({ promptId: p.id, body: fillVariables(p.body, values) });
-    const system = fillVariables(p.systemPrompt, values);
-    if (system !== p.systemPrompt && this.s.thread?.conversation.promptId === p.id) await this.setSystemPrompt(system);
+  async startFromPrompt(p: Prompt, values: Readonly<Record<string, string>> = {}) {
+    if (this.s.starting) return;
+    this.update({ starting: p.id });
+    try {
+      const r = await this.core.attempt("library", () => this.core.api.chat.startFromPrompt(p.id, { ...values }));
+      if (!r) return;
+      if (r.user.id) this.core.set((s) => ({ streams: streamStarted(s.streams, r.conversationId, r.user.id) }));
+      await this.reloadList();
+      await this.open(r.conversationId);
+      if (r.unsent) {
+        this.core.tell({ kind: "error", text: `Not sent: ${r.unsent}. It waits in the composer.`, scope: "chat" });
+      }
+    } finally {
+      this.update({ starting: 0 });
+    }
   }
 
-  /** Puts text in the composer of the open conversation. */
+  /** Patches conversation id where the window holds it: the list and the open thread. */
+  private patchConversation(id: number, patch: Partial<Conversation>) {
+    this.update((s) => ({
+      list: s.list.map((c) => (c.id === id ? { ...c, ...patch } : c)),
+      thread:
+        s.thread?.conversation.id === id
+          ? { ...s.thread, conversation: { ...s.thread.conversation, ...patch } }
+          : s.thread,
+    }));
+  }
+
+  /**
+   * The composer of the open conversation holds text: it is stored as the
+   * conversation's draft (Chat.SetDraft) once typing pauses for
+   * DRAFT_SAVE_MS, or when another conversation opens, or the page goes.
+   * The state is not changed: a keystroke re-renders only the composer.
+   */
   setDraft(text: string) {
-    this.update({ draft: text });
+    const id = this.s.current;
+    if (id === null) return;
+    clearTimeout(this.unsaved.get(id)?.timer);
+    const timer = setTimeout(() => void this.saveDraft(id), DRAFT_SAVE_MS);
+    this.unsaved.set(id, { text, timer, queued: false });
   }
 
-  /** The composer took the draft. */
-  draftUsed() {
-    if (this.s.draft) this.update({ draft: "" });
+  /** Puts text in the open conversation's composer (an example of the start page) and stores it as its draft. */
+  fillComposer(text: string) {
+    const id = this.s.current;
+    if (id === null) return;
+    this.patchConversation(id, { draft: text });
+    this.setDraft(text);
+    void this.saveDraft(id);
+  }
+
+  /** Stores conversation id's draft if one is waiting; resolves once every save of it queued so far is done. */
+  private saveDraft(id: number): Promise<void> {
+    const u = this.unsaved.get(id);
+    if (!u || u.queued) return this.saving.get(id) ?? Promise.resolve();
+    u.queued = true;
+    clearTimeout(u.timer);
+    const p = (this.saving.get(id) ?? Promise.resolve()).then(async () => {
+      await this.core.attempt("chat", () => this.core.api.chat.setDraft(id, u.text), true);
+      if (this.unsaved.get(id) === u) this.unsaved.delete(id);
+    });
+    this.saving.set(id, p);
+    void p.then(() => {
+      if (this.saving.get(id) === p) this.saving.delete(id);
+    });
+    return p;
+  }
+
+  /** Stores every draft still waiting (before the window goes, or another conversation opens). */
+  async saveDrafts() {
+    await Promise.all([...this.unsaved.keys()].map((id) => this.saveDraft(id)));
+  }
+
+  /**
+   * Conversation id's message is about to be sent (Chat.Send clears the
+   * stored draft): the draft waiting is dropped, and a save already on its
+   * way lands first, so it cannot bring the sent text back.
+   */
+  async draftSending(id: number) {
+    const u = this.unsaved.get(id);
+    if (u && !u.queued) {
+      clearTimeout(u.timer);
+      this.unsaved.delete(id);
+    }
+    await this.saving.get(id);
+  }
+
+  /** Conversation id's message was sent: the Go side cleared its draft. */
+  draftSent(id: number) {
+    this.patchConversation(id, { draft: "" });
   }
 
   /** Shows the branch through messageId. */

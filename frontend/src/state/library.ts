@@ -1,6 +1,6 @@
 // The prompt library: its filter and what it lists, editing, import and
-// export, and preparing a prompt (computing and pinning its KV cache). A
-// chat started from a prompt is conversations.ts's.
+// export, and preparing a prompt (computing and pinning its KV cache) or
+// dropping that cache. A chat started from a prompt is conversations.ts's.
 import type { Prompt, PromptImport, PromptInput, TagCount } from "../types";
 import type { Core } from "./core";
 
@@ -63,6 +63,12 @@ export class Library {
     const r = await this.core.attempt("library", () => this.core.api.library.importJSON(text));
     await this.reload();
     return r;
+  }
+
+  /** Drops prompt id's warm snapshot (its file too): chats from it read its opening again. */
+  async unprepare(id: number) {
+    await this.core.attempt("library", () => this.core.api.library.unprepare(id));
+    await this.reload();
   }
 
   /** Computes and pins prompt id's KV cache so that chats from it resume. */

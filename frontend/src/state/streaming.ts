@@ -75,7 +75,10 @@ export class Streaming {
    */
   async send(text: string) {
     const first = this.core.state.conversations.thread?.messages.length === 0;
+    const id = this.core.state.conversations.current;
+    if (id !== null) await this.conversations.draftSending(id);
     const ok = await this.turn((id) => this.core.api.chat.send(id, text));
+    if (ok && id !== null) this.conversations.draftSent(id);
     const c = this.core.state.conversations.thread?.conversation;
     if (ok && first && c && c.title === UNTITLED && titleFrom(text)) await this.conversations.rename(titleFrom(text));
     return ok;
