@@ -37,6 +37,9 @@ const (
 	// Raw prompts are BOS (if the tokenizer adds one) and the encoded text
 	// (engine.RawPrompt, `anechat generate --raw`); generation stops at EOS.
 	Raw
+	// IDs prompts are token ids fed as given (`anechat generate
+	// --prompt-ids`): no tokenizer made them; generation stops at EOS.
+	IDs
 	modes
 )
 
@@ -257,23 +260,17 @@ func (m *Model) Render(ctx context.Context, msgs []chat.Message) ([]int32, error
 // Session returns the session of mode, building it on first use.
 func (m *Model) Session(mode Mode) (*engine.Session, error) {
 	if mode < 0 || mode >= modes {
-		return nil, fmt.Errorf("sessions: mode %d: want Chat or Raw", mode)
+		return nil, fmt.Errorf("sessions: mode %d: want Chat, Raw or IDs", mode)
 	}
 	if s := m.sessions[mode]; s != nil {
 		return s, nil
-	}
-	// Snapshots bind how the ids were made, as `anechat generate` binds
-	// them, so the CLI, the app and the API resume from one another's.
-	meta := kv.Meta{Model: m.backend.Config().Fingerprint, Tokenizer: m.tok.Fingerprint(), Template: "chat:" + m.tmpl.Hash()}
-	if mode == Raw {
-		meta.Template = "raw"
 	}
 	s, err := engine.NewSession(m.backend, engine.SessionOptions{
 		Text:      func() engine.TextStream { return m.tok.NewStream() },
 		Corpus:    m.corpus,
 		CostStore: m.r.costs,
 		Snapshots: m.r.store,
-		Meta:      meta,
+		Meta:      m.SnapshotMeta(mode),
 		Log:       m.r.log,
 	})
 	if err != nil {
@@ -281,6 +278,25 @@ func (m *Model) Session(mode Mode) (*engine.Session, error) {
 	}
 	m.sessions[mode] = s
 	return s, nil
+}
+
+// SnapshotMeta binds the snapshots of mode's session to the model and to
+// how its ids were made: the tokenizer's fingerprint ("none" for IDs, which
+// no tokenizer made) and the template ("chat:" and the chat template's hash,
+// "raw" or "ids"). It is the one place the binding is made, so the CLI, the
+// app and the API, all running on a Manager, resume from one another's
+// snapshots; its values are those snapshots already stored carry.
+func (m *Model) SnapshotMeta(mode Mode) kv.Meta {
+	meta := kv.Meta{Model: m.backend.Config().Fingerprint, Tokenizer: m.tok.Fingerprint()}
+	switch mode {
+	case Chat:
+		meta.Template = "chat:" + m.tmpl.Hash()
+	case Raw:
+		meta.Template = "raw"
+	default:
+		meta.Tokenizer, meta.Template = "none", "ids"
+	}
+	return meta
 }
 
 // Prefill makes the session of mode hold ids, prefilled (Session.Resume):
@@ -328,7 +344,8 @@ func (m *Model) learn(key string, ids func() []int32) {
 type Request struct {
 	// Mode says how Prompt was made.
 	Mode Mode
-	// Prompt is the whole prompt (Render's or engine.RawPrompt's ids).
+	// Prompt is the whole prompt (Render's or engine.RawPrompt's ids, or
+	// ids as given).
 	Prompt []int32
 	// Learn lists texts the reply may repeat, added to the drafting corpus
 	// (the prompt itself is prompt lookup's).

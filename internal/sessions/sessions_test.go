@@ -170,3 +170,34 @@ func TestPreloadAndUseRegistry(t *testing.T) {
 		t.Fatalf("a cancelled Preload: %v, loaded %v; want an error and no model", err, r.Loaded() != nil)
 	}
 }
+
+// TestSnapshotMeta: snapshots of chat, raw and ids prompts are bound apart,
+// to the model, and to the tokenizer and template that made the ids, with
+// the values the CLI bound them with before it ran on a Manager (so the
+// snapshots already in a data directory still serve).
+func TestSnapshotMeta(t *testing.T) {
+	r := New(nil, nil)
+	defer r.Close()
+	err := r.Do(context.Background(), testres.Stories(t), func(m *Model) error {
+		c, raw, ids := m.SnapshotMeta(Chat), m.SnapshotMeta(Raw), m.SnapshotMeta(IDs)
+		fp, tok := m.Backend().Config().Fingerprint, m.Tokenizer().Fingerprint()
+		if fp == "" || c.Model != fp || raw.Model != fp || ids.Model != fp {
+			t.Errorf("model fingerprints %q %q %q, want %q", c.Model, raw.Model, ids.Model, fp)
+		}
+		if tok == "" || c.Tokenizer != tok || raw.Tokenizer != tok || ids.Tokenizer != "none" {
+			t.Errorf("tokenizer bindings %q %q %q", c.Tokenizer, raw.Tokenizer, ids.Tokenizer)
+		}
+		if c.Template != "chat:"+m.Template().Hash() || raw.Template != "raw" || ids.Template != "ids" {
+			t.Errorf("template bindings %q %q %q", c.Template, raw.Template, ids.Template)
+		}
+		for _, mode := range []Mode{Chat, Raw, IDs} {
+			if s, err := m.Session(mode); err != nil || s == nil {
+				t.Errorf("mode %d: session %v, %v", mode, s, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
