@@ -18,6 +18,7 @@ import (
 	"anechat/engine/model"
 	"anechat/engine/model/gguf"
 	"anechat/engine/spec"
+	"anechat/internal/sessions"
 )
 
 // generateJSON is the --json output of generate (issue 4).
@@ -164,82 +165,72 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 	}
 	ctx, stop := interruptible(ctx)
 	defer stop()
-	m, err := openModel(ctx, *g.model, *g.units)
-	if err != nil {
-		return modelError(*g.model, err)
-	}
-	defer m.Close()
-	if *promptIDs == "" {
-		if ids, err = m.promptIDs(ctx, *prompt, *raw); err != nil {
-			return err
-		}
-	}
-	cfg := m.backend.Config()
-	for _, id := range ids {
-		if id < 0 || int(id) >= cfg.VocabSize {
-			return fmt.Errorf("--prompt-ids: token id %d is outside the model's vocabulary 0..%d", id, cfg.VocabSize-1)
-		}
-	}
-	if len(ids) > cfg.ContextLen {
-		return fmt.Errorf("the prompt is %d tokens, more than the model's context of %d: shorten it", len(ids), cfg.ContextLen)
-	}
-	mode := "chat"
-	if *promptIDs != "" {
-		mode = "ids"
-	} else if *raw {
-		mode = "raw"
-	}
 	log := cliLogger(env)
-	opts := engine.SessionOptions{Text: m.textStream(), Log: log}
-	x, closeCache := openSnapshots(ctx, *dataDir, *noCache, log)
-	defer closeCache()
-	if x != nil {
-		// The data directory keeps the KV snapshots and, in its settings,
-		// the measured call costs per model, so only the first speculative
-		// run with this model measures them.
-		opts.Snapshots, opts.Meta, opts.CostStore = x, snapshotMeta(m, mode), x.DB()
-	}
-	s, err := engine.NewSession(m.backend, opts)
-	if err != nil {
-		return err
-	}
-	if err := s.Resume(ctx, ids, nil); err != nil {
-		return err
-	}
-	gen := g.options()
-	if !*raw && *promptIDs == "" && m.codec != nil {
-		gen.Stop = m.codec.stops()
-	}
+	run, closeRun := openSessions(ctx, *dataDir, *noCache, *g.units, log)
+	defer closeRun()
 	var out []int32
 	var text strings.Builder
-	st, err := s.Generate(ctx, gen, func(t engine.Token) error {
-		if t.ID >= 0 {
-			out = append(out, t.ID)
+	var st engine.Stats
+	measured := false
+	err := run.Do(ctx, *g.model, func(m *sessions.Model) error {
+		mode := sessions.IDs
+		switch {
+		case *promptIDs != "":
+		case *raw:
+			mode, ids = sessions.Raw, engine.RawPrompt(m.Tokenizer(), *prompt)
+		default:
+			var err error
+			mode = sessions.Chat
+			if ids, err = m.Render(ctx, []chat.Message{{Role: chat.RoleUser, Content: *prompt}}); err != nil {
+				return err
+			}
 		}
-		text.WriteString(t.Text)
-		if !*asJSON {
-			if m.textStream() == nil {
-				fmt.Fprintf(env.Stdout, "%d ", t.ID)
-			} else {
+		cfg := m.Backend().Config()
+		for _, id := range ids {
+			if id < 0 || int(id) >= cfg.VocabSize {
+				return fmt.Errorf("--prompt-ids: token id %d is outside the model's vocabulary 0..%d", id, cfg.VocabSize-1)
+			}
+		}
+		if len(ids) > cfg.ContextLen {
+			return fmt.Errorf("the prompt is %d tokens, more than the model's context of %d: shorten it", len(ids), cfg.ContextLen)
+		}
+		var err error
+		st, err = m.Reply(ctx, sessions.Request{Mode: mode, Prompt: ids, Options: g.options(), Emit: func(t engine.Token) error {
+			if t.ID >= 0 {
+				out = append(out, t.ID)
+			}
+			text.WriteString(t.Text)
+			if !*asJSON {
 				io.WriteString(env.Stdout, t.Text)
 			}
+			return nil
+		}})
+		if err != nil {
+			return err
+		}
+		// The data directory keeps the KV snapshots and, in its settings,
+		// the measured call costs per model, so only the first speculative
+		// run with this model measures them. SaveRun, not Save: reruns of a
+		// prompt keep one snapshot, not one per run.
+		s, err := m.Session(mode)
+		if err != nil {
+			return err
+		}
+		measured = s.Measurements() > 0
+		if _, err := s.SaveRun(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("kv snapshot not saved", "err", err)
 		}
 		return nil
 	})
 	if err != nil {
-		return err
-	}
-	// SaveRun, not SaveSession: reruns of a prompt keep one snapshot, not one
-	// per run.
-	if _, err := s.SaveRun(ctx); err != nil {
-		log.Warn("kv snapshot not saved", "err", err)
+		return modelError(*g.model, err)
 	}
 	if *asJSON {
 		if out == nil {
 			out = []int32{}
 		}
 		js := statJSON(st)
-		js.CostsMeasured = s.Measurements() > 0
+		js.CostsMeasured = measured
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetEscapeHTML(false)
 		return enc.Encode(generateJSON{PromptIDs: ids, IDs: out, Text: text.String(), Stats: js})

@@ -4,8 +4,9 @@ import (
 	"context"
 	"log/slog"
 
-	"anechat/engine/kv"
+	"anechat/internal/backends"
 	"anechat/internal/kvindex"
+	"anechat/internal/sessions"
 	"anechat/storage"
 )
 
@@ -29,18 +30,24 @@ func openSnapshots(ctx context.Context, dataDirFlag string, noCache bool, log *s
 	return nil, func() {}
 }
 
-// snapshotMeta binds snapshots to the model and to the ids' making: the
-// tokenizer's fingerprint (not for --prompt-ids, fed as is) and, for chat
-// prompts, the chat template's hash.
-func snapshotMeta(m *loadedModel, mode string) kv.Meta {
-	meta := kv.Meta{Model: m.backend.Config().Fingerprint, Tokenizer: "none", Template: mode}
-	if tc, ok := m.codec.(*tokCodec); ok && mode != "ids" {
-		meta.Tokenizer = tc.tok.Fingerprint()
-		if mode == "chat" {
-			meta.Template = "chat:" + tc.tmpl.Hash()
-		}
+// openSessions returns the manager a command runs its model on, as the app
+// and `anechat serve` do (package sessions): models opened on the build's
+// backends (a Core ML bundle on the compute units named), and unless
+// noCache the data directory's KV snapshots and measured call costs
+// (openSnapshots), bound as the app and the API bind them, so each resumes
+// from the others' snapshots. The returned func unloads the model and
+// closes the database.
+func openSessions(ctx context.Context, dataDirFlag string, noCache bool, units string, log *slog.Logger) (*sessions.Manager, func()) {
+	run := sessions.New(log, backends.RegistryWith(backends.Options{ComputeUnits: units, Log: log}))
+	x, closeCache := openSnapshots(ctx, dataDirFlag, noCache, log)
+	if x != nil {
+		run.UseStorage(x, x.DB())
 	}
-	return meta
+	return run, func() {
+		run.Close()
+		run.UseStorage(nil, nil) // before the database closes
+		closeCache()
+	}
 }
 
 // cliLogger logs warnings (why a snapshot was not used) to stderr.

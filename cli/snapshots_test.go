@@ -38,27 +38,6 @@ func TestGenerateResume(t *testing.T) {
 	}
 }
 
-// TestSnapshotMeta: snapshots of --prompt-ids, --raw and chat prompts are
-// bound apart, and to the tokenizer and template of the model.
-func TestSnapshotMeta(t *testing.T) {
-	m, err := openModel(t.Context(), testres.Stories(t), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	ids, raw, chat := snapshotMeta(m, "ids"), snapshotMeta(m, "raw"), snapshotMeta(m, "chat")
-	if ids.Model == "" || ids.Model != raw.Model || raw.Model != chat.Model {
-		t.Errorf("model fingerprints %q %q %q", ids.Model, raw.Model, chat.Model)
-	}
-	tc := m.codec.(*tokCodec)
-	if ids.Tokenizer != "none" || raw.Tokenizer != tc.tok.Fingerprint() || chat.Tokenizer != tc.tok.Fingerprint() {
-		t.Errorf("tokenizer bindings %q %q %q", ids.Tokenizer, raw.Tokenizer, chat.Tokenizer)
-	}
-	if ids.Template == raw.Template || raw.Template == chat.Template || chat.Template != "chat:"+tc.tmpl.Hash() {
-		t.Errorf("template bindings %q %q %q", ids.Template, raw.Template, chat.Template)
-	}
-}
-
 // TestGenerateResumeText: a long --raw text prompt resumes on the second run
 // with the same ids and text, and a snapshot made from ids does not serve it
 // (another binding).
