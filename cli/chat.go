@@ -15,7 +15,7 @@ import (
 
 	"anechat/engine"
 	"anechat/engine/chat"
-	"anechat/storage"
+	"anechat/internal/sessions"
 )
 
 func runChat(ctx context.Context, env *Env, args []string) error {
@@ -23,7 +23,7 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 	g := addGenFlags(fs, 512)
 	system := fs.String("system", "", "system prompt")
 	stats := fs.Bool("stats", false, "print per-turn statistics to stderr")
-	dataDir := fs.String("data-dir", "", "data directory whose default model chat runs without --model, and whose settings keep the speculative decoder's measured call costs (default $ANECHAT_HOME or the OS default)")
+	dataDir := fs.String("data-dir", "", "data directory whose default model chat runs without --model, and which keeps the KV snapshots and the speculative decoder's measured call costs (default $ANECHAT_HOME or the OS default)")
 	noCache := noCacheFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -34,36 +34,23 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 	if err := g.useDefaultModel(ctx, *dataDir, cliLogger(env)); err != nil {
 		return err
 	}
-	m, err := openModel(ctx, *g.model, *g.units)
-	if err != nil {
+	log := cliLogger(env)
+	// As for generate: the data directory keeps the KV snapshots (each
+	// answered turn's, which generate, the app and the API resume from too)
+	// and the measured call costs per model and kernel set, so only the
+	// first speculative run measures them.
+	run, closeRun := openSessions(ctx, *dataDir, *noCache, *g.units, log)
+	defer closeRun()
+	var arch string
+	var ctxLen int
+	if err := run.Do(ctx, *g.model, func(m *sessions.Model) error {
+		arch, ctxLen = m.Backend().Config().Arch, m.Backend().Config().ContextLen
+		return nil
+	}); err != nil {
 		return modelError(*g.model, err)
 	}
-	defer m.Close()
-	codec, ok := m.codec.(chatCodec)
-	if !ok {
-		return errors.New("chat needs a tokenizer and chat template for the model")
-	}
-	log := cliLogger(env)
-	opts := engine.SessionOptions{Text: m.textStream(), Log: log}
-	// As for generate: the data directory's settings keep the measured call
-	// costs per model and kernel set, so only the first speculative run
-	// measures them (width 1 measures nothing).
-	if *g.width != 1 && !*noCache {
-		db, err := openSettings(ctx, *dataDir, log)
-		if err != nil {
-			log.Warn("speculation: measured call costs not kept: the data directory cannot be used", "err", err)
-		} else {
-			defer db.Close()
-			opts.CostStore = db
-		}
-	}
-	s, err := engine.NewSession(m.backend, opts)
-	if err != nil {
-		return err
-	}
-	c := &chatLoop{env: env, codec: codec, s: s, gen: g.options(), stats: *stats, system: *system, ctxLen: m.backend.Config().ContextLen}
-	c.gen.Stop = codec.stops()
-	fmt.Fprintf(env.Stdout, "anechat chat with %s (%s). Type a message; Ctrl-C stops an answer; /reset starts over; /quit, Ctrl-C at the prompt or end of input leaves.\n", *g.model, m.backend.Config().Arch)
+	c := &chatLoop{env: env, mgr: run, path: *g.model, log: log, gen: g.options(), stats: *stats, system: *system, ctxLen: ctxLen}
+	fmt.Fprintf(env.Stdout, "anechat chat with %s (%s). Type a message; Ctrl-C stops an answer; /reset starts over; /quit, Ctrl-C at the prompt or end of input leaves.\n", *g.model, arch)
 	// Ctrl-C is the chat's own: it stops the answer being written (not the
 	// chat), or leaves at the prompt. The process-wide handler (main.go)
 	// cancels ctx on the same signal, so a turn runs on a context that only
@@ -86,16 +73,6 @@ func runChat(ctx context.Context, env *Env, args []string) error {
 		}
 	}()
 	return c.run(ctx, env.Stdin, interrupts)
-}
-
-// openSettings opens the database of the data directory named by
-// --data-dir (storage.DataDir: else $ANECHAT_HOME or the OS default).
-func openSettings(ctx context.Context, dataDirFlag string, log *slog.Logger) (*storage.DB, error) {
-	dir, err := storage.DataDir(dataDirFlag, log)
-	if err != nil {
-		return nil, err
-	}
-	return storage.Open(ctx, storage.DBPath(dir))
 }
 
 // isInterrupt reports whether cause is what signal.NotifyContext cancels
@@ -158,7 +135,9 @@ func (c *chatLoop) run(ctx context.Context, in io.Reader, interrupts <-chan os.S
 			return nil
 		case "/reset":
 			c.msgs = nil
-			c.s.Reset()
+			if err := c.reset(ctx); err != nil {
+				return err
+			}
 			fmt.Fprintln(c.env.Stdout, "(conversation reset)")
 			continue
 		}
@@ -196,12 +175,13 @@ func (c *chatLoop) run(ctx context.Context, in io.Reader, interrupts <-chan os.S
 	}
 }
 
-// chatLoop is the state of an interactive chat: the conversation and the
-// session that holds its tokens and KV.
+// chatLoop is the state of an interactive chat: the conversation, and the
+// manager whose chat session holds its tokens and KV.
 type chatLoop struct {
 	env    *Env
-	codec  chatCodec
-	s      *engine.Session
+	mgr    *sessions.Manager
+	path   string // the model
+	log    *slog.Logger
 	gen    engine.GenerateOptions
 	system string         // the system prompt ("" for none)
 	msgs   []chat.Message // the conversation after the system prompt
@@ -209,30 +189,62 @@ type chatLoop struct {
 	ctxLen int // the model's context length
 }
 
-// turn adds the user's message, prefills what the session does not hold yet
-// (Session.Resume: where the rendered history does not extend what the
-// session holds, because the answer re-encodes differently, it keeps the
-// shared part when it can) and streams the model's answer.
+// reset starts the conversation over: the chat session forgets its tokens.
+func (c *chatLoop) reset(ctx context.Context) error {
+	return c.mgr.Do(ctx, c.path, func(m *sessions.Model) error {
+		s, err := m.Session(sessions.Chat)
+		if err == nil {
+			s.Reset()
+		}
+		return err
+	})
+}
+
+// turn adds the user's message and answers it as the app and the API do
+// (sessions.Model.Reply): it prefills what the session does not hold yet
+// (where the rendered history does not extend it, because the answer
+// re-encodes differently, it keeps the shared part when it can, else
+// resumes from the longest stored snapshot), streams the model's answer,
+// and stores the turn's snapshot.
 func (c *chatLoop) turn(ctx context.Context, user string) error {
 	msgs := append(slices.Clone(c.msgs), chat.Message{Role: chat.RoleUser, Content: user})
 	all := msgs
 	if c.system != "" {
 		all = append([]chat.Message{{Role: chat.RoleSystem, Content: c.system}}, msgs...)
 	}
-	ids, err := c.codec.render(ctx, all)
-	if err != nil {
-		return err
-	}
-	if err := c.s.Resume(ctx, ids, nil); err != nil {
-		return err
-	}
 	var answer strings.Builder
-	st, err := c.s.Generate(ctx, c.gen, func(t engine.Token) error {
-		answer.WriteString(t.Text)
-		_, err := io.WriteString(c.env.Stdout, t.Text)
-		return err
+	var st engine.Stats
+	err := c.mgr.Do(ctx, c.path, func(m *sessions.Model) error {
+		ids, err := m.Render(ctx, all)
+		if err != nil {
+			return err
+		}
+		learn := make([]string, len(all))
+		for i, cm := range all {
+			learn[i] = cm.Content
+		}
+		st, err = m.Reply(ctx, sessions.Request{Mode: sessions.Chat, Prompt: ids, Learn: learn, Options: c.gen,
+			Emit: func(t engine.Token) error {
+				answer.WriteString(t.Text)
+				_, err := io.WriteString(c.env.Stdout, t.Text)
+				return err
+			}})
+		// An answer cut short is kept (its text was shown); a prompt that
+		// failed before any text leaves the conversation as it was.
+		if answer.Len() > 0 || err == nil {
+			c.msgs = append(msgs, chat.Message{Role: chat.RoleAssistant, Content: strings.TrimSpace(answer.String())})
+		}
+		if err != nil {
+			return err
+		}
+		// A failed save only costs a prefill next time.
+		if s, err := m.Session(sessions.Chat); err == nil {
+			if _, err := s.SaveRun(context.WithoutCancel(ctx)); err != nil {
+				c.log.Warn("kv snapshot not saved", "err", err)
+			}
+		}
+		return nil
 	})
-	c.msgs = append(msgs, chat.Message{Role: chat.RoleAssistant, Content: strings.TrimSpace(answer.String())})
 	if err != nil {
 		return err
 	}
@@ -245,11 +257,4 @@ func (c *chatLoop) turn(ctx context.Context, user string) error {
 			st.PrefillTokens, st.Tokens, st.Stopped, st.TargetCalls, st.Accepted, st.Drafted, st.TTFTms, st.DecodeTokS)
 	}
 	return nil
-}
-
-// chatCodec renders conversations with the model's chat template.
-type chatCodec interface {
-	render(ctx context.Context, msgs []chat.Message) ([]int32, error)
-	stops() []int32
-	stream() engine.TextStream
 }

@@ -241,7 +241,9 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 	return nil
 }
 
-// loadedModel is a backend plus what turns text into ids and back.
+// loadedModel is a backend plus what turns text into ids and back, for
+// `anechat bench spec`, which drives engine Sessions itself (every rerun of
+// a prompt starts alike); generate and chat run on internal/sessions.
 type loadedModel struct {
 	backend model.Backend
 	codec   textCodec // nil until a tokenizer is available for the model
@@ -275,7 +277,6 @@ func (m *loadedModel) promptIDs(ctx context.Context, prompt string, raw bool) ([
 type textCodec interface {
 	raw(text string) []int32
 	chatPrompt(ctx context.Context, user string) ([]int32, error)
-	render(ctx context.Context, msgs []chat.Message) ([]int32, error)
 	stops() []int32
 	stream() engine.TextStream
 }

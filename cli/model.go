@@ -49,10 +49,6 @@ func (c *tokCodec) chatPrompt(ctx context.Context, user string) ([]int32, error)
 	return c.tmpl.Render(ctx, []chat.Message{{Role: chat.RoleUser, Content: user}}, true)
 }
 
-func (c *tokCodec) render(ctx context.Context, msgs []chat.Message) ([]int32, error) {
-	return c.tmpl.Render(ctx, msgs, true)
-}
-
 func (c *tokCodec) stops() []int32 { return c.tmpl.Stops() }
 
 func (c *tokCodec) stream() engine.TextStream { return c.tok.NewStream() }

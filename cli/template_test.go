@@ -11,6 +11,7 @@ import (
 	"anechat/engine/chat"
 	"anechat/engine/chat/jinja"
 	"anechat/engine/model/gguf"
+	"anechat/internal/sessions"
 	"anechat/internal/testres"
 )
 
@@ -39,23 +40,22 @@ func TestGenerateReportsAHostileTemplate(t *testing.T) {
 }
 
 // The command's context (cancelled by Ctrl-C or SIGTERM in main.go) reaches
-// the template's render: generate's prompt and chat's turns stop with the
-// context's error, not the template's.
+// the template's render: generate's prompt and chat's turns (both
+// sessions.Model.Render) stop with the context's error, not the template's.
 func TestTemplateRenderStopsWithTheCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
-	m, err := openModel(ctx, hostileModel(t), "")
+	cancel()
+	mgr := sessions.New(nil, nil)
+	defer mgr.Close()
+	err := mgr.Do(t.Context(), hostileModel(t), func(m *sessions.Model) error {
+		_, err := m.Render(ctx, []chat.Message{{Role: chat.RoleUser, Content: "boom"}})
+		if !errors.Is(err, context.Canceled) || errors.Is(err, chat.ErrTemplate) || errors.Is(err, jinja.ErrLimit) {
+			t.Errorf("the prompt's render: %v, want context.Canceled", err)
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer m.Close()
-	cancel()
-	_, err = m.promptIDs(ctx, "boom", false)
-	if !errors.Is(err, context.Canceled) || errors.Is(err, chat.ErrTemplate) || errors.Is(err, jinja.ErrLimit) {
-		t.Errorf("generate's prompt: %v, want context.Canceled", err)
-	}
-	_, err = m.codec.(chatCodec).render(ctx, []chat.Message{{Role: chat.RoleUser, Content: "boom"}})
-	if !errors.Is(err, context.Canceled) || errors.Is(err, chat.ErrTemplate) {
-		t.Errorf("chat's turn: %v, want context.Canceled", err)
 	}
 	// And opening a model under a context already ended stops too.
 	if _, err := openModel(ctx, hostileModel(t), ""); !errors.Is(err, context.Canceled) {
