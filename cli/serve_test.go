@@ -19,6 +19,10 @@ import (
 type served struct {
 	url, token string // base URL (…/v1) and bearer token, as it printed them
 	stderr     *syncBuffer
+	// stop stops the server (as Ctrl-C does) and waits for it to exit,
+	// failing the test if it exits other than 0; the test's end stops it
+	// too.
+	stop func()
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
@@ -67,12 +71,16 @@ func startServe(t *testing.T, args ...string) *served {
 		cancel()
 		t.Fatalf("serve %v did not start (exit %d): %s", args, <-exit, errb.String())
 	}
-	t.Cleanup(func() {
-		cancel()
-		if code := <-exit; code != 0 {
-			t.Errorf("serve exited %d: %s", code, errb.String())
-		}
-	})
+	var once sync.Once
+	s.stop = func() {
+		once.Do(func() {
+			cancel()
+			if code := <-exit; code != 0 {
+				t.Errorf("serve exited %d: %s", code, errb.String())
+			}
+		})
+	}
+	t.Cleanup(s.stop)
 	return s
 }
 
