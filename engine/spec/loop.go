@@ -201,6 +201,9 @@ type generation struct {
 	gate   *gate
 	began  time.Time
 	st     Stats
+	// accepted counts the emitted tokens that came from accepted drafts
+	// (Token.Accepted); st.Accepted is added per call, after its tokens.
+	accepted int
 	// room is the free positions left, remaining the tokens MaxTokens
 	// still allows; pending is the sequence's last token, not in the KV.
 	room, remaining int
@@ -337,7 +340,10 @@ func (r *generation) out(id int32, drafted bool) error {
 	}
 	r.st.Tokens++
 	r.remaining--
-	return r.emitFn(Token{ID: id, Drafted: drafted, Calls: r.st.TargetCalls})
+	if drafted {
+		r.accepted++
+	}
+	return r.emitFn(Token{ID: id, Drafted: drafted, Tokens: r.st.Tokens, Accepted: r.accepted, Calls: r.st.TargetCalls})
 }
 
 // allowed reports whether the backend runs calls of width w.

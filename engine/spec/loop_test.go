@@ -736,9 +736,11 @@ func (c *countingTarget) Forward(ctx context.Context, tokens []int32, want model
 	return c.Target.Forward(ctx, tokens, want)
 }
 
-func TestTokensCarryCallsSoFar(t *testing.T) {
-	// Each token says how many model calls were made when it came out, so
-	// that τ so far (tokens / calls) is exact while a reply streams.
+func TestTokensCarryCountsSoFar(t *testing.T) {
+	// Each token says how many model calls were made, tokens emitted and
+	// drafts accepted when it came out, so that τ so far (tokens / calls)
+	// and the drafted share are exact while a reply streams, and no caller
+	// recounts them; the last token's equal the stats.
 	const vocab = 40
 	corpus := NewCorpus(0)
 	for _, p := range prompts(10, vocab) {
@@ -770,6 +772,17 @@ func TestTokensCarryCallsSoFar(t *testing.T) {
 					if tk.Calls != tgt.calls {
 						t.Fatalf("prompt %d width %d: token %d says %d calls, %d were made", i, w, len(got), tk.Calls, tgt.calls)
 					}
+					// Tokens and Accepted count this token and those before.
+					acc := 0
+					if len(got) > 0 {
+						acc = got[len(got)-1].Accepted
+					}
+					if tk.Drafted {
+						acc++
+					}
+					if tk.Tokens != len(got)+1 || tk.Accepted != acc {
+						t.Fatalf("prompt %d width %d: token %d (drafted %v) counts %d tokens, %d accepted; want %d, %d", i, w, len(got), tk.Drafted, tk.Tokens, tk.Accepted, len(got)+1, acc)
+					}
 					got = append(got, tk)
 					return nil
 				})
@@ -781,6 +794,9 @@ func TestTokensCarryCallsSoFar(t *testing.T) {
 				}
 				if last := got[len(got)-1]; last.Calls > st.TargetCalls || st.TargetCalls != tgt.calls {
 					t.Fatalf("prompt %d width %d: last token %d calls, stats %d, target %d", i, w, last.Calls, st.TargetCalls, tgt.calls)
+				}
+				if last := got[len(got)-1]; last.Tokens != st.Tokens || last.Accepted != st.Accepted {
+					t.Fatalf("prompt %d width %d: last token counts %d tokens, %d accepted; stats %d, %d", i, w, last.Tokens, last.Accepted, st.Tokens, st.Accepted)
 				}
 				drafted += st.Accepted
 			}

@@ -59,15 +59,25 @@ func (t BackendTarget) Forward(ctx context.Context, tokens []int32, want model.O
 // Commit keeps the first n pending rows.
 func (t BackendTarget) Commit(n int) error { return t.Cache.Commit(n) }
 
-// Token is one generated token.
+// Token is one generated token, with the generation's counts when it is
+// emitted. Its JSON (the counts, not the id) is what the app's window gets
+// of each piece of a reply (app.TokenEvent): the counts are made here once,
+// where they are counted, not recounted by each caller.
 type Token struct {
-	ID int32
+	ID int32 `json:"-"`
 	// Drafted is true when the token came from an accepted draft rather
 	// than from the model's own next-token choice (the UI highlights it).
-	Drafted bool
+	Drafted bool `json:"drafted"`
+	// Tokens is the number of tokens this generation has emitted, this one
+	// included; Accepted, how many of them came from accepted drafts.
+	// Tokens over Calls is τ so far, Accepted over Tokens the drafted
+	// share: exact while the reply streams, and the last token's equal the
+	// generation's Stats.
+	Tokens   int `json:"tokens"`
+	Accepted int `json:"accepted"`
 	// Calls is the number of model calls this generation has made when the
 	// token is emitted (the call that produced it included; 0 for a first
-	// token picked from Request.Logits): tokens so far over Calls is τ so
-	// far, exact while the reply streams.
-	Calls int
+	// token picked from Request.Logits). A stop token may take one call
+	// more, which no token follows.
+	Calls int `json:"calls"`
 }
