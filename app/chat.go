@@ -43,20 +43,15 @@ type ProgressEvent struct {
 // them (Wails' dev server sends each event from its own goroutine), so the
 // window orders by Seq.
 type TokenEvent struct {
-	ConversationID int64  `json:"conversationId"`
-	ParentID       int64  `json:"parentId"`
-	Seq            int    `json:"seq"`
-	Text           string `json:"text"`
-	// Drafted: the piece came from an accepted speculative draft.
-	Drafted bool `json:"drafted"`
-	// Tokens, Accepted and Calls are the reply's counts when the piece came
-	// out (Piece): tokens so far, those from accepted drafts, and model
-	// calls made, so the window shows τ (Tokens/Calls) and the drafted
-	// share exactly while the reply streams. Events may arrive out of
-	// order: the counts of the highest Seq are the latest.
-	Tokens   int `json:"tokens"`
-	Accepted int `json:"accepted"`
-	Calls    int `json:"calls"`
+	ConversationID int64 `json:"conversationId"`
+	ParentID       int64 `json:"parentId"`
+	Seq            int   `json:"seq"`
+	// Piece is the text, whether it came from an accepted speculative
+	// draft, and the reply's counts when it came out (tokens so far, those
+	// from accepted drafts, model calls made), so the window shows τ and
+	// the drafted share exactly while the reply streams. Events may arrive
+	// out of order: the counts of the highest Seq are the latest.
+	Piece
 }
 
 // DoneEvent ends a stream: Message is the stored reply (nil when it was
@@ -716,8 +711,7 @@ func (ch *Chat) generate(ctx context.Context, d *storage.DB, req GenerateRequest
 		n := utf16Len(p.Text)
 		spans = addPiece(spans, at, n, p.Drafted)
 		at += n
-		ch.c.send(EventToken, TokenEvent{ConversationID: u.ConversationID, ParentID: u.ID, Seq: seq, Text: p.Text, Drafted: p.Drafted,
-			Tokens: p.Tokens, Accepted: p.Accepted, Calls: p.Calls})
+		ch.c.send(EventToken, TokenEvent{ConversationID: u.ConversationID, ParentID: u.ID, Seq: seq, Piece: p})
 		seq++
 		return nil
 	})

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"anechat/engine/spec"
 	"anechat/storage"
 )
 
@@ -41,7 +42,7 @@ func (s *scripted) Generate(ctx context.Context, req GenerateRequest, emit func(
 			accepted++
 		}
 		// Counts as a verify loop makes them: a drafted piece costs no call.
-		if err := emit(Piece{Text: p, Drafted: d, Tokens: i + 1, Accepted: accepted, Calls: i + 1 - accepted}); err != nil {
+		if err := emit(Piece{Token: spec.Token{Drafted: d, Tokens: i + 1, Accepted: accepted, Calls: i + 1 - accepted}, Text: p}); err != nil {
 			return st, err
 		}
 		st.Tokens++

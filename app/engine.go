@@ -67,20 +67,13 @@ func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emi
 		for _, cm := range req.Messages {
 			learn = append(learn, cm.Content)
 		}
-		var tokens, accepted, calls int // the reply's counts so far
 		st, err := m.Reply(ctx, sessions.Request{Mode: sessions.Chat, Prompt: ids, Learn: learn, Progress: req.Progress,
 			Options: engine.GenerateOptions{MaxTokens: req.MaxTokens, Width: req.Width, Temperature: req.Temperature, Seed: req.Seed},
 			Emit: func(t engine.Token) error {
-				if t.ID >= 0 { // not the final text-only event
-					tokens, calls = tokens+1, t.Calls
-					if t.Drafted {
-						accepted++
-					}
-				}
 				if t.Text == "" {
-					return nil
+					return nil // held back: a later piece carries its counts
 				}
-				return emit(Piece{Text: t.Text, Drafted: t.Drafted, Tokens: tokens, Accepted: accepted, Calls: calls})
+				return emit(t)
 			}})
 		out = GenerateStats{Tokens: st.Tokens, PrefillTokens: st.PrefillTokens, ResumedTokens: st.ResumedTokens,
 			TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted, TTFTms: st.TTFTms,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"anechat/engine"
 	"anechat/storage"
 )
 
@@ -35,21 +36,14 @@ type Prepared struct {
 	Tokens int    // token positions it holds
 }
 
-// Piece is a piece of decoded reply text: one token's worth (possibly empty
-// text held back by the detokenizer is not emitted).
-type Piece struct {
-	Text string
-	// Drafted: the token came from an accepted draft (speculation guessed it
-	// and the model confirmed it), not from the model's own verify step.
-	Drafted bool
-	// Tokens, Accepted and Calls are the reply's counts when the piece
-	// comes out: tokens generated (this one included, and those whose text
-	// the detokenizer held back), tokens from accepted drafts, and model
-	// calls made. The window shows τ = Tokens/Calls and the drafted share
-	// Accepted/Tokens from them while the reply streams. 0 from a
-	// Generator that does not count.
-	Tokens, Accepted, Calls int
-}
+// Piece is a piece of decoded reply text: one token's worth (a token whose
+// text the detokenizer holds back is not emitted), with the reply's counts
+// when it comes out (engine.Token: tokens generated, this one included and
+// those whose text was held back; tokens from accepted drafts; model calls
+// made), from which the window shows τ = Tokens/Calls and the drafted share
+// Accepted/Tokens while the reply streams. The engine counts them; a
+// Generator that does not count leaves them 0.
+type Piece = engine.Token
 
 // ChatMessage is one turn sent to the model.
 type ChatMessage struct {

@@ -28,20 +28,18 @@ const DefaultMaxBatch = 64
 // (Reset) or a shorter one.
 var ErrContextFull = errors.New("the sequence does not fit in the model's context")
 
-// Token is one generated token as Generate emits it.
+// Token is one generated token as Generate emits it: the verify loop's
+// (its id, whether a draft gave it, the generation's counts so far) and its
+// text. Its JSON is a piece of a reply as the app's window gets it
+// (app.Piece).
 type Token struct {
-	// ID is the token id. A final event with ID -1 carries only text the
-	// detokenizer held back at the end (an incomplete UTF-8 sequence); it is
-	// not a model token.
-	ID int32
-	// Text is the token's text from the streaming detokenizer ("" without one,
-	// or while a multi-byte character is incomplete).
-	Text string
-	// Drafted is true when the token came from an accepted draft.
-	Drafted bool
-	// Calls is the number of model calls the generation has made so far
-	// (spec.Token.Calls); 0 on the final text-only event.
-	Calls int
+	spec.Token
+	// Text is the token's text from the streaming detokenizer ("" without
+	// one, or while a multi-byte character is incomplete). A final event
+	// with ID -1 carries only text the detokenizer held back at the end (an
+	// incomplete UTF-8 sequence), with the last token's counts; it is not a
+	// model token.
+	Text string `json:"text"`
 }
 
 // Stats describes one Generate call and the prefill that preceded it: the
@@ -358,6 +356,7 @@ func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(
 		err = s.ensureCosts(ctx)
 	}
 	var emitErr error
+	var last spec.Token // the last token emitted, for the tail's counts
 	if err == nil {
 		first := true
 		st.Stats, err = s.dec.Run(ctx, spec.BackendTarget{Backend: s.b, Cache: s.cache}, req, func(tk spec.Token) error {
@@ -366,7 +365,8 @@ func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(
 				first = false
 			}
 			s.tokens = append(s.tokens, tk.ID)
-			tok := Token{ID: tk.ID, Drafted: tk.Drafted, Calls: tk.Calls}
+			last = tk
+			tok := Token{Token: tk}
 			if stream != nil {
 				tok.Text = stream.Next(tk.ID)
 			}
@@ -396,7 +396,8 @@ func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(
 	}
 	if stream != nil {
 		if tail := stream.Flush(); tail != "" {
-			if err := emit(Token{ID: -1, Text: tail}); err != nil {
+			last.ID, last.Drafted = -1, false
+			if err := emit(Token{Token: last, Text: tail}); err != nil {
 				return st, err
 			}
 		}

@@ -84,6 +84,11 @@ func TestGenerateTextIsValidUTF8(t *testing.T) {
 	if len(got) != len(steps)+1 || got[len(got)-1].ID != -1 || got[len(got)-1].Text != "\uFFFD\uFFFD" {
 		t.Fatalf("tokens %+v, want %d ids and a Flush tail of two U+FFFD", got, len(steps))
 	}
+	// The tail carries the last token's counts: the window's counts stay
+	// those of the reply.
+	if tail, last := got[len(got)-1], got[len(got)-2]; tail.Tokens != len(steps) || tail.Tokens != last.Tokens || tail.Calls != last.Calls || tail.Accepted != last.Accepted || tail.Drafted {
+		t.Fatalf("tail %+v after %+v: want the last token's counts", tail, last)
+	}
 	var all strings.Builder
 	for i, tk := range got {
 		if !utf8.ValidString(tk.Text) {
