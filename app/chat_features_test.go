@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"anechat/engine"
+	"anechat/engine/spec"
 	"anechat/storage"
 )
 
@@ -53,7 +55,7 @@ func (g *titler) Generate(ctx context.Context, req GenerateRequest, emit func(Pi
 			return GenerateStats{}, err
 		}
 	}
-	return GenerateStats{Stopped: "stop"}, nil
+	return GenerateStats{Stats: engine.Stats{Stats: spec.Stats{Stopped: "stop"}}}, nil
 }
 
 // titleEvents returns the conversation's title events so far.

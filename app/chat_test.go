@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"anechat/engine"
 	"anechat/engine/spec"
 	"anechat/storage"
 )
@@ -30,7 +31,7 @@ func (s *scripted) Generate(ctx context.Context, req GenerateRequest, emit func(
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
 	s.mu.Unlock()
-	st := GenerateStats{PrefillTokens: 3}
+	st := GenerateStats{Stats: engine.Stats{PrefillTokens: 3}}
 	if req.Progress != nil {
 		req.Progress(2, 3)
 		req.Progress(3, 3)

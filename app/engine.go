@@ -75,9 +75,7 @@ func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emi
 				}
 				return emit(t)
 			}})
-		out = GenerateStats{Tokens: st.Tokens, PrefillTokens: st.PrefillTokens, ResumedTokens: st.ResumedTokens,
-			TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted, TTFTms: st.TTFTms,
-			DecodeTokS: st.DecodeTokS, Stopped: st.Stopped}
+		out = GenerateStats{Stats: st}
 		if err != nil {
 			return err
 		}

@@ -75,18 +75,14 @@ type GenerateRequest struct {
 }
 
 // GenerateStats is what a Generator reports about one reply; Chat stores it
-// as the message's stats JSON.
+// as the message's stats JSON. The engine's figures (engine.Stats: tokens,
+// prompt tokens prefilled and resumed, model calls, drafts, time to first
+// token, speed, why it stopped) carry their JSON names; the app adds what
+// only it knows.
 type GenerateStats struct {
-	Tokens        int     `json:"tokens"`
-	PrefillTokens int     `json:"prefillTokens"`
-	ResumedTokens int     `json:"resumedTokens"`
-	TargetCalls   int     `json:"targetCalls"`
-	Drafted       int     `json:"drafted"`
-	Accepted      int     `json:"accepted"`
-	TTFTms        float64 `json:"ttftMs"`
-	DecodeTokS    float64 `json:"decodeTokS"`
-	Width         int     `json:"width"`
-	Stopped       string  `json:"stopped"` // stop, length, context, cancelled, error
+	engine.Stats
+	// Width is the speculation width the reply was asked for.
+	Width int `json:"width"`
 	// DraftedSpans are the stretches of the reply's text that came from
 	// accepted drafts, as [start, end) offsets in UTF-16 code units (what the
 	// window's strings index), in order and not touching. Chat fills it in

@@ -44,20 +44,21 @@ type Token struct {
 
 // Stats describes one Generate call and the prefill that preceded it: the
 // verify loop's figures (tokens, model calls per width, drafts per source,
-// why it stopped) and the Session's own.
+// why it stopped) and the Session's own. Its JSON is a reply's figures as
+// the app stores them (app.GenerateStats embeds it).
 type Stats struct {
 	spec.Stats
 	// PrefillTokens is the number of prompt tokens run through the model
 	// since the previous Generate (by Prefill, or by Generate itself).
-	PrefillTokens int
+	PrefillTokens int `json:"prefillTokens"`
 	// ResumedTokens is the number of positions restored from a snapshot
 	// instead of prefilled (see Restored).
-	ResumedTokens int
+	ResumedTokens int `json:"resumedTokens"`
 	// TTFTms is the time from the start of the prefill (or of Generate, if
 	// there was none) to the first generated token, in milliseconds.
-	TTFTms float64
+	TTFTms float64 `json:"ttftMs"`
 	// DecodeTokS is generated tokens per second of Generate's wall time.
-	DecodeTokS float64
+	DecodeTokS float64 `json:"decodeTokS"`
 }
 
 // GenerateOptions controls one Generate call.

@@ -44,33 +44,38 @@ type Request struct {
 	Ungated bool
 }
 
-// Stats describes one generation.
+// Stats describes one generation. Its JSON (the counts and why it stopped,
+// not the per-width and per-source detail) is a reply's figures as the app
+// stores and shows them (engine.Stats, app.GenerateStats): a figure added
+// here with a tag reaches the window without another copy.
 type Stats struct {
 	// Tokens is the number of tokens emitted.
-	Tokens int
+	Tokens int `json:"tokens"`
 	// TargetCalls is the number of model calls (Forward) made.
-	TargetCalls int
+	TargetCalls int `json:"targetCalls"`
 	// Drafted is the number of draft tokens sent to the model; Accepted,
 	// how many of them it kept.
-	Drafted, Accepted int
+	Drafted  int `json:"drafted"`
+	Accepted int `json:"accepted"`
 	// Wide is the number of calls that carried at least one draft.
-	Wide int
+	Wide int `json:"-"`
 	// Calls counts the model calls by width (Calls[w] for width w).
-	Calls [MaxWidth + 1]int
+	Calls [MaxWidth + 1]int `json:"-"`
 	// Sources has Drafted/Accepted per source name.
-	Sources map[string]SourceStats
+	Sources map[string]SourceStats `json:"-"`
 	// Decode is the wall time of the loop, model calls included.
-	Decode time.Duration
+	Decode time.Duration `json:"-"`
 	// Stopped says why generation ended: "stop" (a stop token), "length"
-	// (MaxTokens), "context" (Room used up).
-	Stopped string
+	// (MaxTokens), "context" (Room used up); the app adds "cancelled" and
+	// "error".
+	Stopped string `json:"stopped"`
 	// Pending is the sequence's last token (the last emitted one, or the
 	// stop token), which is NOT in the KV: the next call must feed it
 	// first. The KV holds History plus every emitted token but the last
 	// (or every one when stopped by a stop token), and nothing else.
-	Pending int32
+	Pending int32 `json:"-"`
 	// Committed is the number of KV rows this generation committed.
-	Committed int
+	Committed int `json:"-"`
 }
 
 // Tau is the number of tokens per model call (τ).

@@ -20,6 +20,8 @@ import (
 	"unicode/utf16"
 
 	"anechat/app"
+	"anechat/engine"
+	"anechat/engine/spec"
 	"anechat/storage"
 )
 
@@ -95,7 +97,7 @@ func seed(ctx context.Context, db *storage.DB, docs []string) (storage.Conversat
 			if err != nil {
 				return c, err
 			}
-			stats, err := json.Marshal(app.GenerateStats{Tokens: len(doc), TargetCalls: 1, Stopped: "stop", DraftedSpans: spans})
+			stats, err := json.Marshal(app.GenerateStats{Stats: engine.Stats{Stats: spec.Stats{Tokens: len(doc), TargetCalls: 1, Stopped: "stop"}}, DraftedSpans: spans})
 			if err != nil {
 				return c, err
 			}
