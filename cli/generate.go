@@ -29,7 +29,14 @@ type generateJSON struct {
 	Stats     generateStat `json:"stats"`
 }
 
+// generateStat is the --json output's stats: the reply's figures
+// (engine.Stats), as the API's "anechat" field and the app's stats show
+// them, in this format's snake_case.
 type generateStat struct {
+	// Width is the speculation width asked for (--width; 0 = auto);
+	// Stopped, why the reply ended ("stop", "length" or "context").
+	Width         int     `json:"width"`
+	Stopped       string  `json:"stopped"`
 	TargetCalls   int     `json:"target_calls"`
 	Drafted       int     `json:"drafted"`
 	Accepted      int     `json:"accepted"`
@@ -43,8 +50,9 @@ type generateStat struct {
 	CostsMeasured bool `json:"costs_measured"`
 }
 
-func statJSON(st engine.Stats) generateStat {
-	return generateStat{TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted, PrefillTokens: st.PrefillTokens,
+// statJSON is the --json stats of a reply at width.
+func statJSON(st engine.Stats, width int) generateStat {
+	return generateStat{Width: width, Stopped: st.Stopped, TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted, PrefillTokens: st.PrefillTokens,
 		ResumedTokens: st.ResumedTokens, TTFTms: st.TTFTms, DecodeTokS: st.DecodeTokS}
 }
 
@@ -229,7 +237,7 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 		if out == nil {
 			out = []int32{}
 		}
-		js := statJSON(st)
+		js := statJSON(st, *g.width)
 		js.CostsMeasured = measured
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetEscapeHTML(false)

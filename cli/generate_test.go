@@ -38,12 +38,13 @@ func testGenerateJSON(t *testing.T, width string) {
 	if !slices.Equal(got.IDs, want) || !slices.Equal(got.PromptIDs, testres.StoriesPrompt()) || got.Text == nil {
 		t.Fatalf("output %s", out.String())
 	}
-	for _, k := range []string{"target_calls", "drafted", "accepted", "prefill_tokens", "resumed_tokens", "ttft_ms", "decode_tok_s"} {
+	for _, k := range []string{"width", "stopped", "target_calls", "drafted", "accepted", "prefill_tokens", "resumed_tokens", "ttft_ms", "decode_tok_s"} {
 		if _, ok := got.Stats[k]; !ok {
 			t.Errorf("stats lack %q: %s", k, out.String())
 		}
 	}
-	if got.Stats["prefill_tokens"] != float64(5) || (width == "1" && got.Stats["target_calls"] != float64(59)) {
+	if got.Stats["prefill_tokens"] != float64(5) || (width == "1" && got.Stats["target_calls"] != float64(59)) ||
+		got.Stats["stopped"] != "length" || got.Stats["width"] != float64(map[string]int{"1": 1, "4": 4}[width]) {
 		t.Errorf("stats %v", got.Stats)
 	}
 }
