@@ -77,6 +77,23 @@ func TestBenchSpecStories(t *testing.T) {
 	if !strings.Contains(out.String(), "category") || !strings.Contains(out.String(), "rewrite") {
 		t.Fatalf("table output:\n%s", out.String())
 	}
+	// --carry: one verify loop for every run (the app's case), its costs
+	// following the calls; the output stays that of width 1.
+	out.Reset()
+	if code := Run(context.Background(), []string{"bench", "spec", "--model", model, "--prompts", work, "--widths", "2,4,0", "--reps", "2", "--carry", "--json"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("--carry: exit %d: %s", code, errb.String())
+	}
+	rep = specReport{}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("--carry: bad JSON: %v\n%s", err, out.String())
+	}
+	for _, p := range rep.Prompts {
+		for _, r := range p.Runs {
+			if !r.Identical || r.Tokens != p.Runs[0].Tokens {
+				t.Fatalf("--carry: %s width %d: %+v", p.ID, r.Width, r)
+			}
+		}
+	}
 }
 
 func TestBenchSpecBadInput(t *testing.T) {
