@@ -83,7 +83,8 @@ func (g *EngineGenerator) Generate(ctx context.Context, req GenerateRequest, emi
 				return emit(Piece{Text: t.Text, Drafted: t.Drafted, Tokens: tokens, Accepted: accepted, Calls: calls})
 			}})
 		out = GenerateStats{Tokens: st.Tokens, PrefillTokens: st.PrefillTokens, ResumedTokens: st.ResumedTokens,
-			TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted, TTFTms: st.TTFTms,
+			TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted, Declined: st.Declined, Probes: st.Probes,
+			DraftNote: st.DraftNote, TTFTms: st.TTFTms,
 			DecodeTokS: st.DecodeTokS, Stopped: st.Stopped}
 		if err != nil {
 			return err

@@ -83,16 +83,21 @@ type GenerateRequest struct {
 // GenerateStats is what a Generator reports about one reply; Chat stores it
 // as the message's stats JSON.
 type GenerateStats struct {
-	Tokens        int     `json:"tokens"`
-	PrefillTokens int     `json:"prefillTokens"`
-	ResumedTokens int     `json:"resumedTokens"`
-	TargetCalls   int     `json:"targetCalls"`
-	Drafted       int     `json:"drafted"`
-	Accepted      int     `json:"accepted"`
-	TTFTms        float64 `json:"ttftMs"`
-	DecodeTokS    float64 `json:"decodeTokS"`
-	Width         int     `json:"width"`
-	Stopped       string  `json:"stopped"` // stop, length, context, cancelled, error
+	Tokens        int `json:"tokens"`
+	PrefillTokens int `json:"prefillTokens"`
+	ResumedTokens int `json:"resumedTokens"`
+	TargetCalls   int `json:"targetCalls"`
+	Drafted       int `json:"drafted"`
+	Accepted      int `json:"accepted"`
+	// Declined, Probes and DraftNote say why the reply drafted less than it
+	// could (spec.Stats): the window shows DraftNote on the stats line.
+	Declined   int     `json:"declined,omitempty"`
+	Probes     int     `json:"probes,omitempty"`
+	DraftNote  string  `json:"draftNote,omitempty"`
+	TTFTms     float64 `json:"ttftMs"`
+	DecodeTokS float64 `json:"decodeTokS"`
+	Width      int     `json:"width"`
+	Stopped    string  `json:"stopped"` // stop, length, context, cancelled, error
 	// DraftedSpans are the stretches of the reply's text that came from
 	// accepted drafts, as [start, end) offsets in UTF-16 code units (what the
 	// window's strings index), in order and not touching. Chat fills it in
