@@ -44,8 +44,13 @@ type specRun struct {
 	Drafted     int     `json:"drafted"`
 	Accepted    int     `json:"accepted"`
 	Wide        int     `json:"wide_calls"`
-	TokS        float64 `json:"tok_s"`
-	Speedup     float64 `json:"speedup"`
+	// Declined and Probes: calls the gate sent without drafts because
+	// wide calls cost more lately than measured, and calls that sent them
+	// all the same to measure afresh (spec.Stats).
+	Declined int     `json:"declined"`
+	Probes   int     `json:"probes"`
+	TokS     float64 `json:"tok_s"`
+	Speedup  float64 `json:"speedup"`
 	// ModelSpeedup is the speedup the cost model measured at load predicts
 	// for the calls made (width 1's calls x its cost over the sum of each
 	// call's cost): what an idle machine would show, free of the noise of a
@@ -73,6 +78,8 @@ type specSummary struct {
 	Tau       float64 `json:"tau"`
 	Drafted   int     `json:"drafted"`
 	Accepted  int     `json:"accepted"`
+	Declined  int     `json:"declined"`
+	Probes    int     `json:"probes"`
 	TokS      float64 `json:"tok_s"`
 	Speedup   float64 `json:"speedup"`
 	// ModelSpeedup: see specRun.
@@ -442,7 +449,7 @@ func specRunOnce(ctx context.Context, s *engine.Session, ids []int32, limit, w i
 		return specRun{}, nil, "", "", err
 	}
 	r := specRun{Width: w, Tokens: len(out), TargetCalls: st.TargetCalls, Tau: st.Tau(), Drafted: st.Drafted, Accepted: st.Accepted,
-		Wide: st.Wide, seconds: elapsed.Seconds()}
+		Wide: st.Wide, Declined: st.Declined, Probes: st.Probes, seconds: elapsed.Seconds()}
 	if elapsed > 0 {
 		r.TokS = float64(r.Tokens) / elapsed.Seconds()
 	}
@@ -481,6 +488,8 @@ func summarise(prs []specPromptResult, widths []int) []specSummary {
 				s.modelSeconds += r.modelSeconds
 				s.Drafted += r.Drafted
 				s.Accepted += r.Accepted
+				s.Declined += r.Declined
+				s.Probes += r.Probes
 			}
 			if s.calls > 0 {
 				s.Tau = float64(s.tokens) / float64(s.calls)

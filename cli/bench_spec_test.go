@@ -45,6 +45,11 @@ func TestBenchSpecStories(t *testing.T) {
 			if !r.Identical || r.Tokens != p.Runs[0].Tokens || r.TargetCalls+r.Accepted+1 != r.Tokens {
 				t.Fatalf("%s width %d: %+v", p.ID, r.Width, r)
 			}
+			// Fixed costs are the measured ones: nothing is declined on
+			// cost, nothing probed.
+			if r.Declined != 0 || r.Probes != 0 {
+				t.Fatalf("%s width %d with --fixed-costs: declined %d, probes %d", p.ID, r.Width, r.Declined, r.Probes)
+			}
 		}
 		if p.Runs[0].Drafted != 0 || p.Runs[0].Speedup != 1 || p.Runs[0].ModelSpeedup != 1 {
 			t.Fatalf("%s width 1: %+v", p.ID, p.Runs[0])
