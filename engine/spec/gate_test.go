@@ -87,7 +87,7 @@ func newGateRig(t *testing.T, prompts int, sparse bool) *gateRig {
 	const vocab = 40
 	g := &gateRig{t: t, m: newFakeModel(vocab), clock: &fakeClock{t: time.Unix(0, 0)}}
 	src := &truthSource{sparse: sparse}
-	for _, h := range prompts2(prompts, vocab) {
+	for _, h := range distinctPrompts(prompts, vocab) {
 		out := ids(reference(t, g.m, h, Request{MaxTokens: gateTokens}))
 		g.hist = append(g.hist, h)
 		g.base = append(g.base, out)
@@ -97,9 +97,9 @@ func newGateRig(t *testing.T, prompts int, sparse bool) *gateRig {
 	return g
 }
 
-// prompts2 returns n distinct prompts (different first tokens, so the
+// distinctPrompts returns n distinct prompts (different first tokens, so the
 // truth source tells them apart).
-func prompts2(n, vocab int) [][]int32 {
+func distinctPrompts(n, vocab int) [][]int32 {
 	out := prompts(n, vocab)
 	for i := range out {
 		out[i] = append([]int32{int32(i % vocab)}, out[i]...)
@@ -260,5 +260,38 @@ func TestDraftNoteWhenNothingDrafts(t *testing.T) {
 	_, one := run(t, m, &Decoder{Sources: []Source{&truthSource{}}, Costs: costs}, h, Request{MaxTokens: 20, Width: 1})
 	if one.DraftNote != "" {
 		t.Fatalf("width 1: %+v", one)
+	}
+}
+
+// TestCostsFreshComparison: a wide call is compared with the width-1 call
+// nearest it in the same request, before or after it, so a burst that slows
+// both alike leaves the ratio as it was, and one that slows only the wide
+// call moves it; a width-1 time from an earlier request is not fresh.
+func TestCostsFreshComparison(t *testing.T) {
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	c := NewCosts(map[int]float64{1: 0.010, 4: 0.0136})
+	c.Observe(1, ms(10)) // a quiet width-1 call, then a new request
+	c.newRequest()
+	// The burst: wide calls 6x, then a width-1 call 6x after them.
+	for range 4 {
+		c.Observe(4, ms(81.6))
+	}
+	c.Observe(1, ms(60))
+	if r := c.Ratio(4); r < 1.35 || r > 1.37 {
+		t.Fatalf("ratio %v after a burst that slowed every call alike, want 1.36", r)
+	}
+	// Only the wide calls slower: the ratio follows.
+	for range 4 {
+		c.Observe(4, ms(300))
+	}
+	if r := c.Ratio(4); r < 2.5 {
+		t.Fatalf("ratio %v after wide calls at 5x a fresh width-1 call", r)
+	}
+	// A sample counts at most twice its width.
+	d := NewCosts(map[int]float64{1: 0.010, 4: 0.0136})
+	d.Observe(1, ms(10))
+	d.Observe(4, ms(10000))
+	if r, want := d.Ratio(4), (measuredWeight*1.36+8)/(measuredWeight+1); r > want+1e-9 {
+		t.Fatalf("one 1000x spike: ratio %v, want at most %v", r, want)
 	}
 }
