@@ -24,8 +24,9 @@ import (
 // for the rest of a model load, and the gate never drafted again, so no wide
 // call ever corrected it). Hence three rules:
 //   - a wide call is compared with a fresh width-1 call, made within
-//     freshCalls calls of it, never with an average from before a burst
-//     (a burst slows both alike, so their ratio stays true);
+//     freshCalls calls of it in the same request (before or after it),
+//     never with an average from before a burst (a burst slows both
+//     alike, so their ratio stays true); with none, it is not counted;
 //   - the observed ratios are forgotten as calls go by (costForget per call):
 //     a width no longer called drifts back to its measured ratio, so the gate
 //     drafts again once a spike is old;
