@@ -161,6 +161,13 @@ func (d *Decoder) clock() time.Time {
 // never corrected, since no wide call is made.
 const probeEvery = 32
 
+// declineMargin is how much the drafts must be expected to gain at the
+// measured costs (tokens per unit of cost, over a width-1 call's 1) for
+// holding them back to count as declined on cost: a draft that would only
+// just pay at one estimate and only just not at the other is a close call,
+// not a pause worth a probe or a note.
+const declineMargin = 1.1
+
 // ErrRequest marks a request that cannot run (bad width, empty history).
 var ErrRequest = errors.New("spec: bad request")
 
@@ -444,7 +451,7 @@ func (r *generation) propose() {
 		clear(r.props)
 		return
 	}
-	bestV, measuredV := 1.0, 1.0
+	bestV, measuredV := 1.0, declineMargin
 	probe, probeK := -1, 0 // what the measured costs would send
 	for i, s := range r.d.Sources {
 		r.props[i] = s.Propose(MaxWidth - 1)
