@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"anechat/engine"
 	"anechat/internal/testres"
 )
 
@@ -38,7 +39,7 @@ func testGenerateJSON(t *testing.T, width string) {
 	if !slices.Equal(got.IDs, want) || !slices.Equal(got.PromptIDs, testres.StoriesPrompt()) || got.Text == nil {
 		t.Fatalf("output %s", out.String())
 	}
-	for _, k := range []string{"width", "stopped", "target_calls", "drafted", "accepted", "prefill_tokens", "resumed_tokens", "ttft_ms", "decode_tok_s"} {
+	for _, k := range []string{"width", "stopped", "target_calls", "drafted", "accepted", "declined", "probes", "prefill_tokens", "resumed_tokens", "ttft_ms", "decode_tok_s"} {
 		if _, ok := got.Stats[k]; !ok {
 			t.Errorf("stats lack %q: %s", k, out.String())
 		}
@@ -46,6 +47,24 @@ func testGenerateJSON(t *testing.T, width string) {
 	if got.Stats["prefill_tokens"] != float64(5) || (width == "1" && got.Stats["target_calls"] != float64(59)) ||
 		got.Stats["stopped"] != "length" || got.Stats["width"] != float64(map[string]int{"1": 1, "4": 4}[width]) {
 		t.Errorf("stats %v", got.Stats)
+	}
+	// A reply that drafted nothing at width 4 says why; width 1 says nothing.
+	note, _ := got.Stats["draft_note"].(string)
+	if (width == "1" && note != "") || (width != "1" && got.Stats["drafted"] == float64(0) && note == "") {
+		t.Errorf("width %s: drafted %v, draft_note %q", width, got.Stats["drafted"], note)
+	}
+}
+
+// TestDraftNoteLine: the stats line ends with why the reply drafted less
+// than it could, and with nothing when nothing held it back.
+func TestDraftNoteLine(t *testing.T) {
+	var st engine.Stats
+	if got := draftNote(st); got != "" {
+		t.Fatalf("no note: %q", got)
+	}
+	st.DraftNote = "drafting paused: wide calls measured 3.1x width 1"
+	if got := draftNote(st); got != "; drafting paused: wide calls measured 3.1x width 1" {
+		t.Fatalf("note: %q", got)
 	}
 }
 
