@@ -112,6 +112,15 @@ func TestAPISwitch(t *testing.T) {
 
 	// Stored: a restart serves again on the same port.
 	a.Shutdown()
+	// But not a command-line use of the services (anechat pull): it starts
+	// nothing the window owns.
+	h := New(Options{DataDir: dir, Version: "test", Generator: gen, Headless: true})
+	h.Startup(context.Background(), newRecorder())
+	if c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+		c.Close()
+		t.Fatalf("a headless start serves the API on %d", port)
+	}
+	h.Shutdown()
 	a, _, _ = startIn(t, dir, gen)
 	if st, err = a.API.Status(); err != nil || !st.Running || st.Port != port {
 		t.Fatalf("after a restart: %+v, %v", st, err)

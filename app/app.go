@@ -54,6 +54,11 @@ type Options struct {
 	// timeout (a model takes long). Downloads follow its redirects only as
 	// far as the URL rule allows (download.Fetch holds each hop to it).
 	HTTP *http.Client
+	// Headless is a command-line use of the services (anechat pull), with
+	// no window: Startup opens storage and picks up interrupted downloads,
+	// and starts nothing the window owns (no HTTP API left switched on, no
+	// scan of the models folder, no purge of deleted conversations).
+	Headless bool
 }
 
 // App owns the services and what they share.
@@ -135,6 +140,10 @@ func New(opts Options) *App {
 // default is set yet, becomes the default (see preferredDefault).
 func (a *App) Startup(ctx context.Context, emit Emitter) {
 	if !a.open(ctx, emit) {
+		return
+	}
+	if a.core.opts.Headless {
+		a.Downloads.restore()
 		return
 	}
 	a.Chat.purge()

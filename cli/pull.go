@@ -121,7 +121,7 @@ func describePlan(w io.Writer, p *pull.Plan) {
 // warnings are not the command's), for the downloads and the registry.
 func appFor(ctx context.Context, env *Env, dir string, emit app.Emitter) (*app.App, error) {
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	a := app.New(app.Options{Log: log, DataDir: dir, Version: Version})
+	a := app.New(app.Options{Log: log, DataDir: dir, Version: Version, Headless: true})
 	a.Startup(ctx, emit)
 	if info := a.System.Info(); info.StorageError != "" {
 		a.Shutdown()
