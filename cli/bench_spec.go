@@ -162,7 +162,7 @@ func parseWidths(s string) ([]int, error) {
 // runBenchSpec is `anechat bench spec`: every prompt of a workload at every
 // width, compared with width 1.
 func runBenchSpec(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "bench spec", "--model PATH|random [--prompts FILE.jsonl] [--widths 1,2,4,8] [--max-tokens N] [--limit N] [--reps N] [--category C] [--corpus] [--fixed-costs] [--ungated] [--free-width] [--no-lookahead] [--json]")
+	fs := newFlags(env, "bench spec", "--model PATH|random [--prompts FILE.jsonl] [--widths 1,2,4,8] [--max-tokens N] [--limit N] [--reps N] [--category C] [--corpus] [--fixed-costs] [--ungated] [--free-width] [--no-lookahead] [--carry] [--json]")
 	modelPath := fs.String("model", "", "model file (.gguf) or directory, or \"random\" for a generated memory-bound llama (no tokenizer: text prompts become byte ids)")
 	promptsPath := fs.String("prompts", "bench/workloads/spec.jsonl", "workload: JSON Lines {\"id\",\"category\",\"prompt\",\"raw\",\"max_tokens\"}")
 	widthsFlag := fs.String("widths", "1,2,4,8", "comma-separated widths (1 = off, 0 = auto); width 1 is always run as the reference")
