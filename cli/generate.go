@@ -260,8 +260,8 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 		return enc.Encode(generateJSON{PromptIDs: ids, IDs: out, Text: text.String(), Stats: js})
 	}
 	fmt.Fprintln(env.Stdout)
-	fmt.Fprintf(env.Stderr, "[%d prompt tokens (%d resumed), %d generated (%s), %d calls, %d/%d drafts accepted, ttft %.1f ms, %.1f tok/s%s]\n",
-		st.PrefillTokens+st.ResumedTokens, st.ResumedTokens, st.Tokens, st.Stopped, st.TargetCalls, st.Accepted, st.Drafted, st.TTFTms, st.DecodeTokS, draftNote(st))
+	fmt.Fprintf(env.Stderr, "[%d prompt tokens (%d resumed), %d generated (%s), %d calls, drafted %d, accepted %d, ttft %.1f ms, %.1f tok/s%s]\n",
+		st.PrefillTokens+st.ResumedTokens, st.ResumedTokens, st.Tokens, st.Stopped, st.TargetCalls, st.Drafted, st.Accepted, st.TTFTms, st.DecodeTokS, draftNote(st))
 	return nil
 }
 

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -100,5 +102,26 @@ func TestGenerateText(t *testing.T) {
 	want := ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.\nLily"
 	if !slices.Equal(got.PromptIDs, testres.StoriesPrompt()) || got.Text != want {
 		t.Fatalf("prompt %v text %q", got.PromptIDs, got.Text)
+	}
+}
+
+// TestStatsLineWords: the stats line says "drafted N, accepted M" in that
+// order, the words and meaning of the window's stats line ("drafted 4 ·
+// accepted 3") and the API's drafted/accepted: drafted is the draft tokens
+// sent for checking, accepted those the model confirmed (never more).
+func TestStatsLineWords(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"generate", "--model", testres.Stories(t), "--prompt", "Once upon a time", "--raw", "--max-tokens", "60", "--width", "4", "--no-cache"}
+	if code := Run(context.Background(), args, nil, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	m := regexp.MustCompile(`, drafted (\d+), accepted (\d+), `).FindStringSubmatch(errb.String())
+	if m == nil {
+		t.Fatalf("stats line without drafted/accepted: %q", errb.String())
+	}
+	d, _ := strconv.Atoi(m[1])
+	a, _ := strconv.Atoi(m[2])
+	if a > d {
+		t.Fatalf("accepted %d > drafted %d: the two are swapped in %q", a, d, errb.String())
 	}
 }
