@@ -568,6 +568,17 @@ func (s *Downloads) complete(ctx context.Context, j *dlJob) {
 	}
 	info.Path = final // same name, same fingerprint
 	sm, err := s.models.register(info)
+	var dup *DuplicateError
+	if errors.As(err, &dup) {
+		// The same bytes are registered already: the new copy is removed.
+		os.Remove(final)
+		os.Remove(s.metaPath(name))
+		j.mu.Lock()
+		j.d.Model = &dup.Of
+		j.mu.Unlock()
+		s.finish(j, DownloadDone, fmt.Sprintf("%s is the same file (same sha256) as %s, already registered: the copy was removed", name, dup.Of.Path))
+		return
+	}
 	if err == nil {
 		err = s.models.defaultIfNone(sm.ID)
 	}

@@ -159,7 +159,7 @@ export function ModelsPage() {
                   <td>{humanBytes(m.sizeBytes)}</td>
                   <td class="path">{m.path}</td>
                   <td>
-                    <LoadCell model={m} name={name} load={load} />
+                    <LoadCell model={m} name={name} load={load} loaded={list.loadedId === m.id} />
                   </td>
                   <td>
                     <button
@@ -183,7 +183,18 @@ export function ModelsPage() {
 }
 
 /** A model's load: a button to load it now, its progress and Cancel while it loads, how the last load ended. */
-function LoadCell({ model: m, name, load }: { model: Model; name: string; load: ModelLoad | null }) {
+function LoadCell({
+  model: m,
+  name,
+  load,
+  loaded,
+}: {
+  model: Model;
+  name: string;
+  load: ModelLoad | null;
+  /** The model is in memory now (the list says so), however it got there. */
+  loaded: boolean;
+}) {
   const store = useActions();
   const mine = load?.modelId === m.id ? load : null;
   if (mine?.running)
@@ -207,6 +218,11 @@ function LoadCell({ model: m, name, load }: { model: Model; name: string; load: 
       >
         Load now
       </button>
+      {loaded && (
+        <span class="chip state-done" data-testid="model-loaded">
+          loaded
+        </span>
+      )}
       {mine && (
         <span class={mine.outcome?.kind === "loaded" ? "muted small" : "error small"} data-testid="load-outcome">
           {" "}

@@ -292,6 +292,8 @@ export interface ModelMeta {
   declaredName?: string;
   /** Why no backend of this build runs it (a Core ML bundle on Linux). */
   unsupported?: string;
+  /** The file's sha256, once a registration compared it with another model's. */
+  sha256?: string;
 }
 
 /** Models.Import: registered, and whether this build runs it (note says why not). */
@@ -378,6 +380,8 @@ export interface FirstRun {
 export interface ModelList {
   models: Model[];
   defaultId: number;
+  /** The model loaded in memory now (by Load now or a reply), 0 when none. */
+  loadedId: number;
   modelsDir: string;
 }
 

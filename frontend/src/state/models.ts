@@ -115,6 +115,7 @@ export class Models {
       end = { outcome: null, error: errorText(e) };
     }
     this.update((s) => ({ load: s.load && { ...s.load, ...end, running: false } }));
+    void this.reload(); // the list says which model is loaded now
     if (this.core.state.window.page === "settings") void this.settings.reloadFacts();
   }
 
