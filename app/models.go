@@ -14,8 +14,8 @@ import (
 	"sync"
 
 	"anechat/engine/load"
-	"anechat/internal/download"
 	"anechat/internal/backends"
+	"anechat/internal/download"
 	"anechat/storage"
 )
 
