@@ -270,16 +270,16 @@ describe("the Hugging Face search", () => {
     const results = all("hub-result");
     expect(results.map((r) => r.dataset.repo)).toEqual(["anechat-test/stories260K-GGUF", "anechat-test/gated-GGUF"]);
     expect(results[0].textContent).toContain("1,200 downloads");
-    expect(results[1].querySelector('[data-testid="hub-gated"]')?.textContent).toContain(
+    expect(results[1]!.querySelector('[data-testid="hub-gated"]')?.textContent).toContain(
       "accept its licence on Hugging Face first",
     );
-    await click(results[0].querySelector('[data-testid="hub-open"]'));
+    await click(results[0]!.querySelector('[data-testid="hub-open"]'));
     const files = all("repo-file");
     expect(files.map((f) => f.textContent)).toEqual([
       expect.stringContaining("stories260K-Q8_0.gguf39.1 KiB"),
       expect.stringContaining("stories260K.gguf1.1 MiB"),
     ]);
-    await click(files[1].querySelector('[data-testid="repo-pull"]'));
+    await click(files[1]!.querySelector('[data-testid="repo-pull"]'));
     expect(fb.args["Catalog.Pull"]).toEqual([
       [{ entry: "", repo: "anechat-test/stories260K-GGUF", file: "stories260K.gguf" }],
     ]);
