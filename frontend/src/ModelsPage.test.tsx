@@ -154,8 +154,8 @@ describe("the Models page's fixes", () => {
     await click(testid("nav-models"));
     const rows = all("model-row");
     expect(rows).toHaveLength(2);
-    expect(rows[0].querySelector('[data-testid="model-loaded"]')).toBeNull();
-    expect(rows[1].querySelector('[data-testid="model-loaded"]')?.textContent).toBe("loaded");
+    expect(rows[0]!.querySelector('[data-testid="model-loaded"]')).toBeNull();
+    expect(rows[1]!.querySelector('[data-testid="model-loaded"]')?.textContent).toBe("loaded");
   });
 });
 
@@ -195,26 +195,26 @@ describe("the catalog", () => {
     expect(rows.map((r) => r.dataset.name)).toEqual(["gemma-4-e2b-ane", "smollm2-135m-instruct", "gated-one"]);
     expect(testid("catalog-machine")?.textContent).toContain("16.0 GiB of memory");
     // Sizes replaced what List knew: the exact size and the fit.
-    expect(rows[1].querySelector('[data-testid="catalog-size"]')?.textContent).toBe("1.1 MiB on disk");
-    expect(rows[1].querySelector('[data-testid="catalog-facts"]')?.textContent).toContain(
+    expect(rows[1]!.querySelector('[data-testid="catalog-size"]')?.textContent).toBe("1.1 MiB on disk");
+    expect(rows[1]!.querySelector('[data-testid="catalog-facts"]')?.textContent).toContain(
       "needs about 513.2 MiB of memory",
     );
-    expect(rows[1].querySelector('[data-testid="catalog-fit"]')?.textContent).toBe("Fits this machine");
-    expect(rows[1].querySelector('[data-testid="catalog-recommended"]')).toBeTruthy();
+    expect(rows[1]!.querySelector('[data-testid="catalog-fit"]')?.textContent).toBe("Fits this machine");
+    expect(rows[1]!.querySelector('[data-testid="catalog-recommended"]')).toBeTruthy();
     expect(all("catalog-recommended")).toHaveLength(1);
-    expect(rows[0].querySelector('[data-testid="catalog-size"]')?.textContent).toBe("about 3.7 GiB on disk");
-    expect(rows[0].querySelector('[data-testid="catalog-fit"]')?.textContent).toBe("Needs an Apple silicon Mac");
-    const g = rows[2].querySelector<HTMLElement>('[data-testid="catalog-gated"]');
+    expect(rows[0]!.querySelector('[data-testid="catalog-size"]')?.textContent).toBe("about 3.7 GiB on disk");
+    expect(rows[0]!.querySelector('[data-testid="catalog-fit"]')?.textContent).toBe("Needs an Apple silicon Mac");
+    const g = rows[2]!.querySelector<HTMLElement>('[data-testid="catalog-gated"]');
     expect(g?.textContent).toContain("accept the licence on Hugging Face first");
     await click(g?.querySelector("a"));
     expect(fb.opened).toEqual(["http://hub/owner/gated"]);
-    expect(rows[2].querySelector('[data-testid="catalog-error"]')?.textContent).toContain("gated repository");
-    expect(rows[0].querySelector('[data-testid="catalog-gated"]')).toBeNull();
+    expect(rows[2]!.querySelector('[data-testid="catalog-error"]')?.textContent).toContain("gated repository");
+    expect(rows[0]!.querySelector('[data-testid="catalog-gated"]')).toBeNull();
 
-    await click(rows[1].querySelector('[data-testid="catalog-pull"]'));
+    await click(rows[1]!.querySelector('[data-testid="catalog-pull"]'));
     expect(fb.args["Catalog.Pull"]).toEqual([[{ entry: "smollm2-135m-instruct", repo: "", file: "" }]]);
     // Its download is under way: the button says so and is not pressed twice.
-    const again = all("catalog-entry")[1].querySelector<HTMLButtonElement>('[data-testid="catalog-pull"]');
+    const again = all("catalog-entry")[1]!.querySelector<HTMLButtonElement>('[data-testid="catalog-pull"]');
     expect(again?.disabled).toBe(true);
     expect(again?.textContent).toBe("Downloading…");
   });
@@ -269,7 +269,7 @@ describe("the Hugging Face search", () => {
     expect(fb.args["Catalog.Search"]).toEqual([["stories"]]);
     const results = all("hub-result");
     expect(results.map((r) => r.dataset.repo)).toEqual(["anechat-test/stories260K-GGUF", "anechat-test/gated-GGUF"]);
-    expect(results[0].textContent).toContain("1,200 downloads");
+    expect(results[0]!.textContent).toContain("1,200 downloads");
     expect(results[1]!.querySelector('[data-testid="hub-gated"]')?.textContent).toContain(
       "accept its licence on Hugging Face first",
     );
