@@ -20,10 +20,15 @@ url="http://127.0.0.1:$port"
 work=$(mktemp -d)
 log="build/bin/e2e-backend.log"
 pid=""
+hubpid=""
 cleanup() {
 	if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
+	fi
+	if [[ -n "$hubpid" ]] && kill -0 "$hubpid" 2>/dev/null; then
+		kill "$hubpid" 2>/dev/null || true
+		wait "$hubpid" 2>/dev/null || true
 	fi
 	rm -rf "$work"
 }
@@ -47,6 +52,19 @@ export ANECHAT_E2E_MODEL="$model"
 # spans, which the test model cannot write), put into the fresh data dir
 # through the storage package before the backend opens it.
 go run ./internal/e2eseed -corpus frontend/testdata/hostile-markdown.json
+# A fake Hugging Face Hub on 127.0.0.1 (internal/hub/hubtest's fixtures; the
+# catalog's SmolLM2 entry is served as the test model's bytes, the bundle
+# repository anechat-test/tiny-coreml trickles): the Models page's catalog,
+# search and downloads talk to it through ANECHAT_HUB, never to the network.
+go build -o "$work/e2ehub" ./internal/e2ehub
+"$work/e2ehub" -url "$work/hub-url" -blob "stories260K.gguf=$model" >"build/bin/e2e-hub.log" 2>&1 &
+hubpid=$!
+for _ in $(seq 1 40); do
+	[[ -s "$work/hub-url" ]] && break
+	sleep 0.25
+done
+[[ -s "$work/hub-url" ]] || { echo "e2e: the fake Hub did not start; its log:" >&2; cat build/bin/e2e-hub.log >&2; exit 1; }
+export ANECHAT_HUB="$(cat "$work/hub-url")"
 run=("$bin")
 if [[ "$(uname -s)" == Linux && -z "${ANECHAT_E2E_DISPLAY:-}" ]]; then
 	run=(xvfb-run -a -s "-screen 0 1280x800x24" "$bin")
