@@ -297,7 +297,21 @@ func (s *Catalog) Files(repo string) (RepoFiles, error) {
 		out.Quantisations = append(out.Quantisations, RepoFile{Path: f.Path, Size: f.Size, Fit: catalog.Assess(cpu, f.Size, m)})
 	}
 	if len(out.Quantisations) == 0 {
-		out.Bundle, out.Files, out.Size = true, len(tree.Files), tree.Size()
+		// What Pull would take: every file but the hidden ones (or, for a
+		// repository the catalog knows as a bundle, the catalog's files).
+		cat, err := catalog.Load()
+		if err != nil {
+			return RepoFiles{}, err
+		}
+		t, err := pull.ParseTarget(cat, repo)
+		if err != nil {
+			return RepoFiles{}, err
+		}
+		plan, err := pull.Make(ctx, c, t, nil)
+		if err != nil {
+			return RepoFiles{}, err
+		}
+		out.Bundle, out.Files, out.Size = true, len(plan.Bundle.Files), plan.Size
 		guess := &catalog.Entry{Backend: catalog.BackendCPU}
 		if info.Library == string(hub.CoreML) || slices.Contains(info.Tags, string(hub.CoreML)) {
 			guess.Backend = catalog.BackendCoreML

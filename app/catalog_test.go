@@ -147,7 +147,7 @@ func TestCatalogSearchAndFiles(t *testing.T) {
 		t.Fatalf("Files(stories) = %+v, %v", f, err)
 	}
 	b, err := a.Catalog.Files("anechat-test/tiny-coreml")
-	if err != nil || !b.Bundle || b.Files != 13 || b.Size == 0 || b.Fit.Verdict != catalog.Elsewhere {
+	if err != nil || !b.Bundle || b.Files != 12 || b.Size != 792143 || b.Fit.Verdict != catalog.Elsewhere {
 		t.Fatalf("Files(tiny-coreml) = %+v, %v", b, err)
 	}
 	g, err := a.Catalog.Files("anechat-test/gated-GGUF")

@@ -10,10 +10,12 @@
 # frontend/e2e/screens.spec.ts also leaves screenshots of every page, light
 # and dark, in build/bin/screens/<page>-<light|dark>.png.
 #
-# usage: build/scripts/e2e.sh BINARY   (built with -tags dev[,webkit2_41])
+# usage: build/scripts/e2e.sh BINARY [SPEC...]   (built with -tags dev[,webkit2_41];
+# SPECs, e.g. e2e/catalog.spec.ts, run only those)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bin=${1:?usage: e2e.sh DEV_BINARY}
+bin=${1:?usage: e2e.sh DEV_BINARY [SPEC...]}
+shift
 port=${ANECHAT_E2E_PORT:-34115}
 url="http://127.0.0.1:$port"
 
@@ -89,7 +91,7 @@ done
 curl -fsS -o /dev/null "$url/" || { echo "e2e: backend not serving on $url after 60s; log:" >&2; cat "$log" >&2; exit 1; }
 
 status=0
-(cd frontend && ANECHAT_E2E_URL="$url" npx playwright test) || status=$?
+(cd frontend && ANECHAT_E2E_URL="$url" npx playwright test "$@") || status=$?
 if [[ $status -ne 0 ]]; then
 	echo "e2e: failed; backend log ($log):" >&2
 	tail -50 "$log" >&2

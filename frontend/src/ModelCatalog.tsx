@@ -48,6 +48,7 @@ export function ModelCatalog() {
   const cat = useStore((s) => s.models.catalog);
   const downloads = useStore((s) => s.models.downloads);
   if (!cat) return null;
+  const pick = cat.entries.find((e) => e.recommended);
   return (
     <section class="catalog" aria-labelledby="catalog-title" data-testid="catalog">
       <h3 id="catalog-title">Catalog</h3>
@@ -56,6 +57,15 @@ export function ModelCatalog() {
         {cat.neuralEngine
           ? "the Neural Engine runs Core ML bundles here."
           : "Core ML bundles (the Neural Engine) need an Apple silicon Mac."}
+      </p>
+      <p class="small" data-testid="catalog-pick">
+        {pick ? (
+          <>
+            Recommended here: <strong>{pick.title}</strong> ({pick.fit.note}).
+          </>
+        ) : (
+          "No model is known to fit this machine yet: the sizes come from Hugging Face."
+        )}
       </p>
       <ul class="catalog-list" aria-label="Catalog models">
         {cat.entries.map((e) => (
@@ -72,7 +82,8 @@ export function ModelCatalog() {
 }
 
 function CatalogRow({ e, dl, onPull }: { e: CatalogEntry; dl: Download | undefined; onPull: () => Promise<boolean> }) {
-  const size = e.fit.size > 0 ? `${e.sizeExact ? "" : "about "}${humanBytes(e.fit.size)}` : "size not known yet";
+  const size =
+    e.fit.size > 0 ? `${e.sizeExact ? "" : "about "}${humanBytes(e.fit.size)} on disk` : "size on disk not known yet";
   return (
     <li
       class={e.recommended ? "catalog-entry recommended" : "catalog-entry"}
@@ -109,13 +120,18 @@ function CatalogRow({ e, dl, onPull }: { e: CatalogEntry; dl: Download | undefin
         )}
       </div>
       <div class="muted small" data-testid="catalog-facts">
-        <span data-testid="catalog-size">{size} on disk</span>
+        <span data-testid="catalog-size">{size}</span>
         {e.fit.need > 0 && <span> · needs about {humanBytes(e.fit.need)} of memory</span>}
         <span> · {e.context.toLocaleString("en")}-token context</span>
         <span> · {e.format === "coreml" ? "Core ML bundle (Neural Engine)" : "GGUF (CPU)"}</span>
         <span> · {e.repo}</span>
       </div>
-      {e.fit.note && <div class="muted small">{e.fit.note}</div>}
+      {/* "Fits" and "unknown" say no more than the facts above. */}
+      {e.fit.note && e.fit.verdict !== "fits" && e.fit.verdict !== "unknown" && (
+        <div class="muted small" data-testid="catalog-note">
+          {e.fit.note}
+        </div>
+      )}
       <div class="small" data-testid="catalog-licence">
         Licence: <OutLink href={e.licenceURL}>{e.licence}</OutLink>
         {e.acceptOnHub && (
