@@ -133,7 +133,7 @@ func TestCatalogPullEntryRegistersTheDefault(t *testing.T) {
 // a gated one says so with its link; errors are in plain words.
 func TestCatalogSearchAndFiles(t *testing.T) {
 	s := fakeHub(t)
-	a, _ := startHub(t, t.TempDir(), s, linux16)
+	a, rec := startHub(t, t.TempDir(), s, linux16)
 	ms, err := a.Catalog.Search("stories")
 	if err != nil || len(ms) != 2 || ms[0].ID != "anechat-test/stories260K-GGUF" || ms[0].Format != "gguf" || ms[0].Downloads != 1200 {
 		t.Fatalf("Search(stories) = %+v, %v", ms, err)
@@ -157,6 +157,15 @@ func TestCatalogSearchAndFiles(t *testing.T) {
 	if _, err := a.Catalog.Pull(PullRequest{Repo: "anechat-test/gated-GGUF"}); err == nil ||
 		!strings.Contains(err.Error(), "licence must be accepted on Hugging Face") || !strings.Contains(err.Error(), g.Link) {
 		t.Errorf("Pull(gated) = %v", err)
+	}
+	// A gated file asked for by its link: the failure says where to accept
+	// the licence, as the plan's refusal does.
+	d, err := a.Downloads.Start(DownloadRequest{URL: s.URL + "/anechat-test/gated-GGUF/resolve/main/gated-Q4_K_M.gguf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d = waitDownload(t, rec, ended(d.Name)); d.State != DownloadFailed || !strings.Contains(d.Error, "accept it") || !strings.Contains(d.Error, g.Link) {
+		t.Errorf("download of a gated file ended %s: %q", d.State, d.Error)
 	}
 	if _, err := a.Catalog.Files("anechat-test/nothing"); err == nil || !strings.Contains(err.Error(), "was not found") {
 		t.Errorf("Files(missing) = %v", err)

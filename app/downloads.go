@@ -520,7 +520,7 @@ func (s *Downloads) transfer(ctx context.Context, j *dlJob) {
 		// A refused URL or redirect, a file larger than it may be, a
 		// response that is not the file: nothing of it is kept.
 		s.removeFiles(name)
-		s.finish(j, DownloadFailed, err.Error())
+		s.finish(j, DownloadFailed, s.hubWords(j.d.URL, err).Error())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -176,4 +177,23 @@ func (s *Downloads) explain(j *dlJob, err error) string {
 		return h.Error()
 	}
 	return err.Error()
+}
+
+// hubWords says a one-file download's failure in the Hub's words (a gated
+// repository and where to accept its licence, a file gone, rate limiting)
+// when the file is a resolve URL of the Hub the app talks to; any other
+// error is returned as it is.
+func (s *Downloads) hubWords(raw string, err error) error {
+	c, cerr := s.c.hubClient()
+	if cerr != nil {
+		return err
+	}
+	rest, ok := strings.CutPrefix(raw, c.URL()+"/")
+	parts := strings.SplitN(rest, "/", 5) // OWNER, NAME, resolve, REVISION, PATH
+	if !ok || len(parts) < 5 || parts[2] != "resolve" {
+		return err
+	}
+	rev, _ := url.PathUnescape(parts[3])
+	file, _ := url.PathUnescape(parts[4])
+	return c.DownloadError(err, parts[0]+"/"+parts[1], rev, file)
 }
