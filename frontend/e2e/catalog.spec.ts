@@ -8,13 +8,17 @@ import { ensureModel } from "./helpers";
 // catalog with sizes from the Hub's trees, one click on an entry, the
 // search with a repository's quantisations, a whole-repository (bundle)
 // download in progress, paused, resumed and cancelled. Screenshots go to
-// build/bin/screens/models-{catalog,search,bundle}.png.
+// build/bin/screens/models-{catalog,search,bundle}-{light,dark}.png.
 const dir = "../build/bin/screens";
 
 async function shoot(page: Page, what: Locator, name: string) {
   await what.scrollIntoViewIfNeeded();
   await page.mouse.move(0, 0);
-  await page.screenshot({ path: `${dir}/${name}.png` });
+  for (const scheme of ["light", "dark"] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await page.screenshot({ path: `${dir}/${name}-${scheme}.png` });
+  }
+  await page.emulateMedia({ colorScheme: null });
 }
 
 test("the catalog, the Hugging Face search and a bundle download", async ({ page }) => {
