@@ -6,6 +6,7 @@
 package app
 
 import (
+	"anechat/internal/catalog"
 	"context"
 	"errors"
 	"fmt"
@@ -59,6 +60,13 @@ type Options struct {
 	// and starts nothing the window owns (no HTTP API left switched on, no
 	// scan of the models folder, no purge of deleted conversations).
 	Headless bool
+	// HubURL is the Hugging Face Hub (or a mirror) the catalog and the
+	// search talk to; "" means $ANECHAT_HUB, else huggingface.co
+	// (hub.BaseURL), so tests and the e2e run point it at a fake Hub.
+	HubURL string
+	// Machine is what the catalog's fit is judged against; zero means
+	// this machine (catalog.ThisMachine).
+	Machine catalog.Machine
 }
 
 // App owns the services and what they share.
@@ -74,6 +82,9 @@ type App struct {
 	// loading a model ahead of the first reply (app/coreml.go).
 	CoreML *CoreML
 	API    *API
+	// Catalog is the curated models and the Hugging Face search of the
+	// Models page (app/catalog.go).
+	Catalog *Catalog
 }
 
 // core is the state every service shares: the database (or why it could not
@@ -127,6 +138,7 @@ func New(opts Options) *App {
 		retries: defaultRetries, retryDelay: defaultRetryDelay, progressEvery: defaultProgressEvery}
 	a.CoreML = NewCoreMLService(a, eg)
 	a.API = &API{c: c, models: a.Models, settings: a.Settings}
+	a.Catalog = &Catalog{c: c, downloads: a.Downloads, sizes: map[string]entrySize{}}
 	return a
 }
 
@@ -226,7 +238,7 @@ func (a *App) Shutdown() {
 
 // Services lists the values whose methods are bound to the window.
 func (a *App) Services() []any {
-	return []any{a.Chat, a.Library, a.Settings, a.Models, a.System, a.Downloads, a.CoreML, a.API}
+	return []any{a.Chat, a.Library, a.Settings, a.Models, a.System, a.Downloads, a.CoreML, a.API, a.Catalog}
 }
 
 // db returns the open database, or why there is none.

@@ -210,7 +210,7 @@ func TestConversationRemembersItsModel(t *testing.T) {
 	gen := &scripted{pieces: []string{"ok"}}
 	a, rec, dir := start(t, gen)
 	first := withModel(t, a, dir)
-	writeGGUF(t, filepath.Join(storage.ModelsPath(dir), "other.gguf"))
+	writeOtherGGUF(t, filepath.Join(storage.ModelsPath(dir), "other.gguf"))
 	if _, err := a.Models.Scan(); err != nil {
 		t.Fatal(err)
 	}

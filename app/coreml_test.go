@@ -79,8 +79,15 @@ func TestModelsLoadAndCoreMLSettings(t *testing.T) {
 	if runtime.GOOS != "darwin" && (info.Available || !strings.Contains(info.Detail, "Neural Engine is not available")) {
 		t.Errorf("settings off a Mac: %+v", info)
 	}
+	if l, err := a.Models.List(); err != nil || l.LoadedID != 0 {
+		t.Fatalf("List before loading = %+v, %v; want no model loaded", l, err)
+	}
 	if o, err := a.Models.Load(id); err != nil || o.Kind != OutcomeLoaded {
 		t.Fatalf("Load = %+v, %v; want %s", o, err, OutcomeLoaded)
+	}
+	// The list says which model is loaded (the Models page marks its row).
+	if l, err := a.Models.List(); err != nil || l.LoadedID != id {
+		t.Fatalf("List after loading = loaded %d, %v; want %d", l.LoadedID, err, id)
 	}
 	em.mu.Lock()
 	n := len(em.events)

@@ -59,6 +59,14 @@ type Download struct {
 	Error string `json:"error"`
 	// Model is the registered model once done.
 	Model *storage.Model `json:"model"`
+	// Files is each file's progress when the download is a bundle (a
+	// folder of files fetched as one set, each checked against its
+	// checksum, installed into the models folder at once when all are
+	// there); none for a one-file download.
+	Files []download.FileProgress `json:"files,omitempty"`
+	// Source says where a bundle comes from (OWNER/NAME@COMMIT); "" for a
+	// one-file download (URL says it).
+	Source string `json:"source"`
 }
 
 // DownloadRequest is what Downloads.Start takes.
@@ -115,9 +123,12 @@ type Downloads struct {
 
 // dlJob is one download's state; mu guards it (Downloads.mu guards the map).
 type dlJob struct {
-	mu     sync.Mutex
-	d      Download
-	meta   download.Meta
+	mu   sync.Mutex
+	d    Download
+	meta download.Meta
+	// set is a bundle's set on disk (its work folder under BundlesDir);
+	// nil for a one-file download.
+	set    *download.SetJob
 	cancel context.CancelCauseFunc // nil while not running
 	done   chan struct{}           // closed when the running transfer ends
 	// samples are recent (time, bytes) points for the speed.
@@ -149,11 +160,20 @@ const (
 	// is told (Download.StalledSeconds): a pause of a second is normal.
 	defaultStallShown = 3 * time.Second
 	downloadsDir      = ".downloads"
-	partSuffix        = ".part"
-	metaSuffix        = ".json"
+	// BundlesDir is the work folder of bundle downloads inside the models
+	// folder (download.PrepareSet's), hidden so that a scan never takes a
+	// partial bundle for a model; `anechat pull` uses the same one, so a
+	// bundle it left is resumed by the window and the other way round.
+	BundlesDir = ".bundles"
+	partSuffix = ".part"
+	metaSuffix = ".json"
 )
 
 func (s *Downloads) dir() string { return filepath.Join(storage.ModelsPath(s.c.dataDir), downloadsDir) }
+
+func (s *Downloads) setsDir() string {
+	return filepath.Join(storage.ModelsPath(s.c.dataDir), BundlesDir)
+}
 
 func (s *Downloads) partPath(name string) string {
 	return filepath.Join(s.dir(), name+partSuffix)
@@ -343,7 +363,7 @@ func (s *Downloads) Cancel(name string) error {
 	if state != DownloadPaused {
 		return fmt.Errorf("downloads: %s is %s: there is nothing to cancel (Dismiss removes it from the list)", name, state)
 	}
-	s.removeFiles(name)
+	s.discard(j)
 	s.finish(j, DownloadCancelled, "")
 	s.forget(name)
 	return nil
@@ -390,6 +410,18 @@ func (s *Downloads) get(j *dlJob) Download {
 	return j.d
 }
 
+// discard removes what j left on disk: a bundle's work folder, or a
+// file's partial file and sidecar.
+func (s *Downloads) discard(j *dlJob) {
+	if j.set != nil {
+		if err := download.RemoveSet(s.setsDir(), j.set.Set.Name); err != nil {
+			s.c.log.Warn("bundle download leftover not removed", "name", j.set.Set.Name, "err", err)
+		}
+		return
+	}
+	s.removeFiles(j.d.Name)
+}
+
 // removeFiles deletes a download's partial file and sidecar.
 func (s *Downloads) removeFiles(name string) {
 	for _, p := range []string{s.partPath(name), s.metaPath(name), filepath.Join(s.dir(), name)} {
@@ -426,29 +458,15 @@ func (s *Downloads) run(j *dlJob) Download {
 
 // transfer fetches, verifies and registers j, retrying lost connections.
 func (s *Downloads) transfer(ctx context.Context, j *dlJob) {
+	if j.set != nil {
+		s.transferSet(ctx, j)
+		return
+	}
 	name := j.d.Name
 	part := s.partPath(name)
 	save := func(m *download.Meta) error { return download.SaveMeta(s.metaPath(name), m) }
 	progress := func(received, total int64) { s.progress(j, received, total) }
-	// While the transfer runs (and waits to retry), a ticker keeps the
-	// speed current when no bytes come: it falls to 0 over speedWindow and
-	// StalledSeconds counts, instead of the last speed standing still.
-	tick := s.tickInterval()
-	ticking, ticked := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ticked)
-		t := time.NewTicker(tick)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				s.tick(j)
-			case <-ticking:
-				return
-			}
-		}
-	}()
-	stopTicking := func() { close(ticking); <-ticked }
+	stopTicking := s.ticker(j)
 	var err error
 	for attempt := 0; ; attempt++ {
 		j.mu.Lock()
@@ -502,8 +520,31 @@ func (s *Downloads) transfer(ctx context.Context, j *dlJob) {
 		// A refused URL or redirect, a file larger than it may be, a
 		// response that is not the file: nothing of it is kept.
 		s.removeFiles(name)
-		s.finish(j, DownloadFailed, err.Error())
+		s.finish(j, DownloadFailed, s.hubWords(j.d.URL, err).Error())
 	}
+}
+
+// ticker keeps j's speed current while its transfer runs (and waits to
+// retry) when no bytes come: it falls to 0 over speedWindow and
+// StalledSeconds counts, instead of the last speed standing still. The
+// function returned stops it.
+func (s *Downloads) ticker(j *dlJob) (stop func()) {
+	tick := s.tickInterval()
+	ticking, ticked := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ticked)
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				s.tick(j)
+			case <-ticking:
+				return
+			}
+		}
+	}()
+	return func() { close(ticking); <-ticked }
 }
 
 // complete checks the finished file and moves it into the models folder:
@@ -568,6 +609,17 @@ func (s *Downloads) complete(ctx context.Context, j *dlJob) {
 	}
 	info.Path = final // same name, same fingerprint
 	sm, err := s.models.register(info)
+	var dup *DuplicateError
+	if errors.As(err, &dup) {
+		// The same bytes are registered already: the new copy is removed.
+		os.Remove(final)
+		os.Remove(s.metaPath(name))
+		j.mu.Lock()
+		j.d.Model = &dup.Of
+		j.mu.Unlock()
+		s.finish(j, DownloadDone, fmt.Sprintf("%s is the same file (same sha256) as %s, already registered: the copy was removed", name, dup.Of.Path))
+		return
+	}
 	if err == nil {
 		err = s.models.defaultIfNone(sm.ID)
 	}
@@ -676,6 +728,7 @@ func (s *Downloads) send(j *dlJob) {
 // the hidden folder), so Resume can continue them, and removes leftovers
 // nothing describes. Startup calls it.
 func (s *Downloads) restore() {
+	s.restoreSets()
 	entries, err := os.ReadDir(s.dir())
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {

@@ -149,12 +149,12 @@ func TestFirstChatFromAPromptPreparesIt(t *testing.T) {
 	}
 	// Another default model: the snapshot is no longer ready, and says why.
 	other := filepath.Join(t.TempDir(), "other.gguf")
-	writeGGUF(t, other)
+	writeOtherGGUF(t, other)
 	om, err := a.Models.Register(other)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Same bytes, other name: another fingerprint.
+	// Another file (the same file twice is one model): another fingerprint.
 	if err := a.Models.SetDefault(om.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"anechat/engine/load"
 	"anechat/internal/backends"
+	"anechat/internal/download"
 	"anechat/storage"
 )
 
@@ -82,6 +83,9 @@ type ModelMeta struct {
 	// Unsupported says why no backend of this build runs the model (a Core
 	// ML bundle on Linux) and what would; "" when one does.
 	Unsupported string `json:"unsupported,omitempty"`
+	// SHA256 is the file's sha256 (a one-file model), once a registration
+	// needed it to tell a copy from another model of the same size.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // metaOf decodes a registered model's meta; a model registered before a
@@ -123,7 +127,10 @@ func (m *Models) registry() *load.Registry { return m.c.registry }
 type ModelList struct {
 	Models    []storage.Model `json:"models"`
 	DefaultID int64           `json:"defaultId"`
-	ModelsDir string          `json:"modelsDir"`
+	// LoadedID is the model loaded in memory now (by Load or a reply), 0
+	// when none is.
+	LoadedID  int64  `json:"loadedId"`
+	ModelsDir string `json:"modelsDir"`
 }
 
 // List returns the registered models and the default.
@@ -140,7 +147,17 @@ func (m *Models) List() (ModelList, error) {
 	if err != nil {
 		return ModelList{}, err
 	}
-	return ModelList{Models: ms, DefaultID: p.DefaultModelID, ModelsDir: storage.ModelsPath(m.c.dataDir)}, nil
+	l := ModelList{Models: ms, DefaultID: p.DefaultModelID, ModelsDir: storage.ModelsPath(m.c.dataDir)}
+	if m.gen != nil {
+		if path := m.gen.Sessions().LoadedPath(); path != "" {
+			for _, sm := range ms {
+				if sm.Path == path {
+					l.LoadedID = sm.ID
+				}
+			}
+		}
+	}
+	return l, nil
 }
 
 // ScanResult is what Scan registered and what it could not read.
@@ -163,6 +180,11 @@ func (m *Models) Scan() (ScanResult, error) {
 	res := ScanResult{Registered: []storage.Model{}, Problems: problems}
 	for _, f := range found {
 		sm, err := m.register(f)
+		var dup *DuplicateError
+		if errors.As(err, &dup) {
+			res.Problems = append(res.Problems, Problem{Path: f.Path, Error: dup.Error()})
+			continue
+		}
 		if err != nil {
 			return ScanResult{}, err
 		}
@@ -226,13 +248,75 @@ func (m *Models) Register(path string) (storage.Model, error) {
 	return sm, m.defaultIfNone(sm.ID)
 }
 
+// DuplicateError is a model file that is the same file (the same sha256)
+// as a model registered at another path: it is not added again.
+type DuplicateError struct {
+	Path string
+	Of   storage.Model
+}
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("models: %s is the same file (same sha256) as %s, registered as model %d (%s): not added again",
+		e.Path, e.Of.Name, e.Of.ID, e.Of.Path)
+}
+
+// sameFile returns the registered model whose file has the sha256 of the
+// one-file model f (a new path), and f's sha256 when it was computed: only
+// a model of the same size is a candidate, so a new file is hashed only
+// when one is (a copy or a renamed download).
+func (m *Models) sameFile(ctx context.Context, d *storage.DB, f load.Info) (*storage.Model, string, error) {
+	if f.Format != load.GGUF {
+		return nil, "", nil // a folder's identity is its fingerprint
+	}
+	if _, err := d.ModelByPath(ctx, f.Path); err == nil {
+		return nil, "", nil // known path: updated in place
+	}
+	ms, err := d.ListModels(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	sum := ""
+	for _, sm := range ms {
+		if sm.Kind != KindGGUF || sm.SizeBytes != f.SizeBytes || sm.Path == f.Path {
+			continue
+		}
+		if sum == "" {
+			if sum, err = fileSHA256(ctx, f.Path); err != nil {
+				return nil, "", err
+			}
+		}
+		other := metaOf(sm).SHA256
+		if other == "" {
+			if other, err = fileSHA256(ctx, sm.Path); err != nil {
+				continue // gone or unreadable: not the same file
+			}
+		}
+		if other == sum {
+			return &sm, sum, nil
+		}
+	}
+	return nil, sum, nil
+}
+
+// fileSHA256 is the sha256 of the file at p.
+func fileSHA256(ctx context.Context, p string) (string, error) {
+	return download.Verify(ctx, p, "")
+}
+
 func (m *Models) register(f load.Info) (storage.Model, error) {
 	d, err := m.c.db()
 	if err != nil {
 		return storage.Model{}, err
 	}
+	same, sum, err := m.sameFile(m.c.context(), d, f)
+	if err != nil {
+		return storage.Model{}, fmt.Errorf("models: %w", err)
+	}
+	if same != nil {
+		return storage.Model{}, &DuplicateError{Path: f.Path, Of: *same}
+	}
 	meta, err := json.Marshal(ModelMeta{Arch: f.Arch, Quant: f.Quant, ContextLen: f.Config.ContextLen,
-		VocabSize: f.Config.VocabSize, Backend: f.Backend, DeclaredName: f.DeclaredName})
+		VocabSize: f.Config.VocabSize, Backend: f.Backend, DeclaredName: f.DeclaredName, SHA256: sum})
 	if err != nil {
 		return storage.Model{}, err
 	}

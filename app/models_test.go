@@ -31,6 +31,23 @@ func writeGGUF(t *testing.T, path string) {
 	}
 }
 
+// writeOtherGGUF puts a model at path that is not the same file as any
+// other writeGGUF or writeOtherGGUF wrote: stories260K with its path's
+// bytes after its tensors (which the loader does not read), so that two
+// such models are two models, not one copied twice.
+func writeOtherGGUF(t *testing.T, path string) {
+	t.Helper()
+	writeGGUF(t, path)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(filepath.Base(path)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestScanDirFindsEachKindAndReportsBadFiles(t *testing.T) {
 	dir := t.TempDir()
 	writeGGUF(t, filepath.Join(dir, "tiny.gguf"))
@@ -98,7 +115,7 @@ func TestModelsScanRegisterDefaultRemove(t *testing.T) {
 	a, _, dir := start(t, nil)
 	mdir := storage.ModelsPath(dir)
 	writeGGUF(t, filepath.Join(mdir, "a.gguf"))
-	writeGGUF(t, filepath.Join(mdir, "b.gguf"))
+	writeOtherGGUF(t, filepath.Join(mdir, "b.gguf"))
 
 	res, err := a.Models.Scan()
 	if err != nil || len(res.Registered) != 2 {
@@ -125,7 +142,7 @@ func TestModelsScanRegisterDefaultRemove(t *testing.T) {
 	}
 	// A model outside the models folder.
 	other := filepath.Join(t.TempDir(), "c.gguf")
-	writeGGUF(t, other)
+	writeOtherGGUF(t, other)
 	c, err := a.Models.Register(other)
 	if err != nil || c.Path != other || c.Kind != KindGGUF || c.Name != "c" {
 		t.Fatalf("Register = %+v, %v", c, err)
@@ -139,6 +156,58 @@ func TestModelsScanRegisterDefaultRemove(t *testing.T) {
 	list, _ = a.Models.List()
 	if len(list.Models) != 2 || list.DefaultID != 0 {
 		t.Fatalf("after removing the default: %+v, want 2 models and no default", list)
+	}
+}
+
+// TestSameFileRegisteredTwiceIsFlagged: a copy of a registered model file
+// (the same sha256 under another name or folder) is refused by Register
+// and Import and listed as a problem by Scan, naming the model it copies;
+// the models table keeps one row. A file of the same size with other
+// bytes is a model of its own.
+func TestSameFileRegisteredTwiceIsFlagged(t *testing.T) {
+	a, _, dir := start(t, nil)
+	mdir := storage.ModelsPath(dir)
+	os.MkdirAll(mdir, 0o755)
+	orig := filepath.Join(mdir, "a.gguf")
+	writeGGUF(t, orig)
+	first, err := a.Models.Register(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := filepath.Join(t.TempDir(), "renamed.gguf")
+	writeGGUF(t, copied)
+	var dup *DuplicateError
+	if _, err := a.Models.Register(copied); !errors.As(err, &dup) || dup.Of.ID != first.ID || !strings.Contains(err.Error(), "same sha256") {
+		t.Fatalf("Register of a copy = %v, want a DuplicateError naming model %d", err, first.ID)
+	}
+	if _, err := a.Models.Import(copied); !errors.As(err, &dup) {
+		t.Fatalf("Import of a copy = %v, want a DuplicateError", err)
+	}
+	writeGGUF(t, filepath.Join(mdir, "b.gguf"))
+	res, err := a.Models.Scan()
+	if err != nil || len(res.Registered) != 1 || len(res.Problems) != 1 ||
+		!strings.HasSuffix(res.Problems[0].Path, "b.gguf") || !strings.Contains(res.Problems[0].Error, "not added again") {
+		t.Fatalf("Scan = %+v, %v; want a.gguf registered and b.gguf flagged", res, err)
+	}
+	// Registering the same path again updates it in place, as before.
+	if again, err := a.Models.Register(orig); err != nil || again.ID != first.ID {
+		t.Fatalf("Register of the same path = %+v, %v", again, err)
+	}
+	// Same size, other bytes: another model.
+	other := filepath.Join(t.TempDir(), "other.gguf")
+	writeGGUF(t, other)
+	b, _ := os.ReadFile(other)
+	b[len(b)-1] ^= 0xff
+	os.WriteFile(other, b, 0o644)
+	if m, err := a.Models.Register(other); err != nil || m.ID == first.ID {
+		t.Fatalf("Register of another file of the same size = %+v, %v", m, err)
+	}
+	list, _ := a.Models.List()
+	if len(list.Models) != 2 {
+		t.Fatalf("%d models registered, want 2", len(list.Models))
+	}
+	if metaOf(list.Models[0]).SHA256 == "" && metaOf(list.Models[1]).SHA256 == "" {
+		t.Error("no sha256 kept in the meta of the models compared")
 	}
 }
 
@@ -220,7 +289,7 @@ func TestStartupScanKeepsAChosenDefault(t *testing.T) {
 	mine := list.DefaultID
 	a.Shutdown()
 	// SmolLM2 arrives later (make run fetched it): the user's default stays.
-	writeGGUF(t, filepath.Join(mdir, BundledChatModel))
+	writeOtherGGUF(t, filepath.Join(mdir, BundledChatModel))
 	b := New(Options{DataDir: dir, Version: "test"})
 	b.Startup(t.Context(), newRecorder())
 	t.Cleanup(b.Shutdown)

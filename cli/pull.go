@@ -23,9 +23,9 @@ import (
 )
 
 // bundlesDir is the work folder of bundle downloads inside the models
-// folder: hidden, so a scan of the models folder never takes a partial
-// bundle for a model.
-const bundlesDir = ".bundles"
+// folder: the app's (app.BundlesDir), so a bundle pull left waiting is
+// listed, resumed or cancelled in the window too, and the other way round.
+const bundlesDir = app.BundlesDir
 
 // pullRetryDelay is the wait before retrying a lost connection of a bundle
 // file (tests shorten it); a GGUF file retries as the app's downloads do.

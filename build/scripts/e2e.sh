@@ -10,20 +10,27 @@
 # frontend/e2e/screens.spec.ts also leaves screenshots of every page, light
 # and dark, in build/bin/screens/<page>-<light|dark>.png.
 #
-# usage: build/scripts/e2e.sh BINARY   (built with -tags dev[,webkit2_41])
+# usage: build/scripts/e2e.sh BINARY [SPEC...]   (built with -tags dev[,webkit2_41];
+# SPECs, e.g. e2e/catalog.spec.ts, run only those)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bin=${1:?usage: e2e.sh DEV_BINARY}
+bin=${1:?usage: e2e.sh DEV_BINARY [SPEC...]}
+shift
 port=${ANECHAT_E2E_PORT:-34115}
 url="http://127.0.0.1:$port"
 
 work=$(mktemp -d)
 log="build/bin/e2e-backend.log"
 pid=""
+hubpid=""
 cleanup() {
 	if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
+	fi
+	if [[ -n "$hubpid" ]] && kill -0 "$hubpid" 2>/dev/null; then
+		kill "$hubpid" 2>/dev/null || true
+		wait "$hubpid" 2>/dev/null || true
 	fi
 	rm -rf "$work"
 }
@@ -47,6 +54,19 @@ export ANECHAT_E2E_MODEL="$model"
 # spans, which the test model cannot write), put into the fresh data dir
 # through the storage package before the backend opens it.
 go run ./internal/e2eseed -corpus frontend/testdata/hostile-markdown.json
+# A fake Hugging Face Hub on 127.0.0.1 (internal/hub/hubtest's fixtures; the
+# catalog's SmolLM2 entry is served as the test model's bytes, the bundle
+# repository anechat-test/tiny-coreml trickles): the Models page's catalog,
+# search and downloads talk to it through ANECHAT_HUB, never to the network.
+go build -o "$work/e2ehub" ./internal/e2ehub
+"$work/e2ehub" -url "$work/hub-url" -blob "stories260K.gguf=$model" >"build/bin/e2e-hub.log" 2>&1 &
+hubpid=$!
+for _ in $(seq 1 40); do
+	[[ -s "$work/hub-url" ]] && break
+	sleep 0.25
+done
+[[ -s "$work/hub-url" ]] || { echo "e2e: the fake Hub did not start; its log:" >&2; cat build/bin/e2e-hub.log >&2; exit 1; }
+export ANECHAT_HUB="$(cat "$work/hub-url")"
 run=("$bin")
 if [[ "$(uname -s)" == Linux && -z "${ANECHAT_E2E_DISPLAY:-}" ]]; then
 	run=(xvfb-run -a -s "-screen 0 1280x800x24" "$bin")
@@ -71,7 +91,7 @@ done
 curl -fsS -o /dev/null "$url/" || { echo "e2e: backend not serving on $url after 60s; log:" >&2; cat "$log" >&2; exit 1; }
 
 status=0
-(cd frontend && ANECHAT_E2E_URL="$url" npx playwright test) || status=$?
+(cd frontend && ANECHAT_E2E_URL="$url" npx playwright test "$@") || status=$?
 if [[ $status -ne 0 ]]; then
 	echo "e2e: failed; backend log ($log):" >&2
 	tail -50 "$log" >&2

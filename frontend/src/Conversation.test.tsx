@@ -69,6 +69,7 @@ const model: Model = {
 const download = (d: Partial<Download>): Download => ({
   name: "a.gguf",
   url: "https://h/a.gguf",
+  source: "",
   sha256: "",
   state: "running",
   received: 1024 * 1024,

@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { downloadLine, downloadStates, humanBytes, modelFacts, modelLabel } from "./logic";
+import { HubSearch, ModelCatalog } from "./ModelCatalog";
 import type { ModelLoad } from "./store";
 import type { Download, ImportResult, Model, ScanResult } from "./types";
 import { useActions, useStore } from "./useStore";
@@ -159,7 +160,7 @@ export function ModelsPage() {
                   <td>{humanBytes(m.sizeBytes)}</td>
                   <td class="path">{m.path}</td>
                   <td>
-                    <LoadCell model={m} name={name} load={load} />
+                    <LoadCell model={m} name={name} load={load} loaded={list.loadedId === m.id} />
                   </td>
                   <td>
                     <button
@@ -177,13 +178,26 @@ export function ModelsPage() {
           </tbody>
         </table>
       </div>
+      <ModelCatalog />
+      <HubSearch />
       <Downloads />
     </div>
   );
 }
 
 /** A model's load: a button to load it now, its progress and Cancel while it loads, how the last load ended. */
-function LoadCell({ model: m, name, load }: { model: Model; name: string; load: ModelLoad | null }) {
+function LoadCell({
+  model: m,
+  name,
+  load,
+  loaded,
+}: {
+  model: Model;
+  name: string;
+  load: ModelLoad | null;
+  /** The model is in memory now (the list says so), however it got there. */
+  loaded: boolean;
+}) {
   const store = useActions();
   const mine = load?.modelId === m.id ? load : null;
   if (mine?.running)
@@ -207,6 +221,11 @@ function LoadCell({ model: m, name, load }: { model: Model; name: string; load: 
       >
         Load now
       </button>
+      {loaded && (
+        <span class="chip state-done" data-testid="model-loaded">
+          loaded
+        </span>
+      )}
       {mine && (
         <span class={mine.outcome?.kind === "loaded" ? "muted small" : "error small"} data-testid="load-outcome">
           {" "}
@@ -281,6 +300,53 @@ function Downloads() {
   );
 }
 
+/** How a bundle file's state reads. */
+const fileStates: Record<NonNullable<Download["files"]>[number]["state"], string> = {
+  waiting: "waiting",
+  running: "downloading",
+  verifying: "checking",
+  done: "checked",
+  failed: "failed",
+  interrupted: "connection lost: retrying",
+};
+
+/** A bundle's files: how many are checked, the one under way, and each file's progress. */
+function BundleFiles({ d }: { d: Download }) {
+  const files = d.files ?? [];
+  const done = files.filter((f) => f.state === "done").length;
+  const current = files.find((f) => f.state !== "done" && f.state !== "waiting");
+  return (
+    <details class="bundle-files" data-testid="dl-files" open={d.state === "running"}>
+      <summary class="small">
+        <span data-testid="dl-files-done">
+          {done} of {files.length} files checked
+        </span>
+        {current && (
+          <span data-testid="dl-file-current">
+            {" "}
+            · {current.path}: {humanBytes(current.received)} of {humanBytes(current.size)} ({fileStates[current.state]})
+          </span>
+        )}
+      </summary>
+      <ul class="file-list">
+        {files.map((f) => (
+          <li key={f.path} data-testid="dl-file" data-state={f.state} class="small">
+            <progress
+              max={f.size || 1}
+              value={f.size ? f.received : f.state === "done" ? 1 : 0}
+              aria-label={`${f.path}: downloaded`}
+            />{" "}
+            <span class="path">{f.path}</span>{" "}
+            <span class="muted">
+              {humanBytes(f.size)} · {fileStates[f.state]}
+            </span>
+          </li>
+        ))}
+      </ul>
+    </details>
+  );
+}
+
 function DownloadRow({ d }: { d: Download }) {
   const store = useActions();
   const finished = d.state === "done" || d.state === "failed" || d.state === "cancelled";
@@ -343,7 +409,8 @@ function DownloadRow({ d }: { d: Download }) {
           {d.error}
         </div>
       )}
-      <div class="muted small path">{d.url}</div>
+      {d.files && <BundleFiles d={d} />}
+      <div class="muted small path">{d.files ? `${d.source} · a folder of ${d.files.length} files` : d.url}</div>
     </li>
   );
 }

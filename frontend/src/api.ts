@@ -1,6 +1,10 @@
 import type { Bridge } from "./bridge";
 import type {
   APIStatus,
+  CatalogList,
+  HubModel,
+  PullRequest,
+  RepoFiles,
   BackendInfo,
   CacheUsage,
   ClearCacheResult,
@@ -48,6 +52,7 @@ export function api(b: Bridge) {
   const dl = <T>(m: string, ...a: unknown[]) => b.call<T>("Downloads", m, ...a);
   const ml = <T>(m: string, ...a: unknown[]) => b.call<T>("CoreML", m, ...a);
   const srv = <T>(m: string, ...a: unknown[]) => b.call<T>("API", m, ...a);
+  const cat = <T>(m: string, ...a: unknown[]) => b.call<T>("Catalog", m, ...a);
   return {
     chat: {
       list: () => chat<Conversation[]>("ListConversations"),
@@ -126,6 +131,16 @@ export function api(b: Bridge) {
       resume: (name: string) => dl<Download>("Resume", name),
       cancel: (name: string) => dl<void>("Cancel", name),
       dismiss: (name: string) => dl<void>("Dismiss", name),
+    },
+    /** The curated catalog and the Hugging Face search; Pull starts a download (downloads.* then). */
+    catalog: {
+      /** What is known now, no network. */
+      list: () => cat<CatalogList>("List"),
+      /** Every entry's size from the Hub's tree. */
+      sizes: () => cat<CatalogList>("Sizes"),
+      search: (text: string) => cat<HubModel[]>("Search", text),
+      files: (repo: string) => cat<RepoFiles>("Files", repo),
+      pull: (r: PullRequest) => cat<Download>("Pull", r),
     },
     /** The Settings switch that serves the OpenAI-compatible HTTP API on 127.0.0.1. */
     apiServer: {

@@ -589,6 +589,7 @@ describe("downloads and durations for people", () => {
   const d: Download = {
     name: "m.gguf",
     url: "https://h/m.gguf",
+    source: "",
     sha256: "",
     state: "running",
     received: 3 * 1024 ** 2,

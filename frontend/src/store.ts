@@ -84,6 +84,7 @@ export class Store {
     if (page === "models") {
       void this.models.reload();
       void this.models.reloadDownloads();
+      void this.models.loadCatalog();
     }
     if (page === "settings") {
       void this.settings.reload();

@@ -298,6 +298,8 @@ export interface ModelMeta {
   declaredName?: string;
   /** Why no backend of this build runs it (a Core ML bundle on Linux). */
   unsupported?: string;
+  /** The file's sha256, once a registration compared it with another model's. */
+  sha256?: string;
 }
 
 /** Models.Import: registered, and whether this build runs it (note says why not). */
@@ -327,6 +329,105 @@ export interface Download {
   /** Why it failed, or why it paused by itself (Resume continues). */
   error: string;
   model: Model | null;
+  /** Each file's progress when the download is a bundle (a folder of files fetched as one); absent for one file. */
+  files?: FileProgress[];
+  /** Where a bundle comes from (OWNER/NAME@COMMIT); "" for one file (url says it). */
+  source: string;
+}
+
+/** A bundle file's state (download.FileState). */
+export type FileState = "waiting" | "running" | "verifying" | "done" | "failed" | "interrupted";
+
+/** One file of a bundle download. */
+export interface FileProgress {
+  path: string;
+  received: number;
+  size: number;
+  state: FileState;
+}
+
+/** How a model fits this machine (catalog.Verdict). */
+export type Verdict = "fits" | "tight" | "too-large" | "elsewhere" | "unknown";
+
+/** A model's size on disk, the memory it needs and whether it fits this machine (catalog.Fit). */
+export interface Fit {
+  verdict: Verdict;
+  size: number;
+  need: number;
+  ram: number;
+  /** It runs on the Neural Engine here (Apple silicon). */
+  neuralEngine: boolean;
+  note: string;
+}
+
+/** One model of the curated catalog (Catalog.List). */
+export interface CatalogEntry {
+  name: string;
+  title: string;
+  repo: string;
+  format: string;
+  backend: string;
+  context: number;
+  licence: string;
+  licenceURL: string;
+  /** The licence must be accepted on Hugging Face (at link) before the files download. */
+  acceptOnHub: boolean;
+  link: string;
+  fit: Fit;
+  /** fit.size is the Hub's tree's, not the catalog's approximate figure. */
+  sizeExact: boolean;
+  recommended: boolean;
+  /** The name its download and its file or folder in the models folder have. */
+  download: string;
+  /** The registered model it installed, 0 when none. */
+  modelId: number;
+  /** Why the Hub could not tell its size. */
+  error: string;
+}
+
+export interface CatalogList {
+  entries: CatalogEntry[];
+  ram: number;
+  neuralEngine: boolean;
+  hub: string;
+}
+
+/** A repository the Hugging Face search found. */
+export interface HubModel {
+  id: string;
+  format: string;
+  downloads: number;
+  likes: number;
+  gated: boolean;
+  link: string;
+}
+
+/** A GGUF file of a repository: a quantisation to pick. */
+export interface RepoFile {
+  path: string;
+  size: number;
+  fit: Fit;
+}
+
+/** What a repository offers (Catalog.Files). */
+export interface RepoFiles {
+  repo: string;
+  commit: string;
+  gated: boolean;
+  link: string;
+  quantisations: RepoFile[];
+  /** No GGUF file: the whole repository downloads as one folder (files, size, fit). */
+  bundle: boolean;
+  files: number;
+  size: number;
+  fit: Fit;
+}
+
+/** What Catalog.Pull downloads: a catalog entry, or a repository and (for GGUF) the file. */
+export interface PullRequest {
+  entry: string;
+  repo: string;
+  file: string;
 }
 
 export interface DownloadRequest {
@@ -384,6 +485,8 @@ export interface FirstRun {
 export interface ModelList {
   models: Model[];
   defaultId: number;
+  /** The model loaded in memory now (by Load now or a reply), 0 when none. */
+  loadedId: number;
   modelsDir: string;
 }
 

@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 
 	"anechat/engine"
 	"anechat/engine/chat"
@@ -58,8 +59,11 @@ type Manager struct {
 	// waiting caller can give up when its context ends.
 	lock   chan struct{}
 	loaded *Model
-	store  engine.SnapshotStore // nil: no KV snapshots
-	costs  engine.CostStore     // nil: call costs measured each start
+	// loadedPath is loaded's path ("" for none), readable without the
+	// lock: a status report must not wait for a reply to end.
+	loadedPath atomic.Value         // string
+	store      engine.SnapshotStore // nil: no KV snapshots
+	costs      engine.CostStore     // nil: call costs measured each start
 	// forget: every request prefills its whole prompt (NoResume).
 	forget bool
 }
@@ -178,6 +182,7 @@ func (r *Manager) load(ctx context.Context, path string, progress func(done, tot
 		return nil, fmt.Errorf("load model %s: chat template: %w", path, err)
 	}
 	r.log.Info("model loaded", "path", path, "arch", b.Config().Arch, "backend", lm.BackendName, "template", tmpl.Name())
+	r.loadedPath.Store(path)
 	r.loaded = &Model{r: r, path: path, backend: b, tok: tok, tmpl: tmpl, corpus: spec.NewCorpus(0), seen: map[string]bool{}}
 	return r.loaded, nil
 }
@@ -188,7 +193,15 @@ func (r *Manager) unload() {
 			c.Close()
 		}
 		r.loaded = nil
+		r.loadedPath.Store("")
 	}
+}
+
+// LoadedPath is the path of the model loaded now, "" when none; unlike
+// Loaded it does not wait for a running request.
+func (r *Manager) LoadedPath() string {
+	p, _ := r.loadedPath.Load().(string)
+	return p
 }
 
 // Loaded returns the loaded model, nil if none, once a running request has

@@ -1,7 +1,17 @@
 // Models and downloads: the models the app knows (scan, import, the
 // default, forget), loading one ahead of the first reply, and the model
 // downloads with their progress.
-import type { Download, DownloadRequest, ImportResult, ModelList, Outcome } from "../types";
+import type {
+  CatalogList,
+  Download,
+  DownloadRequest,
+  HubModel,
+  ImportResult,
+  ModelList,
+  Outcome,
+  PullRequest,
+  RepoFiles,
+} from "../types";
 import { errorText, type Core } from "./core";
 import type { Settings } from "./settings";
 
@@ -17,9 +27,25 @@ export interface ModelLoad {
   error: string;
 }
 
+/** The Hugging Face search: what was asked, what came back, and the repository opened to pick a file. */
+export interface HubSearch {
+  text: string;
+  busy: boolean;
+  results: HubModel[] | null;
+  /** Why the search (or opening a repository) failed, in the Hub client's plain words; "" otherwise. */
+  error: string;
+  /** The repository whose files are shown (quantisations, or its size as a bundle). */
+  repo: RepoFiles | null;
+  /** The repository being opened, "" when none. */
+  opening: string;
+}
+
 /** The models' part of the state. */
 export interface ModelsState {
   list: ModelList | null;
+  /** The curated catalog for this machine (sizes exact once the Hub answered). */
+  catalog: CatalogList | null;
+  search: HubSearch;
   /** The model downloads, by file name. */
   downloads: Download[];
   /** A model being loaded ahead of the first reply (Models.Load), or the last one. */
@@ -28,7 +54,11 @@ export interface ModelsState {
 
 /** The models' part before anything is loaded. */
 export function initialModels(): ModelsState {
-  return { list: null, downloads: [], load: null };
+  return { list: null, catalog: null, search: initialSearch(), downloads: [], load: null };
+}
+
+function initialSearch(): HubSearch {
+  return { text: "", busy: false, results: null, error: "", repo: null, opening: "" };
 }
 
 /** ds with d in its place (by name), or added; a cancelled download is gone (the Go side forgets it). */
@@ -55,7 +85,10 @@ export class Models {
     return [
       events.onDownload((d) => {
         this.update((s) => ({ downloads: upsertDownload(s.downloads, d) }));
-        if (d.state === "done") void this.reload();
+        if (d.state === "done") {
+          void this.reload();
+          void this.reloadCatalog();
+        }
       }),
       events.onModelProgress((p) => {
         this.update((s) =>
@@ -115,6 +148,7 @@ export class Models {
       end = { outcome: null, error: errorText(e) };
     }
     this.update((s) => ({ load: s.load && { ...s.load, ...end, running: false } }));
+    void this.reload(); // the list says which model is loaded now
     if (this.core.state.window.page === "settings") void this.settings.reloadFacts();
   }
 
@@ -152,6 +186,60 @@ export class Models {
   /** Stops a download and removes what arrived. */
   cancelDownload(name: string) {
     return this.download(() => this.core.api.downloads.cancel(name));
+  }
+
+  /**
+   * The catalog: what is known at once, then every entry's exact size from
+   * the Hub (the first shows while the second is asked for).
+   */
+  async loadCatalog() {
+    await this.reloadCatalog();
+    if (this.sizesAsked) return; // the Go side keeps what the Hub said
+    this.sizesAsked = true;
+    const c = await this.core.attempt("models", () => this.core.api.catalog.sizes(), true);
+    if (c) this.update({ catalog: c });
+    else this.sizesAsked = false;
+  }
+
+  /** Whether the Hub was asked for the catalog's sizes this session. */
+  private sizesAsked = false;
+
+  async reloadCatalog() {
+    const c = await this.core.attempt("models", () => this.core.api.catalog.list(), true);
+    if (c) this.update({ catalog: c });
+  }
+
+  private setSearch(patch: Partial<HubSearch>) {
+    this.update((s) => ({ search: { ...s.search, ...patch } }));
+  }
+
+  /** Asks the Hub for GGUF and Core ML repositories whose name holds text; an error is kept in words beside the box. */
+  async searchHub(text: string) {
+    this.setSearch({ text, busy: true, error: "", repo: null });
+    try {
+      const results = await this.core.api.catalog.search(text);
+      this.setSearch({ results, busy: false });
+    } catch (e) {
+      this.setSearch({ results: null, busy: false, error: errorText(e) });
+    }
+  }
+
+  /** Reads a repository's files: the quantisations to pick, or its size as a bundle. */
+  async openRepo(repo: string) {
+    this.setSearch({ opening: repo, error: "", repo: null });
+    try {
+      const files = await this.core.api.catalog.files(repo);
+      this.setSearch({ repo: files, opening: "" });
+    } catch (e) {
+      this.setSearch({ opening: "", error: errorText(e) });
+    }
+  }
+
+  /** Starts the download of a catalog entry or a repository's file (or whole repository); false if refused. */
+  async pull(r: PullRequest): Promise<boolean> {
+    const d = await this.core.attempt("models", () => this.core.api.catalog.pull(r));
+    if (d) this.update((s) => ({ downloads: upsertDownload(s.downloads, d) }));
+    return d !== undefined;
   }
 
   /** Removes a finished, failed or cancelled download from the list. */

@@ -22,7 +22,10 @@
 //   - tiny-coreml: a CoreML-LLM-shaped bundle layout (model_config.json,
 //     swa/chunkN.mlmodelc/..., RoPE tables, hf_model/tokenizer.json), bytes
 //     generated, several files in LFS and several in Git;
-//   - gated-GGUF: a gated repository ("gated": "manual").
+//   - gated-GGUF: a gated repository ("gated": "manual");
+//   - bartowski/SmolLM2-135M-Instruct-GGUF: the catalog entry
+//     smollm2-135m-instruct's repository and file, whose bytes are
+//     stories260K's (external), so a catalog pull can be tested.
 package main
 
 import (
@@ -87,6 +90,14 @@ func main() {
 				{path: "swa/chunk2.mlmodelc/coremldata.bin", size: 900},
 				{path: "swa/cos_sliding.npy", size: 70000},
 				{path: "swa/sin_sliding.npy", size: 70000},
+			}},
+		// The catalog's smollm2-135m-instruct entry (internal/catalog), its
+		// file served as the real tiny model: the app's one-click catalog
+		// download is tested end to end (fetched, checked, registered).
+		{id: "bartowski/SmolLM2-135M-Instruct-GGUF", tags: []string{"gguf", "llama", "text-generation"}, library: "gguf", downloads: 300, likes: 1,
+			files: []file{
+				{path: "README.md", text: "---\nlicense: apache-2.0\n---\n# SmolLM2-135M-Instruct-GGUF (fake Hub: stories260K's bytes)\n"},
+				{path: "SmolLM2-135M-Instruct-Q8_0.gguf", size: storiesSize, external: "stories260K.gguf"},
 			}},
 		{id: "anechat-test/gated-GGUF", tags: []string{"gguf", "gemma3"}, library: "gguf", downloads: 500, gated: "manual",
 			files: []file{

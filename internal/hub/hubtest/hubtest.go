@@ -123,18 +123,32 @@ type Request struct {
 // t.Cleanup stops it.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	fx, err := Load()
+	s, err := New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{fx: fx, Blobs: map[string]string{}, drop: map[string]int64{}, corrupt: map[string]bool{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewServer(s.Handler())
 	s.URL = s.srv.URL
 	t.Cleanup(s.srv.Close)
 	return s
 }
 
-// Close stops the server: later requests find nothing listening.
+// New returns a fake Hub with the committed fixtures that is not serving
+// yet: a program outside the tests (the e2e run's internal/e2ehub) serves
+// Handler on its own listener and sets URL to its address.
+func New() (*Server, error) {
+	fx, err := Load()
+	if err != nil {
+		return nil, err
+	}
+	return &Server{fx: fx, Blobs: map[string]string{}, drop: map[string]int64{}, corrupt: map[string]bool{}}, nil
+}
+
+// Handler answers the Hub's endpoints.
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serve) }
+
+// Close stops the server Start started: later requests find nothing
+// listening.
 func (s *Server) Close() { s.srv.Close() }
 
 // Fixtures returns the fixtures served.
