@@ -201,3 +201,58 @@ func TestSnapshotMeta(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// chatTurn answers msgs on r as a client of the API would (greedy, width 1,
+// n tokens) and returns the reply's ids and stats.
+func chatTurn(t *testing.T, r *Manager, msgs []chat.Message, n int) ([]int32, engine.Stats) {
+	t.Helper()
+	st, got, _, err := reply(t, r, Chat, func(m *Model) []int32 {
+		ids, err := m.Render(context.Background(), msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}, n, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, st
+}
+
+// TestInterleavedConversationsResume: three conversations take turns on one
+// manager (an editor, an agent and the app on one server), with no
+// snapshots on disk to fall back on; each next turn still resumes the whole
+// prompt of its conversation's last turn from memory, and writes what a
+// fresh manager writes.
+func TestInterleavedConversationsResume(t *testing.T) {
+	r := New(nil, nil)
+	defer r.Close()
+	// Openings long enough that the next turn, which stories260K's plain
+	// template renders with a newline after the reply, shares most of its
+	// prompt with what the session holds.
+	convs := [][]chat.Message{
+		{{Role: chat.RoleUser, Content: "Lily and Tom played in the park with a big red ball all day long"}},
+		{{Role: chat.RoleUser, Content: "The little dog ran to the tree and barked at the bird in the sun"}},
+		{{Role: chat.RoleUser, Content: "Mom gave Sue a cake and a cup of milk and they sat in the garden"}},
+	}
+	prev := make([]int, len(convs)) // the prompt of each one's last turn
+	for round := range 3 {
+		for i := range convs {
+			got, st := chatTurn(t, r, convs[i], 8)
+			if round > 0 && st.ResumedTokens < prev[i] {
+				t.Errorf("conversation %d, turn %d after the others' turns: resumed %d, prefilled %d; want at least its last prompt's %d resumed",
+					i, round+1, st.ResumedTokens, st.PrefillTokens, prev[i])
+			}
+			prev[i] = st.ResumedTokens + st.PrefillTokens
+			fresh := New(nil, nil)
+			want, fst := chatTurn(t, fresh, convs[i], 8)
+			fresh.Close()
+			if !slices.Equal(got, want) || fst.ResumedTokens != 0 {
+				t.Errorf("conversation %d, turn %d: %v; a fresh manager wrote %v", i, round+1, got, want)
+			}
+			var text string
+			_ = r.Do(context.Background(), testres.Stories(t), func(m *Model) error { text = m.Tokenizer().Decode(got); return nil })
+			convs[i] = append(convs[i], chat.Message{Role: chat.RoleAssistant, Content: text}, chat.Message{Role: chat.RoleUser, Content: "And then?"})
+		}
+	}
+}
