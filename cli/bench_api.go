@@ -68,12 +68,13 @@ type apiTurn struct {
 // prefilled whole), and optionally on another OpenAI-compatible server
 // (llama.cpp's llama-server with its prompt cache), in one run.
 func runBenchAPI(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "bench api", "--model PATH [--turns 10] [--max-tokens 32] [--rounds 3] [--conversations 1] [--against URL] [--against-name NAME] [--json]")
+	fs := newFlags(env, "bench api", "--model PATH [--turns 10] [--max-tokens 32] [--rounds 3] [--conversations 1] [--no-system] [--against URL] [--against-name NAME] [--json]")
 	modelPath := fs.String("model", "", "model file (.gguf) both anechat servers run (give llama-server the same file)")
 	turns := fs.Int("turns", len(benchAPIQuestions), "turns of the conversation replayed")
 	maxTokens := fs.Int("max-tokens", 32, "tokens per reply")
 	rounds := fs.Int("rounds", 3, "replays of the conversation per server (the median TTFT of each turn is reported); the servers take turns, turn by turn")
 	conversations := fs.Int("conversations", 1, "conversations replayed side by side, taking turns (turn k of each before turn k+1 of any), as several clients of one server do; the figures of a turn are over all of them: TTFT the median, resumed the least")
+	noSystem := fs.Bool("no-system", false, "no system prompt: the conversation's name opens its first question instead, so the first turns are short (under a 64-token block, which no snapshot on disk serves)")
 	against := fs.String("against", "", "base URL (…/v1) of another OpenAI-compatible server to replay the same conversation against, e.g. llama-server's")
 	againstName := fs.String("against-name", "llama-server", "what to call --against in the table")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -156,6 +157,14 @@ func runBenchAPI(ctx context.Context, env *Env, args []string) error {
 			figures[i][k].ResumedTokens = -1 // none yet: the least is taken
 		}
 	}
+	// opening names conversation c of round r ("Conversation 2B."); it
+	// opens the system prompt, or the first question with --no-system.
+	opening := func(r, c int) string {
+		if *conversations > 1 {
+			return fmt.Sprintf("Conversation %d%c.", r+1, 'A'+c)
+		}
+		return fmt.Sprintf("Conversation %d.", r+1)
+	}
 	for r := range *rounds {
 		// A new opening per round, so that no server resumes a round from
 		// the last one. The servers take turns turn by turn, so that a
@@ -164,17 +173,20 @@ func runBenchAPI(ctx context.Context, env *Env, args []string) error {
 		for i := range targets {
 			msgs[i] = make([][]map[string]any, *conversations)
 			for c := range *conversations {
-				system := fmt.Sprintf("Conversation %d. %s", r+1, benchAPISystem)
-				if *conversations > 1 {
-					system = fmt.Sprintf("Conversation %d%c. %s", r+1, 'A'+c, benchAPISystem)
+				msgs[i][c] = []map[string]any{{"role": "system", "content": opening(r, c) + " " + benchAPISystem}}
+				if *noSystem {
+					msgs[i][c] = nil
 				}
-				msgs[i][c] = []map[string]any{{"role": "system", "content": system}}
 			}
 		}
 		for k := range *turns {
 			for c := range *conversations {
 				for i, tg := range targets {
-					msgs[i][c] = append(msgs[i][c], map[string]any{"role": "user", "content": benchAPIQuestions[k]})
+					q := benchAPIQuestions[k]
+					if *noSystem && k == 0 {
+						q = opening(r, c) + " " + q
+					}
+					msgs[i][c] = append(msgs[i][c], map[string]any{"role": "user", "content": q})
 					res, err := apiStream(ctx, tg, name, msgs[i][c], *maxTokens)
 					if err != nil {
 						return fmt.Errorf("%s turn %d: %w", tg.Name, k+1, err)
