@@ -288,6 +288,9 @@ type Model struct {
 type warmSession struct {
 	mode Mode
 	s    *engine.Session
+	// prompt is the length of the last prompt it was given: the next turn
+	// of its conversation holds that prompt whole.
+	prompt int
 }
 
 // maxSeen bounds the memory of texts already in the corpus; past it the
@@ -358,23 +361,37 @@ func (m *Model) newSession(mode Mode) (*engine.Session, error) {
 // most recently used: the warm one that keeps most of ids (Reusable), else
 // an empty one, else a new one (the least recently used dropped if the
 // bound is reached); a session that keeps nothing restores from the
-// snapshots on disk.
+// snapshots on disk. A session is not cut back for a prompt that parts from
+// its last prompt (not that conversation's next turn, nor a rerun or a
+// regenerated reply, whose prompt it holds whole) when that would drop more
+// than it keeps: another conversation that shares only an opening with it,
+// such as a default system prompt, would take it from its own; prefilling
+// the opening again costs less than that conversation's next turn would.
 func (m *Model) pick(mode Mode, ids []int32) (*engine.Session, error) {
 	best, most := -1, 0
 	for i, w := range m.warm {
 		if w.mode != mode {
 			continue
 		}
-		if k := w.s.Reusable(ids); k > most {
+		k := w.s.Reusable(ids)
+		if k < w.prompt && k < len(ids)-1 && 2*k < w.s.Cache().Len() && m.r.warm.Sessions > 1 {
+			k = 0
+		}
+		if k > most {
 			best, most = i, k
 		} else if best < 0 && len(w.s.Tokens()) == 0 && w.s.Cache().Len() == 0 {
 			best = i // empty: nothing of another conversation is lost
 		}
 	}
 	if best < 0 {
-		return m.newSession(mode)
+		s, err := m.newSession(mode)
+		if err == nil {
+			m.warm[0].prompt = len(ids)
+		}
+		return s, err
 	}
 	w := m.warm[best]
+	w.prompt = len(ids)
 	m.warm = slices.Insert(slices.Delete(m.warm, best, best+1), 0, w)
 	return w.s, nil
 }
