@@ -145,10 +145,10 @@ func runBenchAPI(ctx context.Context, env *Env, args []string) error {
 			return fmt.Errorf("%s (%s): %w", tg.Name, tg.URL, err)
 		}
 	}
-	// The replies are the first server's in the first round; every replay
-	// sends the same messages.
-	answers := make([][]string, *conversations) // [conversation][turn]
-	ttft := make([][][]float64, len(targets))   // [target][turn][round and conversation]
+	// The replies sent back are the first server's in the same round (what
+	// a client sends back is what the model wrote for that conversation:
+	// its KV holds it); every server is sent the same messages.
+	ttft := make([][][]float64, len(targets)) // [target][turn][round and conversation]
 	figures := make([][]apiTurn, len(targets))
 	for i := range targets {
 		ttft[i] = make([][]float64, *turns)
@@ -166,6 +166,7 @@ func runBenchAPI(ctx context.Context, env *Env, args []string) error {
 		return fmt.Sprintf("Conversation %d.", r+1)
 	}
 	for r := range *rounds {
+		answers := make([][]string, *conversations) // [conversation][turn]
 		// A new opening per round, so that no server resumes a round from
 		// the last one. The servers take turns turn by turn, so that a
 		// burst of load on the machine falls on all of them alike.
