@@ -361,12 +361,14 @@ func (m *Model) newSession(mode Mode) (*engine.Session, error) {
 // most recently used: the warm one that keeps most of ids (Reusable), else
 // an empty one, else a new one (the least recently used dropped if the
 // bound is reached); a session that keeps nothing restores from the
-// snapshots on disk. A session is not cut back for a prompt that parts from
-// its last prompt (not that conversation's next turn, nor a rerun or a
-// regenerated reply, whose prompt it holds whole) when that would drop more
-// than it keeps: another conversation that shares only an opening with it,
-// such as a default system prompt, would take it from its own; prefilling
-// the opening again costs less than that conversation's next turn would.
+// snapshots on disk. With room for more than one session, a session is cut
+// back only for a prompt of its own conversation: one that holds its last
+// prompt whole (the next turn) or that it holds whole (a rerun, a
+// regenerated reply). Another conversation that shares only an opening
+// with it (a default system prompt, an agent's instructions) would take it
+// from its own, whose next turn would then prefill everything; that one
+// gets a session of its own, which restores the opening from a snapshot
+// on disk when one is stored.
 func (m *Model) pick(mode Mode, ids []int32) (*engine.Session, error) {
 	best, most := -1, 0
 	for i, w := range m.warm {
@@ -374,7 +376,7 @@ func (m *Model) pick(mode Mode, ids []int32) (*engine.Session, error) {
 			continue
 		}
 		k := w.s.Reusable(ids)
-		if k < w.prompt && k < len(ids)-1 && 2*k < w.s.Cache().Len() && m.r.warm.Sessions > 1 {
+		if k < w.prompt && k < len(ids)-1 && m.r.warm.Sessions > 1 {
 			k = 0
 		}
 		if k > most {

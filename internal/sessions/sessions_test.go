@@ -385,24 +385,28 @@ func TestNewSessionsShareMeasuredCosts(t *testing.T) {
 }
 
 // TestSharedOpeningKeepsTheOtherConversation: a conversation whose prompt
-// shares only an opening with what another's session holds (less than half
-// of it) gets a session of its own instead of cutting that one back, so
-// the other's next turn still resumes from memory.
+// shares only an opening with what another's session holds gets a session
+// of its own instead of cutting that one back, so the other's next turn
+// still resumes from memory.
 func TestSharedOpeningKeepsTheOtherConversation(t *testing.T) {
-	r := New(nil, nil)
-	defer r.Close()
-	a := []chat.Message{{Role: chat.RoleUser, Content: "Lily and Tom played in the park with a big red ball all day long"}}
-	b := []chat.Message{{Role: chat.RoleUser, Content: "Lily and Tom played in the park with a big dog"}}
-	got, st := chatTurn(t, r, a, 16)
-	var text string
-	_ = r.Do(context.Background(), testres.Stories(t), func(m *Model) error { text = m.Tokenizer().Decode(got); return nil })
-	first := st.PrefillTokens
-	chatTurn(t, r, b, 8)
-	a = append(a, chat.Message{Role: chat.RoleAssistant, Content: text}, chat.Message{Role: chat.RoleUser, Content: "And then?"})
-	if _, st := chatTurn(t, r, a, 8); st.ResumedTokens < first {
-		t.Errorf("the first conversation's next turn after one sharing its opening: resumed %d, want its first prompt's %d", st.ResumedTokens, first)
-	}
-	if w := warm(t, r); w.Sessions != 2 {
-		t.Errorf("%d sessions warm, want one per conversation", w.Sessions)
+	// A reply of 16 tokens: the opening is less than half of what the
+	// other session holds; of 4: more.
+	for _, n := range []int{16, 4} {
+		r := New(nil, nil)
+		a := []chat.Message{{Role: chat.RoleUser, Content: "Lily and Tom played in the park with a big red ball all day long"}}
+		b := []chat.Message{{Role: chat.RoleUser, Content: "Lily and Tom played in the park with a big dog"}}
+		got, st := chatTurn(t, r, a, n)
+		var text string
+		_ = r.Do(context.Background(), testres.Stories(t), func(m *Model) error { text = m.Tokenizer().Decode(got); return nil })
+		first := st.PrefillTokens
+		chatTurn(t, r, b, 8)
+		a = append(a, chat.Message{Role: chat.RoleAssistant, Content: text}, chat.Message{Role: chat.RoleUser, Content: "And then?"})
+		if _, st := chatTurn(t, r, a, 8); st.ResumedTokens < first {
+			t.Errorf("reply of %d: the first conversation's next turn after one sharing its opening: resumed %d, want its first prompt's %d", n, st.ResumedTokens, first)
+		}
+		if w := warm(t, r); w.Sessions != 2 {
+			t.Errorf("reply of %d: %d sessions warm, want one per conversation", n, w.Sessions)
+		}
+		r.Close()
 	}
 }
