@@ -229,7 +229,6 @@ func (r *Manager) load(ctx context.Context, path string, progress func(done, tot
 	}
 	r.log.Info("model loaded", "path", path, "arch", b.Config().Arch, "backend", lm.BackendName, "template", tmpl.Name())
 	r.loaded = &Model{r: r, path: path, backend: b, tok: tok, tmpl: tmpl, corpus: spec.NewCorpus(0), seen: map[string]bool{}}
-	r.loaded.trim()
 	return r.loaded, nil
 }
 
