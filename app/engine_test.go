@@ -290,6 +290,32 @@ func TestEngineGeneratorMarksDraftedPieces(t *testing.T) {
 	}
 }
 
+// TestEngineGeneratorSaysWhyNoDrafts: a reply at width 4 that drafts nothing
+// carries the reason in its stats (and so in the stats JSON Chat stores and
+// the window's stats line shows): here a cost table in which every width
+// costs what that many width-1 calls do, so no draft can pay (issue 23).
+func TestEngineGeneratorSaysWhyNoDrafts(t *testing.T) {
+	path := testres.Stories(t)
+	src, err := load.Detect(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := costedGenerator(fixedCosts{engine.CostsKey(src.Fingerprint, cpu.Kernels()): `{"widths":[1,2,3,4,5,6,7,8],"seconds":{"1":0.001,"2":0.002,"3":0.003,"4":0.004,"5":0.005,"6":0.006,"7":0.007,"8":0.008}}`})
+	defer g.Close()
+	st, err := g.Generate(context.Background(), GenerateRequest{Model: storage.Model{Path: path}, MaxTokens: 40, Width: 4,
+		Messages: []ChatMessage{{Role: "user", Content: "Once upon a time"}}}, func(Piece) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Drafted != 0 || !strings.HasPrefix(st.DraftNote, "no drafts: ") {
+		t.Fatalf("stats %+v: want no drafts and the reason", st)
+	}
+	raw, err := json.Marshal(st)
+	if err != nil || !strings.Contains(string(raw), `"draftNote":"no drafts: `) {
+		t.Fatalf("stats JSON %s (%v): want the draft note", raw, err)
+	}
+}
+
 func TestEngineGeneratorPiecesCountTokensAndCallsSoFar(t *testing.T) {
 	// The window's live τ and drafted share come from each piece's counts:
 	// they only grow, and the last piece's equal the reply's stats (but a

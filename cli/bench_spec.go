@@ -44,8 +44,13 @@ type specRun struct {
 	Drafted     int     `json:"drafted"`
 	Accepted    int     `json:"accepted"`
 	Wide        int     `json:"wide_calls"`
-	TokS        float64 `json:"tok_s"`
-	Speedup     float64 `json:"speedup"`
+	// Declined and Probes: calls the gate sent without drafts because
+	// wide calls cost more lately than measured, and calls that sent them
+	// all the same to measure afresh (spec.Stats).
+	Declined int     `json:"declined"`
+	Probes   int     `json:"probes"`
+	TokS     float64 `json:"tok_s"`
+	Speedup  float64 `json:"speedup"`
 	// ModelSpeedup is the speedup the cost model measured at load predicts
 	// for the calls made (width 1's calls x its cost over the sum of each
 	// call's cost): what an idle machine would show, free of the noise of a
@@ -73,6 +78,8 @@ type specSummary struct {
 	Tau       float64 `json:"tau"`
 	Drafted   int     `json:"drafted"`
 	Accepted  int     `json:"accepted"`
+	Declined  int     `json:"declined"`
+	Probes    int     `json:"probes"`
 	TokS      float64 `json:"tok_s"`
 	Speedup   float64 `json:"speedup"`
 	// ModelSpeedup: see specRun.
@@ -155,7 +162,7 @@ func parseWidths(s string) ([]int, error) {
 // runBenchSpec is `anechat bench spec`: every prompt of a workload at every
 // width, compared with width 1.
 func runBenchSpec(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "bench spec", "--model PATH|random [--prompts FILE.jsonl] [--widths 1,2,4,8] [--max-tokens N] [--limit N] [--reps N] [--category C] [--corpus] [--fixed-costs] [--ungated] [--free-width] [--no-lookahead] [--json]")
+	fs := newFlags(env, "bench spec", "--model PATH|random [--prompts FILE.jsonl] [--widths 1,2,4,8] [--max-tokens N] [--limit N] [--reps N] [--category C] [--corpus] [--fixed-costs] [--ungated] [--free-width] [--no-lookahead] [--carry] [--json]")
 	modelPath := fs.String("model", "", "model file (.gguf) or directory, or \"random\" for a generated memory-bound llama (no tokenizer: text prompts become byte ids)")
 	promptsPath := fs.String("prompts", "bench/workloads/spec.jsonl", "workload: JSON Lines {\"id\",\"category\",\"prompt\",\"raw\",\"max_tokens\"}")
 	widthsFlag := fs.String("widths", "1,2,4,8", "comma-separated widths (1 = off, 0 = auto); width 1 is always run as the reference")
@@ -168,6 +175,7 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 	ungated := fs.Bool("ungated", false, "send every proposal whatever its acceptance rate (measures what the drafters could accept, not a setting to use)")
 	freeWidth := fs.Bool("free-width", false, "inject a cost table in which every width costs what width 1 does (the Neural Engine's case) instead of the measured one, frozen")
 	noLookahead := fs.Bool("no-lookahead", false, "leave the call slots the drafters do not fill empty (no lookahead guesses)")
+	carry := fs.Bool("carry", false, "keep one verify loop for the whole run, as the app and the API keep one per model load: its cost model follows every call made and its drafting state carries from run to run (else every run starts afresh from the costs measured at load)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -208,7 +216,7 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 	defer closeModel()
 	rep, err := benchSpec(ctx, m, prompts, widths, benchSpecOptions{
 		maxTokens: *maxTokens, limit: *limitTokens, reps: max(*reps, 1), corpus: *useCorpus, ungated: *ungated, fixedCosts: *fixedCosts,
-		freeWidth: *freeWidth, noLookahead: *noLookahead,
+		freeWidth: *freeWidth, noLookahead: *noLookahead, carry: *carry,
 		progress: func(msg string) {
 			if !*asJSON {
 				fmt.Fprintln(env.Stderr, msg)
@@ -282,13 +290,18 @@ type benchSpecOptions struct {
 	// lookahead guesses off.
 	freeWidth   bool
 	noLookahead bool
-	progress    func(string)
+	// carry keeps the session's verify loop from run to run instead of
+	// starting each run afresh (ResetDrafting): what a model load serving
+	// many requests does.
+	carry    bool
+	progress func(string)
 }
 
 // benchSpec runs the workload on one Session: every run resumes it to the
 // prompt (Session.Resume truncates the cache back to the prompt, or
 // prefills it again where a sliding window lost rows) and starts its drafting
-// afresh from the same cost model, measured once at load. Width 1 is the
+// afresh from the same cost model, measured once at load (with carry, the
+// drafting and the cost model carry on from the run before). Width 1 is the
 // verify loop with no drafts, the reference the other widths must equal.
 func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths []int, o benchSpecOptions) (*specReport, error) {
 	b := m.backend
@@ -328,7 +341,7 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 		stop = m.codec.stops()
 	}
 	// Warm up (page in the weights, grow the heap) before anything is timed.
-	if _, _, _, _, err := specRunOnce(ctx, s, []int32{max(b.Config().BOS, 0)}, 32, 1, costs, stop); err != nil {
+	if _, _, _, _, err := specRunOnce(ctx, s, []int32{max(b.Config().BOS, 0)}, 32, 1, costs, stop, false); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	for _, p := range prompts {
@@ -362,7 +375,7 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 		// the widths; the fastest repetition of each width counts.
 		for rep := range o.reps {
 			for wi, w := range widths {
-				r, out, text, stopped, err := specRunOnce(ctx, s, ids, limit, w, costs, stop)
+				r, out, text, stopped, err := specRunOnce(ctx, s, ids, limit, w, costs, stop, o.carry)
 				if err != nil {
 					return nil, fmt.Errorf("prompt %s width %d: %w", p.ID, w, err)
 				}
@@ -410,14 +423,17 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 }
 
 // specRunOnce generates once from the prompt ids at width w on s, its
-// drafting started afresh from costs, and returns the figures, ids, text and
-// stop reason. The prompt's prefill (a truncation back to it, and the call
-// for its last token) is not timed.
-func specRunOnce(ctx context.Context, s *engine.Session, ids []int32, limit, w int, costs *spec.Costs, stop []int32) (specRun, []int32, string, string, error) {
+// drafting started afresh from costs (with carry, carried on from the run
+// before), and returns the figures, ids, text and stop reason. The prompt's
+// prefill (a truncation back to it, and the call for its last token) is not
+// timed.
+func specRunOnce(ctx context.Context, s *engine.Session, ids []int32, limit, w int, costs *spec.Costs, stop []int32, carry bool) (specRun, []int32, string, string, error) {
 	if err := s.Resume(ctx, ids, nil); err != nil {
 		return specRun{}, nil, "", "", err
 	}
-	s.ResetDrafting(costs.Clone())
+	if !carry {
+		s.ResetDrafting(costs.Clone())
+	}
 	var out []int32
 	var text strings.Builder
 	t0 := time.Now()
@@ -433,7 +449,7 @@ func specRunOnce(ctx context.Context, s *engine.Session, ids []int32, limit, w i
 		return specRun{}, nil, "", "", err
 	}
 	r := specRun{Width: w, Tokens: len(out), TargetCalls: st.TargetCalls, Tau: st.Tau(), Drafted: st.Drafted, Accepted: st.Accepted,
-		Wide: st.Wide, seconds: elapsed.Seconds()}
+		Wide: st.Wide, Declined: st.Declined, Probes: st.Probes, seconds: elapsed.Seconds()}
 	if elapsed > 0 {
 		r.TokS = float64(r.Tokens) / elapsed.Seconds()
 	}
@@ -472,6 +488,8 @@ func summarise(prs []specPromptResult, widths []int) []specSummary {
 				s.modelSeconds += r.modelSeconds
 				s.Drafted += r.Drafted
 				s.Accepted += r.Accepted
+				s.Declined += r.Declined
+				s.Probes += r.Probes
 			}
 			if s.calls > 0 {
 				s.Tau = float64(s.tokens) / float64(s.calls)

@@ -45,6 +45,11 @@ func TestBenchSpecStories(t *testing.T) {
 			if !r.Identical || r.Tokens != p.Runs[0].Tokens || r.TargetCalls+r.Accepted+1 != r.Tokens {
 				t.Fatalf("%s width %d: %+v", p.ID, r.Width, r)
 			}
+			// Fixed costs are the measured ones: nothing is declined on
+			// cost, nothing probed.
+			if r.Declined != 0 || r.Probes != 0 {
+				t.Fatalf("%s width %d with --fixed-costs: declined %d, probes %d", p.ID, r.Width, r.Declined, r.Probes)
+			}
 		}
 		if p.Runs[0].Drafted != 0 || p.Runs[0].Speedup != 1 || p.Runs[0].ModelSpeedup != 1 {
 			t.Fatalf("%s width 1: %+v", p.ID, p.Runs[0])
@@ -76,6 +81,23 @@ func TestBenchSpecStories(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "category") || !strings.Contains(out.String(), "rewrite") {
 		t.Fatalf("table output:\n%s", out.String())
+	}
+	// --carry: one verify loop for every run (the app's case), its costs
+	// following the calls; the output stays that of width 1.
+	out.Reset()
+	if code := Run(context.Background(), []string{"bench", "spec", "--model", model, "--prompts", work, "--widths", "2,4,0", "--reps", "2", "--carry", "--json"}, nil, &out, &errb); code != 0 {
+		t.Fatalf("--carry: exit %d: %s", code, errb.String())
+	}
+	rep = specReport{}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("--carry: bad JSON: %v\n%s", err, out.String())
+	}
+	for _, p := range rep.Prompts {
+		for _, r := range p.Runs {
+			if !r.Identical || r.Tokens != p.Runs[0].Tokens {
+				t.Fatalf("--carry: %s width %d: %+v", p.ID, r.Width, r)
+			}
+		}
 	}
 }
 

@@ -253,8 +253,8 @@ func (c *chatLoop) turn(ctx context.Context, user string) error {
 		fmt.Fprintf(c.env.Stdout, "(the answer reached the end of the model's context: /reset to start over)\n")
 	}
 	if c.stats {
-		fmt.Fprintf(c.env.Stderr, "[%d prompt tokens, %d generated (%s), %d calls, %d/%d drafts accepted, ttft %.1f ms, %.1f tok/s]\n",
-			st.PrefillTokens, st.Tokens, st.Stopped, st.TargetCalls, st.Accepted, st.Drafted, st.TTFTms, st.DecodeTokS)
+		fmt.Fprintf(c.env.Stderr, "[%d prompt tokens, %d generated (%s), %d calls, drafted %d, accepted %d, ttft %.1f ms, %.1f tok/s%s]\n",
+			st.PrefillTokens, st.Tokens, st.Stopped, st.TargetCalls, st.Drafted, st.Accepted, st.TTFTms, st.DecodeTokS, draftNote(st))
 	}
 	return nil
 }

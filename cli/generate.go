@@ -35,11 +35,16 @@ type generateJSON struct {
 type generateStat struct {
 	// Width is the speculation width asked for (--width; 0 = auto);
 	// Stopped, why the reply ended ("stop", "length" or "context").
-	Width         int     `json:"width"`
-	Stopped       string  `json:"stopped"`
-	TargetCalls   int     `json:"target_calls"`
-	Drafted       int     `json:"drafted"`
-	Accepted      int     `json:"accepted"`
+	Width       int    `json:"width"`
+	Stopped     string `json:"stopped"`
+	TargetCalls int    `json:"target_calls"`
+	Drafted     int    `json:"drafted"`
+	Accepted    int    `json:"accepted"`
+	// Declined, Probes and DraftNote say why the reply drafted less than
+	// it could (spec.Stats).
+	Declined      int     `json:"declined"`
+	Probes        int     `json:"probes"`
+	DraftNote     string  `json:"draft_note,omitempty"`
 	PrefillTokens int     `json:"prefill_tokens"`
 	ResumedTokens int     `json:"resumed_tokens"`
 	TTFTms        float64 `json:"ttft_ms"`
@@ -52,8 +57,19 @@ type generateStat struct {
 
 // statJSON is the --json stats of a reply at width.
 func statJSON(st engine.Stats, width int) generateStat {
-	return generateStat{Width: width, Stopped: st.Stopped, TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted, PrefillTokens: st.PrefillTokens,
+	return generateStat{Width: width, Stopped: st.Stopped, TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted,
+		Declined: st.Declined, Probes: st.Probes, DraftNote: st.DraftNote, PrefillTokens: st.PrefillTokens,
 		ResumedTokens: st.ResumedTokens, TTFTms: st.TTFTms, DecodeTokS: st.DecodeTokS}
+}
+
+// draftNote is the stats line's ending for why a reply drafted less than it
+// could ("; drafting paused: wide calls measured 3.1x width 1"), "" when
+// nothing held drafting back.
+func draftNote(st engine.Stats) string {
+	if st.DraftNote == "" {
+		return ""
+	}
+	return "; " + st.DraftNote
 }
 
 // genFlags are the sampling and speculation flags generate and chat share.
@@ -244,8 +260,8 @@ func runGenerate(ctx context.Context, env *Env, args []string) error {
 		return enc.Encode(generateJSON{PromptIDs: ids, IDs: out, Text: text.String(), Stats: js})
 	}
 	fmt.Fprintln(env.Stdout)
-	fmt.Fprintf(env.Stderr, "[%d prompt tokens (%d resumed), %d generated (%s), %d calls, %d/%d drafts accepted, ttft %.1f ms, %.1f tok/s]\n",
-		st.PrefillTokens+st.ResumedTokens, st.ResumedTokens, st.Tokens, st.Stopped, st.TargetCalls, st.Accepted, st.Drafted, st.TTFTms, st.DecodeTokS)
+	fmt.Fprintf(env.Stderr, "[%d prompt tokens (%d resumed), %d generated (%s), %d calls, drafted %d, accepted %d, ttft %.1f ms, %.1f tok/s%s]\n",
+		st.PrefillTokens+st.ResumedTokens, st.ResumedTokens, st.Tokens, st.Stopped, st.TargetCalls, st.Drafted, st.Accepted, st.TTFTms, st.DecodeTokS, draftNote(st))
 	return nil
 }
 

@@ -142,7 +142,7 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 	}
 	u := usage{PromptTokens: len(ids), CompletionTokens: st.Tokens, TotalTokens: len(ids) + st.Tokens}
 	fig := &figures{Width: j.p.width, TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted,
-		ResumedTokens: st.ResumedTokens, PrefilledTokens: st.PrefillTokens, TTFTms: st.TTFTms, DecodeTokS: st.DecodeTokS}
+		Declined: st.Declined, Probes: st.Probes, DraftNote: st.DraftNote, ResumedTokens: st.ResumedTokens, PrefilledTokens: st.PrefillTokens, TTFTms: st.TTFTms, DecodeTokS: st.DecodeTokS}
 	if err := out.finish(reason, u, fig); err != nil {
 		return st, len(ids), err
 	}

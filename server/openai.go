@@ -441,6 +441,13 @@ type figures struct {
 	TargetCalls int `json:"target_calls"`
 	Drafted     int `json:"drafted"`
 	Accepted    int `json:"accepted"`
+	// Declined is the calls sent without drafts because wide calls cost
+	// more lately than measured, Probes those that sent them all the same
+	// to measure afresh, DraftNote why the reply drafted less than it could
+	// ("drafting paused: wide calls measured 3.1x width 1"; spec.Stats).
+	Declined  int    `json:"declined"`
+	Probes    int    `json:"probes"`
+	DraftNote string `json:"draft_note,omitempty"`
 	// ResumedTokens is the prompt positions reused (from the session or a
 	// snapshot); PrefilledTokens those run through the model.
 	ResumedTokens   int `json:"resumed_tokens"`

@@ -51,6 +51,10 @@ func TestChatCompletion(t *testing.T) {
 	if f := r.Anechat; f == nil || f.TargetCalls == 0 || f.Width != 4 || f.PrefilledTokens+f.ResumedTokens != r.Usage.PromptTokens {
 		t.Fatalf("anechat figures %+v", f)
 	}
+	// A reply at width 4 that drafted nothing says why (issue 23).
+	if f := r.Anechat; (f.Drafted == 0) != (f.DraftNote != "") && f.Declined == 0 {
+		t.Fatalf("anechat figures %+v: drafted %d with draft note %q", f, f.Drafted, f.DraftNote)
+	}
 
 	// The same streamed: the same text, the role first, the finish reason
 	// with the figures, the usage last (include_usage), then [DONE].

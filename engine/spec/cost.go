@@ -3,6 +3,7 @@ package spec
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,20 +14,74 @@ import (
 // Costs is the cost model of a backend: the wall time of a width-1 call and,
 // for each width 2..MaxWidth, the cost of a call of that width relative to a
 // width-1 call. It starts from a measurement at load (Measure) and follows the
-// calls actually made (moving averages). Keeping ratios rather than absolute
-// times matters: a width-1 call gets slower as the context grows, and a
-// ratio measured against the current width-1 time stays right where a stale
-// absolute time for a wide call would make it look cheap. It is safe for
-// concurrent use.
+// calls actually made. Keeping ratios rather than absolute times matters: a
+// width-1 call gets slower as the context grows, and a ratio measured against
+// the current width-1 time stays right where a stale absolute time for a wide
+// call would make it look cheap. It is safe for concurrent use.
+//
+// What it follows must not outlive the moment it described (issue 23: one
+// burst of load on a shared machine made wide calls look 3-4x a width-1 call
+// for the rest of a model load, and the gate never drafted again, so no wide
+// call ever corrected it). Hence three rules:
+//   - a wide call is compared with a fresh width-1 call, made within
+//     freshCalls calls of it in the same request (before or after it),
+//     never with an average from before a burst (a burst slows both
+//     alike, so their ratio stays true); with none, it is not counted;
+//   - the observed ratios are forgotten as calls go by (costForget per call):
+//     a width no longer called drifts back to its measured ratio, so the gate
+//     drafts again once a spike is old;
+//   - each observed ratio is capped at twice its width: a call of w tokens
+//     costs at most about w width-1 calls on any backend, so a sample past
+//     twice that is a spike of load, and one spike must not outweigh the
+//     measurement.
+//
+// The verify loop adds the fourth: after probeEvery calls declined on cost
+// it sends the drafts the measured costs would have sent (a probe), and what
+// that call costs replaces what the calls of its width showed before.
 type Costs struct {
-	mu     sync.Mutex
-	one    float64               // seconds per width-1 call; 0 = unknown
-	ratio  [MaxWidth + 1]float64 // ratio[w] = cost(w)/cost(1); 0 = unknown
-	frozen bool                  // ignore Observe
+	mu sync.Mutex
+	// one is the recent width-1 time (a moving average), lastOne the latest
+	// width-1 call's time, and lastAt the call count when it was made.
+	one, lastOne float64
+	lastAt       int
+	// measured[w] = cost(w)/cost(1) as measured or given; 0 = unknown.
+	measured [MaxWidth + 1]float64
+	// sum[w] and weight[w] are the observed ratios of width-w calls and
+	// their count, both decayed by costForget per call observed.
+	sum, weight [MaxWidth + 1]float64
+	calls       int
+	// pending holds wide calls made while no fresh width-1 time was known:
+	// the next width-1 call, if it comes within freshCalls, is their
+	// reference.
+	pending []observed
+	frozen  bool // ignore Observe
 }
 
-// costStep is the weight of one observed call in the moving averages.
-const costStep = 0.05
+// observed is a wide call waiting for a fresh width-1 time.
+type observed struct {
+	w   int
+	sec float64
+	at  int
+}
+
+const (
+	// oneStep is the weight of one width-1 call in the recent width-1 time.
+	oneStep = 0.25
+	// freshCalls is how many calls apart a wide call and the width-1 call
+	// it is compared with may be.
+	freshCalls = 8
+	// costForget is the share of the observed ratios forgotten per call:
+	// an observation weighs half after about 44 calls, so the quiet calls
+	// before a burst stop outweighing it within a few dozen calls, and a
+	// burst's are forgotten as fast once it is over. (The probes retry
+	// sooner where the burst's calls weighed a lot; forgetting also brings
+	// back a width the gate stopped using for another reason.)
+	costForget = 1.0 / 64
+	// measuredWeight is what the measured ratio weighs against the
+	// observed ones (as many fresh observations): the observations win
+	// while a width is called, the measurement once they are forgotten.
+	measuredWeight = 4.0
+)
 
 // defaultSlope is the assumed extra cost of each extra token in a call, as a
 // fraction of a width-1 call, for widths never measured. Measure at load
@@ -37,7 +92,7 @@ const defaultSlope = 0.25
 // width w; zero or missing entries are unknown; without sec[1] nothing is
 // known).
 func NewCosts(sec map[int]float64) *Costs {
-	c := &Costs{}
+	c := &Costs{lastAt: -freshCalls - 1}
 	one := sec[1]
 	if one <= 0 {
 		return c
@@ -45,7 +100,7 @@ func NewCosts(sec map[int]float64) *Costs {
 	c.one = one
 	for w, s := range sec {
 		if w >= 2 && w <= MaxWidth && s > 0 {
-			c.ratio[w] = s / one
+			c.measured[w] = s / one
 		}
 	}
 	return c
@@ -64,15 +119,17 @@ func FixedCosts(sec map[int]float64) *Costs {
 func (c *Costs) Clone() *Costs {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return &Costs{one: c.one, ratio: c.ratio, frozen: c.frozen}
+	return &Costs{one: c.one, lastOne: c.lastOne, lastAt: c.lastAt, measured: c.measured, sum: c.sum, weight: c.weight,
+		calls: c.calls, pending: slices.Clone(c.pending), frozen: c.frozen}
 }
 
-// Table returns the cost model's state as per-width seconds, the form
-// NewCosts takes: sec[1] is the width-1 time and sec[w] the estimate for each
-// width 2..MaxWidth with a known ratio (interpolated widths are left out, so
-// NewCosts(c.Table()) interpolates them alike). It is empty while the
-// width-1 time is unknown. Callers persist it (the engine keeps measured
-// tables per model between runs) and restore it with NewCosts.
+// Table returns the measured costs as per-width seconds, the form NewCosts
+// takes: sec[1] is the width-1 time and sec[w] the estimate for each width
+// 2..MaxWidth with a measured ratio (interpolated widths are left out, so
+// NewCosts(c.Table()) interpolates them alike; what the calls showed since
+// is left out too, since it is forgotten). It is empty while the width-1
+// time is unknown. Callers persist it (the engine keeps measured tables per
+// model between runs) and restore it with NewCosts.
 func (c *Costs) Table() map[int]float64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -82,8 +139,8 @@ func (c *Costs) Table() map[int]float64 {
 	}
 	sec[1] = c.one
 	for w := 2; w <= MaxWidth; w++ {
-		if c.ratio[w] > 0 {
-			sec[w] = c.one * c.ratio[w]
+		if c.measured[w] > 0 {
+			sec[w] = c.one * c.measured[w]
 		}
 	}
 	return sec
@@ -108,19 +165,73 @@ func (c *Costs) Observe(w int, d time.Duration) {
 	if c.frozen {
 		return
 	}
-	s := d.Seconds()
-	switch {
-	case w == 1 && c.one == 0:
-		c.one = s
-	case w == 1:
-		c.one += costStep * (s - c.one)
-	case c.one == 0:
-		// No width-1 reference yet: nothing to compare with.
-	case c.ratio[w] == 0:
-		c.ratio[w] = s / c.one
-	default:
-		c.ratio[w] += costStep * (s/c.one - c.ratio[w])
+	c.calls++
+	for v := 2; v <= MaxWidth; v++ {
+		c.sum[v] *= 1 - costForget
+		c.weight[v] *= 1 - costForget
 	}
+	s := d.Seconds()
+	if w == 1 {
+		if c.one == 0 {
+			c.one = s
+		} else {
+			c.one += oneStep * (s - c.one)
+		}
+		c.lastOne, c.lastAt = s, c.calls
+		for _, p := range c.pending {
+			if c.calls-p.at <= freshCalls {
+				c.add(p.w, p.sec/s, c.calls-p.at)
+			}
+		}
+		c.pending = c.pending[:0]
+		return
+	}
+	if c.lastOne > 0 && c.calls-c.lastAt <= freshCalls {
+		c.add(w, s/c.lastOne, 0)
+		return
+	}
+	// No fresh width-1 time: wait for the next one (only the latest
+	// freshCalls calls can still get one).
+	c.pending = slices.DeleteFunc(c.pending, func(p observed) bool { return c.calls-p.at >= freshCalls })
+	c.pending = append(c.pending, observed{w: w, sec: s, at: c.calls})
+}
+
+// newRequest marks the start of a request: a width-1 time from before it
+// is not fresh (the machine's load may have changed while the app waited
+// for the user), so the request's first wide calls wait for a width-1 call
+// of their own.
+func (c *Costs) newRequest() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lastAt = c.calls - freshCalls - 1
+	c.pending = c.pending[:0]
+}
+
+// forget drops what the calls of width w showed so far: the verify loop's
+// probe is about to measure it afresh, and a probe is to say what a wide call
+// costs now, not be averaged with the burst that made the gate stop.
+func (c *Costs) forget(w int) {
+	if w < 2 || w > MaxWidth {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frozen {
+		return
+	}
+	c.sum[w], c.weight[w] = 0, 0
+}
+
+// add records an observed ratio x for width w, age calls old. Caller holds
+// c.mu.
+func (c *Costs) add(w int, x float64, age int) {
+	x = min(max(x, 1), 2*float64(w))
+	f := 1.0
+	for range age {
+		f *= 1 - costForget
+	}
+	c.sum[w] += f * x
+	c.weight[w] += f
 }
 
 // Seconds returns the current estimate for a call of width w (0 if unknown).
@@ -129,7 +240,7 @@ func (c *Costs) Seconds(w int) float64 {
 		return 0
 	}
 	c.mu.Lock()
-	one, known := c.one, w == 1 || c.ratio[w] > 0
+	one, known := c.one, w == 1 || c.measured[w] > 0 || c.weight[w] > 0
 	c.mu.Unlock()
 	if !known {
 		return 0
@@ -137,9 +248,8 @@ func (c *Costs) Seconds(w int) float64 {
 	return one * c.Ratio(w)
 }
 
-// Ratio is the cost of a call of width w relative to a width-1 call. Widths
-// never observed are interpolated between known neighbours, or extrapolated
-// with defaultSlope.
+// Ratio is the cost of a call of width w relative to a width-1 call: the
+// measured ratio (Measured) weighed with the calls observed lately.
 func (c *Costs) Ratio(w int) float64 {
 	if w <= 1 {
 		return 1
@@ -147,31 +257,54 @@ func (c *Costs) Ratio(w int) float64 {
 	w = min(w, MaxWidth)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ratio[w] > 0 {
-		return c.ratio[w]
+	m := c.measuredRatio(w)
+	if c.weight[w] <= 0 {
+		return m
+	}
+	return (measuredWeight*m + c.sum[w]) / (measuredWeight + c.weight[w])
+}
+
+// Measured is Ratio as measured at load (or given), without what the calls
+// showed since: what the cost model returns to once a spike is forgotten,
+// and what the verify loop's probes test.
+func (c *Costs) Measured(w int) float64 {
+	if w <= 1 {
+		return 1
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.measuredRatio(min(w, MaxWidth))
+}
+
+// measuredRatio is the measured ratio of width w; widths never measured
+// are interpolated between measured neighbours, or extrapolated with
+// defaultSlope. Caller holds c.mu.
+func (c *Costs) measuredRatio(w int) float64 {
+	if c.measured[w] > 0 {
+		return c.measured[w]
 	}
 	lo, hi := 1, 0
 	for v := w - 1; v >= 2; v-- {
-		if c.ratio[v] > 0 {
+		if c.measured[v] > 0 {
 			lo = v
 			break
 		}
 	}
 	for v := w + 1; v <= MaxWidth; v++ {
-		if c.ratio[v] > 0 {
+		if c.measured[v] > 0 {
 			hi = v
 			break
 		}
 	}
 	rlo := 1.0
 	if lo > 1 {
-		rlo = c.ratio[lo]
+		rlo = c.measured[lo]
 	}
 	if hi == 0 {
 		return rlo + defaultSlope*float64(w-lo)
 	}
 	f := float64(w-lo) / float64(hi-lo)
-	return rlo + f*(c.ratio[hi]-rlo)
+	return rlo + f*(c.measured[hi]-rlo)
 }
 
 // MeasureOptions tunes Measure.
@@ -311,13 +444,22 @@ func monotone(best map[int]time.Duration) map[int]float64 {
 	return sec
 }
 
+// ratios gives a call's cost relative to a width-1 call: *Costs (Ratio, what
+// the calls show) or measuredRatios (what was measured at load).
+type ratios interface{ Ratio(w int) float64 }
+
+// measuredRatios is a cost model's measured ratios alone.
+type measuredRatios struct{ c *Costs }
+
+func (m measuredRatios) Ratio(w int) float64 { return m.c.Measured(w) }
+
 // bestDrafts returns how many of m proposed tokens to send so that the
 // expected tokens per second is highest, given per-token acceptance rate q:
 // a call of width 1+d yields 1 + q + q² + … + q^d tokens on average and
 // costs Ratio(1+d) width-1 calls. d = 0 (a plain width-1 call) is always a
 // candidate, so a draft is sent only when it is expected to pay. allowed
 // reports which call widths the backend runs.
-func bestDrafts(c *Costs, q float64, m int, allowed func(w int) bool) (int, float64) {
+func bestDrafts(c ratios, q float64, m int, allowed func(w int) bool) (int, float64) {
 	bestD, bestV := 0, 1.0
 	gain, pow := 1.0, 1.0
 	for d := 1; d <= m; d++ {

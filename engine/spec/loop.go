@@ -59,6 +59,18 @@ type Stats struct {
 	Accepted int `json:"accepted"`
 	// Wide is the number of calls that carried at least one draft.
 	Wide int `json:"-"`
+	// Declined is the number of calls the gate sent without the drafts it
+	// had because wide calls cost more lately than measured at load (the
+	// drafts would have paid at the measured costs); Probes, how many calls
+	// sent such drafts all the same to measure the cost afresh (one after
+	// every probeEvery declined calls).
+	Declined int `json:"declined,omitempty"`
+	Probes   int `json:"probes,omitempty"`
+	// DraftNote says, for a reply of a width other than 1, why it drafted
+	// less than it could ("drafting paused: wide calls measured 3.1x width
+	// 1"), or "" when nothing held drafting back: so that "width 4, drafted
+	// 0" is never a mystery. The window shows it on the stats line.
+	DraftNote string `json:"draftNote,omitempty"`
 	// Calls counts the model calls by width (Calls[w] for width w).
 	Calls [MaxWidth + 1]int `json:"-"`
 	// Sources has Drafted/Accepted per source name.
@@ -116,14 +128,51 @@ type Decoder struct {
 	Lookahead bool
 
 	// carry holds the acceptance rates a request ended with; the next
-	// request on this Decoder (the next turn of a conversation) starts
-	// halfway between them and the priors, so a conversation that copies
-	// drafts sooner and one that does not wastes fewer.
+	// request on this Decoder starts halfway between them and the priors
+	// when it continues that request's sequence (the next turn of the same
+	// conversation), so a conversation that copies drafts sooner and one
+	// that does not wastes fewer. The rates describe one text: a request
+	// that does not continue it (a new chat, another API client) starts
+	// from the priors.
 	carry [][buckets]float64
 	// lookRate is the lookahead guesses' acceptance rate a request ended
-	// with (0: none yet).
+	// with (0: none yet); carried like carry.
 	lookRate float64
+	// seqLen and seqHash identify the sequence the last drafting request
+	// ended with (its history and emitted tokens), whose continuation
+	// inherits carry and lookRate.
+	seqLen  int
+	seqHash uint64
+	// declined counts the calls declined on cost since the last probe,
+	// across requests: the cost model belongs to the model load, not to
+	// a request, so short replies still reach a probe.
+	declined int
+
+	// now is the clock the loop times its calls with (nil: time.Now);
+	// tests inject call costs through it.
+	now func() time.Time
 }
+
+// clock returns the current time on the Decoder's clock.
+func (d *Decoder) clock() time.Time {
+	if d.now != nil {
+		return d.now()
+	}
+	return time.Now()
+}
+
+// probeEvery is how many calls the gate declines on cost before it
+// sends the drafts all the same (a probe), so the cost of a wide call is
+// measured afresh: without it, a cost model that overrates wide calls is
+// never corrected, since no wide call is made.
+const probeEvery = 32
+
+// declineMargin is how much the drafts must be expected to gain at the
+// measured costs (tokens per unit of cost, over a width-1 call's 1) for
+// holding them back to count as declined on cost: a draft that would only
+// just pay at one estimate and only just not at the other is a close call,
+// not a pause worth a probe or a note.
+const declineMargin = 1.1
 
 // ErrRequest marks a request that cannot run (bad width, empty history).
 var ErrRequest = errors.New("spec: bad request")
@@ -223,6 +272,17 @@ type generation struct {
 	nd       int
 	produced []int32
 
+	// Why drafts were held back, for Stats.DraftNote: the cost ratio of
+	// the last call declined on cost, whether any source proposed, and
+	// whether any call drafted.
+	declinedRatio float64
+	proposed      bool
+	probing       bool // this step's call is a probe
+	// hash follows the sequence (history, then every emitted token): at
+	// the end it identifies the sequence for the next request's carry.
+	hash uint64
+	n    int
+
 	// Lookahead: the guesses for the positions after the pending token
 	// (the previous call's outputs past the accepted ones), their rolling
 	// acceptance rate, this step's proposal of them and how many of it
@@ -235,9 +295,11 @@ type generation struct {
 }
 
 // start checks req and sets up the request's state: sources reset to the
-// history and the gate's rates from the priors and the last request's.
+// history, the gate's rates from the priors (and the last request's, when
+// req continues its sequence), and no width-1 time from an earlier request
+// taken as fresh.
 func (d *Decoder) start(req Request, emit func(Token) error) (*generation, error) {
-	r := &generation{d: d, req: req, emitFn: emit, began: time.Now(), width: req.Width}
+	r := &generation{d: d, req: req, emitFn: emit, began: d.clock(), width: req.Width}
 	r.st = Stats{Sources: map[string]SourceStats{}, Pending: -1}
 	switch {
 	case r.width == 0:
@@ -254,6 +316,7 @@ func (d *Decoder) start(req Request, emit func(Token) error) (*generation, error
 	if d.Costs == nil {
 		d.Costs = &Costs{}
 	}
+	d.Costs.newRequest()
 	r.greedy = req.Sampler == nil || req.Sampler.IsGreedy()
 	r.want = model.Logits
 	if r.greedy {
@@ -276,7 +339,9 @@ func (d *Decoder) start(req Request, emit func(Token) error) (*generation, error
 		}
 		r.props = make([]Proposal, len(d.Sources))
 		r.gate = newGate(len(d.Sources))
-		if len(d.carry) == len(d.Sources) {
+		r.hash, r.n = seqHash(hashSeed, req.History), len(req.History)
+		continues := d.seqLen > 0 && len(req.History) >= d.seqLen && seqHash(hashSeed, req.History[:d.seqLen]) == d.seqHash
+		if continues && len(d.carry) == len(d.Sources) {
 			for i := range r.gate.q {
 				for b := range r.gate.q[i] {
 					r.gate.q[i][b] = (priorRate[b] + d.carry[i][b]) / 2
@@ -284,7 +349,7 @@ func (d *Decoder) start(req Request, emit func(Token) error) (*generation, error
 			}
 		}
 		r.lookQ = lookPrior
-		if d.lookRate > 0 {
+		if continues && d.lookRate > 0 {
 			r.lookQ = (lookPrior + d.lookRate) / 2
 		}
 		r.look.reset(req.History)
@@ -292,15 +357,40 @@ func (d *Decoder) start(req Request, emit func(Token) error) (*generation, error
 	return r, nil
 }
 
-// finish records the loop's wall time and the rates to carry.
+// finish records the loop's wall time, why drafting was held back and the
+// rates to carry to a continuation of the sequence.
 func (r *generation) finish() {
-	r.st.Decode = time.Since(r.began)
-	if r.draft {
-		r.d.carry = slices.Clone(r.gate.q)
-		if r.d.Lookahead {
-			r.d.lookRate = r.lookQ
+	r.st.Decode = r.d.clock().Sub(r.began)
+	if !r.draft {
+		return
+	}
+	r.d.carry = slices.Clone(r.gate.q)
+	if r.d.Lookahead {
+		r.d.lookRate = r.lookQ
+	}
+	r.d.seqLen, r.d.seqHash = r.n, r.hash
+	switch {
+	case r.st.Declined > 0:
+		r.st.DraftNote = fmt.Sprintf("drafting paused: wide calls measured %.1fx width 1", r.declinedRatio)
+	case r.st.Drafted > 0 || r.req.Ungated || r.st.TargetCalls == 0:
+	case r.proposed:
+		r.st.DraftNote = "no drafts: none was likely enough to be accepted to pay for a wider call"
+	default:
+		r.st.DraftNote = "no drafts: nothing in the text to copy from"
+	}
+}
+
+// hashSeed starts seqHash (FNV-1a's offset basis).
+const hashSeed uint64 = 14695981039346656037
+
+// seqHash folds ids into h (FNV-1a over each id's 4 bytes).
+func seqHash(h uint64, ids []int32) uint64 {
+	for _, id := range ids {
+		for s := 0; s < 32; s += 8 {
+			h = (h ^ uint64(uint8(id>>s))) * 1099511628211
 		}
 	}
+	return h
 }
 
 // pick chooses a token from one row of logits.
@@ -342,6 +432,7 @@ func (r *generation) out(id int32, drafted bool) error {
 			s.Append(id)
 		}
 		r.look.append(id)
+		r.hash, r.n = seqHash(r.hash, []int32{id}), r.n+1
 	}
 	r.st.Tokens++
 	r.remaining--
@@ -361,7 +452,7 @@ func (r *generation) allowed(w int) bool {
 // allowed one), within the width and the room left.
 func (r *generation) propose() {
 	r.tokens = append(r.tokens[:0], r.pending)
-	r.chosen, r.nd, r.nfill, r.lprop = -1, 0, 0, r.lprop[:0]
+	r.chosen, r.nd, r.nfill, r.lprop, r.probing = -1, 0, 0, r.lprop[:0], false
 	if !r.draft {
 		return
 	}
@@ -372,13 +463,15 @@ func (r *generation) propose() {
 		clear(r.props)
 		return
 	}
-	bestV := 1.0
+	bestV, measuredV := 1.0, declineMargin
+	probe, probeK := -1, 0 // what the measured costs would send
 	for i, s := range r.d.Sources {
 		r.props[i] = s.Propose(MaxWidth - 1)
 		p := r.props[i]
 		if len(p.Tokens) == 0 {
 			continue
 		}
+		r.proposed = true
 		m := min(len(p.Tokens), limit)
 		if r.req.Ungated {
 			if k := largestAllowed(m, r.allowed); k > r.nd || (k == r.nd && k > 0 && p.Match > r.props[r.chosen].Match) {
@@ -386,9 +479,27 @@ func (r *generation) propose() {
 			}
 			continue
 		}
-		k, v := bestDrafts(r.d.Costs, r.gate.rate(i, p.Match), m, r.allowed)
+		q := r.gate.rate(i, p.Match)
+		k, v := bestDrafts(r.d.Costs, q, m, r.allowed)
 		if k > 0 && v > bestV {
 			r.chosen, r.nd, bestV = i, k, v
+		}
+		if k, v := bestDrafts(measuredRatios{r.d.Costs}, q, m, r.allowed); k > 0 && v > measuredV {
+			probe, probeK, measuredV = i, k, v
+		}
+	}
+	if r.chosen < 0 && probe >= 0 {
+		// Declined on cost alone: the drafts would pay at the measured
+		// costs, not at what wide calls cost lately. Every probeEvery such
+		// calls, send them all the same to measure a wide call afresh.
+		r.d.declined++
+		if r.d.declined <= probeEvery {
+			r.st.Declined++
+			r.declinedRatio = r.d.Costs.Ratio(1 + probeK)
+		} else {
+			r.d.declined = 0
+			r.st.Probes++
+			r.chosen, r.nd, r.probing = probe, probeK, true
 		}
 	}
 	if r.chosen >= 0 {
@@ -402,9 +513,12 @@ func (r *generation) propose() {
 // call runs the step's tokens through the model, timing the call for the
 // cost model, and checks it returned a row per token.
 func (r *generation) call(ctx context.Context, t Target) (model.Result, error) {
-	t0 := time.Now()
+	if r.probing {
+		r.d.Costs.forget(len(r.tokens))
+	}
+	t0 := r.d.clock()
 	res, err := t.Forward(ctx, r.tokens, r.want)
-	r.d.Costs.Observe(len(r.tokens), time.Since(t0))
+	r.d.Costs.Observe(len(r.tokens), r.d.clock().Sub(t0))
 	r.st.TargetCalls++
 	r.st.Calls[len(r.tokens)]++
 	if err != nil {

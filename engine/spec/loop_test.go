@@ -610,10 +610,23 @@ func TestCostsFollowContext(t *testing.T) {
 	if s := c.Seconds(4); math.Abs(s-6e-3) > 1e-6 {
 		t.Fatalf("Seconds(4) = %v, want about 6 ms", s)
 	}
+	// Wide calls with no width-1 call near them are not compared with an
+	// old width-1 time (issue 23: a burst of load made that look 3-4x):
+	// only the first freshCalls of these are, and they are forgotten.
 	for range 200 {
 		c.Observe(4, 4*time.Millisecond)
 	}
-	if r := c.Ratio(4); math.Abs(r-2) > 0.01 {
+	if r := c.Ratio(4); math.Abs(r-3) > 0.1 {
+		t.Fatalf("ratio moved to %v with no fresh width-1 time", r)
+	}
+	// With width-1 calls among them, they are.
+	for i := range 200 {
+		if i%4 == 0 {
+			c.Observe(1, 2*time.Millisecond)
+		}
+		c.Observe(4, 4*time.Millisecond)
+	}
+	if r := c.Ratio(4); math.Abs(r-2) > 0.2 {
 		t.Fatalf("ratio %v, want about 2 (4 ms against 2 ms)", r)
 	}
 	f := FixedCosts(map[int]float64{1: 1, 2: 1.5})
@@ -699,29 +712,40 @@ func TestFixedWidthBackend(t *testing.T) {
 }
 
 // TestRatesCarryToNextRequest: a Decoder's next request starts from rates
-// halfway between the priors and where the last request ended, so after a
-// request whose drafts were always right it drafts sooner.
+// halfway between the priors and where the last request ended when it
+// continues the last request's sequence (the next turn of a conversation),
+// so after a request whose drafts were always right it drafts sooner; a
+// request that does not continue it (a new chat, another client) starts
+// from the priors, as a fresh Decoder does (issue 23: request-owned state
+// resets per request).
 func TestRatesCarryToNextRequest(t *testing.T) {
 	const vocab = 40
 	m := newFakeModel(vocab)
 	h := prompts(1, vocab)[0]
-	base := reference(t, m, h, Request{MaxTokens: 40})
-	truth := append(slices.Clone(h), ids(base)...)
+	base := ids(reference(t, m, h, Request{MaxTokens: 80}))
+	truth := append(slices.Clone(h), base...)
+	// The next turn: the first turn's sequence and its continuation.
+	h2 := append(slices.Clone(h), base[:40]...)
 	// One draft pays only above a rate of 0.7; the long-match prior is 0.65.
 	costs := FixedCosts(map[int]float64{1: 1, 2: 1.7, 3: 2.4, 4: 3.1})
 	dec := &Decoder{Sources: []Source{&oracleSource{truth: truth}}, Costs: costs}
 	_, first := run(t, m, dec, h, Request{MaxTokens: 40, Width: 4})
-	got, second := run(t, m, dec, h, Request{MaxTokens: 40, Width: 4})
-	if !slices.Equal(ids(got), ids(base)) {
+	got, second := run(t, m, dec, h2, Request{MaxTokens: 40, Width: 4})
+	if !slices.Equal(ids(got), base[40:]) {
 		t.Fatal("ids differ")
 	}
-	if second.TargetCalls >= first.TargetCalls || second.Accepted <= first.Accepted {
-		t.Fatalf("second request no faster: first %+v, second %+v", first, second)
+	fresh := func(h []int32) Stats {
+		_, st := run(t, m, &Decoder{Sources: []Source{&oracleSource{truth: truth}}, Costs: costs}, h, Request{MaxTokens: 40, Width: 4})
+		return st
 	}
-	// A fresh Decoder starts from the priors again.
-	_, fresh := run(t, m, &Decoder{Sources: []Source{&oracleSource{truth: truth}}, Costs: costs}, h, Request{MaxTokens: 40, Width: 4})
-	if fresh.TargetCalls != first.TargetCalls {
-		t.Fatalf("fresh decoder %+v, first %+v", fresh, first)
+	if f := fresh(h2); second.TargetCalls >= f.TargetCalls || second.Accepted <= f.Accepted {
+		t.Fatalf("next turn no faster than from the priors: fresh %+v, next turn %+v", f, second)
+	}
+	// The same prompt again does not continue the sequence: the priors,
+	// as a fresh Decoder.
+	_, again := run(t, m, dec, h, Request{MaxTokens: 40, Width: 4})
+	if f := fresh(h); again.TargetCalls != f.TargetCalls || f.TargetCalls != first.TargetCalls {
+		t.Fatalf("a new request carried rates: first %+v, again %+v, fresh %+v", first, again, f)
 	}
 }
 

@@ -225,7 +225,8 @@ test("the reply panel shows τ and the drafted share, with the legend of the dra
   await ensureModel(page);
   await chat(page, "Once upon a time");
   await expect(page.getByTestId("live-tau")).toHaveText(/^τ \d+\.\d\d$/);
-  await expect(page.getByTestId("live-share")).toHaveText(/^\d+% drafted$/);
+  await expect(page.getByTestId("live-share")).toHaveText(/^\d+%$/);
+  await expect(page.getByTestId("live-stats")).toContainText("came from accepted drafts");
   await expect(page.getByTestId("legend")).toContainText("guessed by speculative drafting");
   await expect(page.getByTestId("legend").locator("mark.drafted")).toBeVisible();
 });

@@ -288,7 +288,10 @@ describe("App", () => {
       expect(streamed).toEqual(highlightDrafted ? ["lo w"] : []);
       // The reply in progress: 4 tokens in 2 calls, half of them drafted.
       expect(testid("live-tau")?.textContent).toBe("τ 2.00");
-      expect(testid("live-share")?.textContent).toBe("50% drafted");
+      expect(testid("live-share")?.textContent).toBe("50%");
+      // "drafted" is the drafts proposed (the stats line's "drafted 4"); the
+      // share is of tokens that came from accepted ones.
+      expect(testid("live-stats")?.textContent).toContain("came from accepted drafts");
       render(null, root);
       root.remove();
     }

@@ -461,11 +461,13 @@ function ChatPanel({
         {shown ? (
           <p>
             <span data-testid="live-tau">τ {shown.tau === null ? "–" : shown.tau.toFixed(2)}</span> tokens per model
-            call · <span data-testid="live-share">{Math.round(shown.share * 100)}% drafted</span> of {shown.tokens}{" "}
-            tokens
+            call · <span data-testid="live-share">{Math.round(shown.share * 100)}%</span> of {shown.tokens} tokens came
+            from accepted drafts
           </p>
         ) : (
-          <p class="muted">τ (tokens per model call) and the drafted share show while a reply is written.</p>
+          <p class="muted">
+            τ (tokens per model call) and the share of tokens from accepted drafts show while a reply is written.
+          </p>
         )}
       </section>
       {highlight && (

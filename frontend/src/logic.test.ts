@@ -374,6 +374,25 @@ describe("settings helpers", () => {
         stopped: "stop",
       }),
     ).toBe("8 tokens · τ 1.00 · drafted 0 · accepted 0 · resumed 40 · width auto");
+    expect(
+      statsLine({
+        tokens: 64,
+        prefillTokens: 20,
+        resumedTokens: 0,
+        targetCalls: 64,
+        drafted: 0,
+        accepted: 0,
+        declined: 40,
+        probes: 1,
+        draftNote: "drafting paused: wide calls measured 3.1x width 1",
+        ttftMs: 0,
+        decodeTokS: 0,
+        width: 4,
+        stopped: "length",
+      }),
+    ).toBe(
+      "64 tokens · τ 1.00 · drafted 0 · accepted 0 · width 4 · length · drafting paused: wide calls measured 3.1x width 1",
+    );
     expect(statsLine(undefined)).toBe("");
   });
 

@@ -299,6 +299,8 @@ export function statsLine(st: Message["stats"]): string {
   if (st.width) parts.push(`width ${st.width}`);
   else parts.push("width auto");
   if (st.stopped && st.stopped !== "stop") parts.push(st.stopped);
+  // Why it drafted less than it could, so "width 4 · drafted 0" is never a mystery.
+  if (st.draftNote) parts.push(st.draftNote);
   return parts.join(" · ");
 }
 

@@ -105,6 +105,12 @@ export interface GenerateStats {
   targetCalls: number;
   drafted: number;
   accepted: number;
+  /** Calls sent without drafts because wide calls cost more lately than measured. */
+  declined?: number;
+  /** Calls that sent such drafts all the same, to measure the cost afresh. */
+  probes?: number;
+  /** Why the reply drafted less than it could ("drafting paused: wide calls measured 3.1x width 1"). */
+  draftNote?: string;
   ttftMs: number;
   decodeTokS: number;
   width: number;
