@@ -14,8 +14,9 @@ import (
 // EngineGenerator is the Generator over anechat's engine: it loads the
 // requested model (one at a time, kept loaded between replies), renders the
 // conversation with the model's chat template and decodes with speculation
-// at the requested width. Its session keeps the KV of the last conversation,
-// so the next turn of that conversation only prefills the new messages; with
+// at the requested width. Its sessions keep the KV of the conversations
+// answered lately (sessions.DefaultWarm), so the next turn of each only
+// prefills the new messages, whatever the Local API answered between; with
 // the data directory's storage (UseStorage) it also saves each
 // conversation's KV to disk after a reply and resumes from the longest
 // stored prefix, so a conversation continues without re-running its history

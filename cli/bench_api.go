@@ -39,6 +39,10 @@ var benchAPIQuestions = []string{
 	"Can you suggest a first sentence?",
 }
 
+// maxBenchConversations bounds --conversations: the names of the openings
+// run A..Z.
+const maxBenchConversations = 26
+
 // apiTarget is a server the benchmark replays the conversation against.
 type apiTarget struct {
 	Name  string `json:"name"`
@@ -64,11 +68,13 @@ type apiTurn struct {
 // prefilled whole), and optionally on another OpenAI-compatible server
 // (llama.cpp's llama-server with its prompt cache), in one run.
 func runBenchAPI(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "bench api", "--model PATH [--turns 10] [--max-tokens 32] [--rounds 3] [--against URL] [--against-name NAME] [--json]")
+	fs := newFlags(env, "bench api", "--model PATH [--turns 10] [--max-tokens 32] [--rounds 3] [--conversations 1] [--no-system] [--against URL] [--against-name NAME] [--json]")
 	modelPath := fs.String("model", "", "model file (.gguf) both anechat servers run (give llama-server the same file)")
 	turns := fs.Int("turns", len(benchAPIQuestions), "turns of the conversation replayed")
 	maxTokens := fs.Int("max-tokens", 32, "tokens per reply")
 	rounds := fs.Int("rounds", 3, "replays of the conversation per server (the median TTFT of each turn is reported); the servers take turns, turn by turn")
+	conversations := fs.Int("conversations", 1, "conversations replayed side by side, taking turns (turn k of each before turn k+1 of any), as several clients of one server do; the figures of a turn are over all of them: TTFT the median, resumed the least")
+	noSystem := fs.Bool("no-system", false, "no system prompt: the conversation's name opens its first question instead, so the first turns are short (under a 64-token block, which no snapshot on disk serves)")
 	against := fs.String("against", "", "base URL (…/v1) of another OpenAI-compatible server to replay the same conversation against, e.g. llama-server's")
 	againstName := fs.String("against-name", "llama-server", "what to call --against in the table")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -86,6 +92,8 @@ func runBenchAPI(ctx context.Context, env *Env, args []string) error {
 		return badFlag(env, "bench api", fmt.Errorf("--max-tokens %d: want at least 1", *maxTokens))
 	case *rounds < 1:
 		return badFlag(env, "bench api", fmt.Errorf("--rounds %d: want at least 1", *rounds))
+	case *conversations < 1 || *conversations > maxBenchConversations:
+		return badFlag(env, "bench api", fmt.Errorf("--conversations %d: want 1..%d", *conversations, maxBenchConversations))
 	}
 	log := cliLogger(env)
 	dir, err := os.MkdirTemp("", "anechat-bench-api-")
@@ -137,37 +145,64 @@ func runBenchAPI(ctx context.Context, env *Env, args []string) error {
 			return fmt.Errorf("%s (%s): %w", tg.Name, tg.URL, err)
 		}
 	}
-	// The replies are the first server's in the first round; every replay
-	// sends the same messages.
-	var answers []string
-	ttft := make([][][]float64, len(targets)) // [target][turn][round]
+	// The replies sent back are the first server's in the same round (what
+	// a client sends back is what the model wrote for that conversation:
+	// its KV holds it); every server is sent the same messages.
+	ttft := make([][][]float64, len(targets)) // [target][turn][round and conversation]
 	figures := make([][]apiTurn, len(targets))
 	for i := range targets {
 		ttft[i] = make([][]float64, *turns)
 		figures[i] = make([]apiTurn, *turns)
+		for k := range figures[i] {
+			figures[i][k].ResumedTokens = -1 // none yet: the least is taken
+		}
+	}
+	// opening names conversation c of round r ("Conversation 2B."); it
+	// opens the system prompt, or the first question with --no-system.
+	opening := func(r, c int) string {
+		if *conversations > 1 {
+			return fmt.Sprintf("Conversation %d%c.", r+1, 'A'+c)
+		}
+		return fmt.Sprintf("Conversation %d.", r+1)
 	}
 	for r := range *rounds {
+		answers := make([][]string, *conversations) // [conversation][turn]
 		// A new opening per round, so that no server resumes a round from
 		// the last one. The servers take turns turn by turn, so that a
 		// burst of load on the machine falls on all of them alike.
-		system := fmt.Sprintf("Conversation %d. %s", r+1, benchAPISystem)
-		msgs := make([][]map[string]any, len(targets))
+		msgs := make([][][]map[string]any, len(targets)) // [target][conversation]
 		for i := range targets {
-			msgs[i] = []map[string]any{{"role": "system", "content": system}}
+			msgs[i] = make([][]map[string]any, *conversations)
+			for c := range *conversations {
+				msgs[i][c] = []map[string]any{{"role": "system", "content": opening(r, c) + " " + benchAPISystem}}
+				if *noSystem {
+					msgs[i][c] = nil
+				}
+			}
 		}
 		for k := range *turns {
-			for i, tg := range targets {
-				msgs[i] = append(msgs[i], map[string]any{"role": "user", "content": benchAPIQuestions[k]})
-				res, err := apiStream(ctx, tg, name, msgs[i], *maxTokens)
-				if err != nil {
-					return fmt.Errorf("%s turn %d: %w", tg.Name, k+1, err)
+			for c := range *conversations {
+				for i, tg := range targets {
+					q := benchAPIQuestions[k]
+					if *noSystem && k == 0 {
+						q = opening(r, c) + " " + q
+					}
+					msgs[i][c] = append(msgs[i][c], map[string]any{"role": "user", "content": q})
+					res, err := apiStream(ctx, tg, name, msgs[i][c], *maxTokens)
+					if err != nil {
+						return fmt.Errorf("%s turn %d: %w", tg.Name, k+1, err)
+					}
+					if len(answers[c]) <= k {
+						answers[c] = append(answers[c], res.text)
+					}
+					msgs[i][c] = append(msgs[i][c], map[string]any{"role": "assistant", "content": answers[c][k]})
+					ttft[i][k] = append(ttft[i][k], res.ttft.Seconds()*1000)
+					f := &figures[i][k]
+					f.PromptTokens = res.promptTokens
+					if f.ResumedTokens < 0 || res.resumed < f.ResumedTokens {
+						f.ResumedTokens = res.resumed
+					}
 				}
-				if len(answers) <= k {
-					answers = append(answers, res.text)
-				}
-				msgs[i] = append(msgs[i], map[string]any{"role": "assistant", "content": answers[k]})
-				ttft[i][k] = append(ttft[i][k], res.ttft.Seconds()*1000)
-				figures[i][k].PromptTokens, figures[i][k].ResumedTokens = res.promptTokens, res.resumed
 			}
 		}
 	}
@@ -191,6 +226,9 @@ func runBenchAPI(ctx context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "model %s, %d turns of up to %d tokens, median of %d rounds; TTFT in ms (client side, first piece of text)\n",
 		name, *turns, *maxTokens, *rounds)
+	if *conversations > 1 {
+		fmt.Fprintf(env.Stdout, "%d conversations taking turns; per turn the median TTFT over them, the prompt of the last, the least resumed\n", *conversations)
+	}
 	fmt.Fprintf(env.Stdout, "%5s %8s", "turn", "prompt")
 	for _, tg := range targets {
 		fmt.Fprintf(env.Stdout, " %22s", tg.Name)

@@ -24,7 +24,7 @@ import (
 const serveReady = "anechat serve: %s on %s/v1\ntoken: %s\n"
 
 func runServe(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "serve", "[--model PATH|NAME] [--data-dir DIR] [--host 127.0.0.1] [--port 11435] [--cors ORIGIN] [--queue N] [--width K] [--max-tokens N] [--temperature T] [--compute-units U] [--no-cache]")
+	fs := newFlags(env, "serve", "[--model PATH|NAME] [--data-dir DIR] [--host 127.0.0.1] [--port 11435] [--cors ORIGIN] [--queue N] [--width K] [--max-tokens N] [--temperature T] [--compute-units U] [--warm-sessions N] [--warm-mb N] [--no-cache]")
 	model := fs.String("model", "", "model file (.gguf) or directory, or the name of a model registered in the data directory (default: the data directory's default model, as for generate)")
 	dataDir := fs.String("data-dir", "", "data directory: the API token, KV snapshots, measured call costs, registered models (default $ANECHAT_HOME or the OS default)")
 	host := fs.String("host", "127.0.0.1", "address to listen on; anything but a loopback address exposes the API to the network (the token still guards it)")
@@ -34,6 +34,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	width := fs.Int("width", spec.DefaultWidth, "default speculation width (a request may set anechat.width): 1 = off, 2..8, 0 = auto; output identical at every width")
 	maxTokens := fs.Int("max-tokens", 0, "default cap on a reply's tokens when a request gives none (0 = until a stop or the end of the context)")
 	temperature := fs.Float64("temperature", 0, "default sampling temperature when a request gives none (0 = greedy, as anechat generate)")
+	warmSessions := fs.Int("warm-sessions", sessions.DefaultWarm.Sessions, "conversations whose KV stays in memory between requests, so each client's next turn resumes whatever came in between; past it (or --warm-mb) the least recently used is dropped and resumes from its snapshot on disk")
+	warmMB := fs.Int64("warm-mb", sessions.DefaultWarm.Bytes>>20, "MiB of memory the warm conversations' KV may take (the one that ran last always stays)")
 	units := computeUnitsFlag(fs)
 	noCache := noCacheFlag(fs)
 	if err := parse(fs, args); err != nil {
@@ -50,6 +52,10 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return badFlag(env, "serve", fmt.Errorf("--port %d: want 0 to 65535", *port))
 	case *queue < 1:
 		return badFlag(env, "serve", fmt.Errorf("--queue %d: want at least 1", *queue))
+	case *warmSessions < 1:
+		return badFlag(env, "serve", fmt.Errorf("--warm-sessions %d: want at least 1 (the conversation that ran last)", *warmSessions))
+	case *warmMB < 1 || *warmMB > math.MaxInt64>>20:
+		return badFlag(env, "serve", fmt.Errorf("--warm-mb %d: want at least 1", *warmMB))
 	case *cors != "" && *cors != "*" && !strings.Contains(*cors, "://"):
 		return badFlag(env, "serve", fmt.Errorf("--cors %q: want an origin such as http://localhost:5173 (scheme, host and port), or *", *cors))
 	}
@@ -71,6 +77,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	run := sessions.New(log, backends.RegistryWith(backends.Options{ComputeUnits: *units, Log: log}))
 	defer run.Close()
+	if err := run.KeepWarm(sessions.Warm{Sessions: *warmSessions, Bytes: *warmMB << 20}); err != nil {
+		return err // the flags were checked above
+	}
 	if !*noCache {
 		x, err := kvindex.Open(ctx, dir, log)
 		if err != nil {

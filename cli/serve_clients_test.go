@@ -38,7 +38,7 @@ func TestRealClients(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a hang guard
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, filepath.Join("testdata", "openai_client.py"), s.url, s.token, "stories260K")
+	cmd := exec.CommandContext(ctx, python, append([]string{filepath.Join("testdata", "openai_client.py"), s.url, s.token, "stories260K"}, interleavedOpenings...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	raw, err := cmd.Output()
@@ -73,7 +73,13 @@ func TestRealClients(t *testing.T) {
 			Text, Finish string
 			Usage        []int
 		}
-		Models []string
+		Models      []string
+		Interleaved [][]struct {
+			Messages []map[string]any
+			Content  string
+			Prompt   int
+			Resumed  int
+		}
 	}
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatalf("openai client printed %q: %v", raw, err)
@@ -120,6 +126,30 @@ func TestRealClients(t *testing.T) {
 	}
 	if !slices.Equal(got.Models, []string{"stories260K"}) {
 		t.Errorf("models through openai: %v", got.Models)
+	}
+
+	// Interleaved conversations: each next turn resumed its last prompt from
+	// memory (too short for a snapshot on disk), and every reply is what a
+	// server writes from scratch: one keeping a single session, asked an
+	// unrelated question first so that it resumes nothing.
+	if len(got.Interleaved) != len(interleavedOpenings) {
+		t.Fatalf("interleaved conversations through openai: %d, want %d", len(got.Interleaved), len(interleavedOpenings))
+	}
+	ref := startServe(t, "--data-dir", t.TempDir(), "--model", testres.Stories(t), "--warm-sessions", "1", "--no-cache")
+	for i, turns := range got.Interleaved {
+		if len(turns) != 2 || turns[1].Resumed < turns[0].Prompt {
+			t.Errorf("conversation %d through openai: %+v; want its next turn to resume its first prompt's %d tokens", i, turns, turns[0].Prompt)
+			continue
+		}
+		for k, tn := range turns {
+			var other, r resumedReply
+			ref.post(t, "/v1/chat/completions", map[string]any{"model": "stories260K", "max_tokens": 2, "temperature": 0,
+				"messages": []map[string]any{{"role": "user", "content": "Once upon a time"}}}, &other)
+			if code := ref.post(t, "/v1/chat/completions", map[string]any{"model": "stories260K", "max_tokens": 8, "temperature": 0,
+				"messages": tn.Messages}, &r); code != 200 || len(r.Choices) == 0 || r.Anechat.ResumedTokens != 0 || r.Choices[0].Message.Content != tn.Content {
+				t.Errorf("conversation %d, turn %d: %q through openai, interleaved; from scratch %d %+v", i, k+1, tn.Content, code, r)
+			}
+		}
 	}
 
 	// curl: the raw server-sent events, exactly "data: JSON" blocks and a

@@ -202,6 +202,8 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--width", "9"}, 2, "--width 9"},
 		{[]string{"--port", "70000"}, 2, "--port 70000"},
 		{[]string{"--queue", "0"}, 2, "--queue 0"},
+		{[]string{"--warm-sessions", "0"}, 2, "--warm-sessions 0: want at least 1"},
+		{[]string{"--warm-mb", "0"}, 2, "--warm-mb 0: want at least 1"},
 		{[]string{"--cors", "localhost"}, 2, "--cors \"localhost\""},
 		{[]string{"--temperature", "3"}, 2, "--temperature 3"},
 		{[]string{"--compute-units", "npu"}, 2, `--compute-units "npu": want neural-engine, gpu, cpu or all`},
@@ -212,6 +214,67 @@ func TestServeBadFlags(t *testing.T) {
 		code := Run(context.Background(), append([]string{"serve"}, tc.args...), nil, &out, &errb)
 		if code != tc.code || !strings.Contains(errb.String(), tc.want) {
 			t.Errorf("serve %v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errb.String(), tc.code, tc.want)
+		}
+	}
+}
+
+// resumedReply is a chat completion's text and how much of its prompt the
+// server resumed.
+type resumedReply struct {
+	apiReply
+	Anechat struct {
+		ResumedTokens int `json:"resumed_tokens"`
+	} `json:"anechat"`
+}
+
+// interleavedOpenings are three clients' first messages: long enough that
+// the next turn (stories260K's plain template) shares most of its prompt
+// with the last one, short enough (under a 64-token block) that no snapshot
+// on disk could serve it.
+var interleavedOpenings = []string{
+	"Lily and Tom played in the park with a big red ball all day long",
+	"The little dog ran to the tree and barked at the bird in the sun",
+	"Mom gave Sue a cake and a cup of milk and they sat in the garden",
+}
+
+// interleave sends the opening of each conversation, then the next turn of
+// each, in turn, and returns the second turns' replies.
+func interleave(t *testing.T, s *served) []resumedReply {
+	t.Helper()
+	convs := make([][]map[string]any, len(interleavedOpenings))
+	var out []resumedReply
+	for turn := range 2 {
+		for i, o := range interleavedOpenings {
+			if turn == 0 {
+				convs[i] = []map[string]any{{"role": "user", "content": o}}
+			}
+			var r resumedReply
+			if code := s.post(t, "/v1/chat/completions", map[string]any{"model": "stories260K", "max_tokens": 8, "temperature": 0,
+				"messages": convs[i]}, &r); code != 200 || len(r.Choices) == 0 {
+				t.Fatalf("conversation %d, turn %d: status %d %+v", i, turn+1, code, r)
+			}
+			convs[i] = append(convs[i], map[string]any{"role": "assistant", "content": r.Choices[0].Message.Content},
+				map[string]any{"role": "user", "content": "And then?"})
+			if turn == 1 {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// TestServeWarmSessions: by default the server keeps each of three
+// interleaved conversations warm, so their next turns resume from memory;
+// --warm-sessions 1 keeps only the last (these prompts are too short for a
+// snapshot on disk), and the replies are the same.
+func TestServeWarmSessions(t *testing.T) {
+	warm := interleave(t, startServe(t, "--data-dir", t.TempDir(), "--model", testres.Stories(t)))
+	one := interleave(t, startServe(t, "--data-dir", t.TempDir(), "--model", testres.Stories(t), "--warm-sessions", "1"))
+	for i := range warm {
+		if warm[i].Anechat.ResumedTokens == 0 || one[i].Anechat.ResumedTokens != 0 ||
+			warm[i].Choices[0].Message.Content != one[i].Choices[0].Message.Content {
+			t.Errorf("conversation %d's next turn: resumed %d by default (%q), %d with --warm-sessions 1 (%q); want resumed, then not, the same text",
+				i, warm[i].Anechat.ResumedTokens, warm[i].Choices[0].Message.Content, one[i].Anechat.ResumedTokens, one[i].Choices[0].Message.Content)
 		}
 	}
 }

@@ -193,17 +193,16 @@ func (r *Resumer) discard(path string, created bool) {
 // the rest as PrefillTokens.
 func (r *Resumer) Prefill(ctx context.Context, s *Session, ids []int32, progress func(done, total int)) error {
 	c := s.Cache()
-	if have := s.Tokens(); c.Len() > 0 && c.Pending() == 0 && len(ids) > 0 {
-		k, lim := 0, min(c.Len(), len(ids)-1, len(have))
-		for k < lim && have[k] == ids[k] {
-			k++
-		}
-		if k > 0 && (k == c.Len() || 2*k > len(ids) && c.Truncate(k) == nil) {
-			if err := s.Restored(ids[:k]); err != nil {
+	if k := s.Reusable(ids); k > 0 {
+		if k < c.Len() {
+			if err := c.Truncate(k); err != nil {
 				return err
 			}
-			return s.Prefill(ctx, ids[k:], progress)
 		}
+		if err := s.Restored(ids[:k]); err != nil {
+			return err
+		}
+		return s.Prefill(ctx, ids[k:], progress)
 	}
 	s.Reset()
 	n := 0
@@ -214,6 +213,28 @@ func (r *Resumer) Prefill(ctx context.Context, s *Session, ids []int32, progress
 		return err
 	}
 	return s.Prefill(ctx, ids[n:], progress)
+}
+
+// Reusable is how many positions of the prompt ids Resume keeps from what s
+// holds, changing nothing: all of its cache when that is a prefix of ids
+// (the next turn), the shared part when that is most of ids and the sliding
+// windows allow cutting back to it (a regenerated or edited message); 0 when
+// Resume would start over. The last token of ids is never kept: its logits
+// choose the next token. A caller keeping several sessions (package
+// sessions) asks each which one holds most of a prompt.
+func (s *Session) Reusable(ids []int32) int {
+	c := s.cache
+	if c.Len() == 0 || c.Pending() != 0 || len(ids) == 0 {
+		return 0
+	}
+	k, lim := 0, min(c.Len(), len(ids)-1, len(s.tokens))
+	for k < lim && s.tokens[k] == ids[k] {
+		k++
+	}
+	if k > 0 && (k == c.Len() || 2*k > len(ids) && c.CanTruncate(k) == nil) {
+		return k
+	}
+	return 0
 }
 
 // SaveSession writes the committed part of s's sequence as the snapshot of

@@ -3,7 +3,7 @@
 cli/serve_clients_test.go starts the server and runs this script with the
 venv that build/scripts/deps-openai.sh installs:
 
-    python openai_client.py BASE_URL TOKEN MODEL
+    python openai_client.py BASE_URL TOKEN MODEL OPENING...
 
 It prints one JSON object of what the client saw; the Go test checks it.
 """
@@ -25,7 +25,7 @@ def error_of(call):
 
 
 def main():
-    base, token, model = sys.argv[1:4]
+    base, token, model = sys.argv[1:4]  # then the interleaved conversations' openings
     # No retries: a refused request must show as refused.
     client = OpenAI(base_url=base, api_key=token, max_retries=0)
     msgs = [{"role": "user", "content": "Once upon a time"}]
@@ -86,6 +86,20 @@ def main():
     out["completion"] = {"text": c.choices[0].text, "finish": c.choices[0].finish_reason,
                          "usage": [c.usage.prompt_tokens, c.usage.completion_tokens]}
     out["models"] = [m.id for m in client.models.list()]
+
+    # Three clients' conversations taking turns (an editor, an agent, the
+    # app): the opening of each, then the next turn of each. The test checks
+    # that every next turn resumed and that the texts are a fresh run's.
+    convs = [[{"role": "user", "content": o}] for o in sys.argv[4:]]
+    turns = [[] for _ in convs]
+    for _ in range(2):
+        for i, c in enumerate(convs):
+            r = client.chat.completions.create(model=model, messages=c, max_tokens=8, temperature=0)
+            fig = (r.model_extra or {}).get("anechat") or {}
+            turns[i].append({"messages": list(c), "content": r.choices[0].message.content,
+                             "prompt": r.usage.prompt_tokens, "resumed": fig.get("resumed_tokens")})
+            c += [{"role": "assistant", "content": r.choices[0].message.content}, {"role": "user", "content": "And then?"}]
+    out["interleaved"] = turns
     print(json.dumps(out))
 
 

@@ -204,6 +204,17 @@ func (c *Cache) Reset() {
 // would need (they were overwritten by later positions); the caller then resets
 // and prefills again.
 func (c *Cache) Truncate(n int) error {
+	if err := c.CanTruncate(n); err != nil {
+		return err
+	}
+	c.n, c.pending = n, 0
+	c.epoch++
+	return nil
+}
+
+// CanTruncate reports whether Truncate(n) would succeed (nil) or why not,
+// changing nothing: a caller choosing among caches asks before it cuts one.
+func (c *Cache) CanTruncate(n int) error {
 	if n < 0 || n > c.n {
 		return fmt.Errorf("kv: truncate to %d, cache holds %d", n, c.n)
 	}
@@ -220,9 +231,20 @@ func (c *Cache) Truncate(n int) error {
 			return fmt.Errorf("kv: layer %d: cannot truncate to %d, the rows of its window were overwritten", i, n)
 		}
 	}
-	c.n, c.pending = n, 0
-	c.epoch++
 	return nil
+}
+
+// Bytes is the memory the cache's rows take: every owning layer's K and V
+// buffers as allocated (a full layer's grow with the positions written and
+// are kept by Reset; a sliding layer's ring is allocated whole by New).
+func (c *Cache) Bytes() int64 {
+	var n int64
+	for _, b := range c.bufs {
+		if b != nil {
+			n += int64(len(b.k)+len(b.v)) * 4
+		}
+	}
+	return n
 }
 
 // Visible returns the first and last positions a query at pos sees in layer:

@@ -606,3 +606,50 @@ func TestEpoch(t *testing.T) {
 	step("restore", func() error { return c.Restore(5) }, true)
 	step("reset", func() error { c.Reset(); return nil }, true)
 }
+
+// TestCanTruncateAndBytes: CanTruncate answers as Truncate would, changing
+// nothing; Bytes counts the K and V buffers as allocated: the ring whole
+// from New, a full layer as it grows, kept by Reset.
+func TestCanTruncateAndBytes(t *testing.T) {
+	geo := Geometry{Context: 1000, Layers: []LayerSpec{{KVHeads: 1, HeadDim: 2, Source: 0}, {KVHeads: 1, HeadDim: 2, Window: 4, Source: 1}}}
+	c, err := New(geo, 2) // ring of 6 slots
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := int64(2 * 6 * 2 * 4) // K and V, 6 slots of 2 floats
+	if c.Bytes() != ring {
+		t.Fatalf("new cache: %d bytes, want the ring's %d", c.Bytes(), ring)
+	}
+	for pos := range 100 {
+		if err := c.Reserve(pos, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Commit(1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The full layer grew by doubling from 64 positions: 128 of 2 floats.
+	full := int64(2 * 128 * 2 * 4)
+	if c.Bytes() != ring+full {
+		t.Fatalf("after 100 positions: %d bytes, want %d", c.Bytes(), ring+full)
+	}
+	epoch := c.Epoch()
+	for _, n := range []int{-1, 0, 50, 97, 98, 100, 101} {
+		can := c.CanTruncate(n)
+		if c.Len() != 100 || c.Epoch() != epoch {
+			t.Fatalf("CanTruncate(%d) changed the cache: len %d", n, c.Len())
+		}
+		probe, _ := New(geo, 2)
+		for pos := range 100 {
+			probe.Reserve(pos, 1)
+			probe.Commit(1)
+		}
+		if did := probe.Truncate(n); (can == nil) != (did == nil) {
+			t.Errorf("CanTruncate(%d) = %v, Truncate = %v", n, can, did)
+		}
+	}
+	c.Reset()
+	if c.Bytes() != ring+full {
+		t.Errorf("Reset changed the memory held: %d bytes", c.Bytes())
+	}
+}

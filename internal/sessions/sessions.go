@@ -1,11 +1,14 @@
 // Package sessions keeps one model loaded on the engine and runs replies on it,
-// one at a time: the wiring that the app's chat and the HTTP API (package
-// server) share. A Manager loads the model a request names (unloading
-// another), keeps an engine.Session per kind of prompt so the next request
-// that extends the last one only prefills what is new, resumes from and
-// saves KV snapshots in the data directory's index, keeps the measured call
-// costs, and feeds the drafting corpus (suffix matching over the texts of
-// earlier requests) that speculation draws from.
+// one at a time: the wiring that the app's chat, the HTTP API (package
+// server) and the CLI share. A Manager loads the model a request names
+// (unloading another) and keeps several engine.Sessions warm, their KV in
+// memory (bounded by Warm, the least recently used dropped first), so that
+// the next request of any of the conversations it served lately only
+// prefills what is new, whatever other requests came in between (an editor
+// and an agent on one server); it resumes from and saves KV snapshots in the
+// data directory's index when no warm session holds a prompt, keeps the
+// measured call costs, and feeds the drafting corpus (suffix matching over
+// the texts of earlier requests) that speculation draws from.
 package sessions
 
 import (
@@ -49,6 +52,36 @@ const (
 // "stop" and keeps the session, which holds the tokens generated so far.
 var ErrEnough = errors.New("sessions: the caller ended the reply")
 
+// Warm bounds the sessions a Manager keeps in memory between requests, each
+// holding one sequence's KV cache. Past either bound the least recently used
+// sessions are dropped (their memory goes with them); a dropped
+// conversation's next turn resumes from its snapshot on disk, if stored.
+// The session that ran last always stays, whatever its size.
+type Warm struct {
+	// Sessions is the most sessions kept, at least 1.
+	Sessions int
+	// Bytes bounds the memory their KV caches take (kv.Cache.Bytes), at
+	// least 1; it is checked as a request starts and when it ends.
+	Bytes int64
+}
+
+// DefaultWarm is the bound a Manager starts with: a handful of clients
+// (the app, an editor, an agent) each with a conversation or two and a text
+// completion, and at most 1 GiB of KV, a few thousand tokens each on the
+// small models anechat runs (SmolLM2-135M holds 46 KB a token in float32).
+var DefaultWarm = Warm{Sessions: 8, Bytes: 1 << 30}
+
+// Check says what is wrong with w, naming the field; nil when it is usable.
+func (w Warm) Check() error {
+	switch {
+	case w.Sessions < 1:
+		return fmt.Errorf("warm sessions %d: want at least 1", w.Sessions)
+	case w.Bytes < 1:
+		return fmt.Errorf("warm bytes %d: want at least 1", w.Bytes)
+	}
+	return nil
+}
+
 // Manager keeps one model loaded and runs requests on it one at a time. It
 // is safe for concurrent use: Do serialises its callers.
 type Manager struct {
@@ -66,6 +99,7 @@ type Manager struct {
 	costs      engine.CostStore     // nil: call costs measured each start
 	// forget: every request prefills its whole prompt (NoResume).
 	forget bool
+	warm   Warm // the bound on the loaded model's sessions
 }
 
 // New returns a Manager that opens models through registry (nil: this
@@ -77,7 +111,23 @@ func New(log *slog.Logger, registry *load.Registry) *Manager {
 	if registry == nil {
 		registry = backends.Registry()
 	}
-	return &Manager{log: log, registry: registry, lock: make(chan struct{}, 1)}
+	return &Manager{log: log, registry: registry, lock: make(chan struct{}, 1), warm: DefaultWarm}
+}
+
+// KeepWarm bounds the sessions kept in memory from now on (DefaultWarm
+// until then), dropping those past it at once. It fails, changing nothing,
+// when w does not Check. It waits for a running request to end.
+func (r *Manager) KeepWarm(w Warm) error {
+	if err := w.Check(); err != nil {
+		return fmt.Errorf("sessions: %w", err)
+	}
+	r.lock <- struct{}{}
+	defer func() { <-r.lock }()
+	r.warm = w
+	if r.loaded != nil {
+		r.loaded.trim()
+	}
+	return nil
 }
 
 // UseStorage sets the KV snapshot store and the store of measured call
@@ -88,7 +138,7 @@ func (r *Manager) UseStorage(snapshots engine.SnapshotStore, costs engine.CostSt
 	defer func() { <-r.lock }()
 	r.store, r.costs = snapshots, costs
 	if r.loaded != nil {
-		r.loaded.sessions = [modes]*engine.Session{}
+		r.loaded.warm = nil
 	}
 }
 
@@ -229,16 +279,30 @@ type Model struct {
 	backend model.Backend
 	tok     *tokenizer.Tokenizer
 	tmpl    chat.Template
-	// sessions, per Mode; nil until the first request of that mode after a
-	// load or UseStorage. One session serves every width: width 1 is the
-	// verify loop with no drafts, so changing it keeps the KV.
-	sessions [modes]*engine.Session
+	// warm are the sessions kept, the most recently used first, within
+	// the manager's Warm; emptied by UseStorage. A session serves every
+	// width: width 1 is the verify loop with no drafts, so changing it
+	// keeps the KV.
+	warm []warmSession
+	// costs is the cost model a session measured (nil: none yet): the
+	// backend's, so later sessions start from it instead of measuring again.
+	costs *spec.Costs
 	// corpus holds the finished messages and replies of the requests
 	// answered since the model loaded (and the app's prompt library), for
 	// suffix-matching drafts across requests (spec.Corpus); seen keeps a
 	// text from being added twice.
 	corpus *spec.Corpus
 	seen   map[string]bool
+}
+
+// warmSession is a session kept in memory and the Mode its prompts are made
+// in (its snapshots are bound to it).
+type warmSession struct {
+	mode Mode
+	s    *engine.Session
+	// prompt is the length of the last prompt it was given: the next turn
+	// of its conversation holds that prompt whole.
+	prompt int
 }
 
 // maxSeen bounds the memory of texts already in the corpus; past it the
@@ -270,17 +334,28 @@ func (m *Model) Render(ctx context.Context, msgs []chat.Message) ([]int32, error
 	return ids, nil
 }
 
-// Session returns the session of mode, building it on first use.
+// Session returns the session the last request of mode ran on (Prefill's
+// choice: Reply's caller saves its snapshot from it), building one when mode
+// has none warm.
 func (m *Model) Session(mode Mode) (*engine.Session, error) {
 	if mode < 0 || mode >= modes {
 		return nil, fmt.Errorf("sessions: mode %d: want Chat, Raw or IDs", mode)
 	}
-	if s := m.sessions[mode]; s != nil {
-		return s, nil
+	for _, w := range m.warm {
+		if w.mode == mode {
+			return w.s, nil
+		}
 	}
+	return m.newSession(mode)
+}
+
+// newSession builds an empty session of mode and keeps it as the most
+// recently used, dropping others past the bound.
+func (m *Model) newSession(mode Mode) (*engine.Session, error) {
 	s, err := engine.NewSession(m.backend, engine.SessionOptions{
 		Text:      func() engine.TextStream { return m.tok.NewStream() },
 		Corpus:    m.corpus,
+		Costs:     m.costs,
 		CostStore: m.r.costs,
 		Snapshots: m.r.store,
 		Meta:      m.SnapshotMeta(mode),
@@ -289,8 +364,85 @@ func (m *Model) Session(mode Mode) (*engine.Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: new session for %s: %w", m.path, err)
 	}
-	m.sessions[mode] = s
+	m.warm = slices.Insert(m.warm, 0, warmSession{mode: mode, s: s})
+	m.trim()
 	return s, nil
+}
+
+// pick returns the session that a prompt of mode should run on, made the
+// most recently used: the warm one that keeps most of ids (Reusable), else
+// an empty one, else a new one (the least recently used dropped if the
+// bound is reached); a session that keeps nothing restores from the
+// snapshots on disk. With room for more than one session, a session is cut
+// back only for a prompt of its own conversation: one that holds its last
+// prompt whole (the next turn) or that it holds whole (a rerun, a
+// regenerated reply). Another conversation that shares only an opening
+// with it (a default system prompt, an agent's instructions) would take it
+// from its own, whose next turn would then prefill everything; that one
+// gets a session of its own, which restores the opening from a snapshot
+// on disk when one is stored.
+func (m *Model) pick(mode Mode, ids []int32) (*engine.Session, error) {
+	best, most := -1, 0
+	for i, w := range m.warm {
+		if w.mode != mode {
+			continue
+		}
+		k := w.s.Reusable(ids)
+		if k < w.prompt && k < len(ids)-1 && m.r.warm.Sessions > 1 {
+			k = 0
+		}
+		if k > most {
+			best, most = i, k
+		} else if best < 0 && len(w.s.Tokens()) == 0 && w.s.Cache().Len() == 0 {
+			best = i // empty: nothing of another conversation is lost
+		}
+	}
+	if best < 0 {
+		s, err := m.newSession(mode)
+		if err == nil {
+			m.warm[0].prompt = len(ids)
+		}
+		return s, err
+	}
+	w := m.warm[best]
+	w.prompt = len(ids)
+	m.warm = slices.Insert(slices.Delete(m.warm, best, best+1), 0, w)
+	return w.s, nil
+}
+
+// trim drops sessions past the manager's Warm, never the most recently
+// used: empty ones first, then the least recently used.
+func (m *Model) trim() {
+	bound := m.r.warm
+	for len(m.warm) > 1 {
+		var held int64
+		for _, w := range m.warm {
+			held += w.s.Cache().Bytes()
+		}
+		if len(m.warm) <= bound.Sessions && held <= bound.Bytes {
+			return
+		}
+		victim := len(m.warm) - 1
+		for i := len(m.warm) - 1; i > 0; i-- {
+			if m.warm[i].s.Cache().Len() == 0 {
+				victim = i
+				break
+			}
+		}
+		// Nothing else refers to the session: its KV cache is garbage once
+		// it leaves the list (a Core ML backend keeps only a weak pointer).
+		m.warm[victim] = warmSession{}
+		m.warm = slices.Delete(m.warm, victim, victim+1)
+	}
+}
+
+// Warm reports the sessions kept and the memory their KV caches take.
+func (m *Model) Warm() Warm {
+	w := Warm{Sessions: len(m.warm)}
+	for _, ws := range m.warm {
+		w.Bytes += ws.s.Cache().Bytes()
+	}
+	return w
 }
 
 // SnapshotMeta binds the snapshots of mode's session to the model and to
@@ -312,19 +464,29 @@ func (m *Model) SnapshotMeta(mode Mode) kv.Meta {
 	return meta
 }
 
-// Prefill makes the session of mode hold ids, prefilled (Session.Resume):
-// it continues the session when that holds a prefix of ids, else restores
-// the longest stored snapshot, and prefills the rest in batched calls.
-// progress hears how far it is. On error the session starts over.
+// Prefill makes a session of mode hold ids, prefilled (Session.Resume), and
+// returns it: the warm session that holds most of ids continues, else one
+// restores the longest stored snapshot; the rest is prefilled in batched
+// calls. progress hears how far it is. On error the session starts over.
 func (m *Model) Prefill(ctx context.Context, mode Mode, ids []int32, progress func(done, total int)) (*engine.Session, error) {
-	s, err := m.Session(mode)
+	if mode < 0 || mode >= modes {
+		return nil, fmt.Errorf("sessions: mode %d: want Chat, Raw or IDs", mode)
+	}
+	var s *engine.Session
+	var err error
+	if m.r.forget {
+		if s, err = m.Session(mode); err == nil {
+			s.Reset()
+		}
+	} else {
+		s, err = m.pick(mode, ids)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if m.r.forget {
-		s.Reset()
-	}
-	if err := s.Resume(ctx, ids, progress); err != nil {
+	err = s.Resume(ctx, ids, progress)
+	m.trim() // the cache grew
+	if err != nil {
 		s.Reset() // a cancelled prefill leaves the sequence half-fed
 		return nil, err
 	}
@@ -387,6 +549,10 @@ func (m *Model) Reply(ctx context.Context, req Request) (engine.Stats, error) {
 		opts.Stop = append(slices.Clone(opts.Stop), m.tmpl.Stops()...)
 	}
 	st, err := s.Generate(ctx, opts, req.Emit)
+	if s.Measurements() > 0 {
+		m.costs = s.Costs()
+	}
+	m.trim() // the cache grew
 	if errors.Is(err, ErrEnough) {
 		err, st.Stopped = nil, "stop"
 	}

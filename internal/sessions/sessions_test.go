@@ -3,12 +3,16 @@ package sessions
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"testing"
+	"weak"
 
 	"anechat/engine"
 	"anechat/engine/chat"
+	"anechat/engine/kv"
 	"anechat/engine/model"
+	"anechat/engine/spec"
 	"anechat/internal/backends"
 	"anechat/internal/testres"
 )
@@ -199,5 +203,210 @@ func TestSnapshotMeta(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// chatTurn answers msgs on r as a client of the API would (greedy, width 1,
+// n tokens) and returns the reply's ids and stats.
+func chatTurn(t *testing.T, r *Manager, msgs []chat.Message, n int) ([]int32, engine.Stats) {
+	t.Helper()
+	st, got, _, err := reply(t, r, Chat, func(m *Model) []int32 {
+		ids, err := m.Render(context.Background(), msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}, n, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, st
+}
+
+// TestInterleavedConversationsResume: three conversations take turns on one
+// manager (an editor, an agent and the app on one server), with no
+// snapshots on disk to fall back on; each next turn still resumes the whole
+// prompt of its conversation's last turn from memory, and writes what a
+// fresh manager writes.
+func TestInterleavedConversationsResume(t *testing.T) {
+	r := New(nil, nil)
+	defer r.Close()
+	// Openings long enough that the next turn, which stories260K's plain
+	// template renders with a newline after the reply, shares most of its
+	// prompt with what the session holds.
+	convs := [][]chat.Message{
+		{{Role: chat.RoleUser, Content: "Lily and Tom played in the park with a big red ball all day long"}},
+		{{Role: chat.RoleUser, Content: "The little dog ran to the tree and barked at the bird in the sun"}},
+		{{Role: chat.RoleUser, Content: "Mom gave Sue a cake and a cup of milk and they sat in the garden"}},
+	}
+	prev := make([]int, len(convs)) // the prompt of each one's last turn
+	for round := range 3 {
+		for i := range convs {
+			got, st := chatTurn(t, r, convs[i], 8)
+			if round > 0 && st.ResumedTokens < prev[i] {
+				t.Errorf("conversation %d, turn %d after the others' turns: resumed %d, prefilled %d; want at least its last prompt's %d resumed",
+					i, round+1, st.ResumedTokens, st.PrefillTokens, prev[i])
+			}
+			prev[i] = st.ResumedTokens + st.PrefillTokens
+			fresh := New(nil, nil)
+			want, fst := chatTurn(t, fresh, convs[i], 8)
+			fresh.Close()
+			if !slices.Equal(got, want) || fst.ResumedTokens != 0 {
+				t.Errorf("conversation %d, turn %d: %v; a fresh manager wrote %v", i, round+1, got, want)
+			}
+			var text string
+			_ = r.Do(context.Background(), testres.Stories(t), func(m *Model) error { text = m.Tokenizer().Decode(got); return nil })
+			convs[i] = append(convs[i], chat.Message{Role: chat.RoleAssistant, Content: text}, chat.Message{Role: chat.RoleUser, Content: "And then?"})
+		}
+	}
+}
+
+// warm returns what r keeps warm.
+func warm(t *testing.T, r *Manager) Warm {
+	t.Helper()
+	var w Warm
+	if err := r.Do(context.Background(), testres.Stories(t), func(m *Model) error { w = m.Warm(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// TestWarmBound: past Warm's count or bytes the least recently used
+// sessions go, their KV caches with them (garbage once dropped); a dropped
+// conversation's next turn prefills again and writes the same, a kept one
+// resumes; KeepWarm drops sessions at once and refuses a bound of nothing.
+func TestWarmBound(t *testing.T) {
+	r := New(nil, nil)
+	defer r.Close()
+	for _, w := range []Warm{{Sessions: 0, Bytes: 1 << 20}, {Sessions: 2, Bytes: 0}} {
+		if err := r.KeepWarm(w); err == nil {
+			t.Errorf("KeepWarm(%+v) accepted", w)
+		}
+	}
+	if err := r.KeepWarm(Warm{Sessions: 2, Bytes: 1 << 30}); err != nil {
+		t.Fatal(err)
+	}
+	convs := [][]chat.Message{
+		{{Role: chat.RoleUser, Content: "Lily and Tom played in the park with a big red ball all day long"}},
+		{{Role: chat.RoleUser, Content: "The little dog ran to the tree and barked at the bird in the sun"}},
+		{{Role: chat.RoleUser, Content: "Mom gave Sue a cake and a cup of milk and they sat in the garden"}},
+	}
+	next := func(i int, got []int32) {
+		var text string
+		_ = r.Do(context.Background(), testres.Stories(t), func(m *Model) error { text = m.Tokenizer().Decode(got); return nil })
+		convs[i] = append(convs[i], chat.Message{Role: chat.RoleAssistant, Content: text}, chat.Message{Role: chat.RoleUser, Content: "And then?"})
+	}
+	var first weak.Pointer[kv.Cache]
+	for i := range convs {
+		got, _ := chatTurn(t, r, convs[i], 8)
+		if i == 0 {
+			_ = r.Do(context.Background(), testres.Stories(t), func(m *Model) error {
+				s, _ := m.Session(Chat)
+				first = weak.Make(s.Cache())
+				return nil
+			})
+		}
+		next(i, got)
+	}
+	if w := warm(t, r); w.Sessions != 2 {
+		t.Fatalf("three conversations with a bound of 2 sessions: %+v kept", w)
+	}
+	runtime.GC()
+	if first.Value() != nil {
+		t.Fatal("the dropped session's KV cache is still reachable")
+	}
+	// The last one is warm; the first was dropped and starts over.
+	got, st := chatTurn(t, r, convs[2], 8)
+	if st.ResumedTokens == 0 {
+		t.Errorf("the kept conversation's next turn: %+v; want it resumed", st)
+	}
+	_ = got
+	got, st = chatTurn(t, r, convs[0], 8)
+	fresh := New(nil, nil)
+	want, _ := chatTurn(t, fresh, convs[0], 8)
+	fresh.Close()
+	if st.ResumedTokens != 0 || !slices.Equal(got, want) {
+		t.Errorf("the dropped conversation's next turn: %v resumed %d; want %v from scratch", got, st.ResumedTokens, want)
+	}
+
+	// Bytes: every session here holds the same first allocation, so a
+	// bound of two sessions' bytes keeps two, whatever the count allows.
+	if err := r.KeepWarm(Warm{Sessions: 1, Bytes: 1 << 30}); err != nil {
+		t.Fatal(err)
+	}
+	one := warm(t, r)
+	if one.Sessions != 1 || one.Bytes <= 0 {
+		t.Fatalf("KeepWarm(1 session): %+v kept", one)
+	}
+	if err := r.KeepWarm(Warm{Sessions: 8, Bytes: 2 * one.Bytes}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range convs {
+		chatTurn(t, r, convs[i], 8)
+	}
+	if w := warm(t, r); w.Sessions != 2 || w.Bytes > 2*one.Bytes {
+		t.Fatalf("a bound of %d bytes (two sessions'): %+v kept", 2*one.Bytes, w)
+	}
+}
+
+// TestNewSessionsShareMeasuredCosts: the call costs one session measured
+// serve the sessions built after it (the backend's costs, not a
+// conversation's), so another conversation does not measure again in its
+// time to first token.
+func TestNewSessionsShareMeasuredCosts(t *testing.T) {
+	r := New(nil, nil)
+	defer r.Close()
+	var firstCosts *spec.Costs
+	for i, text := range []string{"Lily and Tom", "The little dog ran"} {
+		err := r.Do(context.Background(), testres.Stories(t), func(m *Model) error {
+			ids, err := m.Render(context.Background(), []chat.Message{{Role: chat.RoleUser, Content: text}})
+			if err != nil {
+				return err
+			}
+			if _, err := m.Reply(context.Background(), Request{Mode: Chat, Prompt: ids,
+				Options: engine.GenerateOptions{MaxTokens: 8, Width: 4}, Emit: func(engine.Token) error { return nil }}); err != nil {
+				return err
+			}
+			s, _ := m.Session(Chat)
+			switch {
+			case i == 0 && s.Measurements() != 1:
+				t.Errorf("the first session measured %d times, want 1", s.Measurements())
+			case i == 0:
+				firstCosts = s.Costs()
+			case s.Measurements() != 0 || s.Costs() != firstCosts || m.Warm().Sessions != 2:
+				t.Errorf("the second conversation's session (of %d): measured %d times, costs shared %v", m.Warm().Sessions, s.Measurements(), s.Costs() == firstCosts)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSharedOpeningKeepsTheOtherConversation: a conversation whose prompt
+// shares only an opening with what another's session holds gets a session
+// of its own instead of cutting that one back, so the other's next turn
+// still resumes from memory.
+func TestSharedOpeningKeepsTheOtherConversation(t *testing.T) {
+	// A reply of 16 tokens: the opening is less than half of what the
+	// other session holds; of 4: more.
+	for _, n := range []int{16, 4} {
+		r := New(nil, nil)
+		a := []chat.Message{{Role: chat.RoleUser, Content: "Lily and Tom played in the park with a big red ball all day long"}}
+		b := []chat.Message{{Role: chat.RoleUser, Content: "Lily and Tom played in the park with a big dog"}}
+		got, st := chatTurn(t, r, a, n)
+		var text string
+		_ = r.Do(context.Background(), testres.Stories(t), func(m *Model) error { text = m.Tokenizer().Decode(got); return nil })
+		first := st.PrefillTokens
+		chatTurn(t, r, b, 8)
+		a = append(a, chat.Message{Role: chat.RoleAssistant, Content: text}, chat.Message{Role: chat.RoleUser, Content: "And then?"})
+		if _, st := chatTurn(t, r, a, 8); st.ResumedTokens < first {
+			t.Errorf("reply of %d: the first conversation's next turn after one sharing its opening: resumed %d, want its first prompt's %d", n, st.ResumedTokens, first)
+		}
+		if w := warm(t, r); w.Sessions != 2 {
+			t.Errorf("reply of %d: %d sessions warm, want one per conversation", n, w.Sessions)
+		}
+		r.Close()
 	}
 }
