@@ -16,6 +16,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from . import checkpoint as ckpt
+from . import plan as plan_mod
 from .checkpoint import Arch, Checkpoint, CheckpointError
 from .graph import GENERATE, HEAD_WEIGHT, MAX_REDUCE, PREFILL, SAMPLE, Chunk, Geometry, TensorDesc, Weights, argmax_block, build_function
 
@@ -34,7 +35,8 @@ class Options:
     width: int = 8  # generation function width K
     prefill: int = 64  # prefill function width N
     context: int = 2048  # at most; never more than the checkpoint's
-    chunk_mb: float = 1024.0  # weight size limit per chunk
+    chunk_mb: float = plan_mod.DEFAULT_CHUNK_MIB  # weight bytes per package, at most (plan.py)
+    max_ops: int = plan_mod.DEFAULT_MAX_OPS  # ops per function, at most (plan.py)
     chunks: Optional[str] = None  # explicit "0-7,8-24,25-34"
     weights: str = "fp16"  # fp16 | int8 | int4
     sidecars: str = "int8"  # int8 (per-row fp16 scales) | fp16
@@ -42,63 +44,24 @@ class Options:
     force: bool = False  # replace an existing output directory
 
 
-def layer_roles(arch: Arch, i: int, ck: Checkpoint) -> List[str]:
-    p = f"layers.{i}."
-    return [r for r in ck.roles() if r.startswith(p)]
-
-
-def role_elements(ck: Checkpoint, role: str) -> int:
-    return int(np.prod(_shape(ck, role)))
-
-
-def _shape(ck: Checkpoint, role: str):
-    # Shapes were validated at load; the weight itself is not read here.
-    return ck.shapes[role]
-
-
-def plan_chunks(ck: Checkpoint, opt: Options) -> List[Chunk]:
-    """Splits the layers into chunks: the explicit ranges of opt.chunks, or
-    greedily so that no chunk's weights exceed opt.chunk_mb (a single layer
-    larger than the limit gets a chunk of its own). Chunk 0 also holds the
-    per-layer projection, the last chunk the final norm and the output
-    projection."""
-    a = ck.arch
-    L = len(a.layers)
+def plan_chunks(ck: Checkpoint, opt: Options, read_scalars: bool = True) -> List[plan_mod.Planned]:
+    """The chunks of the bundle (plan.py): opt.chunks checked against the
+    limits, or the planner's default plan. Fails, naming the layer or
+    chunk, before anything is converted."""
+    planner = plan_mod.Planner(ck, opt.width, opt.prefill, opt.weights, opt.weights,
+                               plan_mod.Limits(int(opt.chunk_mb * plan_mod.MIB), opt.max_ops), read_scalars)
     if opt.chunks:
-        ranges = []
-        for part in opt.chunks.split(","):
-            try:
-                lo, hi = (int(x) for x in part.split("-"))
-            except ValueError:
-                raise CheckpointError(f"--chunks {opt.chunks!r}: {part!r} is not a range like 0-7")
-            ranges.append((lo, hi + 1))
-        want = 0
-        for lo, hi in ranges:
-            if lo != want or hi <= lo:
-                raise CheckpointError(f"--chunks {opt.chunks!r}: the ranges must cover layers 0..{L - 1} in order")
-            want = hi
-        if want != L:
-            raise CheckpointError(f"--chunks {opt.chunks!r}: the ranges must cover layers 0..{L - 1} in order")
-    else:
-        per = bytes_per_weight(opt.weights)
-        sizes = [sum(role_elements(ck, r) for r in layer_roles(a, i, ck)) * per for i in range(L)]
-        head = role_elements(ck, "embed" if a.tied else "output") * per
-        first = role_elements(ck, "ple_proj") * per if ck.has("ple_proj") else 0
-        sizes[0] += first
-        sizes[-1] += head
-        limit = opt.chunk_mb * (1 << 20)
-        ranges, lo, acc = [], 0, 0.0
-        for i, s in enumerate(sizes):
-            if i > lo and acc + s > limit:
-                ranges.append((lo, i))
-                lo, acc = i, 0.0
-            acc += s
-        ranges.append((lo, L))
-    return [Chunk(j, lo, hi, j == len(ranges) - 1) for j, (lo, hi) in enumerate(ranges)]
+        return planner.check(plan_mod.parse_ranges(opt.chunks, len(ck.arch.layers)))
+    return planner.plan()
 
 
-def bytes_per_weight(kind: str) -> float:
-    return {"fp16": 2.0, "int8": 1.0, "int4": 0.5}[kind]
+def plan_json(model: str, opt: Options) -> dict:
+    """`--plan`: the chunk plan of model as JSON, from config.json (or a
+    GGUF header) alone, reading no weight (plan.plan_json's shape)."""
+    ck = ckpt.load_spec(model)
+    planned = plan_chunks(ck, opt, read_scalars=False)
+    return plan_mod.plan_json(planned, opt.weights, opt.weights,
+                              plan_mod.Limits(int(opt.chunk_mb * plan_mod.MIB), opt.max_ops))
 
 
 def quantize_rows(m: np.ndarray):
@@ -237,7 +200,8 @@ def convert(model: str, out: str, opt: Options) -> dict:
     if not 1 <= block <= MAX_REDUCE or a.vocab % block:
         raise CheckpointError(f"--argmax-block {block} must divide the vocabulary ({a.vocab}) and be in 1..{MAX_REDUCE}")
     geo = Geometry(context=context, sliding_slots=sliding, argmax_block=block)
-    chunks = plan_chunks(ck, opt)
+    planned = plan_chunks(ck, opt)
+    chunks = [Chunk(j, p.first, p.end, j == len(planned) - 1) for j, p in enumerate(planned)]
     out = os.path.abspath(out)
     if os.path.exists(out) and not opt.force:
         raise CheckpointError(f"{out} exists (pass --force to replace it)")

@@ -5,10 +5,12 @@ hidden 1536, 8 heads, 1 KV head, head dims 256 sliding / 512 full (every 5th
 layer), window 512, MLP 6144 (12288 on the KV-shared last layers, 20 of 35
 scaled to the layer count), PLE 256, softcap 30, tied embeddings.
 
-    python bench/random_e2b.py OUT_DIR [--layers 10] [--vocab 65536]
+    python bench/random_e2b.py OUT_DIR [--layers 10] [--vocab 65536] [--config-only]
 
 For conversion figures only (time, memory, sizes): the weights mean nothing.
 The tokenizer is the Gemma 4 fixture's (the converter copies it as is).
+--config-only writes config.json alone (what `anebundle --plan` reads):
+`--layers 35 --vocab 262144 --config-only` is the full E2B's geometry.
 """
 import argparse
 import json
@@ -26,16 +28,13 @@ def bf16(rng, shape, scale):
     return (x >> 16).astype(np.uint16)  # truncation: fine for random weights
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("out")
-    p.add_argument("--layers", type=int, default=10)
-    p.add_argument("--vocab", type=int, default=65536)
-    a = p.parse_args()
-    L, V, H, P = a.layers, a.vocab, 1536, 256
+def e2b_config(L: int, V: int) -> dict:
+    """config.json of E2B's geometry cut to L layers (the last L*20//35
+    KV-shared) and a vocabulary of V ids."""
+    H, P = 1536, 256
     shared = L * 20 // 35
     types = ["full_attention" if i % 5 == 4 else "sliding_attention" for i in range(L)]
-    cfg = {
+    return {
         "architectures": ["Gemma4ForCausalLM"], "model_type": "gemma4_text", "vocab_size": V, "hidden_size": H,
         "intermediate_size": 6144, "num_hidden_layers": L, "num_attention_heads": 8, "num_key_value_heads": 1,
         "head_dim": 256, "global_head_dim": 512, "layer_types": types, "sliding_window": 512,
@@ -47,9 +46,25 @@ def main():
                                                "rope_type": "proportional"},
                             "sliding_attention": {"rope_theta": 1e4, "rope_type": "default"}},
     }
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("out")
+    p.add_argument("--layers", type=int, default=10)
+    p.add_argument("--vocab", type=int, default=65536)
+    p.add_argument("--config-only", action="store_true", help="write config.json only (for --plan)")
+    a = p.parse_args()
+    L, V, H, P = a.layers, a.vocab, 1536, 256
+    shared = L * 20 // 35
+    types = ["full_attention" if i % 5 == 4 else "sliding_attention" for i in range(L)]
+    cfg = e2b_config(L, V)
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=1)
+    if a.config_only:
+        print(f"wrote {a.out}/config.json: {L} layers, vocab {V}")
+        return
     shutil.copyfile(os.path.join(FIXTURE, "tokenizer.json"), os.path.join(a.out, "tokenizer.json"))
     rng = np.random.default_rng(1)
     t = {}
