@@ -26,8 +26,16 @@ def main(argv=None) -> int:
     p.add_argument("--plan", action="store_true",
                    help="print the chunk plan as JSON and exit: reads config.json (or a GGUF header) only, "
                         "no weights and no OUT")
-    p.add_argument("--weights", default="fp16", choices=["fp16", "int8", "int4"],
-                   help="weight storage: fp16 (default), int8 (per-channel linear), int4 (blockwise, block 32)")
+    p.add_argument("--weights", default="lut4",
+                   help="weight storage of the linear layers: lut4 (default: a 16-entry fp16 palette per 16 rows, "
+                        "coremltools' per_grouped_channel palettisation), lut6 (64 entries), int8 (per output "
+                        "channel), fp16")
+    p.add_argument("--head-weights", default=None,
+                   help="weight storage of the output projection (same choices; default: as --weights)")
+    p.add_argument("--palette", default="kmeans", choices=["kmeans", "uniform"],
+                   help="how lutN palettes are made: kmeans (optimal 1-D k-means, default) or uniform (evenly "
+                        "spaced between each group's min and max)")
+    p.add_argument("--workers", type=int, default=1, help="processes palettising a chunk's matrices (default 1)")
     p.add_argument("--sidecars", default="int8", choices=["int8", "fp16"],
                    help="embedding sidecars: int8 rows with per-row fp16 scales (default), or fp16 rows")
     p.add_argument("--argmax-block", type=int, default=None,
@@ -42,7 +50,8 @@ def main(argv=None) -> int:
     from .bundle import Options, convert, plan_json
     from .checkpoint import CheckpointError
     opt = Options(width=args.width, prefill=args.prefill, context=args.context, chunk_mb=args.chunk_mb,
-                  max_ops=args.max_ops, chunks=args.chunks, weights=args.weights, sidecars=args.sidecars,
+                  max_ops=args.max_ops, chunks=args.chunks, weights=args.weights, head_weights=args.head_weights,
+                  palette=args.palette, workers=args.workers, sidecars=args.sidecars,
                   force=args.force, argmax_block=args.argmax_block)
     try:
         if args.plan:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -29,6 +29,10 @@ from .checkpoint import Arch, Checkpoint, CheckpointError
 
 FP16 = "fp16"
 INT32 = "int32"
+
+# Weights with fewer elements stay fp16 under every compressed option (as
+# coremltools' weight_threshold leaves them): the norms, small projections.
+QUANT_THRESHOLD = 2048
 
 # The name of the output projection's weight constant (the quantisers
 # select it by name: the RoPE rotation's matmul stays exact).
@@ -92,13 +96,91 @@ class TensorDesc:
         return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
 
 
+# The rows (output channels) that share one palette under --weights lutN:
+# coremltools' per_grouped_channel granularity with group_size 16, which
+# Apple's guide introduces for iOS 18 because one palette per tensor "can
+# lead to high approximation error for large matrices" (coremltools
+# docs-guides opt-palettization-overview, "Granularity"; its example: a
+# (1024, 1024) weight with group_size=16 has 64 LUTs). ANEMLL palettises
+# per grouped channel by k-means (anemll/ane_converter, OpPalettizerConfig
+# mode="kmeans", granularity="per_grouped_channel"), LUT4 for the layers
+# and LUT6 for the head by default (Anemll docs/convert_model.md: --lut2 4,
+# --lut3 6); CoreML-LLM ships E2B at 4 bits per grouped channel
+# (conversion/exporter.py: nbits=4, granularity="per_grouped_channel").
+LUT_GROUP = 16
+
+# The weight options: fp16, int8 (per output channel, coremltools'
+# linear_quantize_weights), lut4/lut6 (palettes per LUT_GROUP rows).
+WEIGHT_OPTIONS = ("fp16", "int8", "lut4", "lut6")
+PALETTE_MODES = ("kmeans", "uniform")
+
+
+def lut_bits(kind: str) -> int:
+    """N of a lutN weight option, 0 for the others."""
+    return int(kind[3:]) if kind.startswith("lut") else 0
+
+
+def _kmeans_lut(val: np.ndarray, bits: int):
+    """One group's palette by k-means: coremltools' own k-means
+    (_get_kmeans_lookup_table_and_weight) forced to its 1-D path
+    (kmeans1d: optimal, deterministic, what coremltools picks itself for
+    fp16 groups of 10,000 elements or more), so every group, small ones
+    included, gets the same algorithm and the same palette on every run
+    (save_multifunction then stores a weight shared by the functions once)."""
+    from coremltools.models.neural_network.quantization_utils import _get_kmeans_lookup_table_and_weight
+    lut, idx = _get_kmeans_lookup_table_and_weight(bits, val, force_kmeans1d=True)
+    return lut.astype(val.dtype), idx.astype(np.uint8)
+
+
+def palettize(w: np.ndarray, bits: int, axis: int, mode: str):
+    """(indices, lut) of the fp16 matrix w palettised with 2^bits entries
+    per group of LUT_GROUP channels along axis (coremltools'
+    palettize_weights.grouped_channelwise_compress; mode "kmeans" or
+    "uniform"), or None when the axis does not divide into groups (the
+    weight then stays fp16, as coremltools leaves it)."""
+    import functools
+    import logging
+    from coremltools.optimize.coreml._quantization_passes import palettize_weights as pw
+    if w.shape[axis] % LUT_GROUP:
+        return None
+    logging.getLogger("coremltools").setLevel(logging.ERROR)
+    if mode == "kmeans":
+        p = pw.grouped_channelwise_compress(w, "CUSTOM", bits, axis, LUT_GROUP,
+                                            lut_function=functools.partial(_kmeans_lut, bits=bits))
+    else:
+        p = pw.grouped_channelwise_compress(w, "UNIFORM", bits, axis, LUT_GROUP)
+    return None if p is None else (p.indices, p.lut)
+
+
+def _palettize_job(args):
+    """palettize() in a worker: the indices travel as uint8 (coremltools'
+    uintN numpy types do not pickle); _indices_type restores them."""
+    w, bits, axis, mode = args
+    p = palettize(w, bits, axis, mode)
+    return None if p is None else (p[0].astype(np.uint8), p[1])
+
+
+def _indices_type(idx: np.ndarray, bits: int) -> np.ndarray:
+    """idx as coremltools' uint<bits> type, which the package stores in
+    bits bits per index."""
+    from coremltools.converters.mil.mil import types
+    return idx.astype(types.nptype_from_builtin(types.string_to_builtin(f"uint{bits}")))
+
+
 class Weights:
     """fp16 copies of a checkpoint's weights, made once and shared by the
-    functions of a chunk (save_multifunction then stores each once)."""
+    functions of a chunk (save_multifunction then stores each once). Under
+    --weights lutN the matrices of the linear layers (and, under
+    --head-weights lutN, the output projection) are palettised once here
+    and emitted as constexpr_lut_to_dense in every function, so the
+    functions share the same indices and palettes."""
 
-    def __init__(self, ck: Checkpoint):
+    def __init__(self, ck: Checkpoint, weights: str = "fp16", head: str = "fp16", palette: str = "kmeans",
+                 workers: int = 1):
         self.ck = ck
+        self.weights, self.head, self.palette, self.workers = weights, head, palette, max(1, workers)
         self.cache: Dict[str, np.ndarray] = {}
+        self.luts: Dict[tuple, Optional[tuple]] = {}
 
     def get(self, role: str) -> np.ndarray:
         w = self.cache.get(role)
@@ -111,8 +193,59 @@ class Weights:
             self.cache[role] = w
         return w
 
+    def _want(self, role: str, head: bool) -> int:
+        bits = lut_bits(self.head if head else self.weights)
+        return bits if bits and self.get(role).size >= QUANT_THRESHOLD else 0
+
+    def prepare(self, jobs: List[Tuple[str, tuple, int, bool]]):
+        """Palettises, once, the matrices a chunk's functions will ask
+        matrix() for: (role, shape, axis, head) each; with --workers N > 1,
+        N matrices at a time in worker processes."""
+        todo = []
+        for role, shape, axis, head in jobs:
+            key = (role, shape)
+            bits = self._want(role, head)
+            if bits and key not in self.luts:
+                todo.append((key, (self.get(role).reshape(shape), bits, axis, self.palette)))
+        if not todo:
+            return
+        if self.workers > 1 and len(todo) > 1:
+            import multiprocessing
+            with multiprocessing.get_context("fork").Pool(self.workers) as pool:
+                got = pool.map(_palettize_job, [a for _, a in todo], chunksize=1)
+        else:
+            got = [_palettize_job(a) for _, a in todo]
+        for (key, a), r in zip(todo, got):
+            self.luts[key] = None if r is None else (_indices_type(r[0], a[1]), r[1])
+
+    def matrix(self, role: str, name: str, shape: Optional[tuple] = None, axis: int = 0, head: bool = False):
+        """The weight of role (reshaped to shape) as a function's operand:
+        the fp16 array, or a constexpr_lut_to_dense named name when the
+        weight option palettises it (rows grouped along axis)."""
+        w = self.get(role)
+        if shape is not None:
+            w = w.reshape(shape)
+        shape = tuple(w.shape)
+        bits = self._want(role, head)
+        if not bits:
+            return w if not head else mb.const(val=w, name=name)
+        key = (role, shape)
+        if key not in self.luts:
+            self.prepare([(role, shape, axis, head)])
+        p = self.luts[key]
+        if p is None:
+            return w if not head else mb.const(val=w, name=name)
+        return mb.constexpr_lut_to_dense(indices=p[0], lut=p[1], vector_axis=None, name=name)
+
     def drop(self):
         self.cache.clear()
+        self.luts.clear()
+
+
+def weight_name(role: str) -> str:
+    """The name of a linear layer's palettised weight in every function
+    (refmodel reads the bundle's weights back by it)."""
+    return "w_" + role.replace(".", "_")
 
 
 def rot_matrix(head_dim: int, layout: str) -> np.ndarray:
@@ -161,7 +294,8 @@ class _Builder:
         return mb.slice_by_index(x=n, begin=[0] * len(shape), end=end, name=self.name(tag))
 
     def linear(self, x, role, tag):
-        return mb.linear(x=x, weight=self.w.get(role), name=self.name(tag))
+        weight = self.w.matrix(role, weight_name(role))
+        return mb.linear(x=x, weight=weight, name=self.name(tag))
 
     def rope(self, x, cos, sin, R, tag, exact_name=None):
         xr = mb.matmul(x=x, y=R, name=self.name(tag + "_rot"))
@@ -336,9 +470,10 @@ def build_function(ck: Checkpoint, w: Weights, geo: Geometry, chunk: Chunk, n_ch
             # "Outputs"), so no elementwise op runs over the logits here.
             V, B = a.vocab, geo.argmax_block
             nb = V // B
-            head = w.get("embed" if a.tied else "output").reshape(1, nb, B, H)
+            # Palettised per group of 16 ids (axis 2, the rows of W).
+            head = w.matrix("embed" if a.tied else "output", HEAD_WEIGHT, (1, nb, B, H), axis=2, head=True)
             x = mb.reshape(x=x, shape=[1, 1, rows, H], name=b.name("head_in"))
-            z = mb.matmul(x=x, y=mb.const(val=head, name=HEAD_WEIGHT), transpose_y=True,
+            z = mb.matmul(x=x, y=head, transpose_y=True,
                           name="logits" if kind != GENERATE else b.name("lm_head"))
             if kind != SAMPLE:
                 # The first level of the argmax, per block of B ids (at most

@@ -38,6 +38,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from .checkpoint import Arch, Checkpoint, CheckpointError
+from .graph import LUT_GROUP, QUANT_THRESHOLD
 
 MIB = 1 << 20
 # Anemll docs/calc_chunk_split.md: --max-chunk-mb "default 950" (see above).
@@ -46,12 +47,6 @@ DEFAULT_CHUNK_MIB = 950.0
 # chunk, 133 of them LUT constants (see above).
 DEFAULT_MAX_OPS = 1800
 
-# Weights with fewer elements stay fp16 under every compressed option
-# (coremltools' weight_threshold; the norms and small projections).
-QUANT_THRESHOLD = 2048
-# The rows that share one palette under --weights lutN (coremltools'
-# per_grouped_channel group_size; see bundle.LUT_GROUP).
-LUT_GROUP = 16
 # The columns that share one scale under --weights int4 (per block).
 INT4_BLOCK = 32
 
