@@ -341,7 +341,7 @@ def _build(ck: Checkpoint, out: str, opt: Options, geo: Geometry, chunks: List[C
             _save_chunk(progs, os.path.join(out, pkg))
         del progs
         man_chunks.append({"index": c.index, "package": pkg, "layers": [c.first, c.last],
-                           "weight_bytes": int(sum(v.nbytes for v in w.cache.values())),
+                           "weight_bytes": int(sum(w.fp16_bytes.values())),
                            "functions": fns})
         w.drop()
     shutil.rmtree(work)

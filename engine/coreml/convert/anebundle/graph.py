@@ -181,6 +181,9 @@ class Weights:
         self.weights, self.head, self.palette, self.workers = weights, head, palette, max(1, workers)
         self.cache: Dict[str, np.ndarray] = {}
         self.luts: Dict[tuple, Optional[tuple]] = {}
+        # Each weight's bytes at fp16, kept after a palettised weight's
+        # fp16 copy is dropped (the manifest's chunk weight_bytes).
+        self.fp16_bytes: Dict[str, int] = {}
 
     def get(self, role: str) -> np.ndarray:
         w = self.cache.get(role)
@@ -190,56 +193,68 @@ class Weights:
             if not np.all(np.isfinite(w[np.isfinite(w32)])):
                 raise CheckpointError(f"{self.ck.path}: tensor {self.ck._names[role]!r} overflows fp16 "
                                       f"(max |w| {np.abs(w32).max():g}; fp16 holds up to 65504)")
+            del w32
             self.cache[role] = w
+            self.fp16_bytes[role] = w.nbytes
         return w
 
     def _want(self, role: str, head: bool) -> int:
         bits = lut_bits(self.head if head else self.weights)
-        return bits if bits and self.get(role).size >= QUANT_THRESHOLD else 0
+        return bits if bits and int(np.prod(self.ck.shapes[role])) >= QUANT_THRESHOLD else 0
 
     def prepare(self, jobs: List[Tuple[str, tuple, int, bool]]):
         """Palettises, once, the matrices a chunk's functions will ask
-        matrix() for: (role, shape, axis, head) each; with --workers N > 1,
-        N matrices at a time in worker processes."""
+        matrix() for: (role, shape, axis, head) each, one at a time (read,
+        palettise, drop the fp16 copy), or with --workers N > 1 N at a time
+        in worker processes."""
         todo = []
         for role, shape, axis, head in jobs:
-            key = (role, shape)
+            key = (role, tuple(shape))
             bits = self._want(role, head)
-            if bits and key not in self.luts:
-                todo.append((key, (self.get(role).reshape(shape), bits, axis, self.palette)))
+            if bits and key not in self.luts and key not in [t[0] for t in todo]:
+                todo.append((key, axis, bits))
         if not todo:
             return
+
+        def args(t):
+            (role, shape), axis, bits = t
+            return self.get(role).reshape(shape), bits, axis, self.palette
+
+        def keep(t, r):
+            key, _, bits = t
+            self.luts[key] = None if r is None else (_indices_type(r[0], bits), r[1])
+            if r is not None:
+                # The functions use the indices and palettes only: the fp16
+                # copy goes, so a chunk holds its weights once, compressed.
+                self.cache.pop(key[0], None)
+
         if self.workers > 1 and len(todo) > 1:
             import multiprocessing
             with multiprocessing.get_context("fork").Pool(self.workers) as pool:
-                got = pool.map(_palettize_job, [a for _, a in todo], chunksize=1)
+                for t, r in zip(todo, pool.imap(_palettize_job, (args(t) for t in todo), chunksize=1)):
+                    keep(t, r)
         else:
-            got = [_palettize_job(a) for _, a in todo]
-        for (key, a), r in zip(todo, got):
-            self.luts[key] = None if r is None else (_indices_type(r[0], a[1]), r[1])
+            for t in todo:
+                keep(t, _palettize_job(args(t)))
 
     def matrix(self, role: str, name: str, shape: Optional[tuple] = None, axis: int = 0, head: bool = False):
         """The weight of role (reshaped to shape) as a function's operand:
         the fp16 array, or a constexpr_lut_to_dense named name when the
         weight option palettises it (rows grouped along axis)."""
-        w = self.get(role)
-        if shape is not None:
-            w = w.reshape(shape)
-        shape = tuple(w.shape)
-        bits = self._want(role, head)
-        if not bits:
-            return w if not head else mb.const(val=w, name=name)
+        shape = tuple(shape if shape is not None else self.ck.shapes[role])
         key = (role, shape)
-        if key not in self.luts:
+        if self._want(role, head) and key not in self.luts:
             self.prepare([(role, shape, axis, head)])
-        p = self.luts[key]
+        p = self.luts.get(key)
         if p is None:
+            w = self.get(role).reshape(shape)
             return w if not head else mb.const(val=w, name=name)
         return mb.constexpr_lut_to_dense(indices=p[0], lut=p[1], vector_axis=None, name=name)
 
     def drop(self):
         self.cache.clear()
         self.luts.clear()
+        self.fp16_bytes.clear()
 
 
 def weight_name(role: str) -> str:
