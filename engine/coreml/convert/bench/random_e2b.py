@@ -66,14 +66,17 @@ def main():
         print(f"wrote {a.out}/config.json: {L} layers, vocab {V}")
         return
     shutil.copyfile(os.path.join(FIXTURE, "tokenizer.json"), os.path.join(a.out, "tokenizer.json"))
-    rng = np.random.default_rng(1)
-    t = {}
+    # (name, shape, scale) in the order the generator draws them; written
+    # a block of rows at a time at their place in the file (safetensors
+    # orders tensors by name), so memory stays small at the full geometry
+    # (5.1G parameters). The bytes equal drawing each tensor whole.
+    t = []
     pre = "model."
-    t[pre + "embed_tokens.weight"] = bf16(rng, (V, H), 0.03)
-    t[pre + "norm.weight"] = bf16(rng, (H,), 1.0)
-    t[pre + "embed_tokens_per_layer.weight"] = bf16(rng, (V, L * P), 0.03)
-    t[pre + "per_layer_model_projection.weight"] = bf16(rng, (L * P, H), H ** -0.5)
-    t[pre + "per_layer_projection_norm.weight"] = bf16(rng, (P,), 1.0)
+    t.append((pre + "embed_tokens.weight", (V, H), 0.03))
+    t.append((pre + "norm.weight", (H,), 1.0))
+    t.append((pre + "embed_tokens_per_layer.weight", (V, L * P), 0.03))
+    t.append((pre + "per_layer_model_projection.weight", (L * P, H), H ** -0.5))
+    t.append((pre + "per_layer_projection_norm.weight", (P,), 1.0))
     first_shared = L - shared
     for i, typ in enumerate(types):
         hd = 512 if typ == "full_attention" else 256
@@ -81,33 +84,41 @@ def main():
         q = f"{pre}layers.{i}."
         for n in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
                   "post_feedforward_layernorm", "post_per_layer_input_norm"):
-            t[q + n + ".weight"] = bf16(rng, (H,), 1.0)
-        t[q + "self_attn.q_norm.weight"] = bf16(rng, (hd,), 1.0)
-        t[q + "self_attn.q_proj.weight"] = bf16(rng, (8 * hd, H), H ** -0.5)
-        t[q + "self_attn.o_proj.weight"] = bf16(rng, (H, 8 * hd), (8 * hd) ** -0.5)
+            t.append((q + n + ".weight", (H,), 1.0))
+        t.append((q + "self_attn.q_norm.weight", (hd,), 1.0))
+        t.append((q + "self_attn.q_proj.weight", (8 * hd, H), H ** -0.5))
+        t.append((q + "self_attn.o_proj.weight", (H, 8 * hd), (8 * hd) ** -0.5))
         if i < first_shared:
-            t[q + "self_attn.k_norm.weight"] = bf16(rng, (hd,), 1.0)
-            t[q + "self_attn.k_proj.weight"] = bf16(rng, (hd, H), H ** -0.5)
-            t[q + "self_attn.v_proj.weight"] = bf16(rng, (hd, H), H ** -0.5)
-        t[q + "mlp.gate_proj.weight"] = bf16(rng, (ffn, H), H ** -0.5)
-        t[q + "mlp.up_proj.weight"] = bf16(rng, (ffn, H), H ** -0.5)
-        t[q + "mlp.down_proj.weight"] = bf16(rng, (H, ffn), ffn ** -0.5)
-        t[q + "per_layer_input_gate.weight"] = bf16(rng, (P, H), H ** -0.5)
-        t[q + "per_layer_projection.weight"] = bf16(rng, (H, P), P ** -0.5)
+            t.append((q + "self_attn.k_norm.weight", (hd,), 1.0))
+            t.append((q + "self_attn.k_proj.weight", (hd, H), H ** -0.5))
+            t.append((q + "self_attn.v_proj.weight", (hd, H), H ** -0.5))
+        t.append((q + "mlp.gate_proj.weight", (ffn, H), H ** -0.5))
+        t.append((q + "mlp.up_proj.weight", (ffn, H), H ** -0.5))
+        t.append((q + "mlp.down_proj.weight", (H, ffn), ffn ** -0.5))
+        t.append((q + "per_layer_input_gate.weight", (P, H), H ** -0.5))
+        t.append((q + "per_layer_projection.weight", (H, P), P ** -0.5))
     # safetensors with BF16 tensors, written by hand (numpy has no bfloat16).
     header, off = {}, 0
-    names = sorted(t)
-    for n in names:
-        size = t[n].nbytes
-        header[n] = {"dtype": "BF16", "shape": list(t[n].shape), "data_offsets": [off, off + size]}
+    shapes = {n: shape for n, shape, _ in t}
+    for n in sorted(shapes):
+        size = 2 * int(np.prod(shapes[n]))
+        header[n] = {"dtype": "BF16", "shape": list(shapes[n]), "data_offsets": [off, off + size]}
         off += size
     hb = json.dumps(header).encode()
     hb += b" " * (-len(hb) % 8)
+    rng = np.random.default_rng(1)
     with open(os.path.join(a.out, "model.safetensors"), "wb") as f:
         f.write(len(hb).to_bytes(8, "little"))
         f.write(hb)
-        for n in names:
-            f.write(t[n].tobytes())
+        f.truncate(8 + len(hb) + off)
+        for n, shape, scale in t:
+            rows, rest = shape[0], tuple(shape[1:])
+            per = max(1, (1 << 24) // max(1, int(np.prod(rest))))
+            at = 8 + len(hb) + header[n]["data_offsets"][0]
+            for r0 in range(0, rows, per):
+                block = bf16(rng, (min(per, rows - r0),) + rest, scale)
+                f.seek(at + 2 * r0 * int(np.prod(rest)))
+                f.write(block.tobytes())
     print(f"wrote {a.out}: {L} layers, vocab {V}, {off / 2 / 1e6:.0f}M parameters")
 
 
