@@ -105,8 +105,11 @@ class TensorDesc:
 # per grouped channel by k-means (anemll/ane_converter, OpPalettizerConfig
 # mode="kmeans", granularity="per_grouped_channel"), LUT4 for the layers
 # and LUT6 for the head by default (Anemll docs/convert_model.md: --lut2 4,
-# --lut3 6); CoreML-LLM ships E2B at 4 bits per grouped channel
-# (conversion/exporter.py: nbits=4, granularity="per_grouped_channel").
+# --lut3 6); CoreML-LLM runs E2B at 4 bits per grouped channel of 32 rows
+# (docs/THREE_CHUNK_MAC_BENCH.md: "INT4 palettized (per_grouped_channel
+# g=32)"; conversion/exporter.py: nbits=4, group_size=32). 16, Apple's
+# example, stores twice the palettes (one more byte per row at LUT4) for a
+# smaller error.
 LUT_GROUP = 16
 
 # The weight options: fp16, int8 (per output channel, coremltools'
