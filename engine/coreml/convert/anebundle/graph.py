@@ -135,32 +135,48 @@ def _kmeans_lut(val: np.ndarray, bits: int):
     return lut.astype(val.dtype), idx.astype(np.uint8)
 
 
-def palettize(w: np.ndarray, bits: int, axis: int, mode: str):
-    """(indices, lut) of the fp16 matrix w palettised with 2^bits entries
-    per group of LUT_GROUP channels along axis (coremltools'
-    palettize_weights.grouped_channelwise_compress; mode "kmeans" or
-    "uniform"), or None when the axis does not divide into groups (the
-    weight then stays fp16, as coremltools leaves it)."""
+# Rows palettised per call of coremltools' compressor: the transient
+# copies it makes stay a slice's size, whatever the matrix (E2B's output
+# projection is 262144 rows).
+PALETTE_SLICE_ROWS = 4096
+
+
+def palettize(w: np.ndarray, bits: int, mode: str):
+    """(indices uint8 [rows, cols], lut [rows/16, 1, 2^bits, 1]) of the fp16
+    matrix w [rows, cols]: a palette of 2^bits fp16 entries per group of
+    LUT_GROUP rows (coremltools'
+    palettize_weights.grouped_channelwise_compress along axis 0, mode
+    "kmeans" or "uniform", PALETTE_SLICE_ROWS rows at a time; the groups
+    are independent, so slicing changes nothing), or None when the rows
+    do not divide into groups (the weight then stays fp16, as coremltools
+    leaves it)."""
     import functools
     import logging
     from coremltools.optimize.coreml._quantization_passes import palettize_weights as pw
-    if w.shape[axis] % LUT_GROUP:
+    rows, cols = w.shape
+    if rows % LUT_GROUP:
         return None
     logging.getLogger("coremltools").setLevel(logging.ERROR)
-    if mode == "kmeans":
-        p = pw.grouped_channelwise_compress(w, "CUSTOM", bits, axis, LUT_GROUP,
-                                            lut_function=functools.partial(_kmeans_lut, bits=bits))
-    else:
-        p = pw.grouped_channelwise_compress(w, "UNIFORM", bits, axis, LUT_GROUP)
-    return None if p is None else (p.indices, p.lut)
+    idx = np.empty((rows, cols), dtype=np.uint8)
+    lut = np.empty((rows // LUT_GROUP, 1, 1 << bits, 1), dtype=np.float16)
+    for lo in range(0, rows, PALETTE_SLICE_ROWS):
+        part = w[lo:lo + PALETTE_SLICE_ROWS]
+        if mode == "kmeans":
+            p = pw.grouped_channelwise_compress(part, "CUSTOM", bits, 0, LUT_GROUP,
+                                                lut_function=functools.partial(_kmeans_lut, bits=bits))
+        else:
+            p = pw.grouped_channelwise_compress(part, "UNIFORM", bits, 0, LUT_GROUP)
+        if p is None:
+            return None
+        idx[lo:lo + len(part)] = p.indices
+        lut[lo // LUT_GROUP:(lo + len(part)) // LUT_GROUP] = p.lut
+    return idx, lut
 
 
 def _palettize_job(args):
-    """palettize() in a worker: the indices travel as uint8 (coremltools'
-    uintN numpy types do not pickle); _indices_type restores them."""
-    w, bits, axis, mode = args
-    p = palettize(w, bits, axis, mode)
-    return None if p is None else (p[0].astype(np.uint8), p[1])
+    """palettize() in a worker (the indices are uint8: coremltools' uintN
+    numpy types do not pickle; _indices_type makes them uintN)."""
+    return palettize(*args)
 
 
 def _indices_type(idx: np.ndarray, bits: int) -> np.ndarray:
@@ -191,14 +207,26 @@ class Weights:
     def get(self, role: str) -> np.ndarray:
         w = self.cache.get(role)
         if w is None:
-            w32 = self.ck.weight(role)
-            w = w32.astype(np.float16)
-            if not np.all(np.isfinite(w[np.isfinite(w32)])):
-                raise CheckpointError(f"{self.ck.path}: tensor {self.ck._names[role]!r} overflows fp16 "
-                                      f"(max |w| {np.abs(w32).max():g}; fp16 holds up to 65504)")
-            del w32
+            shape = tuple(self.ck.shapes[role])
+            if len(shape) == 2 and shape[0] * shape[1] > 1 << 24 and getattr(self.ck, "_get_rows", None):
+                # A large matrix (E2B's output projection: 262144 x 1536)
+                # is read a block of rows at a time, so no float32 copy of
+                # it is ever whole.
+                w = np.empty(shape, dtype=np.float16)
+                step = max(1, (1 << 24) // shape[1])
+                for lo in range(0, shape[0], step):
+                    w[lo:lo + step] = self._fp16(role, self.ck.rows(role, lo, min(shape[0], lo + step)))
+            else:
+                w = self._fp16(role, self.ck.weight(role))
             self.cache[role] = w
             self.fp16_bytes[role] = w.nbytes
+        return w
+
+    def _fp16(self, role: str, w32: np.ndarray) -> np.ndarray:
+        w = w32.astype(np.float16)
+        if not np.all(np.isfinite(w[np.isfinite(w32)])):
+            raise CheckpointError(f"{self.ck.path}: tensor {self.ck._names[role]!r} overflows fp16 "
+                                  f"(max |w| {np.abs(w32).max():g}; fp16 holds up to 65504)")
         return w
 
     def _want(self, role: str, head: bool) -> int:
@@ -220,12 +248,20 @@ class Weights:
             return
 
         def args(t):
-            (role, shape), axis, bits = t
-            return self.get(role).reshape(shape), bits, axis, self.palette
+            (role, _), _, bits = t
+            return self.get(role), bits, self.palette
 
         def keep(t, r):
-            key, _, bits = t
-            self.luts[key] = None if r is None else (_indices_type(r[0], bits), r[1])
+            (role, shape), axis, bits = t
+            if r is not None:
+                # [rows, cols] -> shape, the rows split as shape[:axis+1]
+                # (the output projection's [1, nb, B, H]: one palette per 16
+                # ids of a block, nb * B/16 of them).
+                idx, lut = r
+                lut = lut.reshape(tuple(shape[:axis]) + (shape[axis] // LUT_GROUP,) + (1,) * (len(shape) - axis - 1)
+                                  + (1 << bits, 1))
+                r = (_indices_type(idx.reshape(shape), bits), lut)
+            self.luts[(role, shape)] = r
             if r is not None:
                 # The functions use the indices and palettes only: the fp16
                 # copy goes, so a chunk holds its weights once, compressed.

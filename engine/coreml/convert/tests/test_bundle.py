@@ -237,7 +237,7 @@ def test_compressed_weights(tmp_path, weights, op_type):
     bundle runs."""
     from anebundle.host import Bundle, generate
     out = str(tmp_path / weights)
-    bundle_mod.convert(STORIES, out, bundle_mod.Options(prefill=16, context=64, weights=weights))
+    bundle_mod.convert(STORIES, out, bundle_mod.Options(prefill=16, context=64, weights=weights, argmax_block=64))
     m, pkgs = check_manifest(out)
     assert m["converter"]["weights"] == m["converter"]["head_weights"] == weights
     n = head = 0
@@ -256,10 +256,12 @@ def test_compressed_weights(tmp_path, weights, op_type):
                     assert mine.dtype == ref.dtype and np.array_equal(mine, ref), op.name
                     if op_type == "constexpr_lut_to_dense":
                         lut, idx = op.inputs["lut"].val, op.inputs["indices"].val
-                        axis = 2 if idx.ndim == 4 else 0  # the head's ids, a linear's rows
-                        want = [1] * idx.ndim + [16, 1]
-                        want[axis] = idx.shape[axis] // 16
-                        assert list(lut.shape) == want and lut.dtype == np.float16, op.name
+                        # One palette per 16 rows: a linear's [rows, cols]
+                        # has rows/16; the head's [1, nb, B, H] nb * B/16
+                        # (16 ids of a block each).
+                        axis = 2 if idx.ndim == 4 else 0
+                        want = list(idx.shape[:axis]) + [idx.shape[axis] // 16] + [1] * (idx.ndim - axis - 1) + [16, 1]
+                        assert list(lut.shape) == want and lut.dtype == np.float16, (op.name, lut.shape)
                     n += 1
     assert n > 0 and head == 3  # the head's weight, in each of the 3 functions
     ids = generate(Bundle(out), [1, 403, 407, 261, 378], 8)
