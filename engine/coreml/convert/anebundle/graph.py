@@ -265,7 +265,7 @@ class Weights:
             if r is not None:
                 # The functions use the indices and palettes only: the fp16
                 # copy goes, so a chunk holds its weights once, compressed.
-                self.cache.pop(key[0], None)
+                self.cache.pop(role, None)
 
         if self.workers > 1 and len(todo) > 1:
             import multiprocessing

@@ -290,6 +290,24 @@ def test_palette_modes_and_workers(tmp_path):
     assert wb["uniform", 1] != wb["kmeans", 1]
 
 
+def test_palettised_weights_drop_their_fp16_copy():
+    """Once a chunk's matrices are palettised (graph.Weights.prepare), the
+    fp16 copy of each is gone (a chunk holds its weights once, compressed:
+    the conversion's peak memory) and the palettes stay; the norms, which
+    are not palettised, stay fp16."""
+    from anebundle import checkpoint as ckpt
+    from anebundle.graph import Chunk, Geometry, Weights
+    ck = ckpt.load(GEMMA)
+    w = Weights(ck, "lut4", "lut4")
+    jobs = bundle_mod._matrices(ck, Chunk(0, 0, 6, True), Geometry(context=64, sliding_slots=24, argmax_block=64))
+    w.prepare(jobs)
+    palettised = {role for (role, _), p in w.luts.items() if p is not None}
+    assert len(palettised) > 20 and "embed" in palettised
+    assert not palettised & set(w.cache), sorted(palettised & set(w.cache))
+    w.get("layers.0.in_norm")
+    assert "layers.0.in_norm" in w.cache and w.fp16_bytes["layers.0.wq"] == 2 * 64 * 64
+
+
 def test_int4_is_refused_with_what_to_use(tmp_path):
     """int4 in blocks (dropped: not what the Neural Engine guide
     recommends) fails before writing, naming lut4 and int8 instead."""
