@@ -13,7 +13,8 @@ import (
 )
 
 // TestAuditFixtureBundles is make test's audit of the converter's output:
-// every test bundle (gen.py) passes every rule of the audit with the
+// every test bundle (gen.py; gemma4-lut4 is the converter's default
+// conversion) passes every rule of the audit with the
 // default limits, and its packages read with the op counts and weight
 // bytes coremltools reads (audit-expected.json). A rule the converter's
 // graphs break fails here.
@@ -31,7 +32,7 @@ func TestAuditFixtureBundles(t *testing.T) {
 	if err := json.Unmarshal(raw, &exp); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"gemma4-exact.bundle", "gemma4-fp16.bundle", "gemma4-ties.bundle", "gemma4-wide.bundle", "stories.bundle"} {
+	for _, name := range []string{"gemma4-exact.bundle", "gemma4-fp16.bundle", "gemma4-lut4.bundle", "gemma4-ties.bundle", "gemma4-wide.bundle", "stories.bundle"} {
 		dir := testData(t, name)
 		r, err := AuditBundle(context.Background(), dir, mlprogram.DefaultLimits())
 		if err != nil {

@@ -58,7 +58,8 @@ type ConverterInfo struct {
 	Coremltools string `json:"coremltools"`
 	Numpy       string `json:"numpy"`
 	Python      string `json:"python"`
-	// Weights is fp16, int8 or int4 (the linear layers' storage).
+	// Weights is the linear layers' storage: lut4 or lut6 (palettes per
+	// 16 rows), int8 (per channel) or fp16; older bundles may say int4.
 	Weights string `json:"weights"`
 	// Sidecars is int8 or fp16 (the embedding tables' storage).
 	Sidecars string `json:"sidecars"`

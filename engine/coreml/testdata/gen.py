@@ -7,6 +7,8 @@ the converter itself (engine/coreml/convert, on PYTHONPATH).
 
 writes into OUT:
 
+Every bundle but gemma4-lut4 holds fp16 weights (--weights fp16).
+
 - gemma4-exact/: the Gemma 4 fixture (engine/cpu/testdata/gemma4/model)
   made into a checkpoint whose values a bundle holds exactly: every weight
   rounded to fp16, the output projection untied (the fp16 embedding), and
@@ -23,6 +25,10 @@ writes into OUT:
   8 blocks of 64 ids.
 - gemma4-fp16.bundle/: the same checkpoint, fp16 sidecars, one chunk, the
   argmax in 4 blocks of 128 ids.
+- gemma4-lut4.bundle/: the same checkpoint converted with the defaults
+  (LUT4 weights, the planner's chunks, the default argmax block) but K=8,
+  N=16, context 128: `bundle audit` must find no violation in the default
+  conversion.
 - gemma4-ties/ and gemma4-ties.bundle/: the same checkpoint with its output
   projection's rows repeated (refmodel.write_planted_ties: every maximum an
   exact tie inside a block of 64 ids, a third of them across two blocks),
@@ -44,9 +50,8 @@ writes into OUT:
   `anechat bundle audit` (engine/coreml/mlprogram/audit.go) once, beside
   ops that must pass; its functions are described in audit_violations().
 - audit-expected.json: for every package above, each function's op count
-  (constants excluded), constant count and weight bytes as coremltools
-  reads them (its milproto loader and its protobuf classes), for the Go
-  reader to match.
+  (constants excluded; coremltools' milproto loader), constant count and
+  weight bytes (its protobuf classes), for the Go reader to match.
 """
 import json
 import math
@@ -230,23 +235,34 @@ _BITS = {10: 16, 11: 32, 12: 64, 13: 16, 21: 8, 22: 16, 23: 32, 24: 64, 25: 4, 3
 def audit_expected(out: str, packages):
     """audit-expected.json: per package (path relative to out) and
     function, the ops (const and constexpr_* excluded, nested blocks
-    included) as coremltools' milproto loader reads the program, and the
-    bytes of the weight blobs it references, from the blob values' types
-    (element count x bits), each (file, offset) counted once."""
+    included) as coremltools' milproto loader reads the program; the
+    constants (const and constexpr_* operations) as the protobuf stores
+    them; and the bytes of the weight blobs it references, from the blob
+    values' types (element count x bits), each (file, offset) counted
+    once."""
     from anebundle.interp import load_package
     from coremltools.proto import Model_pb2
 
     def count(block):
-        ops = consts = 0
+        ops = 0
         for op in block.operations:
-            if op.op_type == "const" or op.op_type.startswith("constexpr_"):
-                consts += 1
-            else:
-                ops += 1
+            ops += not (op.op_type == "const" or op.op_type.startswith("constexpr_"))
             for b in op.blocks:
-                o, c = count(b)
-                ops, consts = ops + o, consts + c
-        return ops, consts
+                ops += count(b)
+        return ops
+
+    def proto_constants(block):
+        # The const and constexpr_* operations the program stores. Counted
+        # on the protobuf, not on the loader's program: the loader turns
+        # every value bound inline (a constexpr op's indices and palette)
+        # into a const op of its own, which the stored program does not
+        # have.
+        n = 0
+        for op in block.operations:
+            n += op.type == "const" or op.type.startswith("constexpr_")
+            for b in op.blocks:
+                n += proto_constants(b)
+        return n
 
     def blobs(block, seen):
         for op in block.operations:
@@ -271,10 +287,10 @@ def audit_expected(out: str, packages):
             spec.ParseFromString(f.read())
         fns = {}
         for name, fn in prog.functions.items():
-            ops, consts = count(fn)
+            ops = count(fn)
             pf = spec.mlProgram.functions[name]
-            fns[name] = {"ops": ops, "constants": consts,
-                         "weight_bytes": sum(blobs(pf.block_specializations[pf.opset], {}).values())}
+            blk = pf.block_specializations[pf.opset]
+            fns[name] = {"ops": ops, "constants": proto_constants(blk), "weight_bytes": sum(blobs(blk, {}).values())}
         result[pkg] = fns
     with open(os.path.join(out, "audit-expected.json"), "w") as f:
         json.dump({"packages": result}, f, indent=1, sort_keys=True)
@@ -288,15 +304,19 @@ def main():
     from anebundle import bundle as bundle_mod
     from anebundle import refmodel
     src = gemma4_exact(out)
-    base = dict(width=8, prefill=16, context=128)
+    # fp16 weights: the bundles whose numbers the Go host checks bit for
+    # bit against the CPU backend (gemma4-lut4 is the default conversion).
+    base = dict(width=8, prefill=16, context=128, weights="fp16")
     bundle_mod.convert(src, os.path.join(out, "gemma4-exact.bundle"),
                        bundle_mod.Options(chunks="0-1,2-3,4-5", argmax_block=64, **base))
     bundle_mod.convert(src, os.path.join(out, "gemma4-fp16.bundle"),
                        bundle_mod.Options(sidecars="fp16", argmax_block=128, **base))
+    bundle_mod.convert(src, os.path.join(out, "gemma4-lut4.bundle"), bundle_mod.Options(width=8, prefill=16, context=128))
     ties = refmodel.write_planted_ties(src, os.path.join(out, "gemma4-ties"), 64)
     bundle_mod.convert(ties, os.path.join(out, "gemma4-ties.bundle"), bundle_mod.Options(argmax_block=64, **base))
     wide = refmodel.write_wide_vocab(src, os.path.join(out, "gemma4-wide"), 32768)
-    bundle_mod.convert(wide, os.path.join(out, "gemma4-wide.bundle"), bundle_mod.Options(width=8, prefill=16, context=64))
+    bundle_mod.convert(wide, os.path.join(out, "gemma4-wide.bundle"),
+                       bundle_mod.Options(width=8, prefill=16, context=64, weights="fp16"))
     st = os.path.join(out, "stories.bundle")
     bundle_mod.convert(STORIES, st, bundle_mod.Options(**base))
     refmodel.write_llama_gguf(STORIES, st, os.path.join(out, "stories-ref.gguf"))

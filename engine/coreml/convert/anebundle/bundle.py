@@ -16,8 +16,10 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from . import checkpoint as ckpt
+from . import plan as plan_mod
 from .checkpoint import Arch, Checkpoint, CheckpointError
-from .graph import GENERATE, HEAD_WEIGHT, MAX_REDUCE, PREFILL, SAMPLE, Chunk, Geometry, TensorDesc, Weights, argmax_block, build_function
+from .graph import (GENERATE, HEAD_WEIGHT, MAX_REDUCE, PALETTE_MODES, PREFILL, SAMPLE, WEIGHT_OPTIONS, Chunk, Geometry,
+                    TensorDesc, Weights, argmax_block, build_function)
 
 FORMAT = "anechat-coreml-bundle"
 # Version 2: the generation function returns a blockwise argmax and no
@@ -34,71 +36,59 @@ class Options:
     width: int = 8  # generation function width K
     prefill: int = 64  # prefill function width N
     context: int = 2048  # at most; never more than the checkpoint's
-    chunk_mb: float = 1024.0  # weight size limit per chunk
+    chunk_mb: float = plan_mod.DEFAULT_CHUNK_MIB  # weight bytes per package, at most (plan.py)
+    max_ops: int = plan_mod.DEFAULT_MAX_OPS  # ops per function, at most (plan.py)
     chunks: Optional[str] = None  # explicit "0-7,8-24,25-34"
-    weights: str = "fp16"  # fp16 | int8 | int4
+    weights: str = "lut4"  # graph.WEIGHT_OPTIONS: fp16 | int8 | lut4 | lut6
+    head_weights: Optional[str] = None  # the output projection's; None: as weights
+    palette: str = "kmeans"  # how lutN palettes are made: kmeans | uniform
+    workers: int = 1  # processes palettising a chunk's matrices
     sidecars: str = "int8"  # int8 (per-row fp16 scales) | fp16
     argmax_block: Optional[int] = None  # B; None: the largest divisor of the vocabulary <= MAX_REDUCE
     force: bool = False  # replace an existing output directory
 
 
-def layer_roles(arch: Arch, i: int, ck: Checkpoint) -> List[str]:
-    p = f"layers.{i}."
-    return [r for r in ck.roles() if r.startswith(p)]
+def head_weights(opt: Options) -> str:
+    """The output projection's weight option: --head-weights, else --weights."""
+    return opt.head_weights or opt.weights
 
 
-def role_elements(ck: Checkpoint, role: str) -> int:
-    return int(np.prod(_shape(ck, role)))
+def check_options(opt: Options):
+    """Fails on a weight option, palette mode or worker count the
+    converter does not offer, saying what to use instead."""
+    for flag, v in (("--weights", opt.weights), ("--head-weights", head_weights(opt))):
+        if v == "int4":
+            raise CheckpointError(
+                f"{flag} int4 (linear int4 in blocks of 32 columns) was dropped: Apple's guide recommends "
+                f"per-channel scales or palettisation for the Neural Engine, which is what both reference projects "
+                f"ship; use {flag} lut4 (4-bit palettes per 16 rows, the default) or int8 (per channel)")
+        if v not in WEIGHT_OPTIONS:
+            raise CheckpointError(f"{flag} {v!r} is not one of {', '.join(WEIGHT_OPTIONS)}")
+    if opt.palette not in PALETTE_MODES:
+        raise CheckpointError(f"--palette {opt.palette!r} is not one of {', '.join(PALETTE_MODES)}")
+    if opt.workers < 1:
+        raise CheckpointError(f"--workers {opt.workers} must be at least 1")
 
 
-def _shape(ck: Checkpoint, role: str):
-    # Shapes were validated at load; the weight itself is not read here.
-    return ck.shapes[role]
-
-
-def plan_chunks(ck: Checkpoint, opt: Options) -> List[Chunk]:
-    """Splits the layers into chunks: the explicit ranges of opt.chunks, or
-    greedily so that no chunk's weights exceed opt.chunk_mb (a single layer
-    larger than the limit gets a chunk of its own). Chunk 0 also holds the
-    per-layer projection, the last chunk the final norm and the output
-    projection."""
-    a = ck.arch
-    L = len(a.layers)
+def plan_chunks(ck: Checkpoint, opt: Options, read_scalars: bool = True) -> List[plan_mod.Planned]:
+    """The chunks of the bundle (plan.py): opt.chunks checked against the
+    limits, or the planner's default plan. Fails, naming the layer or
+    chunk, before anything is converted."""
+    planner = plan_mod.Planner(ck, opt.width, opt.prefill, opt.weights, head_weights(opt),
+                               plan_mod.Limits(int(opt.chunk_mb * plan_mod.MIB), opt.max_ops), read_scalars)
     if opt.chunks:
-        ranges = []
-        for part in opt.chunks.split(","):
-            try:
-                lo, hi = (int(x) for x in part.split("-"))
-            except ValueError:
-                raise CheckpointError(f"--chunks {opt.chunks!r}: {part!r} is not a range like 0-7")
-            ranges.append((lo, hi + 1))
-        want = 0
-        for lo, hi in ranges:
-            if lo != want or hi <= lo:
-                raise CheckpointError(f"--chunks {opt.chunks!r}: the ranges must cover layers 0..{L - 1} in order")
-            want = hi
-        if want != L:
-            raise CheckpointError(f"--chunks {opt.chunks!r}: the ranges must cover layers 0..{L - 1} in order")
-    else:
-        per = bytes_per_weight(opt.weights)
-        sizes = [sum(role_elements(ck, r) for r in layer_roles(a, i, ck)) * per for i in range(L)]
-        head = role_elements(ck, "embed" if a.tied else "output") * per
-        first = role_elements(ck, "ple_proj") * per if ck.has("ple_proj") else 0
-        sizes[0] += first
-        sizes[-1] += head
-        limit = opt.chunk_mb * (1 << 20)
-        ranges, lo, acc = [], 0, 0.0
-        for i, s in enumerate(sizes):
-            if i > lo and acc + s > limit:
-                ranges.append((lo, i))
-                lo, acc = i, 0.0
-            acc += s
-        ranges.append((lo, L))
-    return [Chunk(j, lo, hi, j == len(ranges) - 1) for j, (lo, hi) in enumerate(ranges)]
+        return planner.check(plan_mod.parse_ranges(opt.chunks, len(ck.arch.layers)))
+    return planner.plan()
 
 
-def bytes_per_weight(kind: str) -> float:
-    return {"fp16": 2.0, "int8": 1.0, "int4": 0.5}[kind]
+def plan_json(model: str, opt: Options) -> dict:
+    """`--plan`: the chunk plan of model as JSON, from config.json (or a
+    GGUF header) alone, reading no weight (plan.plan_json's shape)."""
+    check_options(opt)
+    ck = ckpt.load_spec(model)
+    planned = plan_chunks(ck, opt, read_scalars=False)
+    return plan_mod.plan_json(planned, opt.weights, head_weights(opt),
+                              plan_mod.Limits(int(opt.chunk_mb * plan_mod.MIB), opt.max_ops))
 
 
 def quantize_rows(m: np.ndarray):
@@ -182,26 +172,47 @@ def _write_tokenizer(ck: Checkpoint, out: str) -> dict:
     return d
 
 
-def _convert_one(prog, path: str, weights: str):
+def _convert_one(prog, path: str, weights: str, head: str):
     import coremltools as ct
     m = ct.convert(prog, convert_to="mlprogram", minimum_deployment_target=ct.target.iOS18,
                    pass_pipeline=ct.PassPipeline.EMPTY, compute_units=ct.ComputeUnit.CPU_AND_NE,
                    skip_model_load=True)
-    if weights in ("int8", "int4"):
+    if "int8" in (weights, head):
+        # int8 per output channel, coremltools' linear_quantize_weights:
+        # the linear layers' weights (--weights int8) and the output
+        # projection's (a matmul, selected by its constant's name;
+        # --head-weights int8). The RoPE rotation (matmul) and the norm
+        # gammas stay fp16, so the rotation stays exact. (lutN weights are
+        # palettised in the graph, graph.Weights.)
         from coremltools.optimize.coreml import OpLinearQuantizerConfig, OptimizationConfig, linear_quantize_weights
-        if weights == "int8":  # per output channel
-            q = OpLinearQuantizerConfig(mode="linear_symmetric", dtype="int8", granularity="per_channel",
-                                        weight_threshold=2048)
-        else:  # blocks of 32 input columns; coremltools leaves (with a warning)
-            # weights whose input width is no multiple of 32 in fp16
-            q = OpLinearQuantizerConfig(mode="linear_symmetric", dtype="int4", granularity="per_block",
-                                        block_size=32, weight_threshold=2048)
-        # Only the linear layers' weights and the output projection's (a
-        # matmul, selected by its constant's name): the RoPE rotation
-        # (matmul) and the norm gammas stay fp16, so the rotation stays
-        # exact.
-        cfg = OptimizationConfig(global_config=None, op_type_configs={"linear": q}, op_name_configs={HEAD_WEIGHT: q})
+        q = OpLinearQuantizerConfig(mode="linear_symmetric", dtype="int8", granularity="per_channel",
+                                    weight_threshold=2048)
+        cfg = OptimizationConfig(global_config=None, op_type_configs={"linear": q} if weights == "int8" else {},
+                                 op_name_configs={HEAD_WEIGHT: q} if head == "int8" else {})
         m = linear_quantize_weights(m, config=cfg)
+    m.save(path)
+
+
+def _save_chunk(progs: List[tuple], path: str):
+    """Saves the functions (name, program) as one multifunction package,
+    merged in memory: one program holding every function, the constants
+    they share (the same weights, palettes and indices) marked as one blob
+    by coremltools' cross-function deduplication, then one conversion.
+    save_multifunction does the same from saved packages, which it reads
+    back whole, so its peak memory grows with the chunk (several times its
+    weights); this never holds more than the functions being merged."""
+    import coremltools as ct
+    from coremltools.converters.mil.mil import Program
+    from coremltools.converters.mil.mil.passes.pass_registry import PASS_REGISTRY
+    prog = Program()
+    for name, p in progs:
+        prog.add_function(name, p.functions["main"])
+    prog.default_function_name = progs[0][0]
+    prog.export_as_multifunction = True
+    PASS_REGISTRY["common::const_deduplication"]._deduplicate_const_across_functions(prog)
+    m = ct.convert(prog, convert_to="mlprogram", minimum_deployment_target=ct.target.iOS18,
+                   pass_pipeline=ct.PassPipeline.EMPTY, compute_units=ct.ComputeUnit.CPU_AND_NE,
+                   skip_model_load=True)
     m.save(path)
 
 
@@ -222,8 +233,7 @@ def convert(model: str, out: str, opt: Options) -> dict:
     t0 = time.time()
     ck = ckpt.load(model)
     a = ck.arch
-    if opt.weights not in ("fp16", "int8", "int4"):
-        raise CheckpointError(f"--weights {opt.weights!r} is not one of fp16, int8, int4")
+    check_options(opt)
     if opt.sidecars not in ("int8", "fp16"):
         raise CheckpointError(f"--sidecars {opt.sidecars!r} is not one of int8, fp16")
     if opt.width < 1 or opt.prefill < 1:
@@ -237,7 +247,8 @@ def convert(model: str, out: str, opt: Options) -> dict:
     if not 1 <= block <= MAX_REDUCE or a.vocab % block:
         raise CheckpointError(f"--argmax-block {block} must divide the vocabulary ({a.vocab}) and be in 1..{MAX_REDUCE}")
     geo = Geometry(context=context, sliding_slots=sliding, argmax_block=block)
-    chunks = plan_chunks(ck, opt)
+    planned = plan_chunks(ck, opt)
+    chunks = [Chunk(j, p.first, p.end, j == len(planned) - 1) for j, p in enumerate(planned)]
     out = os.path.abspath(out)
     if os.path.exists(out) and not opt.force:
         raise CheckpointError(f"{out} exists (pass --force to replace it)")
@@ -278,33 +289,59 @@ def _fsync_dir(d: str):
         os.close(fd)
 
 
+def _matrices(ck: Checkpoint, c: Chunk, geo: Geometry) -> List[tuple]:
+    """The matrices of chunk c that the weight options may palettise, as
+    graph.Weights.prepare takes them."""
+    a = ck.arch
+    roles = [r for i in range(c.first, c.last) for r in ck.roles()
+             if r.startswith(f"layers.{i}.") and r.rsplit(".", 1)[-1] in plan_mod.LINEAR_ROLES]
+    if c.index == 0 and ck.has("ple_proj"):
+        roles.append("ple_proj")
+    jobs = [(r, tuple(ck.shapes[r]), 0, False) for r in roles]
+    if c.is_last:
+        B = geo.argmax_block
+        jobs.append(("embed" if a.tied else "output", (1, a.vocab // B, B, a.hidden), 2, True))
+    return jobs
+
+
 def _build(ck: Checkpoint, out: str, opt: Options, geo: Geometry, chunks: List[Chunk]) -> dict:
     import coremltools as ct
     a = ck.arch
-    w = Weights(ck)
+    head = head_weights(opt)
+    w = Weights(ck, opt.weights, head, opt.palette, opt.workers)
     work = os.path.join(out, ".work")
     os.makedirs(work)
     man_chunks = []
     for c in chunks:
         fns = []
         paths = []
+        w.prepare(_matrices(ck, c, geo))
+        pkg = f"chunk_{c.index}.mlpackage"
+        progs = []
         for kind, width, name in function_names(opt, c.is_last):
             prog, ins, outs = build_function(ck, w, geo, c, len(chunks), kind, width)
-            p = os.path.join(work, f"chunk{c.index}_{name}.mlpackage")
-            _convert_one(prog, p, opt.weights)
-            paths.append((p, name))
+            progs.append((name, prog))
             fns.append({"name": name, "kind": kind, "width": width,
                         "inputs": [d.to_json() for d in ins], "outputs": [d.to_json() for d in outs]})
-        desc = ct.utils.MultiFunctionDescriptor()
-        for p, name in paths:
-            desc.add_function(p, "main", name)
-        desc.default_function_name = paths[0][1]
-        pkg = f"chunk_{c.index}.mlpackage"
-        ct.utils.save_multifunction(desc, os.path.join(out, pkg))
-        for p, _ in paths:
-            shutil.rmtree(p)
+        if "int8" in (opt.weights, head):
+            # coremltools' quantiser takes one function at a time: each is
+            # saved, quantised, and save_multifunction merges them.
+            for name, prog in progs:
+                p = os.path.join(work, f"chunk{c.index}_{name}.mlpackage")
+                _convert_one(prog, p, opt.weights, head)
+                paths.append((p, name))
+            desc = ct.utils.MultiFunctionDescriptor()
+            for p, name in paths:
+                desc.add_function(p, "main", name)
+            desc.default_function_name = paths[0][1]
+            ct.utils.save_multifunction(desc, os.path.join(out, pkg))
+            for p, _ in paths:
+                shutil.rmtree(p)
+        else:
+            _save_chunk(progs, os.path.join(out, pkg))
+        del progs
         man_chunks.append({"index": c.index, "package": pkg, "layers": [c.first, c.last],
-                           "weight_bytes": int(sum(v.nbytes for v in w.cache.values())),
+                           "weight_bytes": int(sum(w.fp16_bytes.values())),
                            "functions": fns})
         w.drop()
     shutil.rmtree(work)
@@ -328,7 +365,7 @@ def _build(ck: Checkpoint, out: str, opt: Options, geo: Geometry, chunks: List[C
         "format_version": FORMAT_VERSION,
         "architecture": a.arch,  # what engine/load.Detect reads
         "converter": {"coremltools": coremltools.__version__, "numpy": np.__version__,
-                      "weights": opt.weights, "sidecars": opt.sidecars, "python": sys.version.split()[0]},
+                      "weights": opt.weights, "head_weights": head, "palette": opt.palette, "sidecars": opt.sidecars, "python": sys.version.split()[0]},
         "source": source,
         "arch": a.to_json(),
         "geometry": {"context": geo.context, "sliding_slots": geo.sliding_slots,

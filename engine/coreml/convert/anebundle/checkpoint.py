@@ -339,7 +339,9 @@ class _SafetensorsDir:
             return np.asarray(h.get_tensor(name), dtype=np.float32)
 
 
-def load_gemma4(d: str) -> Checkpoint:
+def _read_gemma4_config(d: str) -> Arch:
+    """The Arch of the gemma4 directory d from config.json (and the EOS ids
+    of generation_config.json), without reading a weight."""
     cfg_path = os.path.join(d, "config.json")
     try:
         with open(cfg_path) as f:
@@ -357,9 +359,69 @@ def load_gemma4(d: str) -> Checkpoint:
         for e in ([] if g is None else [g] if isinstance(g, int) else g):
             if isinstance(e, int) and 0 <= e < arch.vocab and e not in arch.eos:
                 arch.eos.append(e)
+    return arch
+
+
+def _gemma4_tensors(arch: Arch, prefix: str):
+    """(role, tensor name, shape, required) of every weight a gemma4
+    checkpoint with this architecture holds; the per-layer scalars
+    (layer_scalar) are optional."""
+    H, L, P = arch.hidden, len(arch.layers), arch.ple_dim
+    out = [("embed", prefix + "embed_tokens.weight", (arch.vocab, H), True)]
+    if not arch.tied:
+        out.append(("output", "lm_head.weight", (arch.vocab, H), True))
+    out.append(("norm", prefix + "norm.weight", (H,), True))
+    if P > 0:
+        out += [("ple_embed", prefix + "embed_tokens_per_layer.weight", (arch.ple_vocab, L * P), True),
+                ("ple_proj", prefix + "per_layer_model_projection.weight", (L * P, H), True),
+                ("ple_norm", prefix + "per_layer_projection_norm.weight", (P,), True)]
+    for i, lo in enumerate(arch.layers):
+        p = f"{prefix}layers.{i}."
+        r = f"layers.{i}."
+        qd, kvd = arch.heads * lo.head_dim, lo.kv_heads * lo.head_dim
+        for role, name, shape in [
+            ("in_norm", "input_layernorm.weight", (H,)), ("post_attn_norm", "post_attention_layernorm.weight", (H,)),
+            ("pre_ffn_norm", "pre_feedforward_layernorm.weight", (H,)),
+            ("post_ffn_norm", "post_feedforward_layernorm.weight", (H,)),
+            ("q_norm", "self_attn.q_norm.weight", (lo.head_dim,)),
+            ("wq", "self_attn.q_proj.weight", (qd, H)), ("wo", "self_attn.o_proj.weight", (H, qd)),
+            ("gate", "mlp.gate_proj.weight", (lo.ffn, H)), ("up", "mlp.up_proj.weight", (lo.ffn, H)),
+            ("down", "mlp.down_proj.weight", (H, lo.ffn)),
+        ]:
+            out.append((r + role, p + name, shape, True))
+        if lo.source == i:
+            out += [(r + "wk", p + "self_attn.k_proj.weight", (kvd, H), True),
+                    (r + "wv", p + "self_attn.v_proj.weight", (kvd, H), True),
+                    (r + "k_norm", p + "self_attn.k_norm.weight", (lo.head_dim,), True)]
+        if P > 0:
+            out += [(r + "ple_gate", p + "per_layer_input_gate.weight", (P, H), True),
+                    (r + "ple_proj", p + "per_layer_projection.weight", (H, P), True),
+                    (r + "ple_post_norm", p + "post_per_layer_input_norm.weight", (H,), True)]
+        out.append((r + "scalar", p + "layer_scalar", (1,), False))
+    return out
+
+
+def load_gemma4_config(d: str) -> Checkpoint:
+    """The gemma4 directory d as config.json describes it, with no weights:
+    roles and shapes for a plan (`--plan`), every per-layer scalar assumed
+    present. Reading a weight raises CheckpointError."""
+    arch = _read_gemma4_config(d)
+
+    def no_weights(name):
+        raise CheckpointError(f"{d}: a plan from config.json reads no weights (asked for {name!r})")
+    names, shapes = {}, {}
+    for role, name, shape, _ in _gemma4_tensors(arch, "model."):
+        names[role] = name
+        shapes[role] = shape
+    return Checkpoint(d, arch, no_weights, names, [], {}, {}, shapes)
+
+
+def load_gemma4(d: str) -> Checkpoint:
+    cfg_path = os.path.join(d, "config.json")
+    gen_path = os.path.join(d, "generation_config.json")
+    arch = _read_gemma4_config(d)
     st = _SafetensorsDir(d)
     prefix = "model.language_model." if "model.language_model.embed_tokens.weight" in st.where else "model."
-    H, L, P = arch.hidden, len(arch.layers), arch.ple_dim
     names: Dict[str, str] = {}
     want: Dict[str, tuple] = {}
 
@@ -375,38 +437,9 @@ def load_gemma4(d: str) -> Checkpoint:
         names[role] = name
         want[role] = shape
 
-    need("embed", prefix + "embed_tokens.weight", (arch.vocab, H))
-    if not arch.tied:
-        need("output", "lm_head.weight", (arch.vocab, H))
-    need("norm", prefix + "norm.weight", (H,))
-    if P > 0:
-        need("ple_embed", prefix + "embed_tokens_per_layer.weight", (arch.ple_vocab, L * P))
-        need("ple_proj", prefix + "per_layer_model_projection.weight", (L * P, H))
-        need("ple_norm", prefix + "per_layer_projection_norm.weight", (P,))
-    for i, lo in enumerate(arch.layers):
-        p = f"{prefix}layers.{i}."
-        r = f"layers.{i}."
-        qd, kvd = arch.heads * lo.head_dim, lo.kv_heads * lo.head_dim
-        for role, name, shape in [
-            ("in_norm", "input_layernorm.weight", (H,)), ("post_attn_norm", "post_attention_layernorm.weight", (H,)),
-            ("pre_ffn_norm", "pre_feedforward_layernorm.weight", (H,)),
-            ("post_ffn_norm", "post_feedforward_layernorm.weight", (H,)),
-            ("q_norm", "self_attn.q_norm.weight", (lo.head_dim,)),
-            ("wq", "self_attn.q_proj.weight", (qd, H)), ("wo", "self_attn.o_proj.weight", (H, qd)),
-            ("gate", "mlp.gate_proj.weight", (lo.ffn, H)), ("up", "mlp.up_proj.weight", (lo.ffn, H)),
-            ("down", "mlp.down_proj.weight", (H, lo.ffn)),
-        ]:
-            need(r + role, p + name, shape)
-        if lo.source == i:
-            need(r + "wk", p + "self_attn.k_proj.weight", (kvd, H))
-            need(r + "wv", p + "self_attn.v_proj.weight", (kvd, H))
-            need(r + "k_norm", p + "self_attn.k_norm.weight", (lo.head_dim,))
-        if P > 0:
-            need(r + "ple_gate", p + "per_layer_input_gate.weight", (P, H))
-            need(r + "ple_proj", p + "per_layer_projection.weight", (H, P))
-            need(r + "ple_post_norm", p + "post_per_layer_input_norm.weight", (H,))
-        if p + "layer_scalar" in st.where:
-            need(r + "scalar", p + "layer_scalar", (1,))
+    for role, name, shape, required in _gemma4_tensors(arch, prefix):
+        if required or name in st.where:
+            need(role, name, shape)
 
     tok = os.path.join(d, "tokenizer.json")
     if not os.path.exists(tok):
@@ -542,3 +575,17 @@ def load(path: str) -> Checkpoint:
     if not path.lower().endswith(".gguf"):
         raise CheckpointError(f"{path}: unknown model format (want a .gguf file or a directory with config.json)")
     return load_llama_gguf(path)
+
+
+def load_spec(path: str) -> Checkpoint:
+    """The architecture, roles and shapes of the model at path without
+    reading a weight (what `--plan` needs): a gemma4 directory's
+    config.json (the directory or the file itself; no safetensors needed),
+    or a GGUF file's header."""
+    if os.path.isfile(path) and os.path.basename(path) == "config.json":
+        path = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        if not os.path.exists(os.path.join(path, "config.json")):
+            raise CheckpointError(f"{path}: a model directory needs config.json")
+        return load_gemma4_config(path)
+    return load(path)

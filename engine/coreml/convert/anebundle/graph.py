@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -29,6 +29,10 @@ from .checkpoint import Arch, Checkpoint, CheckpointError
 
 FP16 = "fp16"
 INT32 = "int32"
+
+# Weights with fewer elements stay fp16 under every compressed option (as
+# coremltools' weight_threshold leaves them): the norms, small projections.
+QUANT_THRESHOLD = 2048
 
 # The name of the output projection's weight constant (the quantisers
 # select it by name: the RoPE rotation's matmul stays exact).
@@ -92,27 +96,210 @@ class TensorDesc:
         return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
 
 
+# The rows (output channels) that share one palette under --weights lutN:
+# coremltools' per_grouped_channel granularity with group_size 16, which
+# Apple's guide introduces for iOS 18 because one palette per tensor "can
+# lead to high approximation error for large matrices" (coremltools
+# docs-guides opt-palettization-overview, "Granularity"; its example: a
+# (1024, 1024) weight with group_size=16 has 64 LUTs). ANEMLL palettises
+# per grouped channel by k-means (anemll/ane_converter, OpPalettizerConfig
+# mode="kmeans", granularity="per_grouped_channel"), LUT4 for the layers
+# and LUT6 for the head by default (Anemll docs/convert_model.md: --lut2 4,
+# --lut3 6); CoreML-LLM runs E2B at 4 bits per grouped channel of 32 rows
+# (docs/THREE_CHUNK_MAC_BENCH.md: "INT4 palettized (per_grouped_channel
+# g=32)"; conversion/exporter.py: nbits=4, group_size=32). 16, Apple's
+# example, stores twice the palettes (one more byte per row at LUT4) for a
+# smaller error.
+LUT_GROUP = 16
+
+# The weight options: fp16, int8 (per output channel, coremltools'
+# linear_quantize_weights), lut4/lut6 (palettes per LUT_GROUP rows).
+WEIGHT_OPTIONS = ("fp16", "int8", "lut4", "lut6")
+PALETTE_MODES = ("kmeans", "uniform")
+
+
+def lut_bits(kind: str) -> int:
+    """N of a lutN weight option, 0 for the others."""
+    return int(kind[3:]) if kind.startswith("lut") else 0
+
+
+def _kmeans_lut(val: np.ndarray, bits: int):
+    """One group's palette by k-means: coremltools' own k-means
+    (_get_kmeans_lookup_table_and_weight) forced to its 1-D path
+    (kmeans1d: optimal, deterministic, what coremltools picks itself for
+    fp16 groups of 10,000 elements or more), so every group, small ones
+    included, gets the same algorithm and the same palette on every run
+    (save_multifunction then stores a weight shared by the functions once)."""
+    from coremltools.models.neural_network.quantization_utils import _get_kmeans_lookup_table_and_weight
+    lut, idx = _get_kmeans_lookup_table_and_weight(bits, val, force_kmeans1d=True)
+    return lut.astype(val.dtype), idx.astype(np.uint8)
+
+
+# Rows palettised per call of coremltools' compressor: the transient
+# copies it makes stay a slice's size, whatever the matrix (E2B's output
+# projection is 262144 rows).
+PALETTE_SLICE_ROWS = 4096
+
+
+def palettize(w: np.ndarray, bits: int, mode: str):
+    """(indices uint8 [rows, cols], lut [rows/16, 1, 2^bits, 1]) of the fp16
+    matrix w [rows, cols]: a palette of 2^bits fp16 entries per group of
+    LUT_GROUP rows (coremltools'
+    palettize_weights.grouped_channelwise_compress along axis 0, mode
+    "kmeans" or "uniform", PALETTE_SLICE_ROWS rows at a time; the groups
+    are independent, so slicing changes nothing), or None when the rows
+    do not divide into groups (the weight then stays fp16, as coremltools
+    leaves it)."""
+    import functools
+    import logging
+    from coremltools.optimize.coreml._quantization_passes import palettize_weights as pw
+    rows, cols = w.shape
+    if rows % LUT_GROUP:
+        return None
+    logging.getLogger("coremltools").setLevel(logging.ERROR)
+    idx = np.empty((rows, cols), dtype=np.uint8)
+    lut = np.empty((rows // LUT_GROUP, 1, 1 << bits, 1), dtype=np.float16)
+    for lo in range(0, rows, PALETTE_SLICE_ROWS):
+        part = w[lo:lo + PALETTE_SLICE_ROWS]
+        if mode == "kmeans":
+            p = pw.grouped_channelwise_compress(part, "CUSTOM", bits, 0, LUT_GROUP,
+                                                lut_function=functools.partial(_kmeans_lut, bits=bits))
+        else:
+            p = pw.grouped_channelwise_compress(part, "UNIFORM", bits, 0, LUT_GROUP)
+        if p is None:
+            return None
+        idx[lo:lo + len(part)] = p.indices
+        lut[lo // LUT_GROUP:(lo + len(part)) // LUT_GROUP] = p.lut
+    return idx, lut
+
+
+def _palettize_job(args):
+    """palettize() in a worker (the indices are uint8: coremltools' uintN
+    numpy types do not pickle; _indices_type makes them uintN)."""
+    return palettize(*args)
+
+
+def _indices_type(idx: np.ndarray, bits: int) -> np.ndarray:
+    """idx as coremltools' uint<bits> type, which the package stores in
+    bits bits per index."""
+    from coremltools.converters.mil.mil import types
+    return idx.astype(types.nptype_from_builtin(types.string_to_builtin(f"uint{bits}")))
+
+
 class Weights:
     """fp16 copies of a checkpoint's weights, made once and shared by the
-    functions of a chunk (save_multifunction then stores each once)."""
+    functions of a chunk (save_multifunction then stores each once). Under
+    --weights lutN the matrices of the linear layers (and, under
+    --head-weights lutN, the output projection) are palettised once here
+    and emitted as constexpr_lut_to_dense in every function, so the
+    functions share the same indices and palettes."""
 
-    def __init__(self, ck: Checkpoint):
+    def __init__(self, ck: Checkpoint, weights: str = "fp16", head: str = "fp16", palette: str = "kmeans",
+                 workers: int = 1):
         self.ck = ck
+        self.weights, self.head, self.palette, self.workers = weights, head, palette, max(1, workers)
         self.cache: Dict[str, np.ndarray] = {}
+        self.luts: Dict[tuple, Optional[tuple]] = {}
+        # Each weight's bytes at fp16, kept after a palettised weight's
+        # fp16 copy is dropped (the manifest's chunk weight_bytes).
+        self.fp16_bytes: Dict[str, int] = {}
 
     def get(self, role: str) -> np.ndarray:
         w = self.cache.get(role)
         if w is None:
-            w32 = self.ck.weight(role)
-            w = w32.astype(np.float16)
-            if not np.all(np.isfinite(w[np.isfinite(w32)])):
-                raise CheckpointError(f"{self.ck.path}: tensor {self.ck._names[role]!r} overflows fp16 "
-                                      f"(max |w| {np.abs(w32).max():g}; fp16 holds up to 65504)")
+            shape = tuple(self.ck.shapes[role])
+            if len(shape) == 2 and shape[0] * shape[1] > 1 << 24 and getattr(self.ck, "_get_rows", None):
+                # A large matrix (E2B's output projection: 262144 x 1536)
+                # is read a block of rows at a time, so no float32 copy of
+                # it is ever whole.
+                w = np.empty(shape, dtype=np.float16)
+                step = max(1, (1 << 24) // shape[1])
+                for lo in range(0, shape[0], step):
+                    w[lo:lo + step] = self._fp16(role, self.ck.rows(role, lo, min(shape[0], lo + step)))
+            else:
+                w = self._fp16(role, self.ck.weight(role))
             self.cache[role] = w
+            self.fp16_bytes[role] = w.nbytes
         return w
+
+    def _fp16(self, role: str, w32: np.ndarray) -> np.ndarray:
+        w = w32.astype(np.float16)
+        if not np.all(np.isfinite(w[np.isfinite(w32)])):
+            raise CheckpointError(f"{self.ck.path}: tensor {self.ck._names[role]!r} overflows fp16 "
+                                  f"(max |w| {np.abs(w32).max():g}; fp16 holds up to 65504)")
+        return w
+
+    def _want(self, role: str, head: bool) -> int:
+        bits = lut_bits(self.head if head else self.weights)
+        return bits if bits and int(np.prod(self.ck.shapes[role])) >= QUANT_THRESHOLD else 0
+
+    def prepare(self, jobs: List[Tuple[str, tuple, int, bool]]):
+        """Palettises, once, the matrices a chunk's functions will ask
+        matrix() for: (role, shape, axis, head) each, one at a time (read,
+        palettise, drop the fp16 copy), or with --workers N > 1 N at a time
+        in worker processes."""
+        todo = []
+        for role, shape, axis, head in jobs:
+            key = (role, tuple(shape))
+            bits = self._want(role, head)
+            if bits and key not in self.luts and key not in [t[0] for t in todo]:
+                todo.append((key, axis, bits))
+        if not todo:
+            return
+
+        def args(t):
+            (role, _), _, bits = t
+            return self.get(role), bits, self.palette
+
+        def keep(t, r):
+            (role, shape), axis, bits = t
+            if r is not None:
+                # [rows, cols] -> shape, the rows split as shape[:axis+1]
+                # (the output projection's [1, nb, B, H]: one palette per 16
+                # ids of a block, nb * B/16 of them).
+                idx, lut = r
+                lut = lut.reshape(tuple(shape[:axis]) + (shape[axis] // LUT_GROUP,) + (1,) * (len(shape) - axis - 1)
+                                  + (1 << bits, 1))
+                r = (_indices_type(idx.reshape(shape), bits), lut)
+            self.luts[(role, shape)] = r
+            if r is not None:
+                # The functions use the indices and palettes only: the fp16
+                # copy goes, so a chunk holds its weights once, compressed.
+                self.cache.pop(role, None)
+
+        if self.workers > 1 and len(todo) > 1:
+            import multiprocessing
+            with multiprocessing.get_context("fork").Pool(self.workers) as pool:
+                for t, r in zip(todo, pool.imap(_palettize_job, (args(t) for t in todo), chunksize=1)):
+                    keep(t, r)
+        else:
+            for t in todo:
+                keep(t, _palettize_job(args(t)))
+
+    def matrix(self, role: str, name: str, shape: Optional[tuple] = None, axis: int = 0, head: bool = False):
+        """The weight of role (reshaped to shape) as a function's operand:
+        the fp16 array, or a constexpr_lut_to_dense named name when the
+        weight option palettises it (rows grouped along axis)."""
+        shape = tuple(shape if shape is not None else self.ck.shapes[role])
+        key = (role, shape)
+        if self._want(role, head) and key not in self.luts:
+            self.prepare([(role, shape, axis, head)])
+        p = self.luts.get(key)
+        if p is None:
+            w = self.get(role).reshape(shape)
+            return w if not head else mb.const(val=w, name=name)
+        return mb.constexpr_lut_to_dense(indices=p[0], lut=p[1], vector_axis=None, name=name)
 
     def drop(self):
         self.cache.clear()
+        self.luts.clear()
+        self.fp16_bytes.clear()
+
+
+def weight_name(role: str) -> str:
+    """The name of a linear layer's palettised weight in every function
+    (refmodel reads the bundle's weights back by it)."""
+    return "w_" + role.replace(".", "_")
 
 
 def rot_matrix(head_dim: int, layout: str) -> np.ndarray:
@@ -161,7 +348,8 @@ class _Builder:
         return mb.slice_by_index(x=n, begin=[0] * len(shape), end=end, name=self.name(tag))
 
     def linear(self, x, role, tag):
-        return mb.linear(x=x, weight=self.w.get(role), name=self.name(tag))
+        weight = self.w.matrix(role, weight_name(role))
+        return mb.linear(x=x, weight=weight, name=self.name(tag))
 
     def rope(self, x, cos, sin, R, tag, exact_name=None):
         xr = mb.matmul(x=x, y=R, name=self.name(tag + "_rot"))
@@ -336,9 +524,10 @@ def build_function(ck: Checkpoint, w: Weights, geo: Geometry, chunk: Chunk, n_ch
             # "Outputs"), so no elementwise op runs over the logits here.
             V, B = a.vocab, geo.argmax_block
             nb = V // B
-            head = w.get("embed" if a.tied else "output").reshape(1, nb, B, H)
+            # Palettised per group of 16 ids (axis 2, the rows of W).
+            head = w.matrix("embed" if a.tied else "output", HEAD_WEIGHT, (1, nb, B, H), axis=2, head=True)
             x = mb.reshape(x=x, shape=[1, 1, rows, H], name=b.name("head_in"))
-            z = mb.matmul(x=x, y=mb.const(val=head, name=HEAD_WEIGHT), transpose_y=True,
+            z = mb.matmul(x=x, y=head, transpose_y=True,
                           name="logits" if kind != GENERATE else b.name("lm_head"))
             if kind != SAMPLE:
                 # The first level of the argmax, per block of B ids (at most

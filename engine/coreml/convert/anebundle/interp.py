@@ -28,7 +28,8 @@ class Unsupported(Exception):
 
 
 _DTYPES = {"fp16": np.float16, "fp32": np.float32, "int32": np.int32, "int8": np.int8, "uint8": np.uint8,
-           "int4": np.int8, "uint4": np.uint8, "bool": np.bool_, "int16": np.int16, "uint16": np.uint16}
+           "int4": np.int8, "uint4": np.uint8, "bool": np.bool_, "int16": np.int16, "uint16": np.uint16,
+           "uint1": np.uint8, "uint2": np.uint8, "uint3": np.uint8, "uint6": np.uint8}
 
 
 def _dtype_name(t) -> str:

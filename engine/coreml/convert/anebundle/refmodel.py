@@ -1,12 +1,15 @@
 """The checkpoint a bundle computes, written back for the CPU backend.
 
 A bundle is lossy in two documented places: its weights are fp16 (or
-int8/int4) and its embedding rows come from INT8 sidecars. To prove that the
-*graph and host pipeline* compute what the CPU backend computes, the tests
-run the CPU backend on the model the bundle really holds: every weight
-rounded to fp16, the input embeddings (and per-layer embeddings) equal to
-the sidecars' values, and the output projection the bundle's fp16 matrix
-(so a tied model becomes untied). The CPU backend then differs from the
+palettised, or int8) and its embedding rows come from INT8 sidecars. To
+prove that the *graph and host pipeline* compute what the CPU backend
+computes, the tests run the CPU backend on the model the bundle really
+holds: every weight rounded to fp16, or, where the bundle palettises it
+(--weights/--head-weights lutN), its palettised values read back from the
+packages; the input embeddings (and per-layer embeddings) equal to the
+sidecars' values, and the output projection the bundle's matrix (so a tied
+model becomes untied). int8 weights are not read back (a bundle of them
+has no checkpoint of its own here). The CPU backend then differs from the
 bundle only by computing in float32 where the bundle computes in fp16. The
 error of the format itself (against the original checkpoint) is measured
 separately and reported.
@@ -34,6 +37,32 @@ def _sidecar_values(bundle_dir: str, name: str) -> np.ndarray:
     return sc.rows_of(np.arange(sc.rows)).astype(np.float32), m["sidecars"][name]["value_scale"]
 
 
+def bundle_matrices(bundle_dir: str, ck) -> dict:
+    """The palettised matrices of a bundle, dequantised as the interpreter
+    does, by role ("head" for the output projection, as [vocab, hidden]):
+    each chunk's constexpr_lut_to_dense ops named graph.weight_name(role)
+    or graph.HEAD_WEIGHT. Empty for a bundle with no palettised weight."""
+    from . import interp
+    from .graph import HEAD_WEIGHT, weight_name
+    with open(os.path.join(bundle_dir, "manifest.json")) as f:
+        m = json.load(f)
+    names = {weight_name(r): r for r in ck.roles()}
+    out = {}
+    for c in m["chunks"]:
+        pkg = interp.Package(os.path.join(bundle_dir, c["package"]))
+        fn = pkg.prog.functions[c["functions"][0]["name"]]
+        for op in fn.operations:
+            if op.op_type != "constexpr_lut_to_dense":
+                continue
+            name = op.outputs[0].name
+            val = interp.run_op(op, {})[0].astype(np.float32)
+            if name == HEAD_WEIGHT:
+                out["head"] = val.reshape(ck.arch.vocab, ck.arch.hidden)
+            elif name in names:
+                out[names[name]] = val.reshape(ck.shapes[names[name]])
+    return out
+
+
 def write_llama_gguf(src: str, bundle_dir: str, out: str) -> str:
     """The bundle's llama model as a GGUF file (all tensors F32)."""
     import gguf
@@ -49,6 +78,7 @@ def write_llama_gguf(src: str, bundle_dir: str, out: str) -> str:
     emb, scale = _sidecar_values(bundle_dir, "embed")
     if scale != 1.0:
         raise ValueError("a llama bundle's embedding sidecar is not prescaled")
+    mats = bundle_matrices(bundle_dir, ck)
     names = {v: k for k, v in ck._names.items()}
     for t in r.tensors:
         role = names.get(t.name)
@@ -57,9 +87,11 @@ def write_llama_gguf(src: str, bundle_dir: str, out: str) -> str:
         if role == "embed":
             a = emb
             if ck.arch.tied:
-                w.add_tensor("output.weight", _f16(ck.weight("embed")))
+                w.add_tensor("output.weight", mats.get("head", _f16(ck.weight("embed"))))
+        elif role == "output":
+            a = mats.get("head", _f16(ck.weight(role)))
         else:
-            a = _f16(ck.weight(role))
+            a = mats.get(role, _f16(ck.weight(role)))
         w.add_tensor(t.name, np.ascontiguousarray(a, dtype=np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -85,20 +117,21 @@ def write_gemma4_dir(src: str, bundle_dir: str, out: str) -> str:
     for name in ("tokenizer.json", "generation_config.json"):
         if os.path.exists(os.path.join(src, name)):
             shutil.copyfile(os.path.join(src, name), os.path.join(out, name))
+    mats = bundle_matrices(bundle_dir, ck)
     tensors = {}
     for role in ck.roles():
         name = ck._names[role]
         if role == "embed":
             emb, scale = _sidecar_values(bundle_dir, "embed")
             tensors[name] = emb / np.float32(scale)
-            tensors["lm_head.weight"] = _f16(ck.weight("embed")) if a.tied else _f16(ck.weight("output"))
+            tensors["lm_head.weight"] = mats.get("head", _f16(ck.weight("embed" if a.tied else "output")))
         elif role == "ple_embed":
             ple, scale = _sidecar_values(bundle_dir, "per_layer")
             tensors[name] = ple / np.float32(scale)
         elif role == "output":
             continue
         else:
-            tensors[name] = _f16(ck.weight(role))
+            tensors[name] = mats.get(role, _f16(ck.weight(role)))
     save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()},
               os.path.join(out, "model.safetensors"))
     return out

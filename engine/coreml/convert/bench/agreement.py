@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Agreement figures of a bundle against the CPU backend (for BENCHMARKS.md).
 
-    python bench/agreement.py stories|gemma4|gemma4-peaked [--weights fp16|int8|int4]
+    python bench/agreement.py stories|gemma4|gemma4-peaked [--weights fp16|int8|lut4|lut6]
+        [--head-weights W] [--palette kmeans|uniform] [--sidecars int8|fp16]
 
 Builds the tests' bundle of the model, then over the tests' 12 prompts x 32
 greedy ids: how many prompts give exactly the CPU backend's ids, and the
 largest |logit| difference teacher-forced along the CPU's own sequence, both
-against the checkpoint the bundle holds (refmodel: fp16 weights, the INT8
-sidecars' embeddings: fp16 arithmetic alone) and against the original
+against the checkpoint the bundle holds (refmodel: fp16 or the bundle's
+palettised weights, the INT8 sidecars' embeddings: fp16 arithmetic alone;
+not for int8 weights) and against the original
 checkpoint (the whole error of the format).
 """
 import argparse
@@ -32,6 +34,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("model", choices=sorted(conftest.SOURCES))
     p.add_argument("--weights", default="fp16")
+    p.add_argument("--head-weights", default=None)
+    p.add_argument("--palette", default="kmeans")
     p.add_argument("--sidecars", default="int8")
     a = p.parse_args()
     work = tempfile.mkdtemp(prefix="agreement-")
@@ -41,7 +45,9 @@ def main():
     cpu = conftest.CPURef(binary, work)
     src = conftest.SOURCES[a.model]
     out = os.path.join(work, "bundle")
-    bundle_mod.convert(src, out, bundle_mod.Options(weights=a.weights, sidecars=a.sidecars, **conftest.TEST_OPTS[a.model]))
+    opts = dict(conftest.TEST_OPTS[a.model], weights=a.weights, head_weights=a.head_weights, palette=a.palette,
+                sidecars=a.sidecars)
+    bundle_mod.convert(src, out, bundle_mod.Options(**opts))
     if a.model == "stories":
         ref = refmodel.write_llama_gguf(src, out, os.path.join(work, "ref.gguf"))
     else:
@@ -66,7 +72,8 @@ def main():
                 rows.append(c.logits[0].astype(np.float32))
             err = max(err, float(np.abs(np.array(rows) - z).max()))
             scale = max(scale, float(np.abs(z).max()))
-        print(f"{a.model} {a.weights} weights, {a.sidecars} sidecars, vs the CPU backend on the {label}: {equal}/{len(prompts)} prompts x 32 ids "
+        print(f"{a.model} {a.weights} weights (head {a.head_weights or a.weights}, palette {a.palette}), "
+              f"{a.sidecars} sidecars, vs the CPU backend on the {label}: {equal}/{len(prompts)} prompts x 32 ids "
               f"equal; max |logit error| {err:.4f} (max |logit| {scale:.2f})")
 
 

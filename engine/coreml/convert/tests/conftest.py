@@ -30,9 +30,12 @@ from anebundle.host import Bundle  # noqa: E402
 # 30-token prompt plus 32 ids); one test builds the defaults. The argmax
 # runs in blocks of 64 ids, so the 512-token vocabularies have 8 blocks
 # (the default block would be the whole vocabulary).
+# The suite's bundles hold fp16 weights, so they isolate fp16 arithmetic
+# (the default LUT4 has its own tests: test_bundle's test_compressed_weights,
+# test_agreement's test_lut4_bundle_matches_cpu).
 TEST_OPTS = {
-    "stories": dict(width=8, prefill=16, context=64, argmax_block=64),
-    "gemma4": dict(width=8, prefill=16, context=64, chunks="0-1,2-3,4-5", argmax_block=64),
+    "stories": dict(width=8, prefill=16, context=64, argmax_block=64, weights="fp16"),
+    "gemma4": dict(width=8, prefill=16, context=64, chunks="0-1,2-3,4-5", argmax_block=64, weights="fp16"),
 }
 TEST_OPTS["gemma4-peaked"] = TEST_OPTS["gemma4"]
 

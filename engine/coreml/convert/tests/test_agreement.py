@@ -334,7 +334,8 @@ def test_planted_ties_pick_the_lowest_id(workdir, cpuref):
     out = os.path.join(workdir, "ties.bundle")
     # A last chunk of one layer: save_multifunction's cost grows faster
     # than its functions' op counts, and the tail is what is tested here.
-    bundle_mod.convert(src, out, bundle_mod.Options(width=8, prefill=16, context=64, chunks="0-4,5-5", argmax_block=64))
+    bundle_mod.convert(src, out, bundle_mod.Options(width=8, prefill=16, context=64, chunks="0-4,5-5", argmax_block=64,
+                                                    weights="fp16"))
     ref = refmodel.write_gemma4_dir(src, out, os.path.join(workdir, "ties-ref"))
     b = Bundle(out)
     for p in b.packages:
@@ -364,3 +365,27 @@ def test_planted_ties_pick_the_lowest_id(workdir, cpuref):
         assert i % 2 == 0, f"position {t}: id {i}, not the lower of its tied pair"
         assert i == int(np.argmax(z[t])) or z[t].max() - z[t, i] <= tol, f"position {t}: {i}, the cpu's {np.argmax(z[t])}"
     print(f"\nplanted ties: {within} rows tie inside a block, {across} across blocks, of {len(rows)}")
+
+
+def test_lut4_bundle_matches_cpu(workdir, cpuref):
+    """The default weights, LUT4 (a 16-entry palette per 16 rows, the output
+    projection's too), on the peaked Gemma 4 fixture: against the CPU
+    backend running the checkpoint the bundle holds (refmodel reads the
+    palettised matrices back from the packages), every output of every
+    function within the fp16 tolerance (test_functions_match_cpu); greedy
+    ids with speculation on and off the same bytes, and the CPU's."""
+    from conftest import SOURCES, TEST_OPTS, Model
+    src = SOURCES["gemma4-peaked"]
+    out = os.path.join(workdir, "peaked-lut4.bundle")
+    m = bundle_mod.convert(src, out, bundle_mod.Options(**dict(TEST_OPTS["gemma4-peaked"], weights="lut4")))
+    assert (m["converter"]["weights"], m["converter"]["head_weights"]) == ("lut4", "lut4")
+    ref = refmodel.write_gemma4_dir(src, out, os.path.join(workdir, "peaked-lut4-ref"))
+    model = Model("gemma4-peaked-lut4", src, out, ref)
+    test_functions_match_cpu(model, cpuref)
+    prompts, want = _greedy_cpu(model, cpuref, n=16)
+    for i in (0, 5):
+        plain = generate(model.bundle, prompts[i], 16)
+        st = {}
+        assert generate(model.bundle, prompts[i], 16, spec=7, stats=st) == plain, f"prompt {i}: speculation"
+        assert st["drafted"] > 0
+        assert plain == want[i], f"prompt {i}: {plain}, the cpu's {want[i]}"

@@ -23,7 +23,7 @@ DTYPES = {65552: "fp16", 131104: "int32", 65568: "fp32"}  # Core ML ArrayFeature
 # has a zero bias, quantised weights carry scales; int4 leaves weights whose
 # input width is not a multiple of its block of 32 in fp16). One copy per
 # function would double these.
-SIZE_RATIO = {"fp16": (0.9, 1.3), "int8": (0.45, 0.75), "int4": (0.2, 0.65)}
+SIZE_RATIO = {"fp16": (0.9, 1.3), "int8": (0.45, 0.75), "lut4": (0.2, 0.6), "lut6": (0.3, 0.7)}
 
 
 def check_manifest(root):
@@ -225,25 +225,28 @@ def test_existing_output_is_kept_without_force(tmp_path):
     assert (out / "keep").read_text() == "x"
 
 
-@pytest.mark.parametrize("weights", ["int8", "int4"])
-def test_quantised_weights(tmp_path, weights):
-    """--weights int8 (per-channel linear) and int4 (blockwise, block 32)
-    store the weights once and quantised; the interpreter's decompression
-    of every constexpr op equals coremltools' own, bit for bit; the bundle
-    runs."""
+@pytest.mark.parametrize("weights,op_type", [("int8", "constexpr_blockwise_shift_scale"),
+                                            ("lut4", "constexpr_lut_to_dense")])
+def test_compressed_weights(tmp_path, weights, op_type):
+    """--weights int8 (per-channel linear) and lut4 (the default: a 16-entry
+    palette per 16 rows) store the weights once and compressed; only the
+    linear layers' weights and the output projection's are (the RoPE
+    rotation stays exact); the interpreter's decompression of every
+    constexpr op equals coremltools' own, bit for bit; LUT4 palettes have
+    16 fp16 entries per 16 rows (ids, for the output projection); the
+    bundle runs."""
     from anebundle.host import Bundle, generate
     out = str(tmp_path / weights)
-    bundle_mod.convert(STORIES, out, bundle_mod.Options(prefill=16, context=64, weights=weights))
+    bundle_mod.convert(STORIES, out, bundle_mod.Options(prefill=16, context=64, weights=weights, argmax_block=64))
     m, pkgs = check_manifest(out)
-    assert m["converter"]["weights"] == weights
+    assert m["converter"]["weights"] == m["converter"]["head_weights"] == weights
     n = head = 0
     for p in pkgs:
-        assert "constexpr_blockwise_shift_scale" in p.op_types()
+        assert op_type in p.op_types()
         for fn in p.prog.functions.values():
             for op in fn.operations:
                 if op.op_type.startswith("constexpr_"):
-                    # only the linear weights and the output projection's
-                    # are quantised (the RoPE rotation stays exact)
+                    assert op.op_type == op_type
                     users = op.outputs[0].child_ops
                     assert all(u.op_type == "linear" or u.op_type == "matmul" and u.y is op.outputs[0]
                                and u.name.startswith(("lm_head", "logits")) for u in users), op.name
@@ -251,10 +254,70 @@ def test_quantised_weights(tmp_path, weights):
                     mine = interp.run_op(op, {})[0]
                     ref = op.materialized_val_inference()
                     assert mine.dtype == ref.dtype and np.array_equal(mine, ref), op.name
+                    if op_type == "constexpr_lut_to_dense":
+                        lut, idx = op.inputs["lut"].val, op.inputs["indices"].val
+                        # One palette per 16 rows: a linear's [rows, cols]
+                        # has rows/16; the head's [1, nb, B, H] nb * B/16
+                        # (16 ids of a block each).
+                        axis = 2 if idx.ndim == 4 else 0
+                        want = list(idx.shape[:axis]) + [idx.shape[axis] // 16] + [1] * (idx.ndim - axis - 1) + [16, 1]
+                        assert list(lut.shape) == want and lut.dtype == np.float16, (op.name, lut.shape)
                     n += 1
     assert n > 0 and head == 3  # the head's weight, in each of the 3 functions
     ids = generate(Bundle(out), [1, 403, 407, 261, 378], 8)
     assert len(ids) == 8 and all(0 <= i < 512 for i in ids)
+
+
+def test_palette_modes_and_workers(tmp_path):
+    """--palette uniform spaces each group's 16 entries evenly between its
+    minimum and maximum, kmeans does not; palettising with --workers 2
+    stores exactly the bytes of --workers 1 (the palettes do not depend on
+    the process that made them)."""
+    wb = {}
+    for palette, workers in (("uniform", 1), ("uniform", 2), ("kmeans", 1)):
+        out = str(tmp_path / f"{palette}{workers}")
+        bundle_mod.convert(STORIES, out, bundle_mod.Options(prefill=16, context=64, palette=palette, workers=workers))
+        m, pkgs = check_manifest(out)
+        assert m["converter"]["palette"] == palette
+        wb[palette, workers] = open(os.path.join(out, "chunk_0.mlpackage", "Data", "com.apple.CoreML", "weights",
+                                                 "weight.bin"), "rb").read()
+        fn = next(iter(pkgs[0].prog.functions.values()))
+        lut = next(op for op in fn.operations if op.op_type == "constexpr_lut_to_dense").inputs["lut"].val
+        steps = np.diff(lut.reshape(-1, 16).astype(np.float64), axis=1)
+        even = np.abs(steps - steps.mean(axis=1, keepdims=True)) <= 2e-3 * np.abs(lut).max()
+        assert even.all() == (palette == "uniform")
+    assert wb["uniform", 1] == wb["uniform", 2]
+    assert wb["uniform", 1] != wb["kmeans", 1]
+
+
+def test_palettised_weights_drop_their_fp16_copy():
+    """Once a chunk's matrices are palettised (graph.Weights.prepare), the
+    fp16 copy of each is gone (a chunk holds its weights once, compressed:
+    the conversion's peak memory) and the palettes stay; the norms, which
+    are not palettised, stay fp16."""
+    from anebundle import checkpoint as ckpt
+    from anebundle.graph import Chunk, Geometry, Weights
+    ck = ckpt.load(GEMMA)
+    w = Weights(ck, "lut4", "lut4")
+    jobs = bundle_mod._matrices(ck, Chunk(0, 0, 6, True), Geometry(context=64, sliding_slots=24, argmax_block=64))
+    w.prepare(jobs)
+    palettised = {role for (role, _), p in w.luts.items() if p is not None}
+    assert len(palettised) > 20 and "embed" in palettised
+    assert not palettised & set(w.cache), sorted(palettised & set(w.cache))
+    w.get("layers.0.in_norm")
+    assert "layers.0.in_norm" in w.cache and w.fp16_bytes["layers.0.wq"] == 2 * 64 * 64
+
+
+def test_int4_is_refused_with_what_to_use(tmp_path):
+    """int4 in blocks (dropped: not what the Neural Engine guide
+    recommends) fails before writing, naming lut4 and int8 instead."""
+    out = tmp_path / "out"
+    for kw in (dict(weights="int4"), dict(head_weights="int4")):
+        with pytest.raises(CheckpointError, match="int4 .* dropped.* lut4 .* int8"):
+            bundle_mod.convert(STORIES, str(out), bundle_mod.Options(prefill=16, context=64, **kw))
+    with pytest.raises(CheckpointError, match="--palette 'median'"):
+        bundle_mod.convert(STORIES, str(out), bundle_mod.Options(prefill=16, context=64, palette="median"))
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_fp16_sidecars(tmp_path):
