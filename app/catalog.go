@@ -365,18 +365,48 @@ func (s *Catalog) Pull(req PullRequest) (Download, error) {
 	if f := strings.TrimSpace(req.File); f != "" {
 		files = []string{f}
 	}
-	c, err := s.c.hubClient()
-	if err != nil {
-		return Download{}, err
-	}
 	ctx, cancel := context.WithTimeout(s.c.context(), 2*hubWait)
 	defer cancel()
-	plan, err := pull.Make(ctx, c, t, files)
+	plan, err := s.plan(ctx, t, files)
 	if err != nil {
 		return Download{}, err
 	}
+	return s.start(plan)
+}
+
+// plan pins t to a commit on the app's Hub and lists what its download
+// fetches (pull.Make): Pull's planning and `anechat pull`'s (App.PlanPull).
+func (s *Catalog) plan(ctx context.Context, t pull.Target, files []string) (*pull.Plan, error) {
+	c, err := s.c.hubClient()
+	if err != nil {
+		return nil, err
+	}
+	return pull.Make(ctx, c, t, files)
+}
+
+// start hands plan to the Downloads service: a GGUF file as a one-file
+// download, a bundle as a set.
+func (s *Catalog) start(plan *pull.Plan) (Download, error) {
 	if plan.Bundle != nil {
 		return s.downloads.startSet(*plan.Bundle)
 	}
 	return s.downloads.Start(DownloadRequest{URL: plan.GGUF.URL, SHA256: plan.GGUF.SHA256, FileName: plan.Name, Size: plan.Size})
+}
+
+// PlanPull plans the download of t (files: the GGUF file to pick, if any)
+// as Catalog.Pull does, for `anechat pull`, which shows the plan before
+// StartPull hands it to the Downloads service. (Methods of App are not
+// bound to the window; Catalog's are.)
+func (a *App) PlanPull(ctx context.Context, t pull.Target, files []string) (*pull.Plan, error) {
+	if _, err := a.core.db(); err != nil {
+		return nil, err
+	}
+	return a.Catalog.plan(ctx, t, files)
+}
+
+// StartPull starts plan's download as Catalog.Pull does: progress, pause,
+// resume, cancel, the checks and the registration are the Downloads
+// service's, the same as the window's.
+func (a *App) StartPull(plan *pull.Plan) (Download, error) {
+	return a.Catalog.start(plan)
 }

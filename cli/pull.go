@@ -22,22 +22,15 @@ import (
 	"anechat/storage"
 )
 
-// bundlesDir is the work folder of bundle downloads inside the models
-// folder: the app's (app.BundlesDir), so a bundle pull left waiting is
-// listed, resumed or cancelled in the window too, and the other way round.
-const bundlesDir = app.BundlesDir
-
-// pullRetryDelay is the wait before retrying a lost connection of a bundle
-// file (tests shorten it); a GGUF file retries as the app's downloads do.
-var pullRetryDelay = 2 * time.Second
-
 // pullEvery is the least time between two progress lines.
 var pullEvery = time.Second
 
 // runPull is `anechat pull ENTRY|OWNER/REPO[@REVISION] [FILE...]`: the
-// plan (pull.Make), the download with the app's code (a GGUF file through
-// the app's downloads, which check and register it; a bundle as a set,
-// then registered by the app's import), progress on stderr.
+// app's services started headless run it as the window's Pull does: the
+// plan (App.PlanPull), the download (App.StartPull, or Resume of the one
+// an earlier pull or the window left paused) with its checks and
+// registration, progress on stderr from the same events. Ctrl-C pauses it
+// (the app's Shutdown), --cancel discards it.
 func runPull(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "pull", "[--hub URL] [--data-dir DIR] [--cancel] ENTRY|OWNER/REPO[@REVISION] [FILE...]")
 	hubURL := hubFlag(fs)
@@ -75,20 +68,27 @@ func runPull(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	models := storage.ModelsPath(dir)
+	w := &watcher{notify: make(chan struct{}, 1)}
+	a, err := appFor(ctx, env, dir, *hubURL, w)
+	if err != nil {
+		return err
+	}
+	defer a.Shutdown()
 	if *cancel {
-		return cancelPull(ctx, env, dir, models, target, pos[1:])
+		return cancelPull(env, a, target, pos[1:])
 	}
 	fmt.Fprintf(env.Stderr, "reading %s at %s on %s\n", target.Repo, target.Revision, c.URL())
-	plan, err := pull.Make(ctx, c, target, pos[1:])
+	plan, err := a.PlanPull(ctx, target, pos[1:])
 	if err != nil {
 		return err
 	}
 	describePlan(env.Stderr, plan)
-	if plan.GGUF != nil {
-		return pullGGUF(ctx, env, c, dir, plan)
+	w.follow(plan.Name)
+	started, err := startPull(ctx, env, a, plan)
+	if err != nil || !started {
+		return err
 	}
-	return pullBundle(ctx, env, c, dir, models, plan)
+	return followPull(ctx, env, a, w, plan)
 }
 
 // describePlan says what is about to be downloaded and whether it fits.
@@ -117,11 +117,11 @@ func describePlan(w io.Writer, p *pull.Plan) {
 	fmt.Fprintf(w, "this machine: %s: %s\n", f.Verdict, f.Note)
 }
 
-// appFor starts the app's services on data dir dir (no window; its own
-// warnings are not the command's), for the downloads and the registry.
-func appFor(ctx context.Context, env *Env, dir string, emit app.Emitter) (*app.App, error) {
+// appFor starts the app's services headless on data dir dir, talking to
+// the Hub hubURL names (its own warnings are not the command's).
+func appFor(ctx context.Context, env *Env, dir, hubURL string, emit app.Emitter) (*app.App, error) {
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	a := app.New(app.Options{Log: log, DataDir: dir, Version: Version, Headless: true})
+	a := app.New(app.Options{Log: log, DataDir: dir, Version: Version, Headless: true, HubURL: hubURL})
 	a.Startup(ctx, emit)
 	if info := a.System.Info(); info.StorageError != "" {
 		a.Shutdown()
@@ -130,23 +130,37 @@ func appFor(ctx context.Context, env *Env, dir string, emit app.Emitter) (*app.A
 	return a, nil
 }
 
-// watcher keeps the latest state of one download the app reports.
+// watcher keeps the latest state of the download it follows, from the
+// app's events.
 type watcher struct {
-	name   string
 	mu     sync.Mutex
+	name   string
 	last   app.Download
 	seen   bool
 	notify chan struct{}
 }
 
+// follow makes w keep the download called name.
+func (w *watcher) follow(name string) {
+	w.mu.Lock()
+	w.name = name
+	w.mu.Unlock()
+}
+
 func (w *watcher) Emit(name string, data any) {
 	d, ok := data.(app.Download)
-	if name != app.EventDownload || !ok || d.Name != w.name {
+	if name != app.EventDownload || !ok {
 		return
 	}
 	w.mu.Lock()
-	w.last, w.seen = d, true
+	mine := d.Name == w.name
+	if mine {
+		w.last, w.seen = d, true
+	}
 	w.mu.Unlock()
+	if !mine {
+		return
+	}
 	select {
 	case w.notify <- struct{}{}:
 	default:
@@ -159,56 +173,79 @@ func (w *watcher) state() (app.Download, bool) {
 	return w.last, w.seen
 }
 
-// pullGGUF downloads the plan's file with the app's downloads (resumed
-// when an earlier pull left it paused), which check its sha256, validate
-// it as a model, move it into the models folder and register it (the
-// default model when there was none).
-func pullGGUF(ctx context.Context, env *Env, c *hub.Client, dir string, p *pull.Plan) error {
-	w := &watcher{name: p.Name, notify: make(chan struct{}, 1)}
-	a, err := appFor(ctx, env, dir, w)
-	if err != nil {
-		return err
-	}
-	defer a.Shutdown()
+// startPull starts the plan's download, or resumes the one an earlier pull
+// (or the window) left paused, of the same commit. A model already in the
+// models folder is not fetched: with the tree's checksums it is registered
+// (started is false), with other bytes it is left alone.
+func startPull(ctx context.Context, env *Env, a *app.App, p *pull.Plan) (started bool, err error) {
 	list, err := a.Downloads.List()
 	if err != nil {
-		return err
+		return false, err
 	}
-	resumed := false
 	for _, d := range list {
 		if d.Name != p.Name || d.State != app.DownloadPaused {
 			continue
 		}
-		if d.URL != p.GGUF.URL {
-			return fmt.Errorf("a download of %s from another revision (%s) is paused: `anechat pull --cancel %s` discards it", p.Name, d.URL, p.Target.Repo)
+		if from, want := downloadSource(d), planSource(p); from != want {
+			return false, fmt.Errorf("a download of %s from %s is paused, not from %s: `anechat pull --cancel %s` discards it", p.Name, from, want, p.Target.Repo)
 		}
 		fmt.Fprintf(env.Stderr, "resuming the paused download (%s of %s here)\n", human.Bytes(d.Received), human.Bytes(p.Size))
-		if _, err := a.Downloads.Resume(p.Name); err != nil {
-			return err
-		}
-		resumed = true
+		_, err := a.Downloads.Resume(p.Name)
+		return err == nil, err
 	}
-	final := filepath.Join(storage.ModelsPath(dir), p.Name)
-	if _, err := os.Lstat(final); err == nil && !resumed {
-		// Pulled before (or put there by hand): the same bytes are only
-		// registered, other bytes are not replaced.
-		set := download.Set{Name: "check", Files: []download.SetFile{*p.GGUF}}
-		if err := set.VerifyInstalled(ctx, filepath.Dir(final)); err != nil {
-			return fmt.Errorf("%s is already in the models folder but is not %s at %s (%v): remove or rename it first", final, p.Name, short(p.Commit), err)
-		}
-		fmt.Fprintf(env.Stderr, "%s is already in the models folder with the tree's sha256\n", final)
-		m, err := a.Models.Register(final)
-		if err != nil {
-			return err
-		}
-		return reportRegistered(env, a, &m)
+	final := filepath.Join(storage.ModelsPath(a.System.Info().DataDir), p.Name)
+	if _, err := os.Lstat(final); err == nil {
+		return false, registerInstalled(ctx, env, a, final, p)
 	}
-	if !resumed {
-		if _, err := a.Downloads.Start(app.DownloadRequest{URL: p.GGUF.URL, SHA256: p.GGUF.SHA256, FileName: p.Name, Size: p.Size}); err != nil {
-			return err
-		}
+	_, err = a.StartPull(p)
+	return err == nil, err
+}
+
+// downloadSource is where a download comes from: a bundle's source
+// (OWNER/NAME@COMMIT), a file's URL.
+func downloadSource(d app.Download) string {
+	if d.Source != "" {
+		return d.Source
 	}
+	return d.URL
+}
+
+// planSource is downloadSource of the plan's download.
+func planSource(p *pull.Plan) string {
+	if p.Bundle != nil {
+		return p.Bundle.Source
+	}
+	return p.GGUF.URL
+}
+
+// registerInstalled registers the model already at final (pulled before,
+// or put there by hand) once every file of the plan is there with the
+// tree's checksum; other bytes are not replaced.
+func registerInstalled(ctx context.Context, env *Env, a *app.App, final string, p *pull.Plan) error {
+	set, in := p.Bundle, final
+	if set == nil {
+		set, in = &download.Set{Name: p.Name, Files: []download.SetFile{*p.GGUF}}, filepath.Dir(final)
+	}
+	if err := set.VerifyInstalled(ctx, in); err != nil {
+		return fmt.Errorf("%s is already in the models folder but is not %s at %s (%v): remove or rename it first", final, p.Name, short(p.Commit), err)
+	}
+	fmt.Fprintf(env.Stderr, "%s is already in the models folder: its %d file(s) match the tree of %s\n", final, len(set.Files), p.Source())
+	res, err := a.Models.Import(final)
+	if err != nil {
+		return fmt.Errorf("%s is in the models folder but was not registered: %w", final, err)
+	}
+	if res.Note != "" {
+		fmt.Fprintf(env.Stderr, "note: %s\n", res.Note)
+	}
+	return reportRegistered(env, a, &res.Model)
+}
+
+// followPull prints the download's progress from the app's events (each
+// bundle file as it starts) until it is done, failed or paused; Ctrl-C
+// pauses it, its bytes kept for the next pull.
+func followPull(ctx context.Context, env *Env, a *app.App, w *watcher, p *pull.Plan) error {
 	bar := &progressLine{w: env.Stderr}
+	current := -1
 	for {
 		select {
 		case <-w.notify:
@@ -220,11 +257,30 @@ func pullGGUF(ctx context.Context, env *Env, c *hub.Client, dir string, p *pull.
 		d, _ := w.state()
 		switch d.State {
 		case app.DownloadRunning:
+			for i, f := range d.Files {
+				if f.State == download.FileRunning && i != current {
+					current = i
+					bar.done(-1, "")
+					fmt.Fprintf(env.Stderr, "[%d/%d] %s (%s)\n", i+1, len(d.Files), f.Path, human.Bytes(f.Size))
+				}
+			}
 			bar.show(d.Received, d.Total, d.BytesPerSec, "")
 		case app.DownloadVerifying:
-			bar.done(d.Total, "checking the sha256 and the model")
+			if p.Bundle != nil {
+				bar.done(d.Total, "every file checked: registering the bundle")
+			} else {
+				bar.done(d.Total, "checking the sha256 and the model")
+			}
 		case app.DownloadDone:
-			fmt.Fprintf(env.Stderr, "checked: sha256 %s\n", p.GGUF.SHA256)
+			if p.Bundle != nil {
+				fmt.Fprintf(env.Stderr, "checked %d files against the tree of %s and installed %s\n", len(p.Bundle.Files), p.Source(),
+					filepath.Join(storage.ModelsPath(a.System.Info().DataDir), p.Name))
+			} else {
+				fmt.Fprintf(env.Stderr, "checked: sha256 %s\n", p.GGUF.SHA256)
+			}
+			if d.Error != "" {
+				fmt.Fprintf(env.Stderr, "note: %s\n", d.Error)
+			}
 			return reportRegistered(env, a, d.Model)
 		case app.DownloadFailed:
 			return errors.New(d.Error)
@@ -232,10 +288,21 @@ func pullGGUF(ctx context.Context, env *Env, c *hub.Client, dir string, p *pull.
 			return errors.New("the download was cancelled")
 		case app.DownloadPaused:
 			if d.Error != "" {
-				return fmt.Errorf("%s (run the same command again to resume)", strings.TrimSuffix(d.Error, ": press Resume to continue"))
+				return fmt.Errorf("%s (run the same command again to resume, or add --cancel to discard it)", commandWords(d.Error))
 			}
 		}
 	}
+}
+
+// commandWords is a paused download's reason without the window's advice
+// (its Resume and Cancel buttons), which the command gives in its own.
+func commandWords(msg string) string {
+	for _, sep := range []string{": press Resume", "; press Resume", ", then press Resume"} {
+		if i := strings.Index(msg, sep); i >= 0 {
+			msg = msg[:i]
+		}
+	}
+	return msg
 }
 
 // reportRegistered says which model the download registered and whether it
@@ -257,127 +324,28 @@ func reportRegistered(env *Env, a *app.App, m *storage.Model) error {
 	return nil
 }
 
-// pullBundle downloads the plan's set into the models folder (resuming the
-// set an earlier pull left), then registers the folder with the app's
-// import, which validates it as loading it would.
-func pullBundle(ctx context.Context, env *Env, c *hub.Client, dir, models string, p *pull.Plan) error {
-	work := filepath.Join(models, bundlesDir)
-	var job *download.SetJob
-	if old, err := download.OpenSet(work, models, p.Name); err == nil {
-		if old.Set.Source != p.Bundle.Source {
-			return fmt.Errorf("a download of %s from %s is waiting, not from %s: `anechat pull --cancel %s` discards it", p.Name, old.Set.Source, p.Bundle.Source, p.Target.Repo)
-		}
-		pr := old.Progress()
-		fmt.Fprintf(env.Stderr, "resuming the waiting download (%s of %s here)\n", human.Bytes(pr.Received), human.Bytes(pr.Total))
-		job = old
-	} else {
-		if _, err := os.Lstat(filepath.Join(models, p.Name)); err == nil {
-			return registerInstalled(ctx, env, dir, filepath.Join(models, p.Name), p)
-		}
-		if err := os.MkdirAll(work, 0o755); err != nil {
-			return err
-		}
-		if job, err = download.PrepareSet(work, models, *p.Bundle); err != nil {
-			return err
-		}
-	}
-	bar := &progressLine{w: env.Stderr}
-	last := -1
-	o := download.SetOptions{RetryDelay: pullRetryDelay}
-	err := job.Run(ctx, o, func(sp download.SetProgress) {
-		if sp.Current >= 0 && sp.Current != last {
-			last = sp.Current
-			f := sp.Files[sp.Current]
-			bar.done(-1, "")
-			fmt.Fprintf(env.Stderr, "[%d/%d] %s (%s)\n", sp.Current+1, len(sp.Files), f.Path, human.Bytes(f.Size))
-		}
-		bar.show(sp.Received, sp.Total, 0, "")
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintf(env.Stderr, "\npaused: run the same command again to resume (or add --cancel to discard it)\n")
-			return context.Cause(ctx)
-		}
-		var fe *download.FileError
-		if errors.As(err, &fe) {
-			for _, f := range p.Bundle.Files {
-				if f.Path == fe.Path {
-					if herr := c.DownloadError(fe.Err, p.Repo, p.Commit, f.Path); herr != fe.Err {
-						err = herr
-					}
-				}
-			}
-		}
-		return fmt.Errorf("%w (the files checked so far are kept: run the same command again to resume, or add --cancel to discard them)", err)
-	}
-	bar.done(p.Size, "")
-	fmt.Fprintf(env.Stderr, "checked %d files against the tree of %s and installed %s\n", len(p.Bundle.Files), p.Source(), job.Dest)
-	return registerBundle(ctx, env, dir, job.Dest)
-}
-
-// registerInstalled registers a bundle folder already in the models folder
-// (pulled before) once every file of the plan is there with the tree's
-// checksum; a folder that differs is left alone.
-func registerInstalled(ctx context.Context, env *Env, dir, dest string, p *pull.Plan) error {
-	if err := p.Bundle.VerifyInstalled(ctx, dest); err != nil {
-		return fmt.Errorf("%s is already in the models folder but is not %s (%v): remove or rename it first", dest, p.Source(), err)
-	}
-	fmt.Fprintf(env.Stderr, "%s is already in the models folder: its %d files match the tree of %s\n", dest, len(p.Bundle.Files), p.Source())
-	return registerBundle(ctx, env, dir, dest)
-}
-
-// registerBundle registers the bundle folder dest with the app's import.
-func registerBundle(ctx context.Context, env *Env, dir, dest string) error {
-	a, err := appFor(ctx, env, dir, nil)
-	if err != nil {
-		return fmt.Errorf("%s was installed but not registered (%w): the app's Scan registers it", dest, err)
-	}
-	defer a.Shutdown()
-	res, err := a.Models.Import(dest)
-	if err != nil {
-		return fmt.Errorf("%s was installed but not registered: %w", dest, err)
-	}
-	if res.Note != "" {
-		fmt.Fprintf(env.Stderr, "note: %s\n", res.Note)
-	}
-	return reportRegistered(env, a, &res.Model)
-}
-
 // short is a commit's first 12 digits.
 func short(commit string) string { return commit[:min(len(commit), 12)] }
 
-// cancelPull discards what an interrupted pull of target left: a paused
-// GGUF download or a waiting bundle set.
-func cancelPull(ctx context.Context, env *Env, dir, models string, t pull.Target, files []string) error {
-	work := filepath.Join(models, bundlesDir)
-	names, err := download.ListSets(work)
-	if err != nil {
-		return err
-	}
-	_, repoName, _ := strings.Cut(t.Repo, "/")
-	for _, n := range names {
-		if t.Entry != nil && n == t.Entry.Name || t.Entry == nil && n == repoName {
-			if err := download.RemoveSet(work, n); err != nil {
-				return err
-			}
-			fmt.Fprintf(env.Stderr, "discarded the waiting download of %s\n", n)
-			return nil
-		}
-	}
-	a, err := appFor(ctx, env, dir, nil)
-	if err != nil {
-		return err
-	}
-	defer a.Shutdown()
+// cancelPull discards, with the app's Cancel, the paused download of
+// target an interrupted pull (or the window) left: a bundle of that
+// repository, or one of its GGUF files (the one files names, if any).
+func cancelPull(env *Env, a *app.App, t pull.Target, files []string) error {
 	list, err := a.Downloads.List()
 	if err != nil {
 		return err
 	}
 	for _, d := range list {
-		if d.State != app.DownloadPaused || !strings.Contains(d.URL, "/"+t.Repo+"/resolve/") {
+		if d.State != app.DownloadPaused {
 			continue
 		}
-		if len(files) > 0 && !strings.Contains(strings.ToLower(d.Name), strings.ToLower(files[0])) {
+		if d.Source != "" {
+			repo, _, _ := strings.Cut(d.Source, "@")
+			if repo != t.Repo {
+				continue
+			}
+		} else if !strings.Contains(d.URL, "/"+t.Repo+"/resolve/") ||
+			len(files) > 0 && !strings.Contains(strings.ToLower(d.Name), strings.ToLower(files[0])) {
 			continue
 		}
 		if err := a.Downloads.Cancel(d.Name); err != nil {
@@ -386,7 +354,7 @@ func cancelPull(ctx context.Context, env *Env, dir, models string, t pull.Target
 		fmt.Fprintf(env.Stderr, "discarded the paused download of %s\n", d.Name)
 		return nil
 	}
-	return fmt.Errorf("no paused download of %s in %s", t.Repo, models)
+	return fmt.Errorf("no paused download of %s in %s", t.Repo, storage.ModelsPath(a.System.Info().DataDir))
 }
 
 // progressLine prints a download's progress at most every pullEvery.

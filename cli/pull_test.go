@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"anechat/app"
 	"anechat/internal/hub/hubtest"
 	"anechat/internal/testres"
 	"anechat/storage"
@@ -21,9 +22,6 @@ import (
 func fakeHub(t *testing.T) *hubtest.Server {
 	s := hubtest.Start(t)
 	s.Blobs["stories260K.gguf"] = testres.Stories(t)
-	old := pullRetryDelay
-	pullRetryDelay = time.Millisecond
-	t.Cleanup(func() { pullRetryDelay = old })
 	return s
 }
 
@@ -157,7 +155,7 @@ func TestPullGGUF(t *testing.T) {
 	// Pulled again: the file in place is checked and registered, not fetched.
 	mark = len(s.Requests())
 	code, _, errOut = runPullCLI(context.Background(), "pull", "--hub", s.URL, "--data-dir", dir, "anechat-test/stories260K-GGUF", "stories260K.gguf")
-	if code != 0 || !strings.Contains(errOut, "already in the models folder with the tree's sha256") || !strings.Contains(errOut, "as model 1") {
+	if code != 0 || !strings.Contains(errOut, "its 1 file(s) match the tree") || !strings.Contains(errOut, "as model 1") {
 		t.Errorf("pulled again: exit %d: %s", code, errOut)
 	}
 	for _, r := range s.Requests()[mark:] {
@@ -207,7 +205,7 @@ func TestPullBundle(t *testing.T) {
 	}
 	s.Corrupt(repo, "swa/cos_sliding.npy", false)
 	code, out, errOut := runPullCLI(context.Background(), "pull", "--hub", s.URL, "--data-dir", dir, repo)
-	if code != 0 || !strings.Contains(errOut, "resuming the waiting download") || !strings.Contains(errOut, "checked 12 files") {
+	if code != 0 || !strings.Contains(errOut, "resuming the paused download") || !strings.Contains(errOut, "checked 12 files") {
 		t.Fatalf("resumed bundle: exit %d: %s", code, errOut)
 	}
 	t.Logf("resumed bundle's stderr:\n%s", errOut)
@@ -221,7 +219,7 @@ func TestPullBundle(t *testing.T) {
 			t.Errorf("%s: %d bytes, %v", f, len(got), err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "models", bundlesDir, "tiny-coreml")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, "models", app.BundlesDir, "tiny-coreml")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the work folder outlived the install: %v", err)
 	}
 	ms, _ := pulledModels(t, dir)
@@ -229,7 +227,7 @@ func TestPullBundle(t *testing.T) {
 		t.Errorf("registered %+v", ms)
 	}
 	code, _, errOut = runPullCLI(context.Background(), "pull", "--hub", s.URL, "--data-dir", dir, repo)
-	if code != 0 || !strings.Contains(errOut, "its 12 files match the tree") {
+	if code != 0 || !strings.Contains(errOut, "its 12 file(s) match the tree") {
 		t.Errorf("pulled again: exit %d: %s", code, errOut)
 	}
 	if err := os.WriteFile(filepath.Join(bundle, "model_config.json"), []byte("{}"), 0o644); err != nil {
@@ -253,7 +251,7 @@ func TestPullCancelAndErrors(t *testing.T) {
 		t.Fatalf("corrupt: exit %d: %s", code, errOut)
 	}
 	code, _, errOut := runPullCLI(context.Background(), "pull", "--data-dir", dir, "--cancel", repo)
-	if code != 0 || !strings.Contains(errOut, "discarded the waiting download of tiny-coreml") {
+	if code != 0 || !strings.Contains(errOut, "discarded the paused download of tiny-coreml") {
 		t.Fatalf("--cancel: exit %d: %s", code, errOut)
 	}
 	filepath.WalkDir(filepath.Join(dir, "models"), func(p string, d fs.DirEntry, err error) error {
