@@ -276,3 +276,67 @@ func TestPullCancelAndErrors(t *testing.T) {
 		t.Errorf("unknown entry: exit %d: %s", code, errOut)
 	}
 }
+
+// TestPullBundleInterrupted: Ctrl-C pauses a bundle pull as the window's
+// Pause would (it is the app's download): the window's services list it
+// paused, from the repository's commit, with its bytes; the next pull
+// resumes it from them rather than from the start, and installs it.
+func TestPullBundleInterrupted(t *testing.T) {
+	s := fakeHub(t)
+	dir := t.TempDir()
+	const repo = "anechat-test/tiny-coreml"
+	s.Slow(8<<10, 4*time.Millisecond)
+	parts := filepath.Join(dir, "models", app.BundlesDir, "tiny-coreml", "parts")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for ctx.Err() == nil {
+			var n int64
+			filepath.WalkDir(parts, func(p string, d fs.DirEntry, err error) error {
+				if info, ierr := os.Stat(p); err == nil && ierr == nil && strings.HasSuffix(p, ".part") {
+					n += info.Size()
+				}
+				return nil
+			})
+			if n > 100_000 {
+				cancel()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	code, _, errOut := runPullCLI(ctx, "pull", "--hub", s.URL, "--data-dir", dir, repo)
+	cancel()
+	if code != 130 || !strings.Contains(errOut, "paused: run the same command again") || !strings.Contains(errOut, "[1/12]") {
+		t.Fatalf("interrupted bundle pull: exit %d: %s", code, errOut)
+	}
+	w := app.New(app.Options{DataDir: dir, Headless: true, HubURL: s.URL})
+	w.Startup(context.Background(), nil)
+	list, err := w.Downloads.List()
+	w.Shutdown()
+	if err != nil || len(list) != 1 || list[0].Name != "tiny-coreml" || list[0].State != app.DownloadPaused ||
+		!strings.HasPrefix(list[0].Source, repo+"@") || list[0].Received < 100_000 || list[0].Received >= list[0].Total {
+		t.Fatalf("the window's downloads after Ctrl-C: %+v, %v", list, err)
+	}
+	s.Slow(0, 0)
+	mark := len(s.Requests())
+	code, out, errOut := runPullCLI(context.Background(), "pull", "--hub", s.URL, "--data-dir", dir, repo)
+	if code != 0 || !strings.Contains(errOut, "resuming the paused download") || !strings.Contains(errOut, "checked 12 files") {
+		t.Fatalf("resumed: exit %d: %s", code, errOut)
+	}
+	bundle := filepath.Join(dir, "models", "tiny-coreml")
+	if strings.TrimSpace(out) != bundle {
+		t.Errorf("stdout %q, want %s", out, bundle)
+	}
+	fetched := int64(0)
+	for _, r := range s.Requests()[mark:] {
+		if strings.Contains(r.Path, "/resolve/") && r.Range != "" && r.Range != "bytes=0-" {
+			fetched++
+		}
+	}
+	if fetched == 0 {
+		t.Error("the resumed pull asked for no file from where the interrupted one stopped")
+	}
+	if ms, _ := pulledModels(t, dir); ms["tiny-coreml"].Kind != "coreml" {
+		t.Errorf("registered %+v", ms)
+	}
+}
