@@ -385,8 +385,17 @@ func (s *Catalog) plan(ctx context.Context, t pull.Target, files []string) (*pul
 }
 
 // start hands plan to the Downloads service: a GGUF file as a one-file
-// download, a bundle as a set.
+// download, a bundle as a set. The download of the same model left paused
+// (by the window or `anechat pull`, in this run or an earlier one) is
+// resumed when it fetches the same commit, refused when another.
 func (s *Catalog) start(plan *pull.Plan) (Download, error) {
+	source := plan.Source()
+	if plan.Bundle == nil {
+		source = plan.GGUF.URL
+	}
+	if d, ok, err := s.downloads.resumePaused(plan.Name, source); ok {
+		return d, err
+	}
 	if plan.Bundle != nil {
 		return s.downloads.startSet(*plan.Bundle)
 	}

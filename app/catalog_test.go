@@ -302,3 +302,62 @@ func TestBundleDownloadCancelLeavesNothing(t *testing.T) {
 		t.Errorf("downloads listed after cancel: %+v", l)
 	}
 }
+
+// TestCatalogPullResumesThePausedDownload: pulling a model whose download
+// is paused (by the window, or by `anechat pull` interrupted) resumes it
+// from its bytes when it is the same commit's, and refuses when the
+// paused one fetches from elsewhere, naming both.
+func TestCatalogPullResumesThePausedDownload(t *testing.T) {
+	s := fakeHub(t)
+	dir := t.TempDir()
+	repo := "anechat-test/tiny-coreml"
+	s.Slow(4096, 2*time.Millisecond)
+	a, rec := startHub(t, dir, s, linux16)
+	if _, err := a.Catalog.Pull(PullRequest{Repo: repo}); err != nil {
+		t.Fatal(err)
+	}
+	waitDownload(t, rec, func(d Download) bool { return d.Name == "tiny-coreml" && d.Received > 50_000 })
+	paused, err := a.Downloads.Pause("tiny-coreml")
+	if err != nil || paused.State != DownloadPaused {
+		t.Fatalf("Pause = %+v, %v", paused, err)
+	}
+	s.Slow(0, 0)
+	mark := len(s.Requests())
+	d, err := a.Catalog.Pull(PullRequest{Repo: repo})
+	if err != nil || d.State != DownloadRunning || d.Received < paused.Received {
+		t.Fatalf("Pull of the paused bundle = %+v, %v: want it resumed from %d bytes", d, err, paused.Received)
+	}
+	d = waitDownload(t, rec, func(d Download) bool {
+		return d.Name == "tiny-coreml" && (d.State == DownloadDone || d.State == DownloadFailed)
+	})
+	if d.Received != d.Total {
+		t.Fatalf("ended %+v", d)
+	}
+	ranged := false
+	for _, r := range s.Requests()[mark:] {
+		for _, f := range paused.Files {
+			if f.State == download.FileDone && strings.HasSuffix(r.Path, "/"+f.Path) {
+				t.Errorf("the resumed pull fetched a file the paused one had checked: %s", r.Path)
+			}
+		}
+		ranged = ranged || strings.Contains(r.Path, "/resolve/") && strings.HasPrefix(r.Range, "bytes=") && r.Range != "bytes=0-"
+	}
+	if !ranged {
+		t.Error("the resumed pull asked for no file from where the paused one stopped")
+	}
+
+	// A file of the repository's branch, not of the commit Pull pins.
+	s.Slow(4096, 2*time.Millisecond)
+	gguf := "anechat-test/stories260K-GGUF"
+	if _, err := a.Downloads.Start(DownloadRequest{URL: s.URL + "/" + gguf + "/resolve/main/stories260K.gguf", FileName: "stories260K.gguf"}); err != nil {
+		t.Fatal(err)
+	}
+	waitDownload(t, rec, func(d Download) bool { return d.Name == "stories260K.gguf" && d.Received > 0 })
+	if _, err := a.Downloads.Pause("stories260K.gguf"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Catalog.Pull(PullRequest{Repo: gguf, File: "stories260K.gguf"})
+	if err == nil || !strings.Contains(err.Error(), "/resolve/main/stories260K.gguf is paused, not from") || !strings.Contains(err.Error(), "cancel it first") {
+		t.Errorf("Pull with another source's download paused = %v", err)
+	}
+}

@@ -342,6 +342,32 @@ func (s *Downloads) Resume(name string) (Download, error) {
 	return s.run(j), nil
 }
 
+// resumePaused resumes the paused download called name when it fetches
+// from source (a bundle's OWNER/NAME@COMMIT, a file's URL); ok is false
+// when none is paused. One paused from another source is refused (ok,
+// with the error): its bytes are not the ones asked for.
+func (s *Downloads) resumePaused(name, source string) (d Download, ok bool, err error) {
+	s.mu.Lock()
+	j := s.jobs[name]
+	s.mu.Unlock()
+	if j == nil {
+		return Download{}, false, nil
+	}
+	d = s.get(j)
+	if d.State != DownloadPaused {
+		return Download{}, false, nil
+	}
+	from := d.Source
+	if from == "" {
+		from = d.URL
+	}
+	if from != source {
+		return Download{}, true, fmt.Errorf("downloads: a download of %s from %s is paused, not from %s: cancel it first (Cancel on the Models page, or `anechat pull --cancel`)", name, from, source)
+	}
+	d, err = s.Resume(name)
+	return d, true, err
+}
+
 // Cancel stops a download and removes its partial file; it is gone from the
 // list.
 func (s *Downloads) Cancel(name string) error {

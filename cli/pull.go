@@ -173,49 +173,24 @@ func (w *watcher) state() (app.Download, bool) {
 	return w.last, w.seen
 }
 
-// startPull starts the plan's download, or resumes the one an earlier pull
-// (or the window) left paused, of the same commit. A model already in the
-// models folder is not fetched: with the tree's checksums it is registered
-// (started is false), with other bytes it is left alone.
+// startPull starts the plan's download as the window's Pull does (which
+// resumes the one an earlier pull or the window left paused, of the same
+// commit). A model already in the models folder is not fetched: with the
+// tree's checksums it is registered (started is false), with other bytes
+// it is left alone.
 func startPull(ctx context.Context, env *Env, a *app.App, p *pull.Plan) (started bool, err error) {
-	list, err := a.Downloads.List()
-	if err != nil {
-		return false, err
-	}
-	for _, d := range list {
-		if d.Name != p.Name || d.State != app.DownloadPaused {
-			continue
-		}
-		if from, want := downloadSource(d), planSource(p); from != want {
-			return false, fmt.Errorf("a download of %s from %s is paused, not from %s: `anechat pull --cancel %s` discards it", p.Name, from, want, p.Target.Repo)
-		}
-		fmt.Fprintf(env.Stderr, "resuming the paused download (%s of %s here)\n", human.Bytes(d.Received), human.Bytes(p.Size))
-		_, err := a.Downloads.Resume(p.Name)
-		return err == nil, err
-	}
 	final := filepath.Join(storage.ModelsPath(a.System.Info().DataDir), p.Name)
 	if _, err := os.Lstat(final); err == nil {
 		return false, registerInstalled(ctx, env, a, final, p)
 	}
-	_, err = a.StartPull(p)
-	return err == nil, err
-}
-
-// downloadSource is where a download comes from: a bundle's source
-// (OWNER/NAME@COMMIT), a file's URL.
-func downloadSource(d app.Download) string {
-	if d.Source != "" {
-		return d.Source
+	d, err := a.StartPull(p)
+	if err != nil {
+		return false, err
 	}
-	return d.URL
-}
-
-// planSource is downloadSource of the plan's download.
-func planSource(p *pull.Plan) string {
-	if p.Bundle != nil {
-		return p.Bundle.Source
+	if d.Received > 0 {
+		fmt.Fprintf(env.Stderr, "resuming the paused download (%s of %s here)\n", human.Bytes(d.Received), human.Bytes(p.Size))
 	}
-	return p.GGUF.URL
+	return true, nil
 }
 
 // registerInstalled registers the model already at final (pulled before,
