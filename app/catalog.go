@@ -21,8 +21,9 @@ import (
 // whether it fits this machine, the one recommended here), the Hugging
 // Face search (internal/hub), and Pull, which plans a download pinned to
 // a commit (internal/pull) and hands it to the Downloads service: a GGUF
-// file as a one-file download, a bundle as a set. `anechat search` and
-// `anechat pull` run on the same packages.
+// file as a one-file download, a bundle as a set. `anechat search` runs
+// on the same packages; `anechat pull` on this code itself (App.PlanPull,
+// App.StartPull), the app started headless.
 type Catalog struct {
 	c         *core
 	downloads *Downloads
