@@ -25,12 +25,12 @@ import (
 // pullEvery is the least time between two progress lines.
 var pullEvery = time.Second
 
-// runPull is `anechat pull ENTRY|OWNER/REPO[@REVISION] [FILE...]`: the
-// app's services started headless run it as the window's Pull does: the
-// plan (App.PlanPull), the download (App.StartPull, or Resume of the one
-// an earlier pull or the window left paused) with its checks and
-// registration, progress on stderr from the same events. Ctrl-C pauses it
-// (the app's Shutdown), --cancel discards it.
+// runPull is `anechat pull ENTRY|OWNER/REPO[@REVISION] [FILE...]`, run by
+// the window's own code with the app's services started headless: the plan
+// (App.PlanPull), the download (App.StartPull: started, or the one left
+// paused of the same commit resumed) with its checks and registration,
+// progress on stderr from its events. Ctrl-C pauses it (the app's
+// Shutdown); --cancel discards it (Downloads.Cancel).
 func runPull(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "pull", "[--hub URL] [--data-dir DIR] [--cancel] ENTRY|OWNER/REPO[@REVISION] [FILE...]")
 	hubURL := hubFlag(fs)
