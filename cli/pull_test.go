@@ -340,3 +340,37 @@ func TestPullBundleInterrupted(t *testing.T) {
 		t.Errorf("registered %+v", ms)
 	}
 }
+
+// TestPullCancelGGUF: --cancel discards a GGUF pull left paused by Ctrl-C
+// (the app's Cancel: its partial file and sidecar go), naming the file.
+func TestPullCancelGGUF(t *testing.T) {
+	s := fakeHub(t)
+	dir := t.TempDir()
+	s.Slow(8<<10, 4*time.Millisecond)
+	part := filepath.Join(dir, "models", ".downloads", "stories260K.gguf.part")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for ctx.Err() == nil {
+			if st, err := os.Stat(part); err == nil && st.Size() > 50_000 {
+				cancel()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	const repo = "anechat-test/stories260K-GGUF"
+	if code, _, errOut := runPullCLI(ctx, "pull", "--hub", s.URL, "--data-dir", dir, repo, "stories260K.gguf"); code != 130 {
+		t.Fatalf("interrupted pull: exit %d: %s", code, errOut)
+	}
+	cancel()
+	code, _, errOut := runPullCLI(context.Background(), "pull", "--data-dir", dir, "--cancel", repo, "stories260K.gguf")
+	if code != 0 || !strings.Contains(errOut, "discarded the paused download of stories260K.gguf") {
+		t.Fatalf("--cancel: exit %d: %s", code, errOut)
+	}
+	filepath.WalkDir(filepath.Join(dir, "models"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			t.Errorf("left behind after --cancel: %s", p)
+		}
+		return nil
+	})
+}
