@@ -53,7 +53,7 @@ function backend() {
       if (name === "huge.txt")
         throw new Error("huge.txt: 9000 tokens does not fit stories's 512-token context; attach an excerpt");
       return {
-        name,
+        name: String(name),
         block: "```" + String(name) + "\n" + text + "\n```\n",
         tokens: 3912,
         contextTokens: 8192,
