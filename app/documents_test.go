@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/base64"
+	"os"
 	"strings"
 	"testing"
 
@@ -83,6 +84,15 @@ func TestChatAttachDocumentThenSecondQuestionResumesIt(t *testing.T) {
 		if _, err := a.Chat.AttachDocument(c.ID, tc.name, b64(tc.data)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
 		}
+	}
+	// A real PDF (internal/documents/testdata, a committed fixture): its text.
+	pdfBytes, err := os.ReadFile("../internal/documents/testdata/two-pages.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, err := a.Chat.AttachDocument(c.ID, "two-pages.pdf", base64.StdEncoding.EncodeToString(pdfBytes))
+	if err != nil || pa.Block != "```two-pages.pdf\nHello from page one\n\nSecond page text\n```\n" || pa.Tokens <= 0 {
+		t.Fatalf("PDF attachment %+v, %v", pa, err)
 	}
 	if _, err := a.Chat.AttachDocument(c.ID, "x.txt", "%%%"); err == nil || !strings.Contains(err.Error(), "x.txt") {
 		t.Errorf("bad base64: err = %v", err)

@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { expect, test } from "./fixtures";
 import { ensureModel, newChat, setMaxTokens } from "./helpers";
 
@@ -34,6 +35,15 @@ test("an attached document is sized, sent with the question and resumed by the n
   await page.getByTestId("send").click();
   await expect(page.getByTestId("msg-assistant")).toHaveCount(2);
   await expect(page.getByTestId("msg-assistant").last().getByTestId("msg-stats")).toContainText(/resumed \d+/);
+
+  // A PDF's text, extracted on the Go side (a committed fixture).
+  await page
+    .getByTestId("attach-input")
+    .setInputFiles(fileURLToPath(new URL("../../internal/documents/testdata/two-pages.pdf", import.meta.url)));
+  await expect(page.getByTestId("attachment")).toContainText("two-pages.pdf");
+  await expect(page.getByTestId("attachment-tokens")).toHaveText(/^\d[\d,]* tokens$/);
+  await page.getByRole("button", { name: "Remove two-pages.pdf" }).click();
+  await expect(page.getByTestId("attachments")).toHaveCount(0);
 
   // Past the model's context: refused, nothing attached.
   await page.getByTestId("attach-input").setInputFiles({

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +146,22 @@ func TestFormat(t *testing.T) {
 	}
 	if got := Format("n.txt", "t", ""); got != "```n.txt\nt\n```\n" {
 		t.Fatalf("Format without question = %q", got)
+	}
+}
+
+// testdata/two-pages.pdf is makePDF's output, committed so other packages'
+// tests and the e2e spec read a real file; this test keeps it current
+// (ANECHAT_UPDATE_PDF=1 rewrites it).
+func TestPDFFixtureIsCurrent(t *testing.T) {
+	want := makePDF([]string{"Hello from page one", "Second page text"}, "")
+	const path = "testdata/two-pages.pdf"
+	if os.Getenv("ANECHAT_UPDATE_PDF") != "" {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("%s is not makePDF's output (%v): run ANECHAT_UPDATE_PDF=1 go test -run TestPDFFixtureIsCurrent ./internal/documents", path, err)
 	}
 }
