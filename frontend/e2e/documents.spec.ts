@@ -35,6 +35,9 @@ test("an attached document is sized, sent with the question and resumed by the n
   await page.getByTestId("send").click();
   await expect(page.getByTestId("msg-assistant")).toHaveCount(2);
   await expect(page.getByTestId("msg-assistant").last().getByTestId("msg-stats")).toContainText(/resumed \d+/);
+  await expect(page.getByTestId("msg-assistant").last().getByTestId("document-note")).toContainText(
+    "the document “story.md” among them",
+  );
 
   // A PDF's text, extracted on the Go side (a committed fixture).
   await page

@@ -7,6 +7,8 @@ import {
   pieceSpans,
   progressLine,
   resumedNote,
+  documentNames,
+  documentNote,
   statsLine,
   widthChoices,
   widthLabel,
@@ -48,6 +50,7 @@ export function ChatPage() {
   const [exporting, setExporting] = useState(false);
   if (!thread || thread.conversation.id !== current) return <div class="chat">Loading…</div>;
   const rows = branchRows(thread);
+  const docsBefore = documentsBefore(rows);
   const running = stream?.running ?? false;
   return (
     <div class="chat" data-conversation-id={thread.conversation.id}>
@@ -75,10 +78,11 @@ export function ChatPage() {
       <div class="chat-body">
         <div class="messages" data-testid="messages" ref={list} aria-live="off">
           {rows.length === 0 && !stream && <p class="muted">No messages yet.</p>}
-          {rows.map((r) => (
+          {rows.map((r, i) => (
             <MessageView
               key={r.message.id}
               row={r}
+              documents={docsBefore[i] ?? []}
               running={running}
               highlight={highlight}
               focused={r.message.id === focusMessage}
@@ -231,8 +235,11 @@ function MessageView({
   highlight,
   focused,
   greedy,
+  documents,
 }: {
   row: Row;
+  /** The documents earlier user messages of the branch carry (documentNames). */
+  documents: string[];
   running: boolean;
   highlight: boolean;
   focused: boolean;
@@ -288,6 +295,11 @@ function MessageView({
           {resumedNote(m.stats) && (
             <p class="resumed-note" data-testid="resumed-note">
               {resumedNote(m.stats)}
+            </p>
+          )}
+          {documentNote(m.stats, documents) && (
+            <p class="resumed-note" data-testid="document-note">
+              {documentNote(m.stats, documents)}
             </p>
           )}
           <Markdown text={m.content} spans={highlight ? m.stats?.draftedSpans : undefined} />
@@ -766,6 +778,16 @@ function Composer({ conversation: c, running }: { conversation: Conversation; ru
       )}
     </form>
   );
+}
+
+/** For each row, the documents the user messages before it carry, oldest first. */
+function documentsBefore(rows: Row[]): string[][] {
+  let seen: string[] = [];
+  return rows.map((r) => {
+    const before = seen;
+    if (r.message.role === "user") seen = [...seen, ...documentNames(r.message.content)];
+    return before;
+  });
 }
 
 // Element.scrollIntoView, where the DOM has it (jsdom does not).
