@@ -25,6 +25,7 @@ test("an attached document is sized, sent with the question and resumed by the n
   await expect(page.getByTestId("attachment")).toContainText("story.md");
   await expect(page.getByTestId("attachment-tokens")).toHaveText(/^\d[\d,]* tokens$/);
   await expect(page.getByTestId("attachments-total")).toContainText("context tokens");
+  await page.getByTestId("composer-form").screenshot({ path: "../build/bin/screens/composer-attachment.png" });
   await page.getByTestId("composer").fill("Who went to the park?");
   await page.getByTestId("send").click();
   await expect(page.getByTestId("msg-assistant").last().getByTestId("msg-stats")).toContainText(/\d+ tokens/);
