@@ -156,6 +156,22 @@ describe("attachments", () => {
     expect(f.args["Chat.Send"]).toEqual([[1, "```a.py\nx = 1\n```\n"]]);
   });
 
+  it("refuses to send documents that fit alone but not together", async () => {
+    const f = backend();
+    await mount(f);
+    await pick([new File(["a"], "a.md"), new File(["b"], "b.md"), new File(["c"], "c.md")]);
+    expect(root.querySelectorAll("[data-testid=attachment]")).toHaveLength(3);
+    expect(q("attachments-total")!.textContent).toBe(
+      "11,736 of 8,192 context tokens: together they do not fit; remove one",
+    );
+    expect((q("send") as HTMLButtonElement).disabled).toBe(true);
+    await act(() => {
+      root.querySelector<HTMLButtonElement>("[aria-label='Remove c.md']")!.click();
+    });
+    expect(q("attachments-total")!.textContent).toBe("7,824 of 8,192 context tokens");
+    expect((q("send") as HTMLButtonElement).disabled).toBe(false);
+  });
+
   it("says why a document past the context is refused and attaches nothing", async () => {
     const f = backend();
     await mount(f);

@@ -652,7 +652,11 @@ function Composer({ conversation: c, running }: { conversation: Conversation; ru
       if (a) setDocs((d) => [...d, a]);
     }
   };
-  const ready = (text.trim() !== "" || docs.length > 0) && reading === 0;
+  const total = docs.reduce((n, d) => n + d.tokens, 0);
+  const context = docs[0]?.contextTokens ?? 0;
+  // Each document fits alone (the Go side checked); together they may not.
+  const over = docs.length > 1 && total >= context;
+  const ready = (text.trim() !== "" || docs.length > 0) && reading === 0 && !over;
   const send = async () => {
     if (!ready) return;
     const message = docs.length
@@ -667,7 +671,6 @@ function Composer({ conversation: c, running }: { conversation: Conversation; ru
       setDocs([]);
     }
   };
-  const total = docs.reduce((n, d) => n + d.tokens, 0);
   return (
     // Dropping a file is a shortcut; the Attach button is the keyboard's way.
     // eslint-disable-next-line jsx-a11y/no-noninteractive-element-interactions
@@ -709,8 +712,9 @@ function Composer({ conversation: c, running }: { conversation: Conversation; ru
           ))}
           {reading > 0 ? <li class="muted small">Reading…</li> : null}
           {docs.length > 0 ? (
-            <li class="muted small" data-testid="attachments-total">
-              {total.toLocaleString("en-US")} of {(docs[0]?.contextTokens ?? 0).toLocaleString("en-US")} context tokens
+            <li class={over ? "error small" : "muted small"} data-testid="attachments-total">
+              {total.toLocaleString("en-US")} of {context.toLocaleString("en-US")} context tokens
+              {over ? ": together they do not fit; remove one" : ""}
             </li>
           ) : null}
         </ul>
