@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/ebitengine/purego v0.11.3
+	github.com/ledongthuc/pdf v0.0.0-20260907135840-6c8c28e0e8a0
 	github.com/sqlc-dev/pqtype v0.3.0
 	github.com/wailsapp/wails/v2 v2.13.0
 	golang.org/x/sys v0.50.0

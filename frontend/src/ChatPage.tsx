@@ -7,6 +7,8 @@ import {
   pieceSpans,
   progressLine,
   resumedNote,
+  documentNames,
+  documentNote,
   statsLine,
   widthChoices,
   widthLabel,
@@ -16,7 +18,8 @@ import {
 } from "./logic";
 import { Markdown } from "./Markdown";
 import { ExportPanel } from "./Transfer";
-import type { Conversation, ConversationOptions, GenerateStats, GenerationSettings } from "./types";
+import { withDocuments } from "./state/streaming";
+import type { Attachment, Conversation, ConversationOptions, GenerateStats, GenerationSettings } from "./types";
 import { useActions, useStore } from "./useStore";
 
 /** One conversation: its header (title, model), its active branch, the composer and its settings. */
@@ -47,6 +50,7 @@ export function ChatPage() {
   const [exporting, setExporting] = useState(false);
   if (!thread || thread.conversation.id !== current) return <div class="chat">Loading…</div>;
   const rows = branchRows(thread);
+  const docsBefore = documentsBefore(rows);
   const running = stream?.running ?? false;
   return (
     <div class="chat" data-conversation-id={thread.conversation.id}>
@@ -74,10 +78,11 @@ export function ChatPage() {
       <div class="chat-body">
         <div class="messages" data-testid="messages" ref={list} aria-live="off">
           {rows.length === 0 && !stream && <p class="muted">No messages yet.</p>}
-          {rows.map((r) => (
+          {rows.map((r, i) => (
             <MessageView
               key={r.message.id}
               row={r}
+              documents={docsBefore[i] ?? []}
               running={running}
               highlight={highlight}
               focused={r.message.id === focusMessage}
@@ -230,8 +235,11 @@ function MessageView({
   highlight,
   focused,
   greedy,
+  documents,
 }: {
   row: Row;
+  /** The documents earlier user messages of the branch carry (documentNames). */
+  documents: string[];
   running: boolean;
   highlight: boolean;
   focused: boolean;
@@ -287,6 +295,11 @@ function MessageView({
           {resumedNote(m.stats) && (
             <p class="resumed-note" data-testid="resumed-note">
               {resumedNote(m.stats)}
+            </p>
+          )}
+          {documentNote(m.stats, documents) && (
+            <p class="resumed-note" data-testid="document-note">
+              {documentNote(m.stats, documents)}
             </p>
           )}
           <Markdown text={m.content} spans={highlight ? m.stats?.draftedSpans : undefined} />
@@ -625,21 +638,87 @@ function ReplySettings({
 function Composer({ conversation: c, running }: { conversation: Conversation; running: boolean }) {
   const store = useActions();
   const [text, setText] = useState(c.draft);
+  const [docs, setDocs] = useState<Attachment[]>([]);
+  const [reading, setReading] = useState(0);
+  const fileInput = useRef<HTMLInputElement>(null);
   useEffect(() => {
     setText(c.draft);
   }, [c.draft]);
+  const attach = async (files: Iterable<File>) => {
+    for (const file of files) {
+      setReading((n) => n + 1);
+      const a = await store.streaming.attach(file);
+      setReading((n) => n - 1);
+      if (a) setDocs((d) => [...d, a]);
+    }
+  };
+  const total = docs.reduce((n, d) => n + d.tokens, 0);
+  const context = docs[0]?.contextTokens ?? 0;
+  // Each document fits alone (the Go side checked); together they may not.
+  const over = docs.length > 1 && total >= context;
+  const ready = (text.trim() !== "" || docs.length > 0) && reading === 0 && !over;
   const send = async () => {
-    if (!text.trim()) return;
-    if (await store.streaming.send(text)) setText("");
+    if (!ready) return;
+    const message = docs.length
+      ? withDocuments(
+          docs.map((d) => d.block),
+          text,
+        )
+      : text;
+    const title = text.trim() || docs[0]?.name || "";
+    if (await store.streaming.send(message, title)) {
+      setText("");
+      setDocs([]);
+    }
   };
   return (
+    // Dropping a file is a shortcut; the Attach button is the keyboard's way.
+    // eslint-disable-next-line jsx-a11y/no-noninteractive-element-interactions
     <form
       class="composer"
+      data-testid="composer-form"
       onSubmit={(e) => {
         e.preventDefault();
         void send();
       }}
+      onDragOver={(e) => {
+        if (e.dataTransfer?.types.includes("Files")) e.preventDefault(); // allows the drop
+      }}
+      onDrop={(e) => {
+        const files = e.dataTransfer?.files;
+        if (files?.length) {
+          e.preventDefault();
+          void attach(Array.from(files));
+        }
+      }}
     >
+      {docs.length > 0 || reading > 0 ? (
+        <ul class="attachments" data-testid="attachments">
+          {docs.map((d, i) => (
+            <li key={`${i}-${d.name}`} data-testid="attachment">
+              <span>{d.name}</span>{" "}
+              <span class="muted small" data-testid="attachment-tokens">
+                {d.tokens.toLocaleString("en-US")} tokens
+              </span>{" "}
+              <button
+                type="button"
+                class="quiet"
+                aria-label={`Remove ${d.name}`}
+                onClick={() => setDocs((ds) => ds.filter((_, j) => j !== i))}
+              >
+                ×
+              </button>
+            </li>
+          ))}
+          {reading > 0 ? <li class="muted small">Reading…</li> : null}
+          {docs.length > 0 ? (
+            <li class={over ? "error small" : "muted small"} data-testid="attachments-total">
+              {total.toLocaleString("en-US")} of {context.toLocaleString("en-US")} context tokens
+              {over ? ": together they do not fit; remove one" : ""}
+            </li>
+          ) : null}
+        </ul>
+      ) : null}
       <textarea
         data-testid="composer"
         rows={3}
@@ -650,6 +729,13 @@ function Composer({ conversation: c, running }: { conversation: Conversation; ru
           setText(e.currentTarget.value);
           store.conversations.setDraft(e.currentTarget.value);
         }}
+        onPaste={(e) => {
+          const files = e.clipboardData?.files;
+          if (files?.length) {
+            e.preventDefault(); // a pasted file is attached, not its name typed
+            void attach(Array.from(files));
+          }
+        }}
         onKeyDown={(e) => {
           if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
             e.preventDefault();
@@ -657,6 +743,28 @@ function Composer({ conversation: c, running }: { conversation: Conversation; ru
           }
         }}
       />
+      <input
+        ref={fileInput}
+        type="file"
+        multiple
+        hidden
+        data-testid="attach-input"
+        accept=".txt,.md,.markdown,.pdf,.json,.csv,.go,.py,.js,.ts,.tsx,.rs,.c,.h,.cpp,.java,.sh,.yaml,.yml,.toml,.html,.css,.sql,text/*,application/pdf"
+        onChange={(e) => {
+          const files = e.currentTarget.files;
+          if (files?.length) void attach(Array.from(files));
+          e.currentTarget.value = ""; // the same file can be attached again
+        }}
+      />
+      <button
+        type="button"
+        class="quiet"
+        data-testid="attach"
+        title="Attach a text file, Markdown, source code or a PDF (or drop or paste it here)"
+        onClick={() => fileInput.current?.click()}
+      >
+        Attach
+      </button>
       {running ? (
         <button
           type="button"
@@ -668,12 +776,22 @@ function Composer({ conversation: c, running }: { conversation: Conversation; ru
           Stop
         </button>
       ) : (
-        <button type="submit" class="primary" data-testid="send" disabled={!text.trim()}>
+        <button type="submit" class="primary" data-testid="send" disabled={!ready}>
           Send
         </button>
       )}
     </form>
   );
+}
+
+/** For each row, the documents the user messages before it carry, oldest first. */
+function documentsBefore(rows: Row[]): string[][] {
+  let seen: string[] = [];
+  return rows.map((r) => {
+    const before = seen;
+    if (r.message.role === "user") seen = [...seen, ...documentNames(r.message.content)];
+    return before;
+  });
 }
 
 // Element.scrollIntoView, where the DOM has it (jsdom does not).

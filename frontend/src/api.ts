@@ -40,6 +40,7 @@ import type {
   TitleEvent,
   TokenEvent,
   Turn,
+  Attachment,
 } from "./types";
 
 /** Typed access to the Go services; every call is one bound Go method. */
@@ -77,6 +78,9 @@ export function api(b: Bridge) {
       /** Opens a search hit: its conversation with the message on the branch shown. */
       openMessage: (messageId: number) => chat<Thread>("OpenMessage", messageId),
       send: (id: number, text: string) => chat<Turn>("Send", id, text),
+      /** Reads a file for conversation id's next message (its bytes, base64): sized, or refused past the context. */
+      attachDocument: (id: number, name: string, dataBase64: string) =>
+        chat<Attachment>("AttachDocument", id, name, dataBase64),
       edit: (messageId: number, text: string) => chat<Turn>("Edit", messageId, text),
       regenerate: (messageId: number) => chat<Turn>("Regenerate", messageId),
       cancel: (id: number) => chat<boolean>("Cancel", id),

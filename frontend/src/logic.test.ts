@@ -31,6 +31,8 @@ import {
   humanDuration,
   downloadLine,
   secondsUntil,
+  documentNames,
+  documentNote,
 } from "./logic";
 import type { Download, Message, Thread, TokenEvent } from "./types";
 
@@ -617,5 +619,24 @@ describe("downloads and durations for people", () => {
     expect(secondsUntil("2026-01-01T00:00:09.2Z", now)).toBe(10);
     expect(secondsUntil("2025-12-31T23:59:00Z", now)).toBe(0);
     expect(secondsUntil("not a time", now)).toBe(0);
+  });
+});
+
+describe("documentNames and documentNote", () => {
+  it("reads the documents at a message's start, as the composer puts them", () => {
+    const two = "```a.md\nA\n```\n\n````b.py\nx = '```'\n````\n\nWhat differs?";
+    expect(documentNames(two)).toEqual(["a.md", "b.py"]);
+    expect(documentNames("```python\nprint(1)\n```\nwhy?")).toEqual([]); // a code block, not a file
+    expect(documentNames("look at ```a.md\nA\n```\n")).toEqual([]);
+    expect(documentNames("```a.md\nnever closed")).toEqual([]);
+  });
+  it("says the document came from the KV cache only when something was resumed", () => {
+    const st = { resumedTokens: 3006, resumedPrompt: "" } as NonNullable<Message["stats"]>;
+    expect(documentNote(st, ["log.txt"])).toBe(
+      "Resumed 3,006 tokens from the KV cache, the document “log.txt” among them: not read again.",
+    );
+    expect(documentNote({ ...st, resumedTokens: 0 }, ["log.txt"])).toBe("");
+    expect(documentNote(st, [])).toBe("");
+    expect(documentNote({ ...st, resumedPrompt: "Reviewer" }, ["log.txt"])).toBe("");
   });
 });

@@ -456,3 +456,32 @@ export function secondsUntil(when: string, now: number = Date.now()): number {
 export function widthLabel(w: Width): string {
   return w === "auto" ? "auto" : w === 1 ? "1 (off)" : String(w);
 }
+
+/**
+ * The names of the documents a user message carries: the fenced blocks at
+ * its start, as the composer puts them (Go documents.Format: a fence, the
+ * file name, the text, the same fence). Only a name with an extension
+ * counts, so a message that opens with a code block ("```python") is not
+ * taken for a document.
+ */
+export function documentNames(text: string): string[] {
+  const names: string[] = [];
+  let rest = text;
+  for (;;) {
+    const m = /^(`{3,})([^\n`]+)\n[\s\S]*?\n\1\n\n?/.exec(rest);
+    if (!m?.[2] || !/\.\w+$/.test(m[2])) return names;
+    names.push(m[2]);
+    rest = rest.slice(m[0].length);
+  }
+}
+
+/**
+ * The note a reply that resumed an earlier question's documents shows above
+ * its text: their tokens came from the KV cache, not read again; "" when it
+ * resumed nothing, or it is the library's resumedNote.
+ */
+export function documentNote(st: Message["stats"], documents: string[]): string {
+  if (!st || st.resumedTokens <= 0 || st.resumedPrompt || documents.length === 0) return "";
+  const names = documents.map((d) => `“${d}”`).join(", ");
+  return `Resumed ${st.resumedTokens.toLocaleString("en-US")} tokens from the KV cache, ${documents.length === 1 ? "the document" : "the documents"} ${names} among them: not read again.`;
+}

@@ -82,6 +82,19 @@ export interface Thread {
   settings: GenerationSettings;
 }
 
+/**
+ * Chat.AttachDocument: a file read for the next message. block is the
+ * document as the message carries it (a fenced block headed by the file
+ * name, Go documents.Format); tokens is its size in the conversation's
+ * model's tokens, contextTokens that model's context.
+ */
+export interface Attachment {
+  name: string;
+  block: string;
+  tokens: number;
+  contextTokens: number;
+}
+
 export interface Turn {
   conversationId: number;
   user: Message;

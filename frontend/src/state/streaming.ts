@@ -14,7 +14,7 @@ import {
   UNTITLED,
   type Frames,
 } from "../logic";
-import type { TokenEvent, Turn } from "../types";
+import type { Attachment, TokenEvent, Turn } from "../types";
 import type { Conversations } from "./conversations";
 import type { Core } from "./core";
 
@@ -73,15 +73,29 @@ export class Streaming {
    * message titles a conversation still called "New chat" at once (unless
    * the Go side titled it already).
    */
-  async send(text: string) {
+  async send(text: string, title = text) {
     const first = this.core.state.conversations.thread?.messages.length === 0;
     const id = this.core.state.conversations.current;
     if (id !== null) await this.conversations.draftSending(id);
     const ok = await this.turn((id) => this.core.api.chat.send(id, text));
     if (ok && id !== null) this.conversations.draftSent(id);
     const c = this.core.state.conversations.thread?.conversation;
-    if (ok && first && c && c.title === UNTITLED && titleFrom(text)) await this.conversations.rename(titleFrom(text));
+    if (ok && first && c && c.title === UNTITLED && titleFrom(title)) await this.conversations.rename(titleFrom(title));
     return ok;
+  }
+
+  /**
+   * Reads file for the open conversation's next message: the Go side
+   * extracts its text (a PDF's too) and sizes it with the conversation's
+   * model; a refusal (past the context, not text, a damaged PDF) is the
+   * chat page's notice and the result is undefined.
+   */
+  async attach(file: File): Promise<Attachment | undefined> {
+    const id = this.core.state.conversations.current;
+    if (id === null) return undefined;
+    return this.core.attempt("chat", async () =>
+      this.core.api.chat.attachDocument(id, file.name, await fileBase64(file)),
+    );
   }
 
   /** Replaces user message messageId by text, on a new branch. */
@@ -101,4 +115,26 @@ export class Streaming {
     await this.core.attempt("chat", () => this.core.api.chat.cancel(id));
     return true;
   }
+}
+
+/** The bytes of file, base64 (how the Go side takes them). */
+function fileBase64(file: File): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const r = new FileReader();
+    r.onload = () => {
+      const url = typeof r.result === "string" ? r.result : "";
+      resolve(url.slice(url.indexOf(",") + 1)); // after "data:...;base64,"
+    };
+    r.onerror = () => reject(new Error(`${file.name}: the file could not be read`));
+    r.readAsDataURL(file);
+  });
+}
+
+/**
+ * The message that carries attachments: each document's block, then the
+ * question, as Go documents.Format puts one document and a question.
+ */
+export function withDocuments(blocks: string[], question: string): string {
+  const q = question.trim();
+  return blocks.join("\n") + (q ? "\n" + q : "");
 }
