@@ -49,6 +49,11 @@ export function ModelCatalog() {
   const downloads = useStore((s) => s.models.downloads);
   if (!cat) return null;
   const pick = cat.entries.find((e) => e.recommended);
+  // An error several entries share (offline, rate limited) is the Hub's,
+  // not theirs: said once above the list instead of under every entry.
+  const seen = new Map<string, number>();
+  for (const e of cat.entries) if (e.error) seen.set(e.error, (seen.get(e.error) ?? 0) + 1);
+  const shared = new Set([...seen].filter(([, n]) => n > 1).map(([err]) => err));
   return (
     <section class="catalog" aria-labelledby="catalog-title" data-testid="catalog">
       <h3 id="catalog-title">Catalog</h3>
@@ -67,11 +72,16 @@ export function ModelCatalog() {
           "No model is known to fit this machine yet: the sizes come from Hugging Face."
         )}
       </p>
+      {[...shared].map((err) => (
+        <p key={err} class="muted small" data-testid="catalog-hub-error">
+          Sizes from Hugging Face: {err}
+        </p>
+      ))}
       <ul class="catalog-list" aria-label="Catalog models">
         {cat.entries.map((e) => (
           <CatalogRow
             key={e.name}
-            e={e}
+            e={shared.has(e.error) ? { ...e, error: "" } : e}
             dl={active(downloads, e.download)}
             onPull={() => store.models.pull({ entry: e.name, repo: "", file: "" })}
           />

@@ -219,6 +219,23 @@ describe("the catalog", () => {
     expect(again?.textContent).toBe("Downloading…");
   });
 
+  it("says an error every entry shares once, above the list, and an entry's own error under it", async () => {
+    const offline = "the Hub at huggingface.co could not be reached (are you offline?)";
+    const list = () =>
+      catalogOf([
+        entry({ name: "a", error: offline }),
+        entry({ name: "b", error: offline }),
+        entry({ name: "c", error: "c was not found on the Hub" }),
+      ]);
+    const fb = fakeBridge(basics({ "Catalog.List": list, "Catalog.Sizes": list }));
+    await mount(fb.bridge);
+    await click(testid("nav-models"));
+    const hubErrors = [...root.querySelectorAll('[data-testid="catalog-hub-error"]')].map((p) => p.textContent);
+    expect(hubErrors).toEqual([`Sizes from Hugging Face: ${offline}`]);
+    const own = [...root.querySelectorAll('[data-testid="catalog-error"]')].map((p) => p.textContent);
+    expect(own).toEqual(["c was not found on the Hub"]);
+  });
+
   it("says an installed entry is installed", async () => {
     const installed = () => catalogOf([entry({ modelId: 7 })]);
     const fb = fakeBridge(basics({ "Catalog.List": installed, "Catalog.Sizes": installed }));
