@@ -3,7 +3,7 @@ package constrain
 import "fmt"
 
 // schemaRule returns the rule of a JSON value under s, building it once.
-// Leading whitespace is the caller's (value adds it).
+// Leading whitespace is the caller's (element adds it).
 func (b *builder) schemaRule(s *schema) (int32, error) {
 	if s.kind == kindRef {
 		// Follow a chain of references to the schema they name; a chain
@@ -88,16 +88,20 @@ func (b *builder) sharedRule(name string, body func(start, end int32)) int32 {
 }
 
 // ws adds optional whitespace (a call to the shared whitespace rule) after
-// from and returns the node after it.
+// from and returns the node after it. Whitespace is one space, or a newline
+// and up to MaxIndent spaces or tabs: enough for compact and for
+// pretty-printed JSON, never a run of blank lines a model could loop on.
 func (b *builder) ws(from int32) int32 {
 	r := b.sharedRule("ws", func(st, end int32) {
-		n := st
+		b.eps(st, end)
+		b.byteRange(st, ' ', ' ', end)
+		n := b.newNode()
+		b.byteRange(st, '\n', '\n', n)
 		b.eps(n, end)
-		for i := 0; i < MaxWhitespace; i++ {
+		for i := 0; i < MaxIndent; i++ {
 			next := b.newNode()
-			for _, c := range []byte{' ', '\t', '\n', '\r'} {
-				b.byteRange(n, c, c, next)
-			}
+			b.byteRange(n, ' ', ' ', next)
+			b.byteRange(n, '\t', '\t', next)
 			b.eps(next, end)
 			n = next
 		}

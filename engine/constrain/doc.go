@@ -34,8 +34,8 @@
 // ("properties.x.pattern") and a message; Error.Prefixed puts the request
 // field in front. Everything is bounded: the schema's size and depth, its
 // properties and enum values (MaxSchemaBytes, MaxSchemaDepth, MaxProperties,
-// MaxEnumValues, MaxEnumBytes), the automaton (MaxNodes), whitespace runs and
-// number digits (MaxWhitespace, MaxIntDigits...), the parses followed at
+// MaxEnumValues, MaxEnumBytes), the automaton (MaxNodes), whitespace (MaxIndent) and
+// number digits (MaxIntDigits...), the parses followed at
 // once (MaxConfigs); a $ref cycle that never writes text or admits no finite
 // value is refused at compile time, so matching never recurses without
 // consuming and never reaches a state it cannot complete.

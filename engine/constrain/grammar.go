@@ -3,6 +3,7 @@ package constrain
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -24,10 +25,11 @@ const (
 	MaxEnumBytes = 64 << 10
 	// MaxNodes is the most automaton states a compiled grammar may have.
 	MaxNodes = 1 << 18
-	// MaxWhitespace is the longest run of whitespace allowed between JSON
-	// tokens: enough to indent pretty-printed JSON, short enough that a
-	// model cannot loop on blank space until its token limit.
-	MaxWhitespace = 24
+	// MaxIndent is the most spaces or tabs after a newline between JSON
+	// tokens: whitespace there is one space, or a newline and an indent,
+	// enough for pretty-printed JSON, too little for a model to loop on
+	// blank space until its token limit.
+	MaxIndent = 20
 	// MaxIntDigits and MaxFracDigits bound a number's integer and fraction
 	// digits, and MaxExpDigits its exponent's: a model cannot write
 	// digits forever.
@@ -306,4 +308,23 @@ func (b *builder) finish(root int32) (*Grammar, error) {
 		g.starts[i] = r.start
 	}
 	return g, nil
+}
+
+// Match reports whether text is a whole match of g, read as bytes (Token
+// elements match nothing here): a check of a finished text, such as a
+// reply parsed back into a tool call.
+func (g *Grammar) Match(text []byte) bool {
+	m := &Matcher{g: g, v: &Vocab{}}
+	cur := m.Start().cfgs
+	var buf [2][]config
+	for i, c := range text {
+		var ok bool
+		if buf[i&1], _, ok = m.step(buf[i&1][:0], cur, c, nil); !ok {
+			return false
+		}
+		if cur = buf[i&1]; len(cur) == 0 {
+			return false
+		}
+	}
+	return slices.ContainsFunc(cur, func(c config) bool { return c.n == accept })
 }

@@ -54,7 +54,7 @@ type property struct {
 //
 // Properties come out in the order the schema lists them, each optional one
 // (not in required) possibly left out; whitespace between JSON tokens is
-// allowed up to MaxWhitespace bytes, also before the value; enum and const
+// one space or a newline and up to MaxIndent spaces or tabs, also before the value; enum and const
 // values are written in their compact JSON spelling.
 func Schema(schemaJSON []byte) (Element, error) {
 	if len(schemaJSON) > MaxSchemaBytes {
