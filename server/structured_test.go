@@ -140,3 +140,35 @@ func TestResponseFormatErrors(t *testing.T) {
 	}
 	s.post(t, "/v1/chat/completions", user("Once upon a time", "max_tokens", 3, "response_format", map[string]any{"type": "text"}), http.StatusOK)
 }
+
+// The caches behind response_format: least recently used out first, the
+// same schema text (whatever its spacing) the same grammar.
+func TestFormatCaches(t *testing.T) {
+	c := lru[int, string]{max: 2}
+	c.put(1, "a")
+	c.put(2, "b")
+	c.get(1) // 2 is now the least recently used
+	c.put(3, "c")
+	if c.get(2) != "" || c.get(1) != "a" || c.get(3) != "c" {
+		t.Errorf("after put 1, 2, get 1, put 3: %v", c.m)
+	}
+	if got := c.put(3, "other"); got != "c" {
+		t.Errorf("put of a present key returned %q, want the stored c", got)
+	}
+	g1, e := (&responseFormat{Type: "json_object"}).grammar()
+	g2, e2 := (&responseFormat{Type: "json_object"}).grammar()
+	if e != nil || e2 != nil || g1 != g2 {
+		t.Errorf("json_object twice: %p %p (%v %v)", g1, g2, e, e2)
+	}
+	f := func(schema string) *constrain.Grammar {
+		rf := &responseFormat{Type: "json_schema", JSONSchema: &schemaFormat{Name: "x", Schema: json.RawMessage(schema)}}
+		g, e := rf.grammar()
+		if e != nil {
+			t.Fatal(e)
+		}
+		return g
+	}
+	if f(`{"type": "integer"}`) != f(`{"type":"integer"}`) || f(`{"type":"integer"}`) == f(`{"type":"number"}`) {
+		t.Error("grammars not shared by schema text")
+	}
+}
