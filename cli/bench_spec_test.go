@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"anechat/engine/constrain"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -140,6 +141,54 @@ func TestWorkloadFileParses(t *testing.T) {
 	for _, c := range []string{"summarise", "rewrite", "code-edit", "doc-qa", "list", "chat", "creative"} {
 		if cats[c] < 3 {
 			t.Errorf("category %s has %d prompts", c, cats[c])
+		}
+	}
+}
+
+// A workload line's schema constrains its reply: the finished reply matches
+// it at every width, --unconstrained drops it, and the JSON workload's
+// schemas all compile.
+func TestBenchSpecSchema(t *testing.T) {
+	model := testres.Stories(t)
+	work := filepath.Join(t.TempDir(), "w.jsonl")
+	lines := `{"id":"mood","category":"json","prompt":"Once upon a time","raw":true,"max_tokens":60,"schema":{"type":"object","properties":{"mood":{"enum":["happy","sad"]},"ok":{"type":"boolean"}},"required":["mood","ok"],"additionalProperties":false}}
+`
+	if err := os.WriteFile(work, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, unconstrained := range []bool{false, true} {
+		args := []string{"bench", "spec", "--model", model, "--prompts", work, "--widths", "4,0", "--reps", "1", "--fixed-costs", "--json"}
+		if unconstrained {
+			args = append(args, "--unconstrained")
+		}
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), args, nil, &out, &errb); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		var rep specReport
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		p := rep.Prompts[0]
+		if p.Constrained == unconstrained {
+			t.Errorf("unconstrained %v: report says constrained %v", unconstrained, p.Constrained)
+		}
+		if !unconstrained && (p.Stopped != "stop" || p.Valid == nil || !*p.Valid) {
+			t.Errorf("constrained reply: stopped %q, valid %v", p.Stopped, p.Valid)
+		}
+		for _, r := range p.Runs {
+			if !r.Identical {
+				t.Errorf("unconstrained %v width %d: not identical to width 1", unconstrained, r.Width)
+			}
+		}
+	}
+	ps, err := readSpecWorkload(filepath.Join("..", "bench", "workloads", "json.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if _, err := constrain.CompileSchema(p.Schema); err != nil {
+			t.Errorf("%s: %v", p.ID, err)
 		}
 	}
 }
