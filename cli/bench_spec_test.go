@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"anechat/engine/constrain"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"anechat/engine/constrain"
 	"anechat/internal/testres"
 )
 
