@@ -184,3 +184,52 @@ func FuzzSchema(f *testing.F) {
 		}
 	})
 }
+
+// An ambiguous grammar (two identical recursive alternatives: the parses
+// double at every level) stays bounded: past MaxConfigs parses a token is
+// refused, and the text can still be closed.
+func TestAmbiguityBounded(t *testing.T) {
+	g := mustSchema(t, `{"$defs":{"a":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/a"}},{"type":"array","items":{"$ref":"#/$defs/a"}}]}},"$ref":"#/$defs/a"}`)
+	m, err := NewMatcher(g, NewVocab(byteVocab{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.Start()
+	depth := 0
+	for ; depth < 64; depth++ {
+		inMask := s.Mask()['['/64]&(1<<('['%64)) != 0
+		err := s.Advance('[')
+		if inMask != (err == nil) {
+			t.Fatalf("depth %d: mask %v, Advance %v", depth, inMask, err)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if depth == 64 || depth < 5 {
+		t.Fatalf("'[' refused at depth %d, want past 5 parses' doubling and before 64", depth)
+	}
+	for i := 0; i < depth; i++ {
+		if err := s.Advance(']'); err != nil {
+			t.Fatalf("closing %d of %d: %v", i, depth, err)
+		}
+	}
+	if !s.Complete() {
+		t.Error("closed text not complete")
+	}
+}
+
+// The mask caches stay within maskCacheBytes whatever is put in them.
+func TestMaskCacheBounded(t *testing.T) {
+	var c maskCache[[]uint64]
+	mask := make([]uint64, 4096) // a 262k vocabulary's mask
+	for i := 0; i < 3*maskCacheBytes/(len(mask)*8); i++ {
+		c.put(fmt.Sprint(i), mask, len(mask)*8)
+		if c.bytes > maskCacheBytes {
+			t.Fatalf("after %d puts: %d bytes", i+1, c.bytes)
+		}
+	}
+	if len(c.m) == 0 {
+		t.Error("cache empty")
+	}
+}

@@ -29,8 +29,26 @@ type Matcher struct {
 	tokIDs []int32 // grammar token index -> vocabulary id
 
 	mu    sync.Mutex
-	local map[string]*localMask // by the stack-relative key
-	full  map[string][]uint64   // by the whole state
+	local maskCache[*localMask] // by the stack-relative key
+	full  maskCache[[]uint64]   // by the whole state
+}
+
+// maskCache is a map of masks bounded to maskCacheBytes: past it, it is
+// emptied (the masks of one request's states repeat; a fresh map refills
+// with the ones still in use).
+type maskCache[V any] struct {
+	m     map[string]V
+	bytes int
+}
+
+func (c *maskCache[V]) put(key string, v V, size int) {
+	if c.m == nil || c.bytes+size > maskCacheBytes {
+		c.m, c.bytes = map[string]V{}, 0
+	}
+	if _, ok := c.m[key]; !ok {
+		c.m[key] = v
+		c.bytes += size
+	}
 }
 
 // localMask is what a state allows up to the frame below which it does not
@@ -48,7 +66,7 @@ func NewMatcher(g *Grammar, v *Vocab) (*Matcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Matcher{g: g, v: v, tokIDs: ids, local: map[string]*localMask{}, full: map[string][]uint64{}}, nil
+	return &Matcher{g: g, v: v, tokIDs: ids}, nil
 }
 
 // Vocab is the vocabulary the matcher masks.
@@ -281,8 +299,8 @@ func (s *State) Mask() []uint64 {
 		fullKey += "\x00"
 	}
 	m.mu.Lock()
-	full, ok := m.full[fullKey]
-	lm := m.local[key]
+	full, ok := m.full.m[fullKey]
+	lm := m.local.m[key]
 	m.mu.Unlock()
 	if ok {
 		s.mask = full
@@ -291,7 +309,7 @@ func (s *State) Mask() []uint64 {
 	if lm == nil {
 		lm = m.localWalk(rel)
 		m.mu.Lock()
-		store(m.local, key, lm, func(l *localMask) int { return len(l.mask)*8 + len(l.escapes)*4 })
+		m.local.put(key, lm, len(lm.mask)*8+len(lm.escapes)*4+len(key))
 		m.mu.Unlock()
 	}
 	full = slices.Clone(lm.mask)
@@ -320,25 +338,10 @@ func (s *State) Mask() []uint64 {
 		}
 	}
 	m.mu.Lock()
-	store(m.full, fullKey, full, func(f []uint64) int { return len(f) * 8 })
+	m.full.put(fullKey, full, len(full)*8+len(fullKey))
 	m.mu.Unlock()
 	s.mask = full
 	return full
-}
-
-// store puts v in a cache map, emptying the map first when it would pass
-// maskCacheBytes (the masks of one request's states repeat; a fresh map
-// refills with the ones still in use).
-func store[V any](cache map[string]V, key string, v V, size func(V) int) {
-	total := 0
-	for _, e := range cache {
-		total += size(e)
-		if total+size(v) > maskCacheBytes {
-			clear(cache)
-			break
-		}
-	}
-	cache[key] = v
 }
 
 // split finds the deepest stack frame s0 below every parse and each parse
