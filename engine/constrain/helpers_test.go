@@ -221,6 +221,9 @@ func randomWalk(t *testing.T, m *Matcher, rng *rand.Rand, maxTokens int, fullSte
 		for id := 0; id < m.v.size; id++ {
 			if mask[id/64]&(1<<(id%64)) != 0 {
 				allowed = append(allowed, int32(id))
+				if m.v.text[id] == nil && len(m.g.tokens) == 0 {
+					t.Fatalf("after %q: special token %d allowed", out, id)
+				}
 			}
 		}
 		if step < fullSteps {
