@@ -51,3 +51,12 @@ func BenchmarkMaskGemma262k(b *testing.B) { benchMask(b, testres.Gemma3GGUF(b)) 
 
 // BenchmarkMaskSmolLM2 49k: SmolLM2's byte-level BPE vocabulary.
 func BenchmarkMaskSmolLM2(b *testing.B) { benchMask(b, testres.SmolLM2GGUF(b)) }
+
+// BenchmarkNewVocab: building the trie of Gemma 3's 262k-token vocabulary
+// (once per loaded model).
+func BenchmarkNewVocab(b *testing.B) {
+	tok, _ := realVocab(b, testres.Gemma3GGUF(b))
+	for b.Loop() {
+		NewVocab(tok)
+	}
+}

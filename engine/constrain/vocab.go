@@ -55,7 +55,12 @@ func NewVocab(src TokenSource) *Vocab {
 		v.text[id] = b
 		order = append(order, id)
 	}
-	slices.SortStableFunc(order, func(a, b int32) int { return bytes.Compare(v.text[a], v.text[b]) })
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := bytes.Compare(v.text[a], v.text[b]); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
 	var path []int32 // trie nodes of the current prefix
 	var prev []byte
 	for _, id := range order {

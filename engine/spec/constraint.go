@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"anechat/engine/constrain"
@@ -63,48 +64,107 @@ func (r *generation) constrainDrafts() {
 	}
 }
 
-// pickUnder chooses a token from logits under c's mask: the others (and
-// the stop ids until c is complete) become NaN in a copy, which neither
-// Greedy nor the sampler ever picks.
+// pickUnder chooses a token from logits under c's mask, as pick would from
+// a copy of logits with every other id (and the stop ids until c is
+// complete) set to NaN, which neither Greedy nor the sampler ever picks.
+// Greedy reads the allowed ids only; sampling masks a copy.
 func (r *generation) pickUnder(logits []float32, c Constraint) (int32, error) {
 	mask := c.Mask()
+	complete := c.Complete()
 	n := len(logits)
-	r.maskRow = slices.Grow(r.maskRow[:0], n)[:n]
-	nan := float32(math.NaN())
-	for w := 0; w*64 < n; w++ {
-		lo, hi := w*64, min(n, w*64+64)
-		var bits uint64
-		if w < len(mask) {
-			bits = mask[w]
-		}
-		switch bits {
-		case 0:
-			for i := lo; i < hi; i++ {
-				r.maskRow[i] = nan
+	var id int32
+	if r.greedy {
+		// A stop id in the mask follows the stop rule: take it out of a
+		// copy (rare: stop ids are control tokens, which masks lack).
+		for _, s := range r.req.Stop {
+			if s >= 0 && int(s)/64 < len(mask) && mask[s/64]&(1<<(s%64)) != 0 {
+				mask = slices.Clone(mask)
+				for _, s := range r.req.Stop {
+					if s >= 0 && int(s)/64 < len(mask) {
+						mask[s/64] &^= 1 << (s % 64)
+					}
+				}
+				break
 			}
-		case ^uint64(0):
-			copy(r.maskRow[lo:hi], logits[lo:hi])
-		default:
-			for i := lo; i < hi; i++ {
-				r.maskRow[i] = nan
-				if bits&(1<<(i-lo)) != 0 {
-					r.maskRow[i] = logits[i]
+		}
+		id = -1
+		var best float32
+		consider := func(i int) {
+			v := logits[i]
+			if v == v && (id < 0 || v > best || (v == best && int32(i) < id)) {
+				id, best = int32(i), v
+			}
+		}
+		for w, word := range mask {
+			if w*64 >= n {
+				break
+			}
+			if word == ^uint64(0) && w*64+64 <= n {
+				for i, v := range logits[w*64 : w*64+64] {
+					if v == v && (id < 0 || v > best) {
+						id, best = int32(w*64+i), v
+					}
+				}
+				continue
+			}
+			for word != 0 {
+				i := w*64 + bits.TrailingZeros64(word)
+				word &= word - 1
+				if i >= n {
+					break
+				}
+				consider(i)
+			}
+		}
+		if complete {
+			for _, s := range r.req.Stop {
+				if s >= 0 && int(s) < n {
+					consider(int(s))
 				}
 			}
 		}
-	}
-	complete := c.Complete()
-	for _, s := range r.req.Stop {
-		if s >= 0 && int(s) < n {
-			r.maskRow[s] = nan
-			if complete {
-				r.maskRow[s] = logits[s]
+	} else {
+		r.maskRow = slices.Grow(r.maskRow[:0], n)[:n]
+		for w := 0; w*64 < n; w++ {
+			lo, hi := w*64, min(n, w*64+64)
+			var bits uint64
+			if w < len(mask) {
+				bits = mask[w]
+			}
+			switch bits {
+			case 0:
+				copy(r.maskRow[lo:hi], nanRow[:])
+			case ^uint64(0):
+				copy(r.maskRow[lo:hi], logits[lo:hi])
+			default:
+				for i := lo; i < hi; i++ {
+					r.maskRow[i] = nanRow[0]
+					if bits&(1<<(i-lo)) != 0 {
+						r.maskRow[i] = logits[i]
+					}
+				}
 			}
 		}
+		for _, s := range r.req.Stop {
+			if s >= 0 && int(s) < n {
+				r.maskRow[s] = nanRow[0]
+				if complete {
+					r.maskRow[s] = logits[s]
+				}
+			}
+		}
+		id = r.pick(r.maskRow)
 	}
-	id := r.pick(r.maskRow)
 	if id < 0 {
 		return -1, fmt.Errorf("spec: no token the constraint allows has a number logit (complete: %v)", complete)
 	}
 	return id, nil
 }
+
+// nanRow is 64 NaNs, copied over the masked-out words of a row.
+var nanRow = func() (row [64]float32) {
+	for i := range row {
+		row[i] = float32(math.NaN())
+	}
+	return row
+}()

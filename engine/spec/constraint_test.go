@@ -3,6 +3,8 @@ package spec
 import (
 	"context"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -121,3 +123,101 @@ func TestConstraintCutsDraftsAndMasksPicks(t *testing.T) {
 		}
 	}
 }
+
+// fixedMask is a Constraint with a given mask (for timing pickUnder).
+type fixedMask struct{ m []uint64 }
+
+func (c fixedMask) Mask() []uint64         { return c.m }
+func (c fixedMask) Complete() bool         { return false }
+func (c fixedMask) Advance(id int32) error { return nil }
+func (c fixedMask) Clone() Constraint      { return c }
+
+// BenchmarkPickUnder times the masked pick of one row of Gemma's 262k
+// logits, greedy: "few" allows 100 ids (a state between JSON tokens),
+// "most" all but the quote and backslash tokens (inside a string).
+func BenchmarkPickUnder(b *testing.B) {
+	const vocab = 262144
+	logits := make([]float32, vocab)
+	for i := range logits {
+		logits[i] = float32(i%977) / 977
+	}
+	few, most := make([]uint64, vocab/64), make([]uint64, vocab/64)
+	for i := 0; i < 100; i++ {
+		id := i * 2621
+		few[id/64] |= 1 << (id % 64)
+	}
+	for i := range most {
+		most[i] = ^uint64(0)
+	}
+	most[0] &^= 1<<34 | 1<<92%64
+	for name, m := range map[string][]uint64{"few": few, "most": most} {
+		b.Run(name, func(b *testing.B) {
+			r := &generation{req: Request{Stop: []int32{1, 106}}, greedy: true}
+			for b.Loop() {
+				if _, err := r.pickUnder(logits, fixedMask{m}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// The greedy masked pick (which reads the allowed ids only) is Greedy of
+// the row with every other id NaN: ties to the lowest id, NaN never, stop
+// ids only when complete, whether or not the mask holds them.
+func TestPickUnderGreedyIsMaskedGreedy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for trial := 0; trial < 2000; trial++ {
+		n := 1 + rng.IntN(300)
+		logits := make([]float32, n)
+		for i := range logits {
+			switch rng.IntN(10) {
+			case 0:
+				logits[i] = float32(math.NaN())
+			case 1:
+				logits[i] = 1 // ties
+			default:
+				logits[i] = float32(rng.IntN(5)) / 4
+			}
+		}
+		mask := make([]uint64, (n+63)/64+rng.IntN(2))
+		for w := range mask {
+			switch rng.IntN(3) {
+			case 0:
+				mask[w] = ^uint64(0)
+			case 1:
+				mask[w] = rng.Uint64() & rng.Uint64()
+			}
+		}
+		stops := []int32{int32(rng.IntN(n)), int32(rng.IntN(n + 5))}
+		complete := rng.IntN(2) == 0
+		c := fixedMaskComplete{mask, complete}
+		want := make([]float32, n)
+		for i := range want {
+			in := i/64 < len(mask) && mask[i/64]&(1<<(i%64)) != 0
+			if slices.Contains(stops, int32(i)) {
+				in = complete
+			}
+			want[i] = float32(math.NaN())
+			if in {
+				want[i] = logits[i]
+			}
+		}
+		w := sample.Greedy(want)
+		r := &generation{req: Request{Stop: stops}, greedy: true}
+		got, err := r.pickUnder(logits, c)
+		if (err != nil) != (w < 0) || (err == nil && got != w) {
+			t.Fatalf("trial %d: pickUnder %d (%v), masked Greedy %d", trial, got, err, w)
+		}
+	}
+}
+
+type fixedMaskComplete struct {
+	m        []uint64
+	complete bool
+}
+
+func (c fixedMaskComplete) Mask() []uint64         { return c.m }
+func (c fixedMaskComplete) Complete() bool         { return c.complete }
+func (c fixedMaskComplete) Advance(id int32) error { return nil }
+func (c fixedMaskComplete) Clone() Constraint      { return c }
