@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -188,4 +189,55 @@ func validateJSON(schema, text string) error {
 		return fmt.Errorf("does not match the schema: %q", text)
 	}
 	return nil
+}
+
+// The same on the tiny Gemma 4 fixture (random weights, sliding window,
+// a Hugging Face byte-fallback tokenizer): constrained decoding at every
+// width equals the plain constrained loop.
+func TestConstrainedWidthsGemma4(t *testing.T) {
+	dir := filepath.Join("..", "cpu", "testdata", "gemma4", "model")
+	b, err := cpu.LoadGemma4(dir, cpu.NewPool(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := constrain.NewVocab(tok)
+	history := append([]int32{max(b.Config().BOS, 0)}, tok.Encode("Reply in JSON: the mood")...)
+	for _, sc := range jsonSchemas[:2] {
+		m, err := constrain.NewMatcher(mustGrammar(t, sc), v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, temp := range []float64{0, 1} {
+			newSampler := func() *sample.Sampler {
+				if temp == 0 {
+					return nil
+				}
+				return sample.New(temp, 5, 0, 0)
+			}
+			want := plainConstrained(t, b, history, 40, newSampler(), m)
+			t.Logf("T=%v: %q", temp, tok.Decode(want))
+			for _, w := range []int{1, 2, 4, 8, 0} {
+				got, _ := generate(t, b, &spec.Decoder{Lookahead: w == 0}, history, spec.Request{
+					MaxTokens: 40, Width: w, Sampler: newSampler(), Ungated: true, Constraint: spec.Grammar(m.Start()),
+				})
+				if !slices.Equal(got, want) {
+					t.Fatalf("T=%v width %d:\n got %q\nwant %q", temp, w, tok.Decode(got), tok.Decode(want))
+				}
+			}
+		}
+	}
+}
+
+func mustGrammar(t *testing.T, schema string) *constrain.Grammar {
+	t.Helper()
+	g, err := constrain.CompileSchema([]byte(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
