@@ -254,24 +254,24 @@ func (b *builder) object(st, end int32, s *schema) error {
 	at := [2]int32{b.ws(open), b.newNode()}
 	for _, p := range s.props {
 		next := [2]int32{b.newNode(), b.newNode()}
-		for f := 0; f < 2; f++ {
-			from := at[f]
-			if f == 1 {
-				comma := b.newNode()
-				b.byteRange(from, ',', ',', comma)
-				from = b.ws(comma)
-			}
-			k := b.ws(b.literal(from, string(appendString(nil, p.name))))
-			colon := b.newNode()
-			b.byteRange(k, ':', ':', colon)
-			v, err := b.value(b.ws(colon), p.s)
-			if err != nil {
-				return err
-			}
-			b.eps(b.ws(v), next[1])
-			if !p.required {
-				b.eps(at[f], next[f])
-			}
+		// The first property written, or a comma after an earlier one,
+		// leads to one key: either way a property has been written after.
+		key := b.newNode()
+		b.eps(at[0], key)
+		comma := b.newNode()
+		b.byteRange(at[1], ',', ',', comma)
+		b.eps(b.ws(comma), key)
+		k := b.ws(b.literal(key, string(appendString(nil, p.name))))
+		colon := b.newNode()
+		b.byteRange(k, ':', ':', colon)
+		v, err := b.value(b.ws(colon), p.s)
+		if err != nil {
+			return err
+		}
+		b.eps(b.ws(v), next[1])
+		if !p.required {
+			b.eps(at[0], next[0])
+			b.eps(at[1], next[1])
 		}
 		at = next
 	}

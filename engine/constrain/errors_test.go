@@ -233,3 +233,20 @@ func TestMaskCacheBounded(t *testing.T) {
 		t.Error("cache empty")
 	}
 }
+
+// A schema within the property limit whose automaton would pass MaxNodes
+// (long property names) is refused, quickly, without building it all.
+func TestMaxNodes(t *testing.T) {
+	var props []string
+	for i := 0; i < 2000; i++ {
+		props = append(props, fmt.Sprintf(`"%s%d":{"type":"integer"}`, strings.Repeat("k", 200), i))
+	}
+	t0 := time.Now()
+	_, err := CompileSchema([]byte(`{"type":"object","properties":{` + strings.Join(props, ",") + `}}`))
+	if err == nil || !strings.Contains(err.Error(), "states") {
+		t.Errorf("err = %v, want the state limit", err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
