@@ -113,13 +113,17 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 	if !j.p.seeded {
 		seed = randomSeed()
 	}
+	con, err := constraint(j.p.format, rm.Tokenizer())
+	if err != nil {
+		return engine.Stats{}, len(ids), err
+	}
 	f := &stopFilter{stops: j.p.stops}
 	var learn []string
 	for _, m := range j.msgs {
 		learn = append(learn, m.Content)
 	}
 	st, err := rm.Reply(ctx, sessions.Request{Mode: mode, Prompt: ids, Learn: learn,
-		Options: engine.GenerateOptions{MaxTokens: j.p.maxTokens, Width: j.p.width, Temperature: j.p.temperature, TopP: j.p.topP, Seed: seed},
+		Options: engine.GenerateOptions{MaxTokens: j.p.maxTokens, Width: j.p.width, Temperature: j.p.temperature, TopP: j.p.topP, Seed: seed, Constraint: con},
 		Emit: func(t engine.Token) error {
 			text, stopped := f.push(t.Text)
 			if err := out.piece(text); err != nil {
