@@ -123,3 +123,42 @@ func TestLogprobsRefusedWithoutLogits(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSmolLM2Logprobs is the decode cost of logprobs on SmolLM2 (49k
+// vocabulary): 32 greedy tokens at width 1 and 4, without logprobs and with
+// top_logprobs 20 (logits rows instead of argmax, and a log-softmax per
+// token). It reports tokens per second.
+func BenchmarkSmolLM2Logprobs(b *testing.B) {
+	lm, err := backends.Registry().Open(context.Background(), testres.SmolLM2GGUF(b), load.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lm.Close()
+	prompt := lm.Tokenizer.Encode("The cat sat on the mat. The dog sat on the log. The cat sat on the")
+	costs := spec.FixedCosts(map[int]float64{1: 1, 2: 1.1, 3: 1.2, 4: 1.3})
+	for _, w := range []int{1, 4} {
+		for _, on := range []bool{false, true} {
+			b.Run(fmt.Sprintf("width%d/logprobs=%v", w, on), func(b *testing.B) {
+				tokens := 0
+				b.StopTimer()
+				for i := 0; i < b.N; i++ {
+					s, err := NewSession(lm.Backend, SessionOptions{Costs: costs.Clone()})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := s.Prefill(context.Background(), prompt, nil); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					st, err := s.Generate(context.Background(), GenerateOptions{MaxTokens: 32, Width: w, Logprobs: on, TopLogprobs: 20}, func(Token) error { return nil })
+					b.StopTimer()
+					if err != nil {
+						b.Fatal(err)
+					}
+					tokens += st.Tokens
+				}
+				b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tok/s")
+			})
+		}
+	}
+}

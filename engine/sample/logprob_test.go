@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -96,17 +97,22 @@ func TestLogprobsBadRows(t *testing.T) {
 	}
 }
 
-// BenchmarkLogprobs262k is one position of the Gemma vocabulary with 20
-// alternatives: the per-token cost of logprobs.
-func BenchmarkLogprobs262k(b *testing.B) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	logits := make([]float32, 262144)
-	for i := range logits {
-		logits[i] = float32(rng.NormFloat64() * 4)
-	}
-	top := make([]TokenLogprob, 0, MaxTopLogprobs)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		_, top = Logprobs(logits, int32(i%len(logits)), MaxTopLogprobs, top)
+// BenchmarkLogprobs is one position's logprobs with 20 alternatives over
+// SmolLM2's vocabulary (49,152) and Gemma's (262,144): the per-token cost
+// of logprobs on top of the model call.
+func BenchmarkLogprobs(b *testing.B) {
+	for _, n := range []int{49152, 262144} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(3, 4))
+			logits := make([]float32, n)
+			for i := range logits {
+				logits[i] = float32(rng.NormFloat64() * 4)
+			}
+			top := make([]TokenLogprob, 0, MaxTopLogprobs)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				_, top = Logprobs(logits, int32(i%len(logits)), MaxTopLogprobs, top)
+			}
+		})
 	}
 }
