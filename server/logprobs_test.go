@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,7 +12,11 @@ import (
 	"unicode/utf8"
 
 	"anechat/engine"
+	"anechat/engine/cpu"
+	"anechat/engine/load"
+	"anechat/engine/model"
 	"anechat/engine/spec"
+	"anechat/internal/sessions"
 )
 
 // chatEntry is one token of a chat choice's logprobs.content.
@@ -313,4 +318,37 @@ func TestLogprobQueue(t *testing.T) {
 	if !slices.Equal(offs, []int{0, 3, 5}) {
 		t.Fatalf("offsets %v, want [0 3 5]", offs)
 	}
+}
+
+// argmaxOnlyLoader opens models as backends that say they return greedy
+// ids only (a published Core ML bundle's kind).
+type argmaxOnlyLoader struct{ load.Loader }
+
+func (l argmaxOnlyLoader) Open(ctx context.Context, src load.Source, opts load.Options) (model.Backend, error) {
+	b, err := l.Loader.Open(ctx, src, opts)
+	if err != nil {
+		return nil, err
+	}
+	return argmaxOnlyBackend{b}, nil
+}
+
+type argmaxOnlyBackend struct{ model.Backend }
+
+func (argmaxOnlyBackend) ArgmaxOnly() bool { return true }
+
+// TestLogprobsRefusedByGreedyOnlyModel: a model that returns no logits
+// answers logprobs with a 400 naming the field and the model, before any
+// token; the same request without logprobs is served.
+func TestLogprobsRefusedByGreedyOnlyModel(t *testing.T) {
+	s := startServer(t, "", func(t *testing.T, c *Config, s *testServer) {
+		s.run = sessions.New(nil, load.NewRegistry(argmaxOnlyLoader{cpu.Loader{}}))
+		c.Sessions = s.run
+	})
+	resp, b := s.do(t, http.MethodPost, "/v1/chat/completions", user("Once", "max_tokens", 2, "logprobs", true))
+	var r reply
+	if err := json.Unmarshal(b, &r); err != nil || resp.StatusCode != 400 || r.Error == nil || r.Error.Param == nil ||
+		*r.Error.Param != "logprobs" || !strings.Contains(r.Error.Message, "stories260K") {
+		t.Fatalf("logprobs of a greedy-only model: %d %s", resp.StatusCode, b)
+	}
+	s.post(t, "/v1/chat/completions", user("Once", "max_tokens", 2), http.StatusOK)
 }
