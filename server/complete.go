@@ -13,6 +13,8 @@ import (
 
 	"anechat/engine"
 	"anechat/engine/chat"
+	"anechat/engine/model"
+	"anechat/engine/tokenizer"
 	"anechat/internal/sessions"
 )
 
@@ -113,20 +115,32 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 	if !j.p.seeded {
 		seed = randomSeed()
 	}
+	if j.p.logprobs && model.ArgmaxOnly(rm.Backend()) {
+		return engine.Stats{}, len(ids), badField("logprobs", "model %s returns only its greedy token (a published Core ML bundle), not the logits logprobs come from: leave logprobs out, or use the model's GGUF or Hugging Face weights", j.model.ID)
+	}
+	out.tok = rm.Tokenizer()
 	con, err := constraint(j.p.format, rm.Tokenizer())
 	if err != nil {
 		return engine.Stats{}, len(ids), err
 	}
 	f := &stopFilter{stops: j.p.stops}
+	var lq *logprobQueue // nil: no logprobs asked
+	if j.p.logprobs {
+		lq = &logprobQueue{f: f}
+	}
 	var learn []string
 	for _, m := range j.msgs {
 		learn = append(learn, m.Content)
 	}
 	st, err := rm.Reply(ctx, sessions.Request{Mode: mode, Prompt: ids, Learn: learn,
-		Options: engine.GenerateOptions{MaxTokens: j.p.maxTokens, Width: j.p.width, Temperature: j.p.temperature, TopP: j.p.topP, Seed: seed, Constraint: con},
+		Options: engine.GenerateOptions{MaxTokens: j.p.maxTokens, Width: j.p.width, Temperature: j.p.temperature, TopP: j.p.topP, Seed: seed,
+			Constraint: con, Logprobs: j.p.logprobs, TopLogprobs: j.p.topLogprobs},
 		Emit: func(t engine.Token) error {
+			if lq != nil && t.ID >= 0 {
+				lq.add(t) // ID -1 is the detokenizer's tail, not a token
+			}
 			text, stopped := f.push(t.Text)
-			if err := out.piece(text); err != nil {
+			if err := out.piece(text, lq.release(false)); err != nil {
 				return err
 			}
 			if stopped {
@@ -137,7 +151,10 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 	if err != nil {
 		return st, len(ids), err
 	}
-	if err := out.piece(f.flush()); err != nil {
+	// Without a stop string, the tokens still queued go out with the
+	// text held back; with one, those queued are the stop string's.
+	tail := f.flush()
+	if err := out.piece(tail, lq.release(!f.stopped)); err != nil {
 		return st, len(ids), err
 	}
 	reason := "length" // MaxTokens, or the end of the context
@@ -206,6 +223,10 @@ type output struct {
 	created int64
 	text    []byte // the whole reply, when not streamed
 	started bool   // the stream's headers and first event are out
+	// tok gives the logprobs' token texts; logprobs are the reply's
+	// tokens', when asked and not streamed.
+	tok      *tokenizer.Tokenizer
+	logprobs []tokenLogprob
 }
 
 func newOutput(w http.ResponseWriter, j job) *output {
@@ -251,19 +272,25 @@ func (o *output) textChoice(text string, role string) choice {
 	return choice{Message: m}
 }
 
-// piece sends (or keeps) a piece of the reply's text.
-func (o *output) piece(text string) error {
-	if text == "" {
+// piece sends (or keeps) a piece of the reply's text and the logprobs of
+// the tokens that start in it.
+func (o *output) piece(text string, lps []tokenLogprob) error {
+	if text == "" && len(lps) == 0 {
 		return nil
 	}
 	if !o.j.p.stream {
 		o.text = append(o.text, text...)
+		o.logprobs = append(o.logprobs, lps...)
 		return nil
 	}
 	if err := o.start(); err != nil {
 		return err
 	}
-	return o.event(o.chunk(o.textChoice(text, "")))
+	ch := o.textChoice(text, "")
+	if len(lps) > 0 {
+		ch.Logprobs = logprobsJSON(o.tok, o.j.chat, lps)
+	}
+	return o.event(o.chunk(ch))
 }
 
 // start sends the stream's headers and, for a chat, the assistant role.
@@ -303,6 +330,9 @@ func (o *output) finish(reason string, u usage, fig *figures) error {
 	if !o.j.p.stream {
 		ch := o.textChoice(string(o.text), "assistant")
 		ch.FinishReason = &reason
+		if o.j.p.logprobs {
+			ch.Logprobs = logprobsJSON(o.tok, o.j.chat, o.logprobs)
+		}
 		writeJSON(o.w, http.StatusOK, completion{ID: o.id, Object: o.object(), Created: o.created, Model: o.j.model.ID,
 			Choices: []choice{ch}, Usage: ub, Anechat: fig})
 		return o.rc.Flush() // before the snapshot is saved
