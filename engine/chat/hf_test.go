@@ -42,11 +42,11 @@ type hfTemplate struct {
 type hfCase struct {
 	Messages     []hfMessage       `json:"messages"`
 	Tools        []json.RawMessage `json:"tools"`
-	AddGen       bool      `json:"add_generation_prompt"`
-	Text         string    `json:"text"`
-	IDs          []int32   `json:"ids"`
-	IDsSanitized []int32   `json:"ids_sanitized"`
-	Error        string    `json:"error"`
+	AddGen       bool              `json:"add_generation_prompt"`
+	Text         string            `json:"text"`
+	IDs          []int32           `json:"ids"`
+	IDsSanitized []int32           `json:"ids_sanitized"`
+	Error        string            `json:"error"`
 }
 
 // hfMessage is a fixture message: OpenAI's shape, with a call's arguments

@@ -19,11 +19,11 @@ func TestParseCalls(t *testing.T) {
 		// The end of turn came before the closing tag: the JSON is whole.
 		{ToolsHermes, "<tool_call>\n{\"name\": \"f\"}", "", []ToolCall{{Name: "f", Arguments: `{}`}}},
 		{ToolsHermes, "no call here", "no call here", nil},
-		{ToolsHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": ", "", nil},          // cut by max_tokens
-		{ToolsHermes, "<tool_call>{\"name\": \"f\", \"arguments\": [1]}</tool_call>", "", nil},    // arguments not an object
-		{ToolsHermes, "<tool_call>{\"name\": \"\", \"arguments\": {}}</tool_call>", "", nil},      // no name
-		{ToolsHermes, "<tool_call>{\"name\": \"f\"}</tool_call> and then text", "", nil},          // text after the calls
-		{ToolsHermes, "<tool_call>{\"name\": \"f\"} {\"name\": \"g\"}</tool_call>", "", nil},      // two objects in one tag
+		{ToolsHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": ", "", nil},       // cut by max_tokens
+		{ToolsHermes, "<tool_call>{\"name\": \"f\", \"arguments\": [1]}</tool_call>", "", nil}, // arguments not an object
+		{ToolsHermes, "<tool_call>{\"name\": \"\", \"arguments\": {}}</tool_call>", "", nil},   // no name
+		{ToolsHermes, "<tool_call>{\"name\": \"f\"}</tool_call> and then text", "", nil},       // text after the calls
+		{ToolsHermes, "<tool_call>{\"name\": \"f\"} {\"name\": \"g\"}</tool_call>", "", nil},   // two objects in one tag
 		{ToolsLlama3, " {\"name\": \"f\", \"parameters\": {\"q\": \"x\"}}\n", "", []ToolCall{{Name: "f", Arguments: `{"q": "x"}`}}},
 		{ToolsLlama3, "{\"name\": \"f\", \"arguments\": {\"q\": 1}}", "", []ToolCall{{Name: "f", Arguments: `{"q": 1}`}}},
 		{ToolsLlama3, "The answer is {\"name\": \"f\"}", "", nil},
