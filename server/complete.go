@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"anechat/engine"
@@ -23,6 +25,7 @@ type job struct {
 	msgs   []chat.Message // chat
 	prompt string         // text completion
 	p      params
+	tools  toolJob // chat: the tools offered (server/tools.go)
 }
 
 // request is a completion request's body: it checks itself into a job.
@@ -113,7 +116,12 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 	if !j.p.seeded {
 		seed = randomSeed()
 	}
-	f := &stopFilter{stops: j.p.stops}
+	format := chat.NoTools
+	if len(j.tools.tools) > 0 {
+		format = chat.ToolFormatOf(rm.Template())
+	}
+	f := &stopFilter{stops: append(slices.Clone(j.p.stops), format.Stops()...)}
+	tc := &toolCollector{f: format}
 	var learn []string
 	for _, m := range j.msgs {
 		learn = append(learn, m.Content)
@@ -122,7 +130,7 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 		Options: engine.GenerateOptions{MaxTokens: j.p.maxTokens, Width: j.p.width, Temperature: j.p.temperature, TopP: j.p.topP, Seed: seed},
 		Emit: func(t engine.Token) error {
 			text, stopped := f.push(t.Text)
-			if err := out.piece(text); err != nil {
+			if err := out.piece(tc.push(text)); err != nil {
 				return err
 			}
 			if stopped {
@@ -133,12 +141,22 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 	if err != nil {
 		return st, len(ids), err
 	}
-	if err := out.piece(f.flush()); err != nil {
+	if err := out.piece(tc.push(f.flush())); err != nil {
+		return st, len(ids), err
+	}
+	rest, calls := tc.finish()
+	if err := out.piece(rest); err != nil {
 		return st, len(ids), err
 	}
 	reason := "length" // MaxTokens, or the end of the context
 	if st.Stopped == "stop" {
 		reason = "stop"
+	}
+	if len(calls) > 0 {
+		reason = "tool_calls"
+		if err := out.toolCalls(calls); err != nil {
+			return st, len(ids), err
+		}
 	}
 	u := usage{PromptTokens: len(ids), CompletionTokens: st.Tokens, TotalTokens: len(ids) + st.Tokens}
 	fig := &figures{Width: j.p.width, TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted,
@@ -165,10 +183,19 @@ func prompt(ctx context.Context, rm *sessions.Model, j job) (sessions.Mode, []in
 	if !j.chat {
 		return sessions.Raw, engine.RawPrompt(rm.Tokenizer(), j.prompt), nil
 	}
-	ids, err := rm.Render(ctx, j.msgs)
+	var ids []int32
+	var err error
+	if len(j.tools.tools) > 0 || hasToolMessages(j.msgs) {
+		ids, err = renderTools(ctx, rm, j)
+	} else {
+		ids, err = rm.Render(ctx, j.msgs)
+	}
+	var ae *apiError
 	switch {
 	case err == nil:
 		return sessions.Chat, ids, nil
+	case errors.As(err, &ae):
+		return sessions.Chat, nil, ae
 	case errors.Is(err, chat.ErrConversation):
 		return sessions.Chat, nil, badField("messages", "%v", err)
 	case errors.Is(err, chat.ErrTemplate):
@@ -200,8 +227,9 @@ type output struct {
 	j       job
 	id      string
 	created int64
-	text    []byte // the whole reply, when not streamed
-	started bool   // the stream's headers and first event are out
+	text    []byte        // the whole reply, when not streamed
+	calls   []toolCallOut // its tool calls, when not streamed
+	started bool          // the stream's headers and first event are out
 }
 
 func newOutput(w http.ResponseWriter, j job) *output {
@@ -212,6 +240,32 @@ func newOutput(w http.ResponseWriter, j job) *output {
 		prefix = "chatcmpl-"
 	}
 	return &output{w: w, rc: http.NewResponseController(w), j: j, id: prefix + hex.EncodeToString(b[:]), created: time.Now().Unix()}
+}
+
+// toolCalls sends the reply's calls: in the message at the end, or as
+// delta.tool_calls chunks, each call's id, type and name, then its
+// arguments.
+func (o *output) toolCalls(calls []chat.ToolCall) error {
+	if !o.j.p.stream {
+		for _, c := range calls {
+			o.calls = append(o.calls, toolCallOut{ID: c.ID, Type: "function", Function: functionCall{Name: c.Name, Arguments: c.Arguments}})
+		}
+		return nil
+	}
+	if err := o.start(); err != nil {
+		return err
+	}
+	for i, c := range calls {
+		for _, piece := range []toolCallOut{
+			{Index: &i, ID: c.ID, Type: "function", Function: functionCall{Name: c.Name}},
+			{Index: &i, Function: functionCall{Arguments: c.Arguments}},
+		} {
+			if err := o.event(o.chunk(choice{Delta: &message{ToolCalls: []toolCallOut{piece}}})); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // object is the completion's "object".
@@ -298,6 +352,12 @@ func (o *output) finish(reason string, u usage, fig *figures) error {
 	ub, _ := json.Marshal(u) // three ints
 	if !o.j.p.stream {
 		ch := o.textChoice(string(o.text), "assistant")
+		if len(o.calls) > 0 {
+			ch.Message.ToolCalls = o.calls
+			if strings.TrimSpace(string(o.text)) == "" {
+				ch.Message.Content = nil // OpenAI's null content beside calls
+			}
+		}
 		ch.FinishReason = &reason
 		writeJSON(o.w, http.StatusOK, completion{ID: o.id, Object: o.object(), Created: o.created, Model: o.j.model.ID,
 			Choices: []choice{ch}, Usage: ub, Anechat: fig})
