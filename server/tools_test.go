@@ -1,15 +1,19 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"anechat/engine/cpu"
 	"anechat/engine/kv"
@@ -366,5 +370,94 @@ func TestToolErrors(t *testing.T) {
 		if r.Error == nil || r.Error.Param == nil || *r.Error.Param != c.param || !strings.Contains(r.Error.Message, c.says) {
 			t.Errorf("case %d: error %+v, want param %s saying %q", i, r.Error, c.param, c.says)
 		}
+	}
+}
+
+// realClientsEnv, set to 1, runs TestRealClients: `make api-clients` sets it
+// after build/scripts/deps-openai.sh installed the openai client.
+const realClientsEnv = "ANECHAT_REAL_CLIENTS"
+
+// TestRealClients runs the official openai Python client's function calling
+// against the server: a call in a reply (non-streamed, streamed chunk by
+// chunk and through the client's stream helper, which reassemble the
+// delta.tool_calls), the tool's result sent back, and a 400 for a model
+// without tool support.
+func TestRealClients(t *testing.T) {
+	if os.Getenv(realClientsEnv) != "1" {
+		t.Skipf("make api-clients runs it (%s=1), with the openai client that build/scripts/deps-openai.sh installs", realClientsEnv)
+	}
+	python := filepath.Join(testres.RepoRoot(t), ".tools", "openai-venv", "bin", "python")
+	if _, err := os.Stat(python); err != nil {
+		t.Fatalf("the openai client venv is missing (%s): run bash build/scripts/deps-openai.sh", python)
+	}
+	var tm *toolModel
+	s := startServer(t, "", withToolModel(&tm))
+	tm.say(t, "Sure.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Paris\"}}\n</tool_call>")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang guard
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, filepath.Join("testdata", "openai_tools.py"), s.url+"/v1", testToken)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("openai client: %v\n%s", err, stderr.String())
+	}
+	type call struct{ ID, Type, Name, Arguments string }
+	var got struct {
+		Version string
+		Call    struct {
+			Content *string
+			Calls   []call
+			Finish  string
+			Prompt  int
+		}
+		RoundTrip struct {
+			Finish string
+			Prompt int
+			Calls  []call
+		} `json:"round_trip"`
+		Stream struct {
+			Content string
+			Calls   []call
+			Finish  string
+		}
+		Helper struct {
+			Calls  []call
+			Finish string
+			Events []string
+		}
+		NoToolSupport *struct {
+			Status int
+			Param  *string
+		} `json:"no_tool_support"`
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatalf("openai client printed %q: %v", raw, err)
+	}
+	t.Logf("openai %s", got.Version)
+	args := `{"location": "Paris"}`
+	isCall := func(what string, cs []call) {
+		if len(cs) != 1 || !strings.HasPrefix(cs[0].ID, "call_") || cs[0].Name != "get_weather" || cs[0].Arguments != args {
+			t.Errorf("%s: calls %+v", what, cs)
+		}
+	}
+	isCall("create", got.Call.Calls)
+	if got.Call.Finish != "tool_calls" || got.Call.Content == nil || *got.Call.Content != " Sure." || got.Call.Calls[0].Type != "function" {
+		t.Errorf("create: %+v", got.Call)
+	}
+	isCall("round trip", got.RoundTrip.Calls)
+	if got.RoundTrip.Finish != "tool_calls" || got.RoundTrip.Prompt <= got.Call.Prompt {
+		t.Errorf("round trip: %+v after a prompt of %d", got.RoundTrip, got.Call.Prompt)
+	}
+	isCall("stream", got.Stream.Calls)
+	if got.Stream.Content != " Sure." || got.Stream.Finish != "tool_calls" {
+		t.Errorf("stream: %+v", got.Stream)
+	}
+	isCall("stream helper", got.Helper.Calls)
+	if got.Helper.Finish != "tool_calls" || !slices.Contains(got.Helper.Events, "tool_calls.function.arguments.done") {
+		t.Errorf("stream helper: %+v", got.Helper)
+	}
+	if e := got.NoToolSupport; e == nil || e.Status != 400 || e.Param == nil || *e.Param != "tools" {
+		t.Errorf("tools for stories260K: %+v", e)
 	}
 }
