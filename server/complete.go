@@ -120,6 +120,10 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 	if len(j.tools.tools) > 0 {
 		format = chat.ToolFormatOf(rm.Template())
 	}
+	con, err := constraint(j.p.format, rm.Tokenizer())
+	if err != nil {
+		return engine.Stats{}, len(ids), err
+	}
 	f := &stopFilter{stops: append(slices.Clone(j.p.stops), format.Stops()...)}
 	tc := &toolCollector{f: format}
 	var learn []string
@@ -127,7 +131,7 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 		learn = append(learn, m.Content)
 	}
 	st, err := rm.Reply(ctx, sessions.Request{Mode: mode, Prompt: ids, Learn: learn,
-		Options: engine.GenerateOptions{MaxTokens: j.p.maxTokens, Width: j.p.width, Temperature: j.p.temperature, TopP: j.p.topP, Seed: seed},
+		Options: engine.GenerateOptions{MaxTokens: j.p.maxTokens, Width: j.p.width, Temperature: j.p.temperature, TopP: j.p.topP, Seed: seed, Constraint: con},
 		Emit: func(t engine.Token) error {
 			text, stopped := f.push(t.Text)
 			if err := out.piece(tc.push(text)); err != nil {

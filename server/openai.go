@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"anechat/engine/chat"
+	"anechat/engine/constrain"
 	"anechat/engine/spec"
 )
 
@@ -232,12 +233,10 @@ type sampling struct {
 	TopLogprobs      *int              `json:"top_logprobs"`
 	Tools            []json.RawMessage `json:"tools"`
 	Functions        []json.RawMessage `json:"functions"`
-	ResponseFormat   *struct {
-		Type string `json:"type"`
-	} `json:"response_format"`
-	Echo   *bool   `json:"echo"`
-	BestOf *int    `json:"best_of"`
-	Suffix *string `json:"suffix"`
+	ResponseFormat   *responseFormat   `json:"response_format"`
+	Echo             *bool             `json:"echo"`
+	BestOf           *int              `json:"best_of"`
+	Suffix           *string           `json:"suffix"`
 }
 
 // maxStops is how many stop strings a request may give (OpenAI's limit).
@@ -255,6 +254,7 @@ type params struct {
 	stream       bool
 	includeUsage bool
 	width        int
+	format       *constrain.Grammar // response_format's, nil for text
 }
 
 // check validates the shared fields and fills in the defaults.
@@ -315,7 +315,12 @@ func (s *sampling) check(d Defaults) (params, *apiError) {
 	if s.Anechat != nil && s.Anechat.Width != nil {
 		p.width = int(*s.Anechat.Width)
 	}
-	return p, s.unsupported()
+	if e := s.unsupported(); e != nil {
+		return p, e
+	}
+	var e *apiError
+	p.format, e = s.ResponseFormat.grammar()
+	return p, e
 }
 
 // unsupported refuses the fields this server does not honour when set.
@@ -339,8 +344,6 @@ func (s *sampling) unsupported() *apiError {
 		return badField("tools", "tools are for chat completions (/v1/chat/completions); leave it out")
 	case len(s.Functions) > 0:
 		return badField("functions", "function calls are not supported; leave it out")
-	case s.ResponseFormat != nil && s.ResponseFormat.Type != "" && s.ResponseFormat.Type != "text":
-		return badField("response_format", "%q is not supported, only \"text\"", s.ResponseFormat.Type)
 	case s.Echo != nil && *s.Echo:
 		return badField("echo", "not supported; leave it out")
 	case s.BestOf != nil && *s.BestOf != 1:
