@@ -120,7 +120,14 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 	if len(j.tools.tools) > 0 {
 		format = chat.ToolFormatOf(rm.Template())
 	}
-	con, err := constraint(j.p.format, rm.Tokenizer())
+	g := j.p.format
+	if j.tools.choice.forced() {
+		var e *apiError
+		if g, e = forcedCall(format, j.tools); e != nil {
+			return engine.Stats{}, len(ids), e
+		}
+	}
+	con, err := constraint(g, rm.Tokenizer())
 	if err != nil {
 		return engine.Stats{}, len(ids), err
 	}

@@ -384,6 +384,9 @@ func (r *chatRequest) job(d Defaults) (job, *apiError) {
 	if e != nil {
 		return job{}, e
 	}
+	if choice.forced() && p.format != nil {
+		return job{}, badField("tool_choice", "%q forces a call, and response_format constrains the reply too: give one of them", choice.mode)
+	}
 	tj := toolJob{choice: choice}
 	if choice.mode != "none" {
 		tj.tools = tools

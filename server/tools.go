@@ -6,12 +6,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net/http"
 	"regexp"
 	"strings"
 
 	"anechat/engine/chat"
+	"anechat/engine/constrain"
 	"anechat/internal/sessions"
 )
 
@@ -31,7 +32,8 @@ var functionName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 type toolChoice struct {
 	// mode is "auto" (the model may call), "none" (the tools are not
 	// offered and the reply is text), "required" (it must call one) or
-	// "function" (it must call name).
+	// "function" (it must call name); the last two are enforced by
+	// constrained decoding (forcedCall).
 	mode string
 	name string
 }
@@ -184,13 +186,6 @@ func checkToolChoice(raw json.RawMessage, names []string) (toolChoice, *apiError
 	if len(names) == 0 && c.mode != "none" && c.mode != "auto" {
 		return c, badField("tool_choice", "%q needs tools to choose from: give \"tools\"", c.mode)
 	}
-	if c.mode == "required" || c.mode == "function" {
-		// Forcing a call needs decoding constrained to the family's call
-		// format; without it the model may answer in text, and a
-		// "required" call that is not one would be half-served.
-		return c, apiErr(http.StatusBadRequest, "tool_choice", "unsupported_value",
-			"tool_choice: forcing a call (%q) needs constrained decoding, which this server does not have yet; use \"auto\" (the model may call a tool) or \"none\"", c.mode)
-	}
 	return c, nil
 }
 
@@ -222,6 +217,35 @@ func renderTools(ctx context.Context, rm *sessions.Model, j job) ([]int32, error
 		return nil, fmt.Errorf("render the conversation with tools: %w", err)
 	}
 	return ids, nil
+}
+
+// forced reports whether the reply must be a call.
+func (c toolChoice) forced() bool { return c.mode == "required" || c.mode == "function" }
+
+// forcedCall is the grammar of a reply that must be a call (tool_choice
+// "required", or a named function), in the model's format: constrained
+// decoding then allows nothing else. A format whose calls cannot be forced,
+// or a strict tool schema outside the compiler's subset, is a 400 naming
+// the field.
+func forcedCall(f chat.ToolFormat, tj toolJob) (*constrain.Grammar, *apiError) {
+	e, err := f.CallGrammar(tj.tools, tj.choice.name)
+	var ce *constrain.Error
+	switch {
+	case errors.Is(err, chat.ErrNoForcedCall):
+		return nil, badField("tool_choice", "%q: this model's tool-call format (%s) cannot be forced yet (its arguments are not JSON); use \"auto\"", tj.choice.mode, f)
+	case errors.As(err, &ce):
+		return nil, badField(ce.Path, "%s", ce.Msg)
+	case err != nil:
+		return nil, badField("tool_choice", "%v", err)
+	}
+	g, err := constrain.Compile(e)
+	if errors.As(err, &ce) {
+		return nil, badField("tools", "the forced call's grammar: %v", ce)
+	}
+	if err != nil {
+		return nil, badField("tools", "the forced call's grammar: %v", err)
+	}
+	return g, nil
 }
 
 // toolCallIn is a call in an assistant message of the history.

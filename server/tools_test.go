@@ -114,6 +114,9 @@ func (b *scriptedBackend) Forward(ctx context.Context, tokens []int32, start int
 	b.m.mu.Lock()
 	script := b.m.script
 	b.m.mu.Unlock()
+	if script == nil {
+		return r, nil // the model's own choices
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.prompt == nil {
@@ -347,8 +350,8 @@ func TestToolErrors(t *testing.T) {
 		{"qwen-tools", []any{map[string]any{"type": "retrieval"}}, nil, nil, "tools[0].type", "function"},
 		{"qwen-tools", []any{weatherTool}, map[string]any{"type": "function", "function": map[string]any{"name": "nope"}}, nil, "tool_choice.function.name", "nope"},
 		{"qwen-tools", []any{weatherTool}, "sometimes", nil, "tool_choice", "sometimes"},
-		{"qwen-tools", []any{weatherTool}, "required", nil, "tool_choice", "constrained decoding"},
-		{"qwen-tools", []any{weatherTool}, map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}, nil, "tool_choice", "constrained decoding"},
+		{"qwen-tools", []any{fn(map[string]any{"name": "f", "strict": true, "parameters": map[string]any{"type": "object",
+			"properties": map[string]any{"q": map[string]any{"type": "string", "pattern": "^a"}}}})}, "required", nil, "tools[0].function.parameters.properties.q.pattern", "not supported"},
 		{"qwen-tools", nil, "required", nil, "tool_choice", "needs tools"},
 		{"qwen-tools", []any{weatherTool}, nil, []map[string]any{{"role": "tool", "content": "x"}}, "messages[0].tool_call_id", "required"},
 		{"qwen-tools", []any{weatherTool}, nil, []map[string]any{{"role": "assistant", "tool_calls": []any{map[string]any{"type": "function", "function": map[string]any{"arguments": "{}"}}}}},
@@ -459,5 +462,64 @@ func TestRealClients(t *testing.T) {
 	}
 	if e := got.NoToolSupport; e == nil || e.Status != 400 || e.Param == nil || *e.Param != "tools" {
 		t.Errorf("tools for stories260K: %+v", e)
+	}
+}
+
+// tool_choice "required" and a named function are enforced by constrained
+// decoding: stories260K, which knows nothing of tools, answers with a call
+// in Qwen's format whose arguments follow the schema, the same at every
+// speculation width, streamed or not.
+func TestForcedToolCall(t *testing.T) {
+	var tm *toolModel
+	s := startServer(t, "", withToolModel(&tm))
+	search := map[string]any{"type": "function", "function": map[string]any{"name": "search",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string", "enum": []string{"cats", "dogs"}},
+			"n": map[string]any{"type": "integer"}}, "required": []string{"q", "n"}, "additionalProperties": false}}}
+	ask := func(choice any, width int) map[string]any {
+		return map[string]any{"model": "qwen-tools", "temperature": 0, "max_tokens": 120, "tools": []any{weatherTool, search},
+			"tool_choice": choice, "anechat": map[string]any{"width": width},
+			"messages": []map[string]any{{"role": "user", "content": "Once upon a time"}}}
+	}
+	var first string
+	for _, width := range []int{1, 3, 0} {
+		r := s.toolPost(t, ask("required", width))
+		c := r.Choices[0]
+		if c.FinishReason != "tool_calls" || len(c.Message.ToolCalls) != 1 {
+			t.Fatalf("width %d: %+v", width, r)
+		}
+		call := c.Message.ToolCalls[0]
+		var args map[string]any
+		if err := json.Unmarshal([]byte(call.Function.Arguments), &args); err != nil {
+			t.Fatalf("arguments %q: %v", call.Function.Arguments, err)
+		}
+		switch call.Function.Name {
+		case "get_weather":
+			if _, ok := args["location"].(string); !ok {
+				t.Errorf("get_weather %v", args)
+			}
+		case "search":
+			if q := args["q"]; (q != "cats" && q != "dogs") || len(args) != 2 {
+				t.Errorf("search %v", args)
+			}
+		default:
+			t.Errorf("a call to %q", call.Function.Name)
+		}
+		got := call.Function.Name + call.Function.Arguments
+		if first == "" {
+			first = got
+			t.Logf("stories260K, forced: %s", got)
+		} else if got != first {
+			t.Errorf("width %d: %s, width 1: %s", width, got, first)
+		}
+	}
+	r := s.toolPost(t, ask(map[string]any{"type": "function", "function": map[string]any{"name": "search"}}, 0))
+	if c := r.Choices[0]; len(c.Message.ToolCalls) != 1 || c.Message.ToolCalls[0].Function.Name != "search" {
+		t.Errorf("named: %+v", r)
+	}
+	body := ask("required", 0)
+	body["stream"] = true
+	resp, raw := s.do(t, http.MethodPost, "/v1/chat/completions", body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), `"finish_reason":"tool_calls"`) || strings.Contains(string(raw), `"content":" \u003ctool_call`) {
+		t.Errorf("streamed: %s", raw)
 	}
 }
