@@ -389,7 +389,7 @@ func (r *ollamaRequest) job(generate bool, d Defaults) (job, *apiError) {
 	p.stops = o.stops
 	j.p = p
 	if generate {
-		return j, r.generateJob(j)
+		return j, r.generateJob(&j)
 	}
 	return j, r.chatJob(&j)
 }
@@ -439,7 +439,7 @@ func (r *ollamaRequest) chatJob(j *job) *apiError {
 }
 
 // generateJob checks /api/generate's own fields into j.
-func (r *ollamaRequest) generateJob(j job) *apiError {
+func (r *ollamaRequest) generateJob(j *job) *apiError {
 	if r.Messages != nil {
 		return badField("messages", "a field of /api/chat, not of /api/generate: send the text as prompt")
 	}
@@ -467,6 +467,7 @@ func (r *ollamaRequest) generateJob(j job) *apiError {
 		j.chat, j.prompt = false, prompt
 		return nil
 	}
+	j.chat = true // the prompt as a user message, through the chat template
 	if r.System != nil && *r.System != "" {
 		j.msgs = append(j.msgs, chat.Message{Role: chat.RoleSystem, Content: *r.System})
 	}
