@@ -22,8 +22,9 @@ const realClientsEnv = "ANECHAT_REAL_CLIENTS"
 
 // TestRealClients drives `anechat serve` on stories260K with real clients:
 // the official openai Python package (a chat completion, a streamed one,
-// usage, errors, a stream cancelled halfway, a text completion) and curl,
-// for the raw server-sent events.
+// usage, errors, a stream cancelled halfway, a text completion), the
+// official ollama one on the Ollama routes (realOllamaClient) and curl, for
+// the raw server-sent events.
 func TestRealClients(t *testing.T) {
 	if os.Getenv(realClientsEnv) != "1" {
 		t.Skipf("make api-clients runs it (%s=1), with the openai client that build/scripts/deps-openai.sh installs", realClientsEnv)
@@ -127,6 +128,9 @@ func TestRealClients(t *testing.T) {
 	if !slices.Equal(got.Models, []string{"stories260K"}) {
 		t.Errorf("models through openai: %v", got.Models)
 	}
+
+	// The official ollama client on the same server: the same generation.
+	realOllamaClient(t, ctx, root, s, c.Content, want.Usage.PromptTokens)
 
 	// Interleaved conversations: each next turn resumed its last prompt from
 	// memory (too short for a snapshot on disk), and every reply is what a
