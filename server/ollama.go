@@ -490,18 +490,26 @@ func (s *Server) ollamaCompletion(generate bool) http.HandlerFunc {
 			writeOllamaError(w, e)
 			return
 		}
-		if _, e := s.ollamaModel(r.Context(), j.p.model); e != nil {
+		m, e := s.ollamaModel(r.Context(), j.p.model)
+		if e != nil {
 			writeOllamaError(w, e)
 			return
 		}
-		j.began = began
+		j.p.model, j.began = m.ID, began
 		s.run(w, r, j)
 	}
 }
 
-// ollamaModel finds the model a request names, with Ollama's 404.
+// ollamaModel finds the model a request names, with Ollama's 404. A name
+// without a tag is Ollama's name with the tag "latest": "stories260K:latest"
+// is the model GET /api/tags lists as stories260K.
 func (s *Server) ollamaModel(ctx context.Context, name string) (Model, *apiError) {
 	m, e := s.model(ctx, name)
+	if base, ok := strings.CutSuffix(name, ":latest"); e != nil && e.status == http.StatusNotFound && ok {
+		if m2, e2 := s.model(ctx, base); e2 == nil {
+			return m2, nil
+		}
+	}
 	if e != nil && e.status == http.StatusNotFound {
 		ms, _ := s.models(ctx)
 		ids := make([]string, len(ms))

@@ -183,6 +183,12 @@ func TestOllamaChat(t *testing.T) {
 		t.Fatalf("next turn: %+v; want it to resume most of the first turn's %d prompt tokens", l2.Anechat, want.Usage.PromptTokens)
 	}
 
+	// Ollama's default tag names the same model.
+	body["model"] = "stories260K:latest"
+	if tl, raw := s.ollama(t, "/api/chat", body, http.StatusOK); tl.text() != want.text() || tl.Model != "stories260K" {
+		t.Fatalf("stories260K:latest: %s", raw)
+	}
+
 	// No messages: Ollama's "load the model".
 	l3, raw := s.ollama(t, "/api/chat", map[string]any{"model": "stories260K"}, http.StatusOK)
 	if !l3.Done || l3.DoneReason != "load" || l3.Message == nil || l3.Message.Content != "" || l3.EvalCount != 0 {
@@ -357,6 +363,7 @@ func TestOllamaErrors(t *testing.T) {
 		{"unknown model", "POST", "/api/chat", chatWith("model", "llama3"), 404, `model "llama3" not found`, nil},
 		{"unknown model, generate", "POST", "/api/generate", genWith("model", "llama3"), 404, `model "llama3" not found`, nil},
 		{"unknown model, show", "POST", "/api/show", map[string]any{"model": "llama3"}, 404, `model "llama3" not found`, nil},
+		{"another tag", "POST", "/api/chat", chatWith("model", "stories260K:q8"), 404, `model "stories260K:q8" not found`, nil},
 		{"show without a model", "POST", "/api/show", map[string]any{}, 400, "model: required", nil},
 		{"messages of the wrong type", "POST", "/api/chat", chatWith("messages", "hi"), 400, "messages: want an array", nil},
 		{"temperature out of range", "POST", "/api/chat", chatWith("options", map[string]any{"temperature": 5}), 400, "options.temperature: 5", nil},
@@ -508,4 +515,39 @@ func FuzzOllamaRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Past the queue an Ollama request is refused in Ollama's shape, with
+// Retry-After, as the OpenAI routes refuse theirs; the queued ones run.
+func TestOllamaQueueFull(t *testing.T) {
+	s := startServer(t, "", withGate, func(_ *testing.T, c *Config, _ *testServer) { c.Queue = 1 })
+	s.gate.arm(0) // the first request's prefill blocks
+	body := func() map[string]any {
+		return map[string]any{"model": "stories260K", "stream": false, "messages": []map[string]any{{"role": "user", "content": "Once upon a time"}},
+			"options": map[string]any{"num_predict": 4}}
+	}
+	results := make(chan int, 2)
+	send := func() {
+		go func() {
+			resp, _ := s.do(t, http.MethodPost, "/api/chat", body())
+			results <- resp.StatusCode
+		}()
+	}
+	send()
+	<-s.gate.blocked
+	send()
+	for s.srv.queue.waitingN() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	resp, b := s.do(t, http.MethodPost, "/api/chat", body())
+	var e map[string]string
+	if err := json.Unmarshal(b, &e); resp.StatusCode != 503 || err != nil || resp.Header.Get("Retry-After") == "" || len(e) != 1 || !strings.Contains(e["error"], "busy") {
+		t.Fatalf("a request past the queue: %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+	s.gate.open()
+	for range 2 {
+		if code := <-results; code != 200 {
+			t.Fatalf("a queued request got %d", code)
+		}
+	}
 }
