@@ -25,8 +25,8 @@ const realClientsEnv = "ANECHAT_REAL_CLIENTS"
 // TestRealClients drives `anechat serve` on stories260K with real clients:
 // the official openai Python package (a chat completion, a streamed one,
 // usage, errors, a stream cancelled halfway, a text completion, logprobs
-// of both whole and streamed) and curl,
-// for the raw server-sent events.
+// of both whole and streamed), the official ollama one on the Ollama routes
+// (realOllamaClient) and curl, for the raw server-sent events.
 func TestRealClients(t *testing.T) {
 	if os.Getenv(realClientsEnv) != "1" {
 		t.Skipf("make api-clients runs it (%s=1), with the openai client that build/scripts/deps-openai.sh installs", realClientsEnv)
@@ -190,6 +190,9 @@ func TestRealClients(t *testing.T) {
 	if e := got.LogprobsError; e == nil || e.Status != 400 || e.Param == nil || *e.Param != "top_logprobs" {
 		t.Errorf("top_logprobs 21 through openai: %+v, want a 400 naming top_logprobs", e)
 	}
+
+	// The official ollama client on the same server: the same generation.
+	realOllamaClient(t, ctx, root, s, c.Content, want.Usage.PromptTokens)
 
 	// Interleaved conversations: each next turn resumed its last prompt from
 	// memory (too short for a snapshot on disk), and every reply is what a
