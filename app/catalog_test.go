@@ -84,9 +84,15 @@ func TestCatalogListFitsThisMachine(t *testing.T) {
 	}
 	var smol CatalogEntry
 	for _, e := range l.Entries {
-		if e.Name == "smollm2-135m-instruct" {
+		switch {
+		case e.Name == "smollm2-135m-instruct":
 			smol = e
-		} else if e.Error == "" || !strings.Contains(e.Error, "not found") {
+		case e.Name == "gemma-3-270m-it":
+			// Gated on the fake Hub: said so, with the link, and no token is stored.
+			if !e.AcceptOnHub || !strings.Contains(e.Error, "gated repository") || !strings.Contains(e.Error, "Settings") {
+				t.Errorf("%s (gated on the fake Hub): %+v", e.Name, e)
+			}
+		case e.Error == "" || !strings.Contains(e.Error, "not found"):
 			t.Errorf("%s (not on the fake Hub): error %q, want not found in words", e.Name, e.Error)
 		}
 	}

@@ -84,6 +84,9 @@ type Plan struct {
 	Name string
 	// Size is the bytes to download.
 	Size int64
+	// probe is the repository path of one of the plan's files: the one
+	// whose access a gated repository's plan checks.
+	probe string
 }
 
 // Source is "OWNER/NAME@COMMIT": where the plan's bytes come from.
@@ -94,14 +97,28 @@ func (p *Plan) Source() string { return p.Repo + "@" + p.Commit }
 // name (by path, or by a part of its name such as a quantisation, "Q4_K_M"),
 // or its only .gguf file, or, for a repository with no .gguf file, every
 // file (or those files name: paths or folders) as a bundle. A gated
-// repository is refused with the link to accept its licence: anechat
-// carries no Hub credentials.
+// repository is refused with the link to accept its licence when the
+// client has no access token; with one, the Hub is asked (CheckAccess)
+// whether the token's account may download the plan's files, so a
+// licence not accepted or a token refused is said before anything
+// downloads.
 func Make(ctx context.Context, c *hub.Client, t Target, files []string) (*Plan, error) {
+	p, err := makePlan(ctx, c, t, files)
+	if err != nil || p.Info.Gated == "" {
+		return p, err
+	}
+	if err := c.CheckAccess(ctx, p.Repo, p.Commit, p.probe); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func makePlan(ctx context.Context, c *hub.Client, t Target, files []string) (*Plan, error) {
 	info, err := c.Info(ctx, t.Repo, t.Revision)
 	if err != nil {
 		return nil, err
 	}
-	if info.Gated != "" {
+	if info.Gated != "" && !c.HasToken() {
 		return nil, &hub.Error{Kind: hub.ErrGated, Repo: t.Repo, Revision: t.Revision, Link: c.RepoURL(t.Repo)}
 	}
 	tree, err := c.Tree(ctx, t.Repo, info.SHA)
@@ -206,6 +223,9 @@ func short(commit string) string { return commit[:min(len(commit), 12)] }
 // setFile is f as a file of a download pinned to the plan's commit.
 func (p *Plan) setFile(c *hub.Client, f hub.File, target string) (download.SetFile, error) {
 	sf := download.SetFile{URL: c.ResolveURL(p.Repo, p.Commit, f.Path), Path: target, Size: f.Size}
+	if p.probe == "" {
+		p.probe = f.Path
+	}
 	switch {
 	case f.LFS != nil:
 		sf.SHA256 = f.LFS.SHA256
