@@ -13,6 +13,7 @@ import (
 	"anechat/internal/catalog"
 	"anechat/internal/hub"
 	"anechat/internal/pull"
+	"anechat/internal/secrets"
 	"anechat/storage"
 )
 
@@ -44,9 +45,40 @@ type entrySize struct {
 // hubWait bounds one Hub call of the window (a search, a tree).
 const hubWait = 30 * time.Second
 
-// hubClient is a client of the Hub the options (or $ANECHAT_HUB) name.
+// hubClient is a client of the Hub the options (or $ANECHAT_HUB) name,
+// sending the access token the user gave (hubToken), if any.
 func (c *core) hubClient() (*hub.Client, error) {
-	return hub.New(hub.BaseURL(c.opts.HubURL), nil)
+	hc, err := hub.New(hub.BaseURL(c.opts.HubURL), nil)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := c.hubToken()
+	if err != nil {
+		return nil, err
+	}
+	return hc.WithToken(tok), nil
+}
+
+// secrets is where the Hugging Face token is kept (Options.Secrets).
+func (c *core) secrets() secrets.Store {
+	if c.opts.Secrets != nil {
+		return c.opts.Secrets
+	}
+	return secrets.Default(c.dataDir)
+}
+
+// hubToken is the access token the Hub client sends: Options.HubToken
+// (the command line's $HF_TOKEN), else the one stored in Settings; "" for
+// none. The error (a token file others may read, a keychain that failed)
+// never holds the token.
+func (c *core) hubToken() (string, error) {
+	if c.opts.HubToken != "" {
+		return c.opts.HubToken, nil
+	}
+	if _, err := c.db(); err != nil {
+		return "", err
+	}
+	return c.secrets().Get()
 }
 
 // machine is what fits are judged against.
@@ -155,6 +187,14 @@ func (s *Catalog) Sizes() (CatalogList, error) {
 	return s.list()
 }
 
+// forgetSizes drops what the Hub said of the entries (the token changed:
+// a gated entry may download now, or no longer).
+func (s *Catalog) forgetSizes() {
+	s.mu.Lock()
+	s.sizes = map[string]entrySize{}
+	s.mu.Unlock()
+}
+
 func (s *Catalog) list() (CatalogList, error) {
 	cat, err := catalog.Load()
 	if err != nil {
@@ -258,8 +298,11 @@ type RepoFiles struct {
 	Repo string `json:"repo"`
 	// Commit is the commit its main branch names now: what is downloaded.
 	Commit string `json:"commit"`
-	Gated  bool   `json:"gated"`
-	Link   string `json:"link"`
+	// Gated: its licence must be accepted on Link; with no token stored
+	// nothing more is listed (its files would not download), with one the
+	// files are listed and a download asks the Hub with it.
+	Gated bool   `json:"gated"`
+	Link  string `json:"link"`
 	// Quantisations are its GGUF files, smallest first; none for a bundle.
 	Quantisations []RepoFile `json:"quantisations"`
 	// Bundle: no GGUF file, so the whole repository (Files files, Size
@@ -285,8 +328,8 @@ func (s *Catalog) Files(repo string) (RepoFiles, error) {
 		return RepoFiles{}, err
 	}
 	out := RepoFiles{Repo: repo, Commit: info.SHA, Gated: info.Gated != "", Link: c.RepoURL(repo), Quantisations: []RepoFile{}}
-	if out.Gated {
-		return out, nil // its tree is listed, its files are not downloaded: the licence first
+	if out.Gated && !c.HasToken() {
+		return out, nil // its files do not download without a token: the licence first
 	}
 	tree, err := c.Tree(ctx, repo, info.SHA)
 	if err != nil {
@@ -337,7 +380,8 @@ type PullRequest struct {
 // Downloads service: progress, pause, resume and cancel are a download's;
 // once complete and checked it is registered, and made the default model
 // when there is none. A gated repository is refused with the link to
-// accept its licence.
+// accept its licence, unless a token is stored (Settings.SetHubToken) whose
+// account the Hub lets download it.
 func (s *Catalog) Pull(req PullRequest) (Download, error) {
 	if _, err := s.c.db(); err != nil {
 		return Download{}, err

@@ -18,6 +18,7 @@ import (
 
 	"anechat/internal/atomicfile"
 	"anechat/internal/download"
+	"anechat/internal/hub"
 	"anechat/storage"
 )
 
@@ -183,17 +184,31 @@ func (s *Downloads) metaPath(name string) string {
 	return filepath.Join(s.dir(), name+metaSuffix)
 }
 
+// client is the HTTP client of a download: the access token the user gave
+// goes to the Hub the app talks to, and only there (hub.Authorize: not to
+// the CDN its files redirect to, nor to any other host a link names).
 func (s *Downloads) client() *http.Client {
-	if s.c.opts.HTTP != nil {
-		return s.c.opts.HTTP
+	hc := s.c.opts.HTTP
+	if hc == nil {
+		// No overall timeout (a model takes minutes); a response that sends
+		// nothing for s.stall is dropped and retried (download.Options.Stall).
+		hc = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   30 * time.Second,
+			ResponseHeaderTimeout: 60 * time.Second,
+			IdleConnTimeout:       90 * time.Second}}
 	}
-	// No overall timeout (a model takes minutes); a response that sends
-	// nothing for s.stall is dropped and retried (download.Options.Stall).
-	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSHandshakeTimeout:   30 * time.Second,
-		ResponseHeaderTimeout: 60 * time.Second,
-		IdleConnTimeout:       90 * time.Second}}
+	tok, err := s.c.hubToken()
+	if err != nil {
+		// The download goes on without it: a gated file then says so.
+		s.c.log.Warn("Hugging Face token not read: downloading without it", "err", err)
+		return hc
+	}
+	authed, err := hub.Authorize(hc, hub.BaseURL(s.c.opts.HubURL), tok)
+	if err != nil {
+		return hc
+	}
+	return authed
 }
 
 // List returns the downloads: running, paused (also those left by an
