@@ -12,6 +12,7 @@ import (
 	"anechat/internal/catalog"
 	"anechat/internal/download"
 	"anechat/internal/hub/hubtest"
+	"anechat/internal/secrets"
 	"anechat/internal/testres"
 	"anechat/storage"
 )
@@ -20,7 +21,8 @@ import (
 // fits against machine m, with fast retries and every progress event.
 func startHub(t *testing.T, dir string, s *hubtest.Server, m catalog.Machine) (*App, *recorder) {
 	t.Helper()
-	a := New(Options{DataDir: dir, Version: "test", HubURL: s.URL, Machine: m})
+	// The token store is a file of the test's own (never the login keychain).
+	a := New(Options{DataDir: dir, Version: "test", HubURL: s.URL, Machine: m, Secrets: secrets.File{Path: filepath.Join(dir, secrets.TokenFile)}})
 	rec := newRecorder()
 	a.Startup(context.Background(), rec)
 	t.Cleanup(a.Shutdown)

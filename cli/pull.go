@@ -64,12 +64,16 @@ func runPull(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return badFlag(env, "pull", err)
 	}
+	tok, err := envHubToken()
+	if err != nil {
+		return err
+	}
 	dir, err := storage.DataDir(*dataDir, cliLogger(env))
 	if err != nil {
 		return err
 	}
 	w := &watcher{notify: make(chan struct{}, 1)}
-	a, err := appFor(ctx, env, dir, *hubURL, w)
+	a, err := appFor(ctx, env, dir, *hubURL, tok, w)
 	if err != nil {
 		return err
 	}
@@ -118,10 +122,11 @@ func describePlan(w io.Writer, p *pull.Plan) {
 }
 
 // appFor starts the app's services headless on data dir dir, talking to
-// the Hub hubURL names (its own warnings are not the command's).
-func appFor(ctx context.Context, env *Env, dir, hubURL string, emit app.Emitter) (*app.App, error) {
+// the Hub hubURL names with token ($HF_TOKEN; "" for the one stored in
+// Settings, if any); its own warnings are not the command's.
+func appFor(ctx context.Context, env *Env, dir, hubURL, token string, emit app.Emitter) (*app.App, error) {
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	a := app.New(app.Options{Log: log, DataDir: dir, Version: Version, Headless: true, HubURL: hubURL})
+	a := app.New(app.Options{Log: log, DataDir: dir, Version: Version, Headless: true, HubURL: hubURL, HubToken: token})
 	a.Startup(ctx, emit)
 	if info := a.System.Info(); info.StorageError != "" {
 		a.Shutdown()
