@@ -430,10 +430,15 @@ func (s *Catalog) plan(ctx context.Context, t pull.Target, files []string) (*pul
 }
 
 // start hands plan to the Downloads service: a GGUF file as a one-file
-// download, a bundle as a set. The download of the same model left paused
-// (by the window or `anechat pull`, in this run or an earlier one) is
-// resumed when it fetches the same commit, refused when another.
+// download, a bundle as a set. A model already in the models folder under
+// the plan's name is checked and registered instead of fetched again
+// (Downloads.present). The download of the same model left paused (by the
+// window or `anechat pull`, in this run or an earlier one) is resumed when
+// it fetches the same commit, refused when another.
 func (s *Catalog) start(plan *pull.Plan) (Download, error) {
+	if final, ok := s.downloads.inModels(plan.Name); ok {
+		return s.downloads.present(plan, final)
+	}
 	source := plan.Source()
 	if plan.Bundle == nil {
 		source = plan.GGUF.URL

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -88,8 +87,7 @@ func runPull(ctx context.Context, env *Env, args []string) error {
 	}
 	describePlan(env.Stderr, plan)
 	w.follow(plan.Name)
-	started, err := startPull(ctx, env, a, plan)
-	if err != nil || !started {
+	if err := startPull(env, a, plan); err != nil {
 		return err
 	}
 	return followPull(ctx, env, a, w, plan)
@@ -178,46 +176,19 @@ func (w *watcher) state() (app.Download, bool) {
 	return w.last, w.seen
 }
 
-// startPull starts the plan's download as the window's Pull does (which
-// resumes the one an earlier pull or the window left paused, of the same
-// commit). A model already in the models folder is not fetched: with the
-// tree's checksums it is registered (started is false), with other bytes
-// it is left alone.
-func startPull(ctx context.Context, env *Env, a *app.App, p *pull.Plan) (started bool, err error) {
-	final := filepath.Join(storage.ModelsPath(a.System.Info().DataDir), p.Name)
-	if _, err := os.Lstat(final); err == nil {
-		return false, registerInstalled(ctx, env, a, final, p)
-	}
+// startPull starts the plan's download as the window's Pull does (App.StartPull:
+// the one an earlier pull or the window left paused, of the same commit,
+// is resumed; a model already in the models folder is checked against the
+// tree and registered instead of fetched, with other bytes left alone).
+func startPull(env *Env, a *app.App, p *pull.Plan) error {
 	d, err := a.StartPull(p)
 	if err != nil {
-		return false, err
+		return err
 	}
-	if d.Received > 0 {
+	if d.State == app.DownloadRunning && d.Received > 0 {
 		fmt.Fprintf(env.Stderr, "resuming the paused download (%s of %s here)\n", human.Bytes(d.Received), human.Bytes(p.Size))
 	}
-	return true, nil
-}
-
-// registerInstalled registers the model already at final (pulled before,
-// or put there by hand) once every file of the plan is there with the
-// tree's checksum; other bytes are not replaced.
-func registerInstalled(ctx context.Context, env *Env, a *app.App, final string, p *pull.Plan) error {
-	set, in := p.Bundle, final
-	if set == nil {
-		set, in = &download.Set{Name: p.Name, Files: []download.SetFile{*p.GGUF}}, filepath.Dir(final)
-	}
-	if err := set.VerifyInstalled(ctx, in); err != nil {
-		return fmt.Errorf("%s is already in the models folder but is not %s at %s (%v): remove or rename it first", final, p.Name, short(p.Commit), err)
-	}
-	fmt.Fprintf(env.Stderr, "%s is already in the models folder: its %d file(s) match the tree of %s\n", final, len(set.Files), p.Source())
-	res, err := a.Models.Import(final)
-	if err != nil {
-		return fmt.Errorf("%s is in the models folder but was not registered: %w", final, err)
-	}
-	if res.Note != "" {
-		fmt.Fprintf(env.Stderr, "note: %s\n", res.Note)
-	}
-	return reportRegistered(env, a, &res.Model)
+	return nil
 }
 
 // followPull prints the download's progress from the app's events (each
