@@ -469,3 +469,75 @@ func (a *App) PlanPull(ctx context.Context, t pull.Target, files []string) (*pul
 func (a *App) StartPull(plan *pull.Plan) (Download, error) {
 	return a.Catalog.start(plan)
 }
+
+// PausedPull returns the paused download (left by the window or `anechat
+// pull`, in this run or an earlier one) that a pull of t would resume,
+// found by the name the window lists it under: a catalog entry's download
+// (the .gguf file's name or the bundle folder's, CatalogEntry.Download), a
+// repository's file by its name or a part of it (a quantisation), a
+// repository's bundle by its folder. A repository with several paused
+// downloads and no file named is refused, listing them. `anechat pull
+// --cancel` discards what this finds with the window's Cancel.
+func (a *App) PausedPull(t pull.Target, files []string) (Download, error) {
+	if err := t.CheckFiles(files); err != nil {
+		return Download{}, err
+	}
+	list, err := a.Downloads.List()
+	if err != nil {
+		return Download{}, err
+	}
+	var paused []Download
+	for _, d := range list {
+		if d.State == DownloadPaused {
+			paused = append(paused, d)
+		}
+	}
+	byName := func(name string) (Download, error) {
+		for _, d := range paused {
+			if d.Name == name {
+				return d, nil
+			}
+		}
+		return Download{}, fmt.Errorf("no paused download of %s (%s) in %s", t.Repo, name, storage.ModelsPath(a.core.dataDir))
+	}
+	switch {
+	case t.Entry != nil:
+		return byName(entryDownloadName(t.Entry))
+	case t.Layout != nil && len(files) == 0:
+		return byName(t.Layout.Name)
+	}
+	// A repository: its bundle (the folder named after it) or its GGUF
+	// files, the ones files names.
+	var hits []Download
+	for _, d := range paused {
+		mine := strings.Contains(d.URL, "/"+t.Repo+"/resolve/")
+		if d.Source != "" {
+			repo, _, _ := strings.Cut(d.Source, "@")
+			mine = repo == t.Repo
+		}
+		if !mine {
+			continue
+		}
+		if len(files) > 0 {
+			want := strings.ToLower(filepath.Base(files[0]))
+			if strings.ToLower(d.Name) == want {
+				return d, nil
+			}
+			if !strings.Contains(strings.ToLower(d.Name), strings.ToLower(files[0])) {
+				continue
+			}
+		}
+		hits = append(hits, d)
+	}
+	switch len(hits) {
+	case 1:
+		return hits[0], nil
+	case 0:
+		return Download{}, fmt.Errorf("no paused download of %s in %s", t.Repo, storage.ModelsPath(a.core.dataDir))
+	}
+	names := make([]string, len(hits))
+	for i, d := range hits {
+		names[i] = d.Name
+	}
+	return Download{}, fmt.Errorf("%s has %d paused downloads (%s): name the file (or its quantisation) to cancel", t.Repo, len(hits), strings.Join(names, ", "))
+}

@@ -56,6 +56,9 @@ func runPull(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	target, err := pull.ParseTarget(cat, pos[0])
+	if err == nil {
+		err = target.CheckFiles(pos[1:])
+	}
 	if err != nil {
 		return badFlag(env, "pull", err)
 	}
@@ -278,34 +281,19 @@ func reportRegistered(env *Env, a *app.App, m *storage.Model) error {
 // short is a commit's first 12 digits.
 func short(commit string) string { return commit[:min(len(commit), 12)] }
 
-// cancelPull discards, with the app's Cancel, the paused download of
-// target an interrupted pull (or the window) left: a bundle of that
-// repository, or one of its GGUF files (the one files names, if any).
+// cancelPull discards, with the window's Cancel, the paused download of
+// target an interrupted pull (or the window) left, found by the name the
+// window lists it under (App.PausedPull).
 func cancelPull(env *Env, a *app.App, t pull.Target, files []string) error {
-	list, err := a.Downloads.List()
+	d, err := a.PausedPull(t, files)
 	if err != nil {
 		return err
 	}
-	for _, d := range list {
-		if d.State != app.DownloadPaused {
-			continue
-		}
-		if d.Source != "" {
-			repo, _, _ := strings.Cut(d.Source, "@")
-			if repo != t.Repo {
-				continue
-			}
-		} else if !strings.Contains(d.URL, "/"+t.Repo+"/resolve/") ||
-			len(files) > 0 && !strings.Contains(strings.ToLower(d.Name), strings.ToLower(files[0])) {
-			continue
-		}
-		if err := a.Downloads.Cancel(d.Name); err != nil {
-			return err
-		}
-		fmt.Fprintf(env.Stderr, "discarded the paused download of %s\n", d.Name)
-		return nil
+	if err := a.Downloads.Cancel(d.Name); err != nil {
+		return err
 	}
-	return fmt.Errorf("no paused download of %s in %s", t.Repo, storage.ModelsPath(a.System.Info().DataDir))
+	fmt.Fprintf(env.Stderr, "discarded the paused download of %s\n", d.Name)
+	return nil
 }
 
 // progressLine prints a download's progress at most every pullEvery.

@@ -68,6 +68,15 @@ func ParseTarget(cat *catalog.Catalog, s string) (Target, error) {
 	return t, nil
 }
 
+// CheckFiles refuses file names given with a catalog entry: its files are
+// the catalog's.
+func (t Target) CheckFiles(files []string) error {
+	if t.Entry != nil && len(files) > 0 {
+		return fmt.Errorf("%s is a catalog entry: it takes no file names (pull %s FILE to choose files)", t.Entry.Name, t.Repo)
+	}
+	return nil
+}
+
 // Plan is a download pinned to a commit.
 type Plan struct {
 	Target
@@ -114,6 +123,9 @@ func Make(ctx context.Context, c *hub.Client, t Target, files []string) (*Plan, 
 }
 
 func makePlan(ctx context.Context, c *hub.Client, t Target, files []string) (*Plan, error) {
+	if err := t.CheckFiles(files); err != nil {
+		return nil, err
+	}
 	info, err := c.Info(ctx, t.Repo, t.Revision)
 	if err != nil {
 		return nil, err
@@ -127,8 +139,6 @@ func makePlan(ctx context.Context, c *hub.Client, t Target, files []string) (*Pl
 	}
 	p := &Plan{Target: t, Commit: info.SHA, Info: info}
 	switch {
-	case t.Entry != nil && len(files) > 0:
-		return nil, fmt.Errorf("%s is a catalog entry: it takes no file names (pull %s FILE to choose files)", t.Entry.Name, t.Repo)
 	case t.Entry != nil && t.Entry.Format == catalog.FormatGGUF:
 		f, ok := tree.Find(t.Entry.Files[0].Path)
 		if !ok {
