@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -242,21 +241,10 @@ func followPull(ctx context.Context, env *Env, a *app.App, w *watcher, p *pull.P
 			return errors.New("the download was cancelled")
 		case app.DownloadPaused:
 			if d.Error != "" {
-				return fmt.Errorf("%s (run the same command again to resume, or add --cancel to discard it)", commandWords(d.Error))
+				return errors.New(d.Advice(app.Command))
 			}
 		}
 	}
-}
-
-// commandWords is a paused download's reason without the window's advice
-// (its Resume and Cancel buttons), which the command gives in its own.
-func commandWords(msg string) string {
-	for _, sep := range []string{": press Resume", "; press Resume", ", then press Resume"} {
-		if i := strings.Index(msg, sep); i >= 0 {
-			msg = msg[:i]
-		}
-	}
-	return msg
 }
 
 // reportRegistered says which model the download registered and whether it
