@@ -169,7 +169,7 @@ func (s *Catalog) Sizes() (CatalogList, error) {
 			slots <- struct{}{}
 			defer func() { <-slots }()
 			got := entrySize{}
-			plan, err := pull.Make(ctx, c, pull.Target{Entry: e, Repo: e.Repo, Revision: e.Revision}, nil)
+			plan, err := pull.Make(ctx, c, pull.Target{Entry: e, Repo: e.Repo, Revision: e.TargetRevision()}, nil)
 			switch {
 			case errors.Is(err, hub.ErrGated):
 				got.gated, got.err = true, err.Error()
