@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"anechat/engine/chat"
+	"anechat/engine/constrain"
 	"anechat/engine/load"
+	"anechat/engine/sample"
 	"anechat/engine/tokenizer"
 	"anechat/internal/sessions"
 )
@@ -139,10 +141,11 @@ func (o *ollamaJob) window(rm *sessions.Model, promptLen, maxTokens int) (int, *
 	return maxTokens, nil
 }
 
-// ollamaMessage is a chat message of an Ollama request or reply.
+// ollamaMessage is a chat message of an Ollama reply.
 type ollamaMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role      string              `json:"role"`
+	Content   string              `json:"content"`
+	ToolCalls []ollamaToolCallOut `json:"tool_calls,omitempty"`
 }
 
 // ollamaRequest is the body of POST /api/chat and /api/generate: the
@@ -162,9 +165,12 @@ type ollamaRequest struct {
 		Role      string            `json:"role"`
 		Content   *string           `json:"content"`
 		Images    []json.RawMessage `json:"images"`
-		ToolCalls []json.RawMessage `json:"tool_calls"`
-		ToolName  *string           `json:"tool_name"`
-		Thinking  *string           `json:"thinking"`
+		ToolCalls []ollamaToolCall  `json:"tool_calls"`
+		// A tool's result names the function (tool_name) and, when the
+		// client kept it, the call (tool_call_id).
+		ToolName   *string `json:"tool_name"`
+		ToolCallID *string `json:"tool_call_id"`
+		Thinking   *string `json:"thinking"`
 	} `json:"messages"`
 	Tools []json.RawMessage `json:"tools"`
 
@@ -340,10 +346,76 @@ func checkKeepAlive(raw json.RawMessage) *apiError {
 	return badField("keep_alive", "want a number of seconds or a duration such as \"5m\", got %s", raw)
 }
 
-// coming refuses a field issue 25 adds to this server but that is not here
-// yet.
-func coming(field, what string) *apiError {
-	return badField(field, "%s is coming to this server (issue 25) but is not supported yet; leave it out", what)
+// ollamaFormat reads "format": "json" (any JSON object, as response_format
+// json_object) or a JSON schema (as response_format json_schema's, its
+// keywords named under "format"), enforced by constrained decoding; "" or
+// null is text.
+func ollamaFormat(raw json.RawMessage) (*constrain.Grammar, *apiError) {
+	v := bytes.TrimSpace(raw)
+	switch {
+	case len(v) == 0 || string(v) == "null" || string(v) == `""`:
+		return nil, nil
+	case string(v) == `"json"`:
+		return objectGrammar("format")
+	case v[0] == '{':
+		return schemaGrammar("format", v)
+	}
+	if len(v) > 40 {
+		v = append(v[:37:37], "..."...)
+	}
+	return nil, badField("format", "%s: want \"json\" or a JSON schema object", v)
+}
+
+// ollamaLogprobs reads logprobs (true or false) and top_logprobs (0..20,
+// only with logprobs true), as chat's.
+func ollamaLogprobs(on *bool, top *int) (bool, int, *apiError) {
+	lp := on != nil && *on
+	if top == nil {
+		return lp, 0, nil
+	}
+	switch {
+	case *top < 0 || *top > sample.MaxTopLogprobs:
+		return lp, 0, badField("top_logprobs", "%d: want 0 to %d alternatives per token", *top, sample.MaxTopLogprobs)
+	case !lp && *top > 0:
+		return lp, 0, badField("top_logprobs", "only allowed with \"logprobs\": true")
+	}
+	return lp, *top, nil
+}
+
+// ollamaToolCall is a call of an assistant message, in a request's history
+// or a reply: the function's name and its arguments as a JSON object (not
+// text, as OpenAI's are).
+type ollamaToolCall struct {
+	ID       string `json:"id,omitempty"`
+	Function struct {
+		Name      *string         `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+// ollamaToolCallOut is a call of a reply's message.
+type ollamaToolCallOut struct {
+	ID       string `json:"id"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+// toolCallsOut writes calls in Ollama's shape. A call's arguments are a
+// JSON object as the model wrote them (chat.ToolFormat's parser reads only
+// such calls).
+func toolCallsOut(calls []chat.ToolCall) []ollamaToolCallOut {
+	out := make([]ollamaToolCallOut, len(calls))
+	for i, c := range calls {
+		out[i].ID, out[i].Function.Name = c.ID, c.Name
+		args := json.RawMessage(c.Arguments)
+		if !json.Valid(args) {
+			args, _ = json.Marshal(c.Arguments) // never: such a reply is text
+		}
+		out[i].Function.Arguments = args
+	}
+	return out
 }
 
 // job checks the request and returns it as a job, with the defaults d.
@@ -351,20 +423,6 @@ func (r *ollamaRequest) job(generate bool, d Defaults) (job, *apiError) {
 	j := job{ollama: &ollamaJob{generate: generate}}
 	if r.Model == nil || *r.Model == "" {
 		return j, badField("model", "required: the name of a model GET /api/tags lists")
-	}
-	switch f := strings.TrimSpace(string(r.Format)); f {
-	case "", "null", `""`:
-	default:
-		return j, coming("format", "structured output (\"json\" or a JSON schema)")
-	}
-	if len(r.Tools) > 0 {
-		return j, coming("tools", "function calling")
-	}
-	if r.Logprobs != nil && *r.Logprobs {
-		return j, coming("logprobs", "log-probabilities")
-	}
-	if r.TopLogs != nil && *r.TopLogs != 0 {
-		return j, coming("top_logprobs", "log-probabilities")
 	}
 	if t := strings.TrimSpace(string(r.Think)); t != "" && t != "null" && t != "false" {
 		return j, badField("think", "%s: this server does not separate a model's thinking from its reply; leave it out or false", t)
@@ -388,6 +446,12 @@ func (r *ollamaRequest) job(generate bool, d Defaults) (job, *apiError) {
 		return j, e
 	}
 	p.stops = o.stops
+	if p.format, e = ollamaFormat(r.Format); e != nil {
+		return j, e
+	}
+	if p.logprobs, p.topLogprobs, e = ollamaLogprobs(r.Logprobs, r.TopLogs); e != nil {
+		return j, e
+	}
 	j.p = p
 	if generate {
 		return j, r.generateJob(&j)
@@ -407,26 +471,39 @@ func (r *ollamaRequest) chatJob(j *job) *apiError {
 			return badField(f.name, "a field of /api/generate, not of /api/chat: send the conversation as messages")
 		}
 	}
+	// Tools as OpenAI's (Ollama sends the same objects), offered to a
+	// model that may call them: Ollama has no tool_choice.
+	tools, _, e := checkTools("tools", r.Tools)
+	if e != nil {
+		return e
+	}
+	j.tools = toolJob{tools: tools, choice: toolChoice{mode: "auto"}}
+	if len(tools) == 0 {
+		j.tools = toolJob{choice: toolChoice{mode: "none"}}
+	}
 	if len(r.Messages) == 0 {
 		j.ollama.load = true
 		return nil
 	}
+	// Ollama's calls carry no ids, nor its tool messages the call they
+	// answer: a call without one is named by its place (the same in every
+	// request, so a conversation renders the same and resumes from KV), and
+	// a tool message answers the earliest unanswered call of its function
+	// (of any, without tool_name).
+	type pendingCall struct{ id, name string }
+	var pending []pendingCall
 	for i, m := range r.Messages {
 		at := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
-		case chat.RoleSystem, chat.RoleUser, chat.RoleAssistant:
-		case "tool":
-			return coming(at+".role", "function calling (tool results)")
+		case chat.RoleSystem, chat.RoleUser, chat.RoleAssistant, chat.RoleTool:
 		default:
-			return badField(at+".role", "%q: want system, user or assistant", m.Role)
+			return badField(at+".role", "%q: want system, user, assistant or tool", m.Role)
 		}
 		switch {
 		case len(m.Images) > 0:
 			return badField(at+".images", "not supported: the model reads text only; leave it out")
-		case len(m.ToolCalls) > 0:
-			return coming(at+".tool_calls", "function calling")
-		case m.ToolName != nil && *m.ToolName != "":
-			return coming(at+".tool_name", "function calling")
+		case len(m.ToolCalls) > 0 && m.Role != chat.RoleAssistant:
+			return badField(at+".tool_calls", "only an assistant message makes calls")
 		case m.Thinking != nil && *m.Thinking != "":
 			return badField(at+".thinking", "not supported: this server does not separate a model's thinking from its reply; leave it out")
 		}
@@ -434,7 +511,50 @@ func (r *ollamaRequest) chatJob(j *job) *apiError {
 		if m.Content != nil {
 			content = *m.Content
 		}
-		j.msgs = append(j.msgs, chat.Message{Role: m.Role, Content: content})
+		msg := chat.Message{Role: m.Role, Content: content}
+		for k, c := range m.ToolCalls {
+			cat := fmt.Sprintf("%s.tool_calls[%d].function", at, k)
+			if c.Function.Name == nil || *c.Function.Name == "" {
+				return badField(cat+".name", "required: the name of the function called")
+			}
+			args := bytes.TrimSpace(c.Function.Arguments)
+			switch {
+			case len(args) == 0 || string(args) == "null":
+				args = []byte("{}")
+			case !isJSONObject(args):
+				return badField(cat+".arguments", "want a JSON object of the arguments")
+			}
+			id := c.ID
+			if id == "" {
+				id = fmt.Sprintf("call_%d_%d", i, k)
+			}
+			msg.ToolCalls = append(msg.ToolCalls, chat.ToolCall{ID: id, Name: *c.Function.Name, Arguments: string(args)})
+			pending = append(pending, pendingCall{id, *c.Function.Name})
+		}
+		if m.Role == chat.RoleTool {
+			if m.ToolName != nil {
+				msg.Name = *m.ToolName
+			}
+			answered := slices.IndexFunc(pending, func(c pendingCall) bool { return msg.Name == "" || c.name == msg.Name })
+			switch {
+			case m.ToolCallID != nil && *m.ToolCallID != "":
+				msg.ToolCallID = *m.ToolCallID
+				answered = slices.IndexFunc(pending, func(c pendingCall) bool { return c.id == msg.ToolCallID })
+			case answered >= 0:
+				msg.ToolCallID = pending[answered].id
+			default:
+				msg.ToolCallID = fmt.Sprintf("call_%d", i)
+			}
+			if answered >= 0 {
+				if msg.Name == "" {
+					msg.Name = pending[answered].name
+				}
+				pending = slices.Delete(pending, answered, answered+1)
+			}
+		} else if m.ToolName != nil && *m.ToolName != "" {
+			return badField(at+".tool_name", "only a tool message names the function it ran")
+		}
+		j.msgs = append(j.msgs, msg)
 	}
 	return nil
 }
@@ -443,6 +563,9 @@ func (r *ollamaRequest) chatJob(j *job) *apiError {
 func (r *ollamaRequest) generateJob(j *job) *apiError {
 	if r.Messages != nil {
 		return badField("messages", "a field of /api/chat, not of /api/generate: send the text as prompt")
+	}
+	if r.Tools != nil {
+		return badField("tools", "a field of /api/chat, not of /api/generate: offer tools in a chat")
 	}
 	raw := r.Raw != nil && *r.Raw
 	switch {
@@ -535,6 +658,8 @@ type ollamaReply struct {
 	// Context is /api/generate's: the ids of the prompt and the reply, for
 	// the next request to continue.
 	Context []int32 `json:"context,omitempty"`
+	// Logprobs are those of the tokens the line's text starts, when asked.
+	Logprobs []chatTokenLogprob `json:"logprobs,omitempty"`
 	*ollamaFigures
 	Anechat *figures `json:"anechat,omitempty"`
 }
@@ -558,11 +683,14 @@ type ollamaFigures struct {
 // end, or NDJSON lines as the text comes (the status goes out with the
 // first, so an error before any text still gets its own status).
 type ollamaOutput struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	j       job
-	text    []byte // the whole reply, when not streamed
-	started bool
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	j        job
+	tok      *tokenizer.Tokenizer
+	text     []byte              // the whole reply, when not streamed
+	logprobs []tokenLogprob      // its tokens' logprobs, when asked
+	calls    []ollamaToolCallOut // its calls
+	started  bool
 }
 
 func newOllamaOutput(w http.ResponseWriter, j job) *ollamaOutput {
@@ -580,27 +708,41 @@ func (o *ollamaOutput) line(text string) ollamaReply {
 	return r
 }
 
-// useTokenizer implements replyWriter: Ollama's replies spell no tokens.
-func (o *ollamaOutput) useTokenizer(*tokenizer.Tokenizer) {}
+// useTokenizer implements replyWriter: logprobs spell their tokens with it.
+func (o *ollamaOutput) useTokenizer(tok *tokenizer.Tokenizer) { o.tok = tok }
 
-// toolCalls implements replyWriter. An Ollama request offers no tools yet
-// (ollamaRequest refuses "tools"), so no reply is read as calls.
-func (o *ollamaOutput) toolCalls(calls []chat.ToolCall) error {
-	if len(calls) == 0 {
+// lps are tokens' logprobs in Ollama's shape (OpenAI chat's entries).
+func (o *ollamaOutput) lps(tokens []tokenLogprob) []chatTokenLogprob {
+	if len(tokens) == 0 || o.tok == nil {
 		return nil
 	}
-	return fmt.Errorf("server: an Ollama reply read as %d tool calls, though its request offered no tools", len(calls))
+	return logprobsJSON(o.tok, true, tokens).(*chatLogprobs).Content
 }
 
-func (o *ollamaOutput) piece(text string, _ []tokenLogprob) error {
-	if text == "" {
+// toolCalls implements replyWriter: the calls go in the reply's message, or
+// in a line of their own before the last.
+func (o *ollamaOutput) toolCalls(calls []chat.ToolCall) error {
+	if !o.j.p.stream {
+		o.calls = append(o.calls, toolCallsOut(calls)...)
+		return nil
+	}
+	l := o.line("")
+	l.Message.ToolCalls = toolCallsOut(calls)
+	return o.send(l)
+}
+
+func (o *ollamaOutput) piece(text string, lps []tokenLogprob) error {
+	if text == "" && len(lps) == 0 {
 		return nil
 	}
 	if !o.j.p.stream {
 		o.text = append(o.text, text...)
+		o.logprobs = append(o.logprobs, lps...)
 		return nil
 	}
-	return o.send(o.line(text))
+	l := o.line(text)
+	l.Logprobs = o.lps(lps)
+	return o.send(l)
 }
 
 // send writes one line of the stream and flushes it to the client.
@@ -627,8 +769,14 @@ func (o *ollamaOutput) finish(end replyEnd) error {
 	last := o.line("")
 	if !o.j.p.stream {
 		last = o.line(string(o.text))
+		last.Logprobs = o.lps(o.logprobs)
+		if last.Message != nil {
+			last.Message.ToolCalls = o.calls
+		}
 	}
-	last.Done, last.DoneReason = true, end.reason
+	// A reply that called tools is done as any that stopped: Ollama's
+	// done_reason has no "tool_calls".
+	last.Done, last.DoneReason = true, strings.Replace(end.reason, "tool_calls", "stop", 1)
 	if end.reason != "load" {
 		ttft := time.Duration(end.stats.TTFTms * float64(time.Millisecond))
 		last.ollamaFigures = &ollamaFigures{
