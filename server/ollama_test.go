@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"anechat/engine"
+	"anechat/engine/constrain"
 	"anechat/engine/load"
 	"anechat/internal/sessions"
 	"anechat/internal/testres"
@@ -29,18 +30,19 @@ type ollamaLine struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`
 	} `json:"message"`
-	Response           *string  `json:"response"`
-	Done               bool     `json:"done"`
-	DoneReason         string   `json:"done_reason"`
-	Context            []int32  `json:"context"`
-	TotalDuration      int64    `json:"total_duration"`
-	LoadDuration       int64    `json:"load_duration"`
-	PromptEvalCount    int      `json:"prompt_eval_count"`
-	PromptEvalDuration int64    `json:"prompt_eval_duration"`
-	EvalCount          int      `json:"eval_count"`
-	EvalDuration       int64    `json:"eval_duration"`
-	Anechat            *figures `json:"anechat"`
-	Error              *string  `json:"error"`
+	Response           *string            `json:"response"`
+	Done               bool               `json:"done"`
+	DoneReason         string             `json:"done_reason"`
+	Context            []int32            `json:"context"`
+	TotalDuration      int64              `json:"total_duration"`
+	LoadDuration       int64              `json:"load_duration"`
+	PromptEvalCount    int                `json:"prompt_eval_count"`
+	PromptEvalDuration int64              `json:"prompt_eval_duration"`
+	EvalCount          int                `json:"eval_count"`
+	EvalDuration       int64              `json:"eval_duration"`
+	Anechat            *figures           `json:"anechat"`
+	Error              *string            `json:"error"`
+	Logprobs           []chatTokenLogprob `json:"logprobs"`
 }
 
 // text is the line's text: the message's content or the response.
@@ -556,5 +558,187 @@ func TestOllamaQueueFull(t *testing.T) {
 		if code := <-results; code != 200 {
 			t.Fatalf("a queued request got %d", code)
 		}
+	}
+}
+
+// format: a JSON schema or "json" constrains the reply as response_format
+// does on the OpenAI route: the same text, and a finished reply matches
+// its schema; streamed, the same.
+func TestOllamaFormat(t *testing.T) {
+	s := startServer(t, "")
+	for i, sc := range structuredSchemas {
+		g, err := constrain.CompileSchema([]byte(sc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompt := fmt.Sprintf("Reply %d in JSON", i)
+		want := s.post(t, "/v1/chat/completions", user(prompt, "max_tokens", 60, "response_format", jsonSchemaFormat(sc)), http.StatusOK)
+		body := map[string]any{"model": "stories260K", "messages": []map[string]any{{"role": "user", "content": prompt}},
+			"format": json.RawMessage(sc), "options": map[string]any{"num_predict": 60}}
+		l, raw := s.ollama(t, "/api/chat", body, http.StatusOK)
+		if l.text() != want.text() {
+			t.Fatalf("schema %d: %s; want the OpenAI route's %q", i, raw, want.text())
+		}
+		if l.DoneReason != "stop" || !g.Match([]byte(l.text())) {
+			t.Errorf("schema %d: %q (%s) is not a finished reply its schema matches", i, l.text(), l.DoneReason)
+		}
+		if lines := s.ollamaStream(t, "/api/chat", body); joined(lines) != l.text() {
+			t.Errorf("schema %d streamed %q, whole %q", i, joined(lines), l.text())
+		}
+	}
+	// "json": an object, as json_object; on /api/generate too.
+	want := s.post(t, "/v1/chat/completions", user("Give me JSON", "max_tokens", 40, "response_format", map[string]any{"type": "json_object"}), http.StatusOK)
+	l, raw := s.ollama(t, "/api/generate", map[string]any{"model": "stories260K", "prompt": "Give me JSON", "format": "json",
+		"options": map[string]any{"num_predict": 40}}, http.StatusOK)
+	if l.text() != want.text() || !strings.HasPrefix(strings.TrimLeft(l.text(), " \n"), "{") {
+		t.Errorf("format json: %s; want %q", raw, want.text())
+	}
+	// Without format the reply is not JSON: the format did the work.
+	if l, _ := s.ollama(t, "/api/generate", map[string]any{"model": "stories260K", "prompt": "Give me JSON", "options": map[string]any{"num_predict": 40}}, http.StatusOK); strings.HasPrefix(strings.TrimLeft(l.text(), " \n"), "{") {
+		t.Errorf("without format the reply %q is an object already: the test shows nothing", l.text())
+	}
+}
+
+// tools: a reply in the model's call format comes back as message.tool_calls
+// (the arguments an object), never as text, done "stop"; streamed, in a line
+// of its own; a call and its result in the history (Ollama's shapes: no ids,
+// tool_name) render as the OpenAI route's (ids, tool_call_id) do.
+func TestOllamaTools(t *testing.T) {
+	var tm *toolModel
+	s := startServer(t, "", withToolModel(&tm))
+	ask := map[string]any{"model": "qwen-tools", "tools": []any{weatherTool}, "options": map[string]any{"num_predict": 200},
+		"messages": []map[string]any{{"role": "user", "content": "Weather in Paris?"}}}
+	type call struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
+	var got struct {
+		Message struct {
+			Role, Content string
+			ToolCalls     []call `json:"tool_calls"`
+		}
+		DoneReason string `json:"done_reason"`
+	}
+	tm.say(t, "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Paris\"}}\n</tool_call>")
+	_, raw := s.ollama(t, "/api/chat", ask, http.StatusOK)
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	paris := func(c call) bool {
+		var args map[string]string
+		return c.Function.Name == "get_weather" && json.Unmarshal(c.Function.Arguments, &args) == nil && len(args) == 1 && args["location"] == "Paris"
+	}
+	if m := got.Message; m.Content != " Let me check." || len(m.ToolCalls) != 1 || !paris(m.ToolCalls[0]) || got.DoneReason != "stop" {
+		t.Fatalf("a call: %s", raw)
+	}
+
+	// Streamed: the text, then the calls in a line, then done; no marker
+	// of the call in the text.
+	delete(ask, "stream")
+	req := s.request(t, context.Background(), http.MethodPost, "/api/chat", ask)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var text strings.Builder
+	var calls []call
+	var last string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var ln struct {
+			Message struct {
+				Content   string
+				ToolCalls []call `json:"tool_calls"`
+			}
+			Done       bool
+			DoneReason string `json:"done_reason"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ln); err != nil {
+			t.Fatal(err)
+		}
+		text.WriteString(ln.Message.Content)
+		calls = append(calls, ln.Message.ToolCalls...)
+		if ln.Done {
+			last = ln.DoneReason
+		}
+	}
+	if text.String() != " Let me check." || len(calls) != 1 || !paris(calls[0]) || last != "stop" {
+		t.Fatalf("streamed: text %q, calls %+v, done %q", text.String(), calls, last)
+	}
+
+	// The call and its result in the history, in each API's shape: the same
+	// prompt, the same reply.
+	tm.say(t, "It is sunny.")
+	openai := s.post(t, "/v1/chat/completions", map[string]any{"model": "qwen-tools", "tools": []any{weatherTool}, "messages": []map[string]any{
+		{"role": "user", "content": "Weather in Paris?"},
+		{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": "call_1", "type": "function",
+			"function": map[string]any{"name": "get_weather", "arguments": `{"location": "Paris"}`}}}},
+		{"role": "tool", "tool_call_id": "call_1", "content": `{"sky": "sunny"}`}}}, http.StatusOK)
+	l, raw := s.ollama(t, "/api/chat", map[string]any{"model": "qwen-tools", "tools": []any{weatherTool}, "messages": []map[string]any{
+		{"role": "user", "content": "Weather in Paris?"},
+		{"role": "assistant", "content": "", "tool_calls": []any{map[string]any{"function": map[string]any{"name": "get_weather", "arguments": map[string]any{"location": "Paris"}}}}},
+		{"role": "tool", "tool_name": "get_weather", "content": `{"sky": "sunny"}`}}}, http.StatusOK)
+	if l.text() != " It is sunny." || l.text() != openai.text() || l.PromptEvalCount != openai.Usage.PromptTokens {
+		t.Fatalf("after a call's result: %s; the OpenAI route's %q from %d prompt tokens", raw, openai.text(), openai.Usage.PromptTokens)
+	}
+}
+
+// logprobs: each generated token's log-probability and alternatives, the
+// OpenAI route's numbers in Ollama's place (beside the text, per line).
+func TestOllamaLogprobs(t *testing.T) {
+	s := startServer(t, "")
+	want := s.post(t, "/v1/chat/completions", user("Once upon a time", "max_tokens", 8, "logprobs", true, "top_logprobs", 3), http.StatusOK)
+	var openai struct {
+		Choices []struct {
+			Logprobs chatLogprobs `json:"logprobs"`
+		} `json:"choices"`
+	}
+	_, b := s.do(t, http.MethodPost, "/v1/chat/completions", user("Once upon a time", "max_tokens", 8, "logprobs", true, "top_logprobs", 3))
+	if err := json.Unmarshal(b, &openai); err != nil || len(openai.Choices) != 1 || len(openai.Choices[0].Logprobs.Content) != 8 {
+		t.Fatalf("the OpenAI route's logprobs: %s", b)
+	}
+	body := map[string]any{"model": "stories260K", "messages": []map[string]any{{"role": "user", "content": "Once upon a time"}},
+		"logprobs": true, "top_logprobs": 3, "options": map[string]any{"num_predict": 8}}
+	var whole struct {
+		Message  struct{ Content string }
+		Logprobs []chatTokenLogprob
+	}
+	_, raw := s.ollama(t, "/api/chat", body, http.StatusOK)
+	if err := json.Unmarshal(raw, &whole); err != nil {
+		t.Fatal(err)
+	}
+	same := func(got []chatTokenLogprob) bool {
+		w := openai.Choices[0].Logprobs.Content
+		if len(got) != len(w) {
+			return false
+		}
+		for i := range got {
+			if got[i].Token != w[i].Token || got[i].Logprob != w[i].Logprob || len(got[i].TopLogprobs) != 3 ||
+				!slices.EqualFunc(got[i].TopLogprobs, w[i].TopLogprobs, func(a, b chatTopLogprob) bool { return a.Token == b.Token && a.Logprob == b.Logprob }) {
+				return false
+			}
+		}
+		return true
+	}
+	if whole.Message.Content != want.text() || !same(whole.Logprobs) {
+		t.Fatalf("logprobs: %s\nwant those of %s", raw, b)
+	}
+	// Streamed: each line the logprobs of the tokens its text starts.
+	lines := s.ollamaStream(t, "/api/chat", body)
+	var streamed []chatTokenLogprob
+	var text strings.Builder
+	for _, l := range lines {
+		text.WriteString(l.text())
+		var lp struct{ Logprobs []chatTokenLogprob }
+		raw, _ := json.Marshal(l)
+		json.Unmarshal(raw, &lp)
+		streamed = append(streamed, lp.Logprobs...)
+	}
+	if text.String() != want.text() || !same(streamed) {
+		t.Fatalf("streamed logprobs %+v", streamed)
 	}
 }
