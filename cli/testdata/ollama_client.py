@@ -4,10 +4,11 @@ ollama Python client.
 cli/serve_clients_test.go starts the server and runs this script with the
 venv that build/scripts/deps-ollama.sh installs:
 
-    python ollama_client.py HOST TOKEN MODEL
+    python ollama_client.py HOST TOKEN MODEL TOOLS_HOST TOOLS_TOKEN TOOLS_MODEL
 
-HOST is the server's address without /v1 (Ollama's OLLAMA_HOST). It prints
-one JSON object of what the client saw; the Go test checks it.
+HOST is the server's address without /v1 (Ollama's OLLAMA_HOST); TOOLS_HOST
+serves TOOLS_MODEL, whose chat template renders tools. It prints one JSON
+object of what the client saw; the Go test checks it.
 """
 
 import json
@@ -40,8 +41,29 @@ def final(r):
     }
 
 
+# SCHEMA is a format stories260K finishes in a few dozen tokens.
+SCHEMA = {
+    "type": "object",
+    "properties": {"mood": {"enum": ["happy", "sad", "angry"]}, "ok": {"type": "boolean"}, "n": {"type": "integer"}},
+    "required": ["mood", "ok", "n"],
+    "additionalProperties": False,
+}
+
+
+def get_weather(location: str) -> str:
+    """Current weather in a city.
+
+    Args:
+      location: The city.
+
+    Returns:
+      str: The weather.
+    """
+    return "sunny"
+
+
 def main():
-    host, token, model = sys.argv[1:4]
+    host, token, model, tools_host, tools_token, tools_model = sys.argv[1:7]
     auth = {"Authorization": f"Bearer {token}"}
     client = ollama.Client(host=host, headers=auth)
     msgs = [{"role": "user", "content": "Once upon a time"}]
@@ -69,6 +91,23 @@ def main():
     c = client.generate(model=model, prompt=" The end.", raw=True, context=g.context, options={"num_predict": 4, "temperature": 0})
     out["continued"] = {"prompt_eval_count": c.prompt_eval_count, "context": list(c.context or [])}
 
+    f = client.chat(
+        model=model, messages=[{"role": "user", "content": "Reply in JSON"}], format=SCHEMA, options={"temperature": 0, "num_predict": 60}
+    )
+    out["format"] = {"content": f.message.content, "done_reason": f.done_reason}
+
+    # Tools from a Python function, a call and its result in the history,
+    # in the client's shapes; the body it sent is kept for the Go test to
+    # send the same through the OpenAI route.
+    sent = []
+    tc = ollama.Client(host=tools_host, headers={"Authorization": f"Bearer {tools_token}"}, event_hooks={"request": [lambda req: sent.append(req.read())]})
+    history = msgs + [
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_weather", "arguments": {"location": "Paris"}}}]},
+        {"role": "tool", "tool_name": "get_weather", "content": "sunny"},
+    ]
+    t = tc.chat(model=tools_model, messages=history, tools=[get_weather], options={"temperature": 0, "num_predict": 8})
+    out["tools"] = {"content": t.message.content, "prompt_eval_count": t.prompt_eval_count, "sent": json.loads(sent[-1])}
+
     out["list"] = [
         {
             "model": m.model,
@@ -89,7 +128,8 @@ def main():
         "unknown_model": error_of(lambda: client.chat(model="no-such-model", messages=msgs)),
         "unknown_model_stream": error_of(lambda: client.chat(model="no-such-model", messages=msgs, stream=True)),
         "bad_option": error_of(lambda: client.generate(model=model, prompt="x", options={"top_k": 40})),
-        "format": error_of(lambda: client.chat(model=model, messages=msgs, format="json")),
+        "format": error_of(lambda: client.chat(model=model, messages=msgs, format={"type": "string", "pattern": "^a"})),
+        "tools_unsupported": error_of(lambda: client.chat(model=model, messages=msgs, tools=[get_weather])),
         "bad_token": error_of(lambda: wrong.list()),
         "unknown_show": error_of(lambda: client.show("no-such-model")),
     }
