@@ -916,9 +916,13 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 	// for a running reply, as a chat would.
 	var cfgArch, tmpl string
 	var ctxLen, vocab int
+	caps := []string{"completion"}
 	err := s.cfg.Sessions.Do(r.Context(), m.Path, func(rm *sessions.Model) error {
 		c := rm.Backend().Config()
 		cfgArch, ctxLen, vocab, tmpl = c.Arch, c.ContextLen, c.VocabSize, rm.Template().Name()
+		if chat.ToolFormatOf(rm.Template()) != chat.NoTools {
+			caps = append(caps, "tools") // its template renders them, and its calls are read
+		}
 		return nil
 	})
 	if err != nil {
@@ -949,5 +953,5 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprintf(&params, "num_ctx %d\n", ctxLen)
 	writeJSON(w, http.StatusOK, ollamaShowReply{ModifiedAt: info.ModifiedAt, Parameters: params.String(), Details: info.Details,
-		ModelInfo: mi, Capabilities: []string{"completion"}})
+		ModelInfo: mi, Capabilities: caps})
 }

@@ -685,6 +685,15 @@ func TestOllamaTools(t *testing.T) {
 	if l.text() != " It is sunny." || l.text() != openai.text() || l.PromptEvalCount != openai.Usage.PromptTokens {
 		t.Fatalf("after a call's result: %s; the OpenAI route's %q from %d prompt tokens", raw, openai.text(), openai.Usage.PromptTokens)
 	}
+
+	// The model's capabilities say so; stories260K's plain template's do not.
+	for model, want := range map[string][]string{"qwen-tools": {"completion", "tools"}, "stories260K": {"completion"}} {
+		var show struct{ Capabilities []string }
+		resp, b := s.do(t, http.MethodPost, "/api/show", map[string]any{"model": model})
+		if err := json.Unmarshal(b, &show); resp.StatusCode != 200 || err != nil || !slices.Equal(show.Capabilities, want) {
+			t.Errorf("/api/show %s: %s; want the capabilities %v", model, b, want)
+		}
+	}
 }
 
 // logprobs: each generated token's log-probability and alternatives, the
