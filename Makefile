@@ -111,7 +111,7 @@ test-arm64:
 # The HTTP API against real clients: the official openai Python package (the
 # venv deps-openai.sh installs) and curl, on a started `anechat serve`.
 api-clients:
-	ANECHAT_REAL_CLIENTS=1 go test -count=1 -run '^TestRealClients$$' ./cli/
+	ANECHAT_REAL_CLIENTS=1 go test -count=1 -run '^TestRealClients$$' ./cli/ ./server/
 
 # The Core ML converter (engine/coreml/convert): bundles of the tiny models
 # run on its reference interpreter and checked against the CPU backend.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"anechat/engine/model/gguf"
 	"anechat/internal/testres"
 )
 
@@ -256,6 +257,72 @@ func TestRealClients(t *testing.T) {
 	}
 	if text.String() != c.Content {
 		t.Errorf("curl stream text %q, openai's %q", text.String(), c.Content)
+	}
+	realClientTools(ctx, t, python)
+}
+
+// realClientTools serves stories260K with Qwen 2.5's chat template and runs
+// the openai client's function calling on it (testdata/openai_tools.py): a
+// call forced by tool_choice "required", the tool's result sent back and
+// answered, a named function's call streamed and reassembled by the client.
+func realClientTools(ctx context.Context, t *testing.T, python string) {
+	tmpl, err := os.ReadFile(testres.Require(t, filepath.Join(testres.RepoRoot(t), "build", "testdeps", "pypi", "llama.cpp", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"),
+		"Qwen 2.5's chat template", "run build/scripts/deps-tokenizer.sh (make test does)"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "stories-tools.gguf")
+	if err := gguf.EditFile(testres.Stories(t), path, map[string]any{"tokenizer.chat_template": string(tmpl)}); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--data-dir", t.TempDir(), "--model", path)
+	cmd := exec.CommandContext(ctx, python, filepath.Join("testdata", "openai_tools.py"), s.url, s.token)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("openai client, tools: %v\n%s", err, stderr.String())
+	}
+	type call struct{ ID, Name, Arguments string }
+	var got struct {
+		Call struct {
+			Calls  []call
+			Finish string
+			Prompt int
+		}
+		Answer struct {
+			Content *string
+			Calls   []call
+			Finish  string
+			Prompt  int
+		}
+		Stream struct {
+			Content string
+			Calls   []call
+			Finish  string
+		}
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatalf("openai client printed %q: %v", raw, err)
+	}
+	isCall := func(what string, cs []call) {
+		t.Helper()
+		var args struct{ City string }
+		if len(cs) != 1 || !strings.HasPrefix(cs[0].ID, "call_") || cs[0].Name != "get_weather" ||
+			json.Unmarshal([]byte(cs[0].Arguments), &args) != nil || (args.City != "Paris" && args.City != "Rome") {
+			t.Errorf("%s: calls %+v", what, cs)
+		}
+	}
+	isCall("required", got.Call.Calls)
+	if got.Call.Finish != "tool_calls" {
+		t.Errorf("required: finish %q", got.Call.Finish)
+	}
+	if a := got.Answer; a.Content == nil || *a.Content == "" || len(a.Calls) != 0 || a.Prompt <= got.Call.Prompt {
+		t.Errorf("the answer after the tool's result: %+v (the first prompt %d tokens)", a, got.Call.Prompt)
+	}
+	isCall("streamed", got.Stream.Calls)
+	if got.Stream.Finish != "tool_calls" || strings.Contains(got.Stream.Content, "<tool_call>") {
+		t.Errorf("streamed: %+v", got.Stream)
 	}
 }
 

@@ -80,6 +80,11 @@ type GenerateOptions struct {
 	Seed uint64
 	// Stop lists ids that end generation in addition to the model's EOS ids.
 	Stop []int32
+	// Constraint, when set, restricts the generated tokens (constrained
+	// decoding: spec.Grammar of a constrain.State for a JSON schema); the
+	// EOS and Stop ids are allowed only where it is complete. Generate
+	// advances it.
+	Constraint spec.Constraint
 	// Logprobs gives every emitted token its log-probability and the
 	// TopLogprobs (0..sample.MaxTopLogprobs) most likely ids at its
 	// position (spec.Request.Logprobs): the model's own distribution,
@@ -342,13 +347,14 @@ func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(
 		}
 	}
 	req := spec.Request{
-		History:   s.tokens,
-		Room:      s.cfg.ContextLen - s.cache.Len(),
-		MaxTokens: opts.MaxTokens,
-		Width:     opts.Width,
-		Widths:    s.b.Widths(),
-		Stop:      append(slices.Clone(s.cfg.EOS), opts.Stop...),
-		Ungated:   s.opts.Ungated,
+		History:    s.tokens,
+		Room:       s.cfg.ContextLen - s.cache.Len(),
+		MaxTokens:  opts.MaxTokens,
+		Width:      opts.Width,
+		Widths:     s.b.Widths(),
+		Stop:       append(slices.Clone(s.cfg.EOS), opts.Stop...),
+		Ungated:    s.opts.Ungated,
+		Constraint: opts.Constraint,
 
 		Logprobs:    opts.Logprobs,
 		TopLogprobs: opts.TopLogprobs,

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"anechat/engine"
@@ -25,6 +27,7 @@ type job struct {
 	msgs   []chat.Message // chat
 	prompt string         // text completion
 	p      params
+	tools  toolJob // chat: the tools offered (server/tools.go)
 }
 
 // request is a completion request's body: it checks itself into a job.
@@ -119,7 +122,23 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 		return engine.Stats{}, len(ids), badField("logprobs", "model %s returns only its greedy token (a published Core ML bundle), not the logits logprobs come from: leave logprobs out, or use the model's GGUF or Hugging Face weights", j.model.ID)
 	}
 	out.tok = rm.Tokenizer()
-	f := &stopFilter{stops: j.p.stops}
+	format := chat.NoTools
+	if len(j.tools.tools) > 0 {
+		format = chat.ToolFormatOf(rm.Template())
+	}
+	g := j.p.format
+	if j.tools.choice.forced() {
+		var e *apiError
+		if g, e = forcedCall(format, j.tools); e != nil {
+			return engine.Stats{}, len(ids), e
+		}
+	}
+	con, err := constraint(g, rm.Tokenizer())
+	if err != nil {
+		return engine.Stats{}, len(ids), err
+	}
+	f := &stopFilter{stops: append(slices.Clone(j.p.stops), format.Stops()...)}
+	tc := &toolCollector{f: format}
 	var lq *logprobQueue // nil: no logprobs asked
 	if j.p.logprobs {
 		lq = &logprobQueue{f: f}
@@ -130,13 +149,13 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 	}
 	st, err := rm.Reply(ctx, sessions.Request{Mode: mode, Prompt: ids, Learn: learn,
 		Options: engine.GenerateOptions{MaxTokens: j.p.maxTokens, Width: j.p.width, Temperature: j.p.temperature, TopP: j.p.topP, Seed: seed,
-			Logprobs: j.p.logprobs, TopLogprobs: j.p.topLogprobs},
+			Constraint: con, Logprobs: j.p.logprobs, TopLogprobs: j.p.topLogprobs},
 		Emit: func(t engine.Token) error {
 			if lq != nil && t.ID >= 0 {
 				lq.add(t) // ID -1 is the detokenizer's tail, not a token
 			}
 			text, stopped := f.push(t.Text)
-			if err := out.piece(text, lq.release(false)); err != nil {
+			if err := out.piece(tc.push(text), lq.release(false)); err != nil {
 				return err
 			}
 			if stopped {
@@ -150,12 +169,22 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 	// Without a stop string, the tokens still queued go out with the
 	// text held back; with one, those queued are the stop string's.
 	tail := f.flush()
-	if err := out.piece(tail, lq.release(!f.stopped)); err != nil {
+	if err := out.piece(tc.push(tail), lq.release(!f.stopped)); err != nil {
+		return st, len(ids), err
+	}
+	rest, calls := tc.finish()
+	if err := out.piece(rest, nil); err != nil {
 		return st, len(ids), err
 	}
 	reason := "length" // MaxTokens, or the end of the context
 	if st.Stopped == "stop" {
 		reason = "stop"
+	}
+	if len(calls) > 0 {
+		reason = "tool_calls"
+		if err := out.toolCalls(calls); err != nil {
+			return st, len(ids), err
+		}
 	}
 	u := usage{PromptTokens: len(ids), CompletionTokens: st.Tokens, TotalTokens: len(ids) + st.Tokens}
 	fig := &figures{Width: j.p.width, TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted,
@@ -182,10 +211,19 @@ func prompt(ctx context.Context, rm *sessions.Model, j job) (sessions.Mode, []in
 	if !j.chat {
 		return sessions.Raw, engine.RawPrompt(rm.Tokenizer(), j.prompt), nil
 	}
-	ids, err := rm.Render(ctx, j.msgs)
+	var ids []int32
+	var err error
+	if len(j.tools.tools) > 0 || hasToolMessages(j.msgs) {
+		ids, err = renderTools(ctx, rm, j)
+	} else {
+		ids, err = rm.Render(ctx, j.msgs)
+	}
+	var ae *apiError
 	switch {
 	case err == nil:
 		return sessions.Chat, ids, nil
+	case errors.As(err, &ae):
+		return sessions.Chat, nil, ae
 	case errors.Is(err, chat.ErrConversation):
 		return sessions.Chat, nil, badField("messages", "%v", err)
 	case errors.Is(err, chat.ErrTemplate):
@@ -217,8 +255,9 @@ type output struct {
 	j       job
 	id      string
 	created int64
-	text    []byte // the whole reply, when not streamed
-	started bool   // the stream's headers and first event are out
+	text    []byte        // the whole reply, when not streamed
+	calls   []toolCallOut // its tool calls, when not streamed
+	started bool          // the stream's headers and first event are out
 	// tok gives the logprobs' token texts; logprobs are the reply's
 	// tokens', when asked and not streamed.
 	tok      *tokenizer.Tokenizer
@@ -233,6 +272,32 @@ func newOutput(w http.ResponseWriter, j job) *output {
 		prefix = "chatcmpl-"
 	}
 	return &output{w: w, rc: http.NewResponseController(w), j: j, id: prefix + hex.EncodeToString(b[:]), created: time.Now().Unix()}
+}
+
+// toolCalls sends the reply's calls: in the message at the end, or as
+// delta.tool_calls chunks, each call's id, type and name, then its
+// arguments.
+func (o *output) toolCalls(calls []chat.ToolCall) error {
+	if !o.j.p.stream {
+		for _, c := range calls {
+			o.calls = append(o.calls, toolCallOut{ID: c.ID, Type: "function", Function: functionCall{Name: c.Name, Arguments: c.Arguments}})
+		}
+		return nil
+	}
+	if err := o.start(); err != nil {
+		return err
+	}
+	for i, c := range calls {
+		for _, piece := range []toolCallOut{
+			{Index: &i, ID: c.ID, Type: "function", Function: functionCall{Name: c.Name}},
+			{Index: &i, Function: functionCall{Arguments: c.Arguments}},
+		} {
+			if err := o.event(o.chunk(choice{Delta: &message{ToolCalls: []toolCallOut{piece}}})); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // object is the completion's "object".
@@ -325,6 +390,12 @@ func (o *output) finish(reason string, u usage, fig *figures) error {
 	ub, _ := json.Marshal(u) // three ints
 	if !o.j.p.stream {
 		ch := o.textChoice(string(o.text), "assistant")
+		if len(o.calls) > 0 {
+			ch.Message.ToolCalls = o.calls
+			if strings.TrimSpace(string(o.text)) == "" {
+				ch.Message.Content = nil // OpenAI's null content beside calls
+			}
+		}
 		ch.FinishReason = &reason
 		if o.j.p.logprobs {
 			ch.Logprobs = logprobsJSON(o.tok, o.j.chat, o.logprobs)

@@ -42,6 +42,10 @@ type Request struct {
 	// Ungated sends every proposal, as long as allowed, whatever its
 	// acceptance rate: for tests that force drafts to be rejected.
 	Ungated bool
+	// Constraint, when set, restricts every emitted token (constrained
+	// decoding, constraint.go); the loop advances it. The calls then ask
+	// for logits even when greedy.
+	Constraint Constraint
 	// Logprobs gives every emitted token its log-probability and the
 	// TopLogprobs (0..sample.MaxTopLogprobs) most likely ids at its
 	// position (Token.Logprob, Token.Top): the model asks for logits rows
@@ -219,6 +223,9 @@ func (r *generation) loop(ctx context.Context, t Target) error {
 			return err
 		}
 		r.propose()
+		if r.con != nil {
+			r.constrainDrafts()
+		}
 		res, err := r.call(ctx, t)
 		if err != nil {
 			return err
@@ -299,6 +306,11 @@ type generation struct {
 	lprop []int32
 	lookQ float64
 
+	// Constrained decoding: the state after the emitted tokens, the state
+	// before each row of the call, and a scratch row of masked logits.
+	con     Constraint
+	states  []Constraint
+	maskRow []float32
 	// logits are the rows of the last call (with Request.Logprobs: the
 	// emitted tokens' logprobs come from them).
 	logits [][]float32
@@ -334,6 +346,9 @@ func (d *Decoder) start(req Request, emit func(Token) error) (*generation, error
 	r.want = model.Logits
 	if r.greedy && !req.Logprobs {
 		r.want = model.Argmax
+	}
+	if r.con = req.Constraint; r.con != nil {
+		r.want = model.Logits
 	}
 	r.room = req.Room
 	r.remaining = req.MaxTokens
@@ -422,7 +437,14 @@ func (r *generation) first() (done bool, err error) {
 	if r.req.Logits == nil {
 		return false, nil
 	}
-	id := r.pick(r.req.Logits)
+	var id int32
+	if r.con != nil {
+		if id, err = r.pickUnder(r.req.Logits, r.con); err != nil {
+			return true, err
+		}
+	} else {
+		id = r.pick(r.req.Logits)
+	}
 	if id < 0 {
 		return true, fmt.Errorf("spec: the logits of the last history token: %w", model.ErrDamaged)
 	}
@@ -440,6 +462,11 @@ func (r *generation) first() (done bool, err error) {
 // out emits a generated token (not a stop token), counts it and feeds it to
 // the sources; row is the logits row it was picked from, for its logprobs.
 func (r *generation) out(id int32, drafted bool, row []float32) error {
+	if r.con != nil {
+		if err := r.con.Advance(id); err != nil {
+			return fmt.Errorf("spec: emitted token %d: %w", id, err)
+		}
+	}
 	if r.draft {
 		for _, s := range r.d.Sources {
 			s.Append(id)
@@ -546,7 +573,7 @@ func (r *generation) call(ctx context.Context, t Target) (model.Result, error) {
 		return res, fmt.Errorf("spec: model call of width %d: %w", len(r.tokens), err)
 	}
 	rows := len(res.Argmax)
-	if !r.greedy || res.Argmax == nil {
+	if !r.greedy || res.Argmax == nil || r.con != nil {
 		rows = len(res.Logits)
 	}
 	if rows != len(r.tokens) {
@@ -565,7 +592,11 @@ func (r *generation) verify(res model.Result) (accepted int, err error) {
 	r.produced = r.produced[:0]
 	for i := range r.tokens {
 		var y int32
-		if r.greedy && res.Argmax != nil {
+		if r.con != nil {
+			if y, err = r.pickUnder(res.Logits[i], r.states[i]); err != nil {
+				return 0, err
+			}
+		} else if r.greedy && res.Argmax != nil {
 			y = res.Argmax[i]
 		} else {
 			y = r.pick(res.Logits[i])

@@ -115,6 +115,12 @@ func (t *Tokenizer) TokenBytes(id int32) []byte {
 	return []byte(p)
 }
 
+// IsSpecial reports whether id is a special or control token (an end of
+// turn, a template marker): Decode writes nothing for it, and constrained
+// decoding never allows it inside the text it matches. False for an id
+// outside the vocabulary.
+func (t *Tokenizer) IsSpecial(id int32) bool { return t.valid(id) && t.skip[id] }
+
 // byteRunText is the text of one run of byte-fallback pieces: Hugging Face's
 // ByteFallback decoder takes the run whole, its text if it is valid UTF-8,
 // else one U+FFFD per byte.
