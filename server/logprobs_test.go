@@ -352,3 +352,55 @@ func TestLogprobsRefusedByGreedyOnlyModel(t *testing.T) {
 	}
 	s.post(t, "/v1/chat/completions", user("Once", "max_tokens", 2), http.StatusOK)
 }
+
+// FuzzLogprobsFields: whatever a client sends as logprobs and top_logprobs,
+// reading them neither panics nor accepts a value out of range, and the
+// legacy alternatives object of any token texts (invalid UTF-8 included)
+// is valid JSON with each key once.
+func FuzzLogprobsFields(f *testing.F) {
+	f.Add([]byte("true"), 20, true, "a", "\xff")
+	f.Add([]byte("5"), 0, false, "", "")
+	f.Add([]byte(`"x"`), -3, true, "\xe6\x97", "\xe6\x97")
+	f.Fuzz(func(t *testing.T, raw []byte, top int, hasTop bool, k1, k2 string) {
+		var tp *int
+		if hasTop {
+			tp = &top
+		}
+		cr := &chatRequest{}
+		cr.Logprobs, cr.TopLogprobs = raw, tp
+		if on, n, e := cr.chatLogprobs(); e == nil && (n < 0 || n > 20 || (!on && n > 0)) {
+			t.Fatalf("chat %q top %v: accepted on %v top %d", raw, tp, on, n)
+		}
+		tr := &completionRequest{}
+		tr.Logprobs, tr.TopLogprobs = raw, tp
+		if on, n, e := tr.completionLogprobs(); e == nil && (n < 0 || n > maxTextLogprobs || (!on && n > 0)) {
+			t.Fatalf("completions %q: accepted on %v top %d", raw, on, n)
+		}
+		b, err := json.Marshal(topByKey{{k1, -1}, {k2, -2}})
+		var m map[string]float64
+		if err != nil || json.Unmarshal(b, &m) != nil || !bytes.HasPrefix(b, []byte("{")) {
+			t.Fatalf("alternatives %q %q: %s (%v)", k1, k2, b, err)
+		}
+		// Count the keys as written (a map would hide a repeated one); the
+		// first is the more likely alternative's.
+		keys, first, dec := 0, 0.0, json.NewDecoder(bytes.NewReader(b))
+		dec.Token()
+		for dec.More() {
+			dec.Token()
+			v, _ := dec.Token()
+			if keys == 0 {
+				first, _ = v.(float64)
+			}
+			keys++
+		}
+		j1, _ := json.Marshal(k1)
+		j2, _ := json.Marshal(k2)
+		want := 2
+		if bytes.Equal(j1, j2) {
+			want = 1 // the same text as JSON writes it: the more likely stays
+		}
+		if keys != len(m) || keys != want || first != -1 {
+			t.Fatalf("alternatives %q %q: %s has %d keys, want %d, the first -1", k1, k2, b, keys, want)
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"anechat/engine/constrain"
 	"anechat/engine/kv"
 	"anechat/engine/model"
 	"anechat/engine/sample"
@@ -176,5 +177,57 @@ func TestLogprobsBadRequest(t *testing.T) {
 		if err == nil {
 			t.Fatalf("top logprobs %d: no error", n)
 		}
+	}
+}
+
+// TestConstrainedLogprobsAreTheModels: under a JSON schema's mask, the
+// logprobs are still the unmasked model's (the log-softmax of the width-1
+// row, where the mask made the pick differ from the most likely token),
+// the same bits at every width, greedy and sampled.
+func TestConstrainedLogprobsAreTheModels(t *testing.T) {
+	b, _, v := constrainedStories(t)
+	g, err := constrain.CompileSchema([]byte(jsonSchemas[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := constrain.NewMatcher(g, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := storiesPrompts(t, b, 1)[0]
+	masked := 0
+	for _, temp := range []float64{0, 0.8} {
+		mk := func() *sample.Sampler {
+			if temp == 0 {
+				return nil
+			}
+			return sample.New(temp, 5, 0, 0)
+		}
+		req := func(w int) spec.Request {
+			return spec.Request{MaxTokens: 40, Width: w, Sampler: mk(), Ungated: true, Constraint: spec.Grammar(m.Start()),
+				Logprobs: true, TopLogprobs: 5}
+		}
+		base, _ := generateTokens(t, b, &spec.Decoder{}, h, req(1))
+		var ids []int32
+		for _, tk := range base {
+			ids = append(ids, tk.ID)
+		}
+		rows := widthOneRows(t, b, append(slices.Clone(h), ids...), len(h))
+		for k, tk := range base {
+			own, top := plainLogprobs(rows[k], tk.ID, 5)
+			if math.Abs(own-tk.Logprob) > 1e-9 || tk.Top[0].ID != top[0].ID || math.Abs(tk.Top[0].Logprob-top[0].Logprob) > 1e-9 {
+				t.Fatalf("T=%v token %d: %v %v, want the unmasked row's %v %v", temp, k, tk.Logprob, tk.Top, own, top)
+			}
+			if temp == 0 && tk.ID != top[0].ID {
+				masked++
+			}
+		}
+		for _, w := range []int{2, 3, 4, 5, 6, 7, 8, 0} {
+			got, _ := generateTokens(t, b, &spec.Decoder{Lookahead: w == 0}, h, req(w))
+			sameLogprobs(t, fmt.Sprintf("constrained T=%v width %d", temp, w), got, base)
+		}
+	}
+	if masked == 0 {
+		t.Fatal("the mask never changed a greedy pick: the case does not tell masked from unmasked logprobs")
 	}
 }

@@ -482,7 +482,9 @@ func (r *generation) out(id int32, drafted bool, row []float32) error {
 	tk := Token{ID: id, Drafted: drafted, Tokens: r.st.Tokens, Accepted: r.accepted, Calls: r.st.TargetCalls}
 	if r.req.Logprobs {
 		// The row's own numbers, whatever the width of the call: a wide
-		// call's row equals a width-1 call's (DESIGN.md invariant 1).
+		// call's row equals a width-1 call's (DESIGN.md invariant 1). They
+		// are the model's as it returned them: whatever restricts the
+		// choice (a sampler's filters, a mask) must not change row in place.
 		tk.Logprob, tk.Top = sample.Logprobs(row, id, r.req.TopLogprobs, nil)
 	}
 	return r.emitFn(tk)
