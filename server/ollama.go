@@ -24,8 +24,8 @@ import (
 )
 
 // Ollama's API, for the clients that speak only it: POST /api/chat and
-// /api/generate (NDJSON streams), GET /api/tags, POST /api/show and GET
-// /api/version. They run on the same path as the OpenAI routes (the token,
+// /api/generate (NDJSON streams), GET /api/tags, POST /api/show, GET /api/ps
+// and GET /api/version. They run on the same path as the OpenAI routes (the token,
 // Host and CORS checks, the queue, internal/sessions and its resume from
 // KV); only the request's fields and the reply's shape differ. What this
 // server cannot honour is refused with a 400 naming the field, as the
@@ -47,6 +47,7 @@ func (s *Server) ollamaRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/generate", s.ollamaCompletion(true))
 	mux.HandleFunc("GET /api/tags", s.ollamaTags)
 	mux.HandleFunc("POST /api/show", s.ollamaShow)
+	mux.HandleFunc("GET /api/ps", s.ollamaPS)
 	mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"version": ollamaVersion})
 	})
@@ -861,6 +862,28 @@ func humanCount(n int64) string {
 		return strconv.FormatFloat(math.Round(float64(n)/1e3), 'f', 0, 64) + "K"
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// ollamaPS is GET /api/ps: the served models loaded now (the sessions
+// manager holds one at a time), without an expiry: the server keeps a
+// model until another is asked for.
+func (s *Server) ollamaPS(w http.ResponseWriter, r *http.Request) {
+	ms, e := s.models(r.Context())
+	if e != nil {
+		writeOllamaError(w, e)
+		return
+	}
+	out := struct {
+		Models []ollamaModelInfo `json:"models"`
+	}{Models: []ollamaModelInfo{}}
+	loaded := s.cfg.Sessions.LoadedPath()
+	for _, m := range ms {
+		if loaded != "" && m.Path == loaded {
+			info, _ := s.describe(m)
+			out.Models = append(out.Models, info)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) ollamaTags(w http.ResponseWriter, r *http.Request) {

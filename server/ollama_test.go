@@ -410,7 +410,7 @@ func TestOllamaErrors(t *testing.T) {
 		{"a prompt past the context", "POST", "/api/generate", genWith("prompt", strings.Repeat("dog ", ctxLen+1)), 413, "prompt: the prompt is", nil},
 		{"no token", "POST", "/api/chat", chatWith(), 401, "missing or wrong bearer token", []string{"Authorization", ""}},
 		{"a rebound Host", "GET", "/api/tags", nil, 403, "the Host header", []string{"Host", "evil.example:80"}},
-		{"no such route", "GET", "/api/ps", nil, 404, "no such endpoint: GET /api/ps", nil},
+		{"no such route", "POST", "/api/pull", map[string]any{"model": "x"}, 404, "no such endpoint: POST /api/pull", nil},
 	} {
 		resp, b := s.do(t, c.method, c.path, c.body, c.header...)
 		var e map[string]any
@@ -427,6 +427,10 @@ func TestOllamaErrors(t *testing.T) {
 
 func TestOllamaTagsShowVersion(t *testing.T) {
 	s := startServer(t, "")
+	// Nothing loaded yet: /api/ps lists nothing.
+	if resp, b := s.do(t, http.MethodGet, "/api/ps", nil); resp.StatusCode != 200 || string(b) != "{\"models\":[]}\n" {
+		t.Fatalf("/api/ps before a load: %d %s", resp.StatusCode, b)
+	}
 	path := testres.Stories(t)
 	src, err := load.Detect(path)
 	if err != nil {
@@ -483,6 +487,13 @@ func TestOllamaTagsShowVersion(t *testing.T) {
 			!slices.Equal(show.Capabilities, []string{"completion"}) || !strings.Contains(show.Parameters, fmt.Sprintf("num_ctx %d\n", cfgCtx)) {
 			t.Fatalf("/api/show {%q}: %s", field, b)
 		}
+	}
+
+	// /api/ps: the model, loaded by the show above.
+	var ps struct{ Models []ollamaModelInfo }
+	resp, b = s.do(t, http.MethodGet, "/api/ps", nil)
+	if err := json.Unmarshal(b, &ps); resp.StatusCode != 200 || err != nil || len(ps.Models) != 1 || ps.Models[0].Name != "stories260K" || ps.Models[0].Digest != m.Digest {
+		t.Fatalf("/api/ps: %d %s", resp.StatusCode, b)
 	}
 
 	resp, b = s.do(t, http.MethodGet, "/api/version", nil)

@@ -243,7 +243,7 @@ func (s *Server) handler(hosts hostCheck) http.Handler {
 	mux.HandleFunc("POST /v1/completions", s.completion(func() request { return &completionRequest{} }))
 	s.ollamaRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeErrorFor(w, r, apiErr(http.StatusNotFound, "", "not_found", "no such endpoint: %s %s (this server has GET /v1/models, POST /v1/chat/completions and POST /v1/completions, and Ollama's POST /api/chat, POST /api/generate, GET /api/tags, POST /api/show and GET /api/version)", r.Method, r.URL.Path))
+		writeErrorFor(w, r, apiErr(http.StatusNotFound, "", "not_found", "no such endpoint: %s %s (this server has GET /v1/models, POST /v1/chat/completions and POST /v1/completions, and Ollama's POST /api/chat, POST /api/generate, GET /api/tags, POST /api/show, GET /api/ps and GET /api/version)", r.Method, r.URL.Path))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hosts.allowed(r.Host) {
