@@ -24,12 +24,13 @@ import (
 )
 
 // Ollama's API, for the clients that speak only it: POST /api/chat and
-// /api/generate (NDJSON streams), GET /api/tags, POST /api/show, GET /api/ps
-// and GET /api/version. They run on the same path as the OpenAI routes (the token,
-// Host and CORS checks, the queue, internal/sessions and its resume from
-// KV); only the request's fields and the reply's shape differ. What this
-// server cannot honour is refused with a 400 naming the field, as the
-// OpenAI routes do, never ignored.
+// /api/generate (NDJSON streams), GET /api/tags, POST /api/show, GET
+// /api/ps and GET /api/version. They run on the same path as the OpenAI
+// routes (the token, Host and CORS checks, the queue, internal/sessions and
+// its resume from KV, constrained decoding, tools, logprobs); only the
+// request's fields and the reply's shape differ. What this server cannot
+// honour is refused with a 400 naming the field, as the OpenAI routes do,
+// never ignored.
 
 // ollamaVersion is what GET /api/version reports: the Ollama release whose
 // API the /api routes follow (chat, generate, tags, show, version, with
@@ -185,16 +186,18 @@ type ollamaRequest struct {
 	Images   []json.RawMessage `json:"images"`
 }
 
-// ollamaOptions are the options a request may give: honoured (temperature,
-// seed, top_p, num_predict, stop, num_ctx), neutral only (top_k and the
-// penalties, which this server does not apply), or the runtime's own
-// (threads, GPU layers, batch, memory mapping), which this server chooses
-// itself and which change no reply.
+// The options a request may give are honoured (temperature, seed, top_p,
+// num_predict, stop, num_ctx: checkOptions), accepted at their neutral
+// value only (top_k and the penalties, which this server does not apply),
+// or the runtime's own (threads, GPU layers, batch, memory mapping), which
+// this server chooses itself and which change no reply.
+
+// ollamaRuntimeOptions are the runtime's options: accepted, changing nothing.
 var ollamaRuntimeOptions = []string{"numa", "num_batch", "num_gpu", "main_gpu", "low_vram", "f16_kv", "logits_all",
 	"use_mmap", "use_mlock", "num_thread", "num_keep"}
 
-// neutral are the values of the options this server does not apply that
-// leave the reply as it is.
+// ollamaNeutralOptions are the options this server does not apply, with the
+// value of each that leaves the reply as it is (the only one accepted).
 var ollamaNeutralOptions = map[string]float64{"top_k": 0, "repeat_penalty": 1, "presence_penalty": 0, "frequency_penalty": 0,
 	"mirostat": 0, "tfs_z": 1, "typical_p": 1, "min_p": 0}
 
@@ -234,14 +237,14 @@ func checkOptions(raw json.RawMessage) (ollamaSettings, *apiError) {
 		num := func() (float64, *apiError) {
 			var f float64
 			if err := json.Unmarshal(v, &f); err != nil {
-				return 0, badField(field, "want a number, got %s", v)
+				return 0, badField(field, "want a number, got %s", short(v))
 			}
 			return f, nil
 		}
 		integer := func() (int64, *apiError) {
 			var n int64
 			if err := json.Unmarshal(v, &n); err != nil {
-				return 0, badField(field, "want an integer, got %s", v)
+				return 0, badField(field, "want an integer, got %s", short(v))
 			}
 			return n, nil
 		}
@@ -344,7 +347,16 @@ func checkKeepAlive(raw json.RawMessage) *apiError {
 			return nil
 		}
 	}
-	return badField("keep_alive", "want a number of seconds or a duration such as \"5m\", got %s", raw)
+	return badField("keep_alive", "want a number of seconds or a duration such as \"5m\", got %s", short(raw))
+}
+
+// short is a JSON value as an error quotes it: at most 40 bytes of it.
+func short(v []byte) string {
+	v = bytes.TrimSpace(v)
+	if len(v) > 40 {
+		return string(v[:37]) + "..."
+	}
+	return string(v)
 }
 
 // ollamaFormat reads "format": "json" (any JSON object, as response_format
@@ -361,10 +373,7 @@ func ollamaFormat(raw json.RawMessage) (*constrain.Grammar, *apiError) {
 	case v[0] == '{':
 		return schemaGrammar("format", v)
 	}
-	if len(v) > 40 {
-		v = append(v[:37:37], "..."...)
-	}
-	return nil, badField("format", "%s: want \"json\" or a JSON schema object", v)
+	return nil, badField("format", "%s: want \"json\" or a JSON schema object", short(v))
 }
 
 // ollamaLogprobs reads logprobs (true or false) and top_logprobs (0..20,
@@ -383,9 +392,9 @@ func ollamaLogprobs(on *bool, top *int) (bool, int, *apiError) {
 	return lp, *top, nil
 }
 
-// ollamaToolCall is a call of an assistant message, in a request's history
-// or a reply: the function's name and its arguments as a JSON object (not
-// text, as OpenAI's are).
+// ollamaToolCall is a call of an assistant message in a request's history:
+// the function's name and its arguments as a JSON object (not text, as
+// OpenAI's are), and an id when the client kept the reply's.
 type ollamaToolCall struct {
 	ID       string `json:"id,omitempty"`
 	Function struct {
