@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"anechat/engine"
+	"anechat/engine/chat"
 	"anechat/engine/constrain"
 	"anechat/engine/load"
 	"anechat/internal/sessions"
@@ -760,5 +761,40 @@ func TestOllamaLogprobs(t *testing.T) {
 	}
 	if text.String() != want.text() || !same(streamed) {
 		t.Fatalf("streamed logprobs %+v", streamed)
+	}
+}
+
+// Ollama's tool messages name the function, not the call: each answers the
+// earliest unanswered call of its function (of any, unnamed), an id the
+// client kept answers its own call, and a call without an id is named by
+// its place, the same in every request.
+func TestOllamaToolMessagesMatchCalls(t *testing.T) {
+	body := `{"model": "m", "tools": [{"type": "function", "function": {"name": "a"}}, {"type": "function", "function": {"name": "b"}}],
+		"messages": [{"role": "user", "content": "q"},
+		{"role": "assistant", "tool_calls": [{"function": {"name": "a", "arguments": {"x": 1}}}, {"function": {"name": "b"}}, {"id": "mine", "function": {"name": "a"}}]},
+		{"role": "tool", "tool_name": "b", "content": "B"},
+		{"role": "tool", "tool_call_id": "mine", "content": "A2"},
+		{"role": "tool", "content": "A1"},
+		{"role": "tool", "tool_name": "a", "content": "orphan"}]}`
+	var r ollamaRequest
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatal(err)
+	}
+	j, e := r.job(false, DefaultDefaults())
+	if e != nil {
+		t.Fatal(e)
+	}
+	calls := j.msgs[1].ToolCalls
+	if len(calls) != 3 || calls[0] != (chat.ToolCall{ID: "call_1_0", Name: "a", Arguments: `{"x": 1}`}) ||
+		calls[1] != (chat.ToolCall{ID: "call_1_1", Name: "b", Arguments: "{}"}) || calls[2].ID != "mine" {
+		t.Fatalf("calls %+v", calls)
+	}
+	for i, want := range []struct{ id, name string }{{"call_1_1", "b"}, {"mine", "a"}, {"call_1_0", "a"}, {"call_5", "a"}} {
+		if m := j.msgs[2+i]; m.ToolCallID != want.id || m.Name != want.name {
+			t.Errorf("tool message %d (%q): answers %q of %q, want %q of %q", i, m.Content, m.ToolCallID, m.Name, want.id, want.name)
+		}
+	}
+	if len(j.tools.tools) != 2 || j.tools.choice.mode != "auto" {
+		t.Errorf("tools %+v", j.tools)
 	}
 }
