@@ -329,25 +329,26 @@ func checkOptions(raw json.RawMessage) (ollamaSettings, *apiError) {
 
 // checkKeepAlive accepts keep_alive as Ollama does (a number of seconds or
 // a duration such as "5m"); the server keeps the model loaded by its own
-// rule, so the value changes nothing.
-func checkKeepAlive(raw json.RawMessage) *apiError {
+// rule, so the value changes nothing. zero reports a keep_alive of 0:
+// Ollama's "unload now".
+func checkKeepAlive(raw json.RawMessage) (zero bool, e *apiError) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil
+		return false, nil
 	}
 	var f float64
 	if json.Unmarshal(raw, &f) == nil {
-		return nil
+		return f == 0, nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		if _, err := time.ParseDuration(s); err == nil {
-			return nil
+		if d, err := time.ParseDuration(s); err == nil {
+			return d == 0, nil
 		}
-		if _, err := strconv.ParseFloat(s, 64); err == nil {
-			return nil
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return f == 0, nil
 		}
 	}
-	return badField("keep_alive", "want a number of seconds or a duration such as \"5m\", got %s", short(raw))
+	return false, badField("keep_alive", "want a number of seconds or a duration such as \"5m\", got %s", short(raw))
 }
 
 // short is a JSON value as an error quotes it: at most 40 bytes of it.
@@ -437,7 +438,8 @@ func (r *ollamaRequest) job(generate bool, d Defaults) (job, *apiError) {
 	if t := strings.TrimSpace(string(r.Think)); t != "" && t != "null" && t != "false" {
 		return j, badField("think", "%s: this server does not separate a model's thinking from its reply; leave it out or false", t)
 	}
-	if e := checkKeepAlive(r.KeepAlive); e != nil {
+	unload, e := checkKeepAlive(r.KeepAlive)
+	if e != nil {
 		return j, e
 	}
 	o, e := checkOptions(r.Options)
@@ -464,9 +466,17 @@ func (r *ollamaRequest) job(generate bool, d Defaults) (job, *apiError) {
 	}
 	j.p = p
 	if generate {
-		return j, r.generateJob(&j)
+		e = r.generateJob(&j)
+	} else {
+		e = r.chatJob(&j)
 	}
-	return j, r.chatJob(&j)
+	if e == nil && j.ollama.load && unload {
+		// Nothing to generate and keep_alive 0: Ollama's request to unload
+		// the model, which the server shares (the app's chat, other
+		// clients) and keeps by its own rule.
+		e = badField("keep_alive", "0 with nothing to generate asks to unload the model, which this server does not do on request (it keeps the model it serves loaded, and drops it for another)")
+	}
+	return j, e
 }
 
 // chatJob checks /api/chat's own fields into j.

@@ -400,6 +400,8 @@ func TestOllamaErrors(t *testing.T) {
 		{"top_logprobs without logprobs", "POST", "/api/chat", chatWith("top_logprobs", 3), 400, "top_logprobs: only allowed with", nil},
 		{"top_logprobs 21", "POST", "/api/generate", genWith("logprobs", true, "top_logprobs", 21), 400, "top_logprobs: 21: want 0 to 20", nil},
 		{"keep_alive", "POST", "/api/chat", chatWith("keep_alive", "soon"), 400, "keep_alive: want", nil},
+		{"unload", "POST", "/api/generate", map[string]any{"model": "stories260K", "keep_alive": 0}, 400, "keep_alive: 0 with nothing to generate asks to unload", nil},
+		{"unload, chat", "POST", "/api/chat", map[string]any{"model": "stories260K", "keep_alive": "0s", "messages": []any{}}, 400, "keep_alive: 0 with nothing", nil},
 		{"prompt on chat", "POST", "/api/chat", chatWith("prompt", "x"), 400, "prompt: a field of /api/generate", nil},
 		{"messages on generate", "POST", "/api/generate", genWith("messages", msgs), 400, "messages: a field of /api/chat", nil},
 		{"template", "POST", "/api/generate", genWith("template", "{{ .Prompt }}"), 400, "template: not supported", nil},
