@@ -161,6 +161,10 @@ type ollamaRequest struct {
 	Think     json.RawMessage `json:"think"`
 	Logprobs  *bool           `json:"logprobs"`
 	TopLogs   *int            `json:"top_logprobs"`
+	// Anechat is the OpenAI routes' extension, the speculation width.
+	Anechat *struct {
+		Width *widthOption `json:"width"`
+	} `json:"anechat"`
 
 	// /api/chat.
 	Messages []struct {
@@ -450,11 +454,13 @@ func (r *ollamaRequest) job(generate bool, d Defaults) (job, *apiError) {
 	// The settings go through the OpenAI routes' checks; their fields are
 	// options here.
 	stream := r.Stream == nil || *r.Stream // Ollama streams unless told not to
-	sm := sampling{Model: r.Model, Temperature: o.temperature, TopP: o.topP, Seed: o.seed, MaxTokens: o.numPredict, Stream: &stream}
+	sm := sampling{Model: r.Model, Temperature: o.temperature, TopP: o.topP, Seed: o.seed, MaxTokens: o.numPredict, Stream: &stream, Anechat: r.Anechat}
 	p, e := sm.check(d)
 	if e != nil {
-		e.param = "options." + e.param
-		e.msg = "options." + e.msg
+		if !strings.HasPrefix(e.param, "anechat.") {
+			e.param = "options." + e.param
+			e.msg = "options." + e.msg
+		}
 		return j, e
 	}
 	p.stops = o.stops

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -798,5 +799,78 @@ func TestOllamaToolMessagesMatchCalls(t *testing.T) {
 	}
 	if len(j.tools.tools) != 2 || j.tools.choice.mode != "auto" {
 		t.Errorf("tools %+v", j.tools)
+	}
+}
+
+// Speculation never changes an Ollama stream: the same lines at every width
+// (anechat.width, the OpenAI routes' extension), greedy and sampled.
+func TestOllamaStreamIdenticalAtEveryWidth(t *testing.T) {
+	s := startServer(t, "", withCosts)
+	for _, opts := range []map[string]any{{"num_predict": 40}, {"num_predict": 40, "temperature": 0.8, "seed": 3, "top_p": 0.9}} {
+		var want []string
+		accepted := 0
+		for _, w := range []any{1, 2, 4, "auto", 8} {
+			lines := s.ollamaStream(t, "/api/chat", map[string]any{"model": "stories260K", "options": opts, "anechat": map[string]any{"width": w},
+				"messages": []map[string]any{{"role": "user", "content": "Lily and Tom played in the park with a big red ball"}}})
+			var got []string
+			for _, l := range lines {
+				got = append(got, l.text())
+			}
+			if last := lines[len(lines)-1]; last.Anechat != nil {
+				accepted += last.Anechat.Accepted
+			}
+			if want == nil {
+				want = got
+				continue
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("options %v, width %v: lines %q, width 1's %q", opts, w, got, want)
+			}
+		}
+		if accepted == 0 {
+			t.Errorf("options %v: no draft was accepted at any width: the test shows nothing", opts)
+		}
+	}
+	if _, b := s.do(t, http.MethodPost, "/api/chat", map[string]any{"model": "stories260K", "anechat": map[string]any{"width": 99}}); !strings.Contains(string(b), `"anechat.width: want 1`) {
+		t.Errorf("width 99: %s", b)
+	}
+}
+
+// A client that hangs up stops its generation at the next model call, on
+// the Ollama routes as on the OpenAI ones.
+func TestOllamaDisconnectCancels(t *testing.T) {
+	s := startServer(t, "", withGate)
+	s.gate.arm(1) // the prefill passes; the first decode call blocks
+	ctx, cancel := context.WithCancel(context.Background())
+	body := map[string]any{"model": "stories260K", "anechat": map[string]any{"width": 1}, "options": map[string]any{"num_predict": 50},
+		"messages": []map[string]any{{"role": "user", "content": "Once upon a time"}}}
+	first := make(chan string, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(s.request(t, ctx, http.MethodPost, "/api/chat", body))
+		if err != nil {
+			first <- "request: " + err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+		first <- line
+		<-ctx.Done()
+	}()
+	if l := <-first; !strings.Contains(l, `"done":false`) {
+		t.Fatalf("the first line %q", l)
+	}
+	<-s.gate.blocked
+	cancel()
+	select {
+	case err := <-s.gate.ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the blocked model call ended with %v, want the request's cancellation", err)
+		}
+	case <-time.After(2 * time.Minute): // a hang guard, not a measurement
+		t.Fatal("the generation was not cancelled when its client left")
+	}
+	s.gate.open()
+	if l, _ := s.ollama(t, "/api/chat", map[string]any{"model": "stories260K", "messages": body["messages"], "options": map[string]any{"num_predict": 5}}, http.StatusOK); l.EvalCount != 5 {
+		t.Fatalf("the next request after a disconnect: %+v", l)
 	}
 }
