@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -131,14 +130,20 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 	if err != nil {
 		return engine.Stats{}, len(ids), err
 	}
-	f := &stopFilter{stops: append(slices.Clone(j.p.stops), format.Stops()...)}
+	var stopIDs []int32
+	for _, p := range format.Stops() {
+		if id, ok := rm.Tokenizer().TokenID(p); ok {
+			stopIDs = append(stopIDs, id)
+		}
+	}
+	f := &stopFilter{stops: j.p.stops}
 	tc := &toolCollector{f: format}
 	var learn []string
 	for _, m := range j.msgs {
 		learn = append(learn, m.Content)
 	}
 	st, err := rm.Reply(ctx, sessions.Request{Mode: mode, Prompt: ids, Learn: learn,
-		Options: engine.GenerateOptions{MaxTokens: j.p.maxTokens, Width: j.p.width, Temperature: j.p.temperature, TopP: j.p.topP, Seed: seed, Constraint: con},
+		Options: engine.GenerateOptions{MaxTokens: j.p.maxTokens, Width: j.p.width, Temperature: j.p.temperature, TopP: j.p.topP, Seed: seed, Constraint: con, Stop: stopIDs},
 		Emit: func(t engine.Token) error {
 			text, stopped := f.push(t.Text)
 			if err := out.piece(tc.push(text)); err != nil {

@@ -14,8 +14,8 @@ const (
 	gemmaOpen   = "<|tool_call>call:"
 	gemmaClose  = "<tool_call|>"
 	gemmaQuote  = `<|"|>`
-	// gemmaResponse is what Gemma 4 writes after its calls: the tool's
-	// answer goes there, so generation stops at it (ToolFormat.Stops).
+	// gemmaResponse is the token Gemma 4 writes after its calls: the
+	// tool's answer goes there, so generation stops at it (ToolFormat.Stops).
 	gemmaResponse = "<|tool_response>"
 )
 
@@ -31,9 +31,11 @@ func (f ToolFormat) marker() string {
 	return ""
 }
 
-// Stops are text stops a reply with tools needs besides the template's stop
-// tokens: Gemma 4 writes <|tool_response> (an ordinary token) after its calls,
-// where the tool's answer goes.
+// Stops are the pieces of the tokens that end a reply with tools besides
+// the template's stop tokens: Gemma 4 writes <|tool_response> after its
+// calls, where the tool's answer goes (a token its GGUF files mark neither
+// end of turn nor end of text, so the model would go on to write an
+// answer itself).
 func (f ToolFormat) Stops() []string {
 	if f == ToolsGemma4 {
 		return []string{gemmaResponse}

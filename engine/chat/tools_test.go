@@ -121,6 +121,11 @@ func TestToolCallsRoundTripThroughTemplates(t *testing.T) {
 				t.Fatalf("the history with a call and the prompt part at %q", full[:n])
 			}
 			reply := full[n:]
+			for _, p := range f.Stops() {
+				if _, ok := m.tok.TokenID(p); !ok {
+					t.Errorf("the stop %q is no token of the model's", p)
+				}
+			}
 			// The template's end of turn (and Gemma's tool response
 			// opening) are where generation stops: not part of the reply.
 			for _, end := range append([]string{"<|im_end|>", "<|eot_id|>", "<turn|>"}, f.Stops()...) {
