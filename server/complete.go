@@ -145,7 +145,11 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 	st, err := rm.Reply(ctx, sessions.Request{Mode: mode, Prompt: ids, Learn: learn,
 		Options: engine.GenerateOptions{MaxTokens: j.p.maxTokens, Width: j.p.width, Temperature: j.p.temperature, TopP: j.p.topP, Seed: seed, Constraint: con, Stop: stopIDs},
 		Emit: func(t engine.Token) error {
-			text, stopped := f.push(t.Text)
+			text := t.Text
+			if format != chat.NoTools && t.ID >= 0 {
+				text = format.MarkerText(text, rm.Tokenizer().Piece(t.ID))
+			}
+			text, stopped := f.push(text)
 			if err := out.piece(tc.push(text)); err != nil {
 				return err
 			}

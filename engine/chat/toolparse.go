@@ -3,6 +3,7 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -29,6 +30,30 @@ func (f ToolFormat) marker() string {
 		return "<|tool_call>"
 	}
 	return ""
+}
+
+// Markers are the pieces of the tokens the format's calls are written
+// with. A tokenizer may count them special, and special tokens decode to
+// nothing: a server reading a reply for calls spells these out (see
+// MarkerText).
+func (f ToolFormat) Markers() []string {
+	switch f {
+	case ToolsHermes:
+		return []string{hermesOpen, hermesClose}
+	case ToolsGemma4:
+		return []string{"<|tool_call>", gemmaClose, gemmaQuote}
+	}
+	return nil
+}
+
+// MarkerText is the text of a generated token for reading calls: its
+// decoded text, or, for a token that decodes to nothing, its piece when
+// that is one of the format's Markers.
+func (f ToolFormat) MarkerText(text, piece string) string {
+	if text == "" && piece != "" && slices.Contains(f.Markers(), piece) {
+		return piece
+	}
+	return text
 }
 
 // Stops are the pieces of the tokens that end a reply with tools besides

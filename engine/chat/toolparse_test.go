@@ -126,3 +126,24 @@ func FuzzParseCalls(f *testing.F) {
 		}
 	})
 }
+
+// A marker token that a tokenizer counts special (it decodes to nothing) is
+// spelled out for reading calls; other silent tokens stay silent.
+func TestMarkerText(t *testing.T) {
+	for _, c := range []struct {
+		f                 ToolFormat
+		text, piece, want string
+	}{
+		{ToolsGemma4, "", "<|tool_call>", "<|tool_call>"},
+		{ToolsGemma4, "", `<|"|>`, `<|"|>`},
+		{ToolsGemma4, "", "<turn|>", ""},
+		{ToolsHermes, "", "</tool_call>", "</tool_call>"},
+		{ToolsHermes, "x", "<tool_call>", "x"},
+		{ToolsLlama3, "", "<|python_tag|>", ""},
+		{NoTools, "", "<tool_call>", ""},
+	} {
+		if got := c.f.MarkerText(c.text, c.piece); got != c.want {
+			t.Errorf("%s MarkerText(%q, %q) = %q, want %q", c.f, c.text, c.piece, got, c.want)
+		}
+	}
+}
