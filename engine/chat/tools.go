@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -120,8 +121,10 @@ func jsonNext(d *json.Decoder, depth int) (jinja.Value, error) {
 			}
 			return jinja.Int(n), nil
 		}
+		// Past float64's range Python's json.loads gives inf, as
+		// ParseFloat does with its range error.
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
+		if err != nil && !math.IsInf(f, 0) {
 			return jinja.Value{}, fmt.Errorf("the number %s is out of range", s)
 		}
 		return jinja.Float(f), nil
