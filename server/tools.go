@@ -93,6 +93,9 @@ func checkTools(field string, raw []json.RawMessage) ([]chat.Tool, []string, *ap
 				return nil, nil, badField(at+".function.parameters", "not a JSON schema of the arguments: %s", msg)
 			}
 		}
+		if err := chat.CheckTool(r); err != nil {
+			return nil, nil, badField(at, "%v", err)
+		}
 		tools[i], names[i] = chat.Tool(bytes.TrimSpace(r)), name
 	}
 	return tools, names, nil

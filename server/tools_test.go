@@ -349,6 +349,7 @@ func TestToolErrors(t *testing.T) {
 		{"qwen-tools", []any{fn(map[string]any{"name": "f", "parameters": "a string"})}, nil, nil, "tools[0].function.parameters", "JSON schema"},
 		{"qwen-tools", []any{fn(map[string]any{"name": "f", "parameters": map[string]any{"type": "object", "properties": []int{1}}})}, nil, nil, "tools[0].function.parameters", "properties"},
 		{"qwen-tools", []any{map[string]any{"type": "retrieval"}}, nil, nil, "tools[0].type", "function"},
+		{"qwen-tools", []any{json.RawMessage(`{"type": "function", "function": {"name": "f", "x": 123456789012345678901234567890}}`)}, nil, nil, "tools[0]", "out of range"},
 		{"qwen-tools", []any{weatherTool}, map[string]any{"type": "function", "function": map[string]any{"name": "nope"}}, nil, "tool_choice.function.name", "nope"},
 		{"qwen-tools", []any{weatherTool}, "sometimes", nil, "tool_choice", "sometimes"},
 		{"qwen-tools", []any{fn(map[string]any{"name": "f", "strict": true, "parameters": map[string]any{"type": "object",

@@ -191,6 +191,17 @@ func messageValue(m Message) jinja.Value {
 	return jinja.Dict(kv...)
 }
 
+// CheckTool reports whether a template can be given t: a JSON object whose
+// numbers Python's json.loads would read (integers within 64 bits), nested
+// at most 64 deep. RenderTools refuses a tool that is not.
+func CheckTool(t Tool) error {
+	v, err := jsonValue(t)
+	if err == nil && v.Kind() != jinja.KindDict {
+		err = errors.New("not a JSON object")
+	}
+	return err
+}
+
 // toolsValue is the tools list as the template sees it.
 func toolsValue(tools []Tool) (jinja.Value, error) {
 	if len(tools) == 0 {
