@@ -224,13 +224,16 @@ type sampling struct {
 		Width *widthOption `json:"width"`
 	} `json:"anechat"`
 
+	// Logprobs is true or false in a chat, an integer in a text
+	// completion (chatLogprobs, completionLogprobs); TopLogprobs is chat's.
+	Logprobs    json.RawMessage `json:"logprobs"`
+	TopLogprobs *int            `json:"top_logprobs"`
+
 	// Fields whose effect this server does not have: a request that sets
 	// them to anything but their neutral value is refused, not half-served.
 	FrequencyPenalty *float64          `json:"frequency_penalty"`
 	PresencePenalty  *float64          `json:"presence_penalty"`
 	LogitBias        map[string]any    `json:"logit_bias"`
-	Logprobs         json.RawMessage   `json:"logprobs"`
-	TopLogprobs      *int              `json:"top_logprobs"`
 	Tools            []json.RawMessage `json:"tools"`
 	Functions        []json.RawMessage `json:"functions"`
 	ResponseFormat   *responseFormat   `json:"response_format"`
@@ -255,6 +258,11 @@ type params struct {
 	includeUsage bool
 	width        int
 	format       *constrain.Grammar // response_format's, nil for text
+	// logprobs: each token's log-probability is sent, with topLogprobs
+	// (0..20) alternatives (chat's logprobs/top_logprobs, completions'
+	// logprobs N).
+	logprobs    bool
+	topLogprobs int
 }
 
 // check validates the shared fields and fills in the defaults.
@@ -325,10 +333,6 @@ func (s *sampling) check(d Defaults) (params, *apiError) {
 
 // unsupported refuses the fields this server does not honour when set.
 func (s *sampling) unsupported() *apiError {
-	off := func(b json.RawMessage) bool {
-		v := strings.TrimSpace(string(b))
-		return v == "" || v == "null" || v == "false" || v == "0"
-	}
 	switch {
 	case s.FrequencyPenalty != nil && *s.FrequencyPenalty != 0:
 		return badField("frequency_penalty", "not supported (it would change the model's choices); leave it out or 0")
@@ -336,10 +340,6 @@ func (s *sampling) unsupported() *apiError {
 		return badField("presence_penalty", "not supported (it would change the model's choices); leave it out or 0")
 	case len(s.LogitBias) > 0:
 		return badField("logit_bias", "not supported; leave it out")
-	case !off(s.Logprobs):
-		return badField("logprobs", "not supported; leave it out")
-	case s.TopLogprobs != nil && *s.TopLogprobs != 0:
-		return badField("top_logprobs", "not supported; leave it out")
 	case len(s.Tools) > 0:
 		return badField("tools", "tools are for chat completions (/v1/chat/completions); leave it out")
 	case len(s.Functions) > 0:
@@ -397,6 +397,9 @@ func (r *chatRequest) job(d Defaults) (job, *apiError) {
 // check validates the request and returns its messages and settings.
 func (r *chatRequest) check(d Defaults) ([]chat.Message, params, *apiError) {
 	p, e := r.sampling.check(d)
+	if e == nil {
+		p.logprobs, p.topLogprobs, e = r.chatLogprobs()
+	}
 	if e != nil {
 		return nil, p, e
 	}
@@ -457,6 +460,9 @@ func (r *completionRequest) job(d Defaults) (job, *apiError) {
 // check validates the request and returns its prompt text and settings.
 func (r *completionRequest) check(d Defaults) (string, params, *apiError) {
 	p, e := r.sampling.check(d)
+	if e == nil {
+		p.logprobs, p.topLogprobs, e = r.completionLogprobs()
+	}
 	if e != nil {
 		return "", p, e
 	}
@@ -513,12 +519,12 @@ type message struct {
 
 // choice is one choice of a chat or text completion, whole or a chunk.
 type choice struct {
-	Index        int       `json:"index"`
-	Message      *message  `json:"message,omitempty"`
-	Delta        *message  `json:"delta,omitempty"`
-	Text         *string   `json:"text,omitempty"`
-	Logprobs     *struct{} `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
+	Index        int      `json:"index"`
+	Message      *message `json:"message,omitempty"`
+	Delta        *message `json:"delta,omitempty"`
+	Text         *string  `json:"text,omitempty"`
+	Logprobs     any      `json:"logprobs"` // null, *chatLogprobs or *textLogprobs
+	FinishReason *string  `json:"finish_reason"`
 }
 
 // completion is a chat or text completion, or a streamed chunk of one.

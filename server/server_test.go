@@ -274,7 +274,7 @@ func TestErrors(t *testing.T) {
 		{"/v1/chat/completions", user("x", "stream_options", map[string]any{"include_usage": true}), 400, "stream_options", ""},
 		{"/v1/chat/completions", user("x", "anechat", map[string]any{"width": 9}), 400, "anechat.width", ""},
 		{"/v1/chat/completions", user("x", "tools", []any{map[string]any{"type": "function"}}), 400, "tools[0].function", ""},
-		{"/v1/chat/completions", user("x", "logprobs", true), 400, "logprobs", ""},
+		{"/v1/chat/completions", user("x", "logprobs", "yes"), 400, "logprobs", ""},
 		{"/v1/chat/completions", user("x", "frequency_penalty", 0.5), 400, "frequency_penalty", ""},
 		{"/v1/chat/completions", map[string]any{"model": "stories260K", "messages": []any{}}, 400, "messages", ""},
 		{"/v1/chat/completions", map[string]any{"model": "stories260K", "messages": []any{map[string]any{"role": "function", "content": "x"}}}, 400, "messages[0].role", ""},

@@ -33,7 +33,8 @@ func accepts(t *testing.T, e constrain.Element, text string) bool {
 type byteVocab struct{}
 
 func (byteVocab) VocabSize() int                     { return 256 }
-func (byteVocab) TokenBytes(id int32) ([]byte, bool) { return []byte{byte(id)}, true }
+func (byteVocab) TokenBytes(id int32) []byte         { return []byte{byte(id)} }
+func (byteVocab) IsSpecial(int32) bool               { return false }
 func (byteVocab) TokenID(piece string) (int32, bool) { return 0, false }
 
 const weather = `{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
