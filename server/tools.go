@@ -330,7 +330,7 @@ type toolCollector struct {
 func (c *toolCollector) push(piece string) string {
 	c.text.WriteString(piece)
 	all := c.text.String()
-	n := c.f.Streamable(all)
+	n := c.f.StreamableFrom(all, c.sent)
 	if n <= c.sent {
 		return ""
 	}

@@ -74,23 +74,32 @@ func (f ToolFormat) Stops() []string {
 // content and holds the rest until the reply ends (ParseCalls). As text
 // grows, Streamable never shrinks, and text[:Streamable(text)] is always a
 // prefix of the content ParseCalls finds in the whole reply.
-func (f ToolFormat) Streamable(text string) int {
+func (f ToolFormat) Streamable(text string) int { return f.StreamableFrom(text, 0) }
+
+// StreamableFrom is Streamable(text) where Streamable already allowed the
+// first sent bytes of an earlier, shorter text: it looks only past them, so
+// a server that asks at every token does linear work over a reply.
+func (f ToolFormat) StreamableFrom(text string, sent int) int {
 	switch f {
 	case NoTools:
 		return len(text)
 	case ToolsLlama3:
 		// The call is the whole reply: a reply that starts with '{' (or
-		// has not started) may be one.
-		if t := strings.TrimLeftFunc(text, unicode.IsSpace); t == "" || t[0] == '{' {
+		// has not started) may be one; one that streamed text is not.
+		if t := strings.TrimLeftFunc(text, unicode.IsSpace); sent == 0 && (t == "" || t[0] == '{') {
 			return 0
 		}
 		return len(text)
 	}
+	// No marker starts before sent (what might have was held), and
+	// text[sent-1] is not a space (trailing spaces were held).
 	m := f.marker()
-	cut := strings.Index(text, m)
-	if cut < 0 {
+	cut := strings.Index(text[sent:], m)
+	if cut >= 0 {
+		cut += sent
+	} else {
 		cut = len(text)
-		for n := min(len(m)-1, len(text)); n > 0; n-- {
+		for n := min(len(m)-1, len(text)-sent); n > 0; n-- {
 			if strings.HasSuffix(text, m[:n]) {
 				cut = len(text) - n
 				break

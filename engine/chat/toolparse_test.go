@@ -85,6 +85,9 @@ func checkStreaming(t *testing.T, f ToolFormat, reply string) {
 		if s < last || s > n {
 			t.Fatalf("%s %q: Streamable(%q) = %d after %d", f, reply, reply[:n], s, last)
 		}
+		if from := f.StreamableFrom(reply[:n], last); from != s {
+			t.Fatalf("%s %q: StreamableFrom(%q, %d) = %d, Streamable %d", f, reply, reply[:n], last, from, s)
+		}
 		last = s
 		if !strings.HasPrefix(content, reply[:s]) {
 			t.Fatalf("%s %q: streamed %q, which the content %q does not start with", f, reply, reply[:s], content)
