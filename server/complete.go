@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -194,7 +193,13 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out reply
 	if err != nil {
 		return engine.Stats{}, len(ids), err
 	}
-	f := &stopFilter{stops: append(slices.Clone(j.p.stops), format.Stops()...)}
+	var stopIDs []int32
+	for _, p := range format.Stops() {
+		if id, ok := rm.Tokenizer().TokenID(p); ok {
+			stopIDs = append(stopIDs, id)
+		}
+	}
+	f := &stopFilter{stops: j.p.stops}
 	tc := &toolCollector{f: format}
 	var lq *logprobQueue // nil: no logprobs asked
 	if j.p.logprobs {
@@ -207,7 +212,7 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out reply
 	}
 	st, err := rm.Reply(ctx, sessions.Request{Mode: mode, Prompt: ids, Learn: learn,
 		Options: engine.GenerateOptions{MaxTokens: maxTokens, Width: j.p.width, Temperature: j.p.temperature, TopP: j.p.topP, Seed: seed,
-			Constraint: con, Logprobs: j.p.logprobs, TopLogprobs: j.p.topLogprobs},
+			Constraint: con, Logprobs: j.p.logprobs, TopLogprobs: j.p.topLogprobs, Stop: stopIDs},
 		Emit: func(t engine.Token) error {
 			if t.ID >= 0 {
 				generated = append(generated, t.ID)
@@ -215,7 +220,11 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out reply
 			if lq != nil && t.ID >= 0 {
 				lq.add(t) // ID -1 is the detokenizer's tail, not a token
 			}
-			text, stopped := f.push(t.Text)
+			text := t.Text
+			if format != chat.NoTools && t.ID >= 0 {
+				text = format.MarkerText(text, rm.Tokenizer().Piece(t.ID))
+			}
+			text, stopped := f.push(text)
 			if err := out.piece(tc.push(text), lq.release(false)); err != nil {
 				return err
 			}

@@ -93,6 +93,9 @@ func checkTools(field string, raw []json.RawMessage) ([]chat.Tool, []string, *ap
 				return nil, nil, badField(at+".function.parameters", "not a JSON schema of the arguments: %s", msg)
 			}
 		}
+		if err := chat.CheckTool(r); err != nil {
+			return nil, nil, badField(at, "%v", err)
+		}
 		tools[i], names[i] = chat.Tool(bytes.TrimSpace(r)), name
 	}
 	return tools, names, nil
@@ -227,7 +230,20 @@ func (c toolChoice) forced() bool { return c.mode == "required" || c.mode == "fu
 // decoding then allows nothing else. A format whose calls cannot be forced,
 // or a strict tool schema outside the compiler's subset, is a 400 naming
 // the field.
+//
+// The grammar is kept with the response formats' (formats, by the format,
+// the function named and the tools' compact text): an agent that sends the
+// same tools every turn reuses its matcher's masks.
 func forcedCall(f chat.ToolFormat, tj toolJob) (*constrain.Grammar, *apiError) {
+	var key bytes.Buffer
+	fmt.Fprintf(&key, "tool call\x00%s\x00%s", f, tj.choice.name)
+	for _, t := range tj.tools {
+		key.WriteByte(0)
+		json.Compact(&key, t) // checkTools read it as JSON
+	}
+	if g := formats.get(key.String()); g != nil {
+		return g, nil
+	}
 	e, err := f.CallGrammar(tj.tools, tj.choice.name)
 	var ce *constrain.Error
 	switch {
@@ -245,7 +261,7 @@ func forcedCall(f chat.ToolFormat, tj toolJob) (*constrain.Grammar, *apiError) {
 	if err != nil {
 		return nil, badField("tools", "the forced call's grammar: %v", err)
 	}
-	return g, nil
+	return formats.put(key.String(), g), nil
 }
 
 // toolCallIn is a call in an assistant message of the history.
@@ -314,7 +330,7 @@ type toolCollector struct {
 func (c *toolCollector) push(piece string) string {
 	c.text.WriteString(piece)
 	all := c.text.String()
-	n := c.f.Streamable(all)
+	n := c.f.StreamableFrom(all, c.sent)
 	if n <= c.sent {
 		return ""
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"anechat/engine/chat"
 	"anechat/engine/cpu"
 	"anechat/engine/kv"
 	"anechat/engine/load"
@@ -348,6 +349,7 @@ func TestToolErrors(t *testing.T) {
 		{"qwen-tools", []any{fn(map[string]any{"name": "f", "parameters": "a string"})}, nil, nil, "tools[0].function.parameters", "JSON schema"},
 		{"qwen-tools", []any{fn(map[string]any{"name": "f", "parameters": map[string]any{"type": "object", "properties": []int{1}}})}, nil, nil, "tools[0].function.parameters", "properties"},
 		{"qwen-tools", []any{map[string]any{"type": "retrieval"}}, nil, nil, "tools[0].type", "function"},
+		{"qwen-tools", []any{json.RawMessage(`{"type": "function", "function": {"name": "f", "x": 123456789012345678901234567890}}`)}, nil, nil, "tools[0]", "out of range"},
 		{"qwen-tools", []any{weatherTool}, map[string]any{"type": "function", "function": map[string]any{"name": "nope"}}, nil, "tool_choice.function.name", "nope"},
 		{"qwen-tools", []any{weatherTool}, "sometimes", nil, "tool_choice", "sometimes"},
 		{"qwen-tools", []any{fn(map[string]any{"name": "f", "strict": true, "parameters": map[string]any{"type": "object",
@@ -521,5 +523,26 @@ func TestForcedToolCall(t *testing.T) {
 	resp, raw := s.do(t, http.MethodPost, "/v1/chat/completions", body)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), `"finish_reason":"tool_calls"`) || strings.Contains(string(raw), `"content":" \u003ctool_call`) {
 		t.Errorf("streamed: %s", raw)
+	}
+}
+
+// A forced call's grammar is compiled once for the same tools and choice
+// (its matcher's masks are then reused); other tools or another function
+// get their own.
+func TestForcedCallGrammarKept(t *testing.T) {
+	raw, _ := json.Marshal(weatherTool)
+	spaced := []byte(strings.ReplaceAll(string(raw), ",", ", "))
+	tj := func(tool []byte, mode, name string) toolJob {
+		return toolJob{tools: []chat.Tool{tool}, choice: toolChoice{mode: mode, name: name}}
+	}
+	a, e := forcedCall(chat.ToolsHermes, tj(raw, "required", ""))
+	if e != nil {
+		t.Fatal(e)
+	}
+	b, _ := forcedCall(chat.ToolsHermes, tj(spaced, "required", ""))
+	c, _ := forcedCall(chat.ToolsHermes, tj(raw, "function", "get_weather"))
+	d, _ := forcedCall(chat.ToolsLlama3, tj(raw, "required", ""))
+	if a != b || a == c || a == d || c == d {
+		t.Errorf("grammars %p %p %p %p: want the first two shared, the others apart", a, b, c, d)
 	}
 }

@@ -3,6 +3,7 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -14,8 +15,8 @@ const (
 	gemmaOpen   = "<|tool_call>call:"
 	gemmaClose  = "<tool_call|>"
 	gemmaQuote  = `<|"|>`
-	// gemmaResponse is what Gemma 4 writes after its calls: the tool's
-	// answer goes there, so generation stops at it (ToolFormat.Stops).
+	// gemmaResponse is the token Gemma 4 writes after its calls: the
+	// tool's answer goes there, so generation stops at it (ToolFormat.Stops).
 	gemmaResponse = "<|tool_response>"
 )
 
@@ -31,9 +32,35 @@ func (f ToolFormat) marker() string {
 	return ""
 }
 
-// Stops are text stops a reply with tools needs besides the template's stop
-// tokens: Gemma 4 writes <|tool_response> (an ordinary token) after its calls,
-// where the tool's answer goes.
+// Markers are the pieces of the tokens the format's calls are written
+// with. A tokenizer may count them special, and special tokens decode to
+// nothing: a server reading a reply for calls spells these out (see
+// MarkerText).
+func (f ToolFormat) Markers() []string {
+	switch f {
+	case ToolsHermes:
+		return []string{hermesOpen, hermesClose}
+	case ToolsGemma4:
+		return []string{"<|tool_call>", gemmaClose, gemmaQuote}
+	}
+	return nil
+}
+
+// MarkerText is the text of a generated token for reading calls: its
+// decoded text, or, for a token that decodes to nothing, its piece when
+// that is one of the format's Markers.
+func (f ToolFormat) MarkerText(text, piece string) string {
+	if text == "" && piece != "" && slices.Contains(f.Markers(), piece) {
+		return piece
+	}
+	return text
+}
+
+// Stops are the pieces of the tokens that end a reply with tools besides
+// the template's stop tokens: Gemma 4 writes <|tool_response> after its
+// calls, where the tool's answer goes (a token its GGUF files mark neither
+// end of turn nor end of text, so the model would go on to write an
+// answer itself).
 func (f ToolFormat) Stops() []string {
 	if f == ToolsGemma4 {
 		return []string{gemmaResponse}
@@ -47,23 +74,32 @@ func (f ToolFormat) Stops() []string {
 // content and holds the rest until the reply ends (ParseCalls). As text
 // grows, Streamable never shrinks, and text[:Streamable(text)] is always a
 // prefix of the content ParseCalls finds in the whole reply.
-func (f ToolFormat) Streamable(text string) int {
+func (f ToolFormat) Streamable(text string) int { return f.StreamableFrom(text, 0) }
+
+// StreamableFrom is Streamable(text) where Streamable already allowed the
+// first sent bytes of an earlier, shorter text: it looks only past them, so
+// a server that asks at every token does linear work over a reply.
+func (f ToolFormat) StreamableFrom(text string, sent int) int {
 	switch f {
 	case NoTools:
 		return len(text)
 	case ToolsLlama3:
 		// The call is the whole reply: a reply that starts with '{' (or
-		// has not started) may be one.
-		if t := strings.TrimLeftFunc(text, unicode.IsSpace); t == "" || t[0] == '{' {
+		// has not started) may be one; one that streamed text is not.
+		if t := strings.TrimLeftFunc(text, unicode.IsSpace); sent == 0 && (t == "" || t[0] == '{') {
 			return 0
 		}
 		return len(text)
 	}
+	// No marker starts before sent (what might have was held), and
+	// text[sent-1] is not a space (trailing spaces were held).
 	m := f.marker()
-	cut := strings.Index(text, m)
-	if cut < 0 {
+	cut := strings.Index(text[sent:], m)
+	if cut >= 0 {
+		cut += sent
+	} else {
 		cut = len(text)
-		for n := min(len(m)-1, len(text)); n > 0; n-- {
+		for n := min(len(m)-1, len(text)-sent); n > 0; n-- {
 			if strings.HasSuffix(text, m[:n]) {
 				cut = len(text) - n
 				break

@@ -85,6 +85,9 @@ func checkStreaming(t *testing.T, f ToolFormat, reply string) {
 		if s < last || s > n {
 			t.Fatalf("%s %q: Streamable(%q) = %d after %d", f, reply, reply[:n], s, last)
 		}
+		if from := f.StreamableFrom(reply[:n], last); from != s {
+			t.Fatalf("%s %q: StreamableFrom(%q, %d) = %d, Streamable %d", f, reply, reply[:n], last, from, s)
+		}
 		last = s
 		if !strings.HasPrefix(content, reply[:s]) {
 			t.Fatalf("%s %q: streamed %q, which the content %q does not start with", f, reply, reply[:s], content)
@@ -125,4 +128,25 @@ func FuzzParseCalls(f *testing.F) {
 			checkStreaming(t, tf, reply)
 		}
 	})
+}
+
+// A marker token that a tokenizer counts special (it decodes to nothing) is
+// spelled out for reading calls; other silent tokens stay silent.
+func TestMarkerText(t *testing.T) {
+	for _, c := range []struct {
+		f                 ToolFormat
+		text, piece, want string
+	}{
+		{ToolsGemma4, "", "<|tool_call>", "<|tool_call>"},
+		{ToolsGemma4, "", `<|"|>`, `<|"|>`},
+		{ToolsGemma4, "", "<turn|>", ""},
+		{ToolsHermes, "", "</tool_call>", "</tool_call>"},
+		{ToolsHermes, "x", "<tool_call>", "x"},
+		{ToolsLlama3, "", "<|python_tag|>", ""},
+		{NoTools, "", "<tool_call>", ""},
+	} {
+		if got := c.f.MarkerText(c.text, c.piece); got != c.want {
+			t.Errorf("%s MarkerText(%q, %q) = %q, want %q", c.f, c.text, c.piece, got, c.want)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -120,8 +121,10 @@ func jsonNext(d *json.Decoder, depth int) (jinja.Value, error) {
 			}
 			return jinja.Int(n), nil
 		}
+		// Past float64's range Python's json.loads gives inf, as
+		// ParseFloat does with its range error.
 		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
+		if err != nil && !math.IsInf(f, 0) {
 			return jinja.Value{}, fmt.Errorf("the number %s is out of range", s)
 		}
 		return jinja.Float(f), nil
@@ -186,6 +189,17 @@ func messageValue(m Message) jinja.Value {
 		kv = append(kv, jinja.Str("name"), jinja.Untrusted(m.Name))
 	}
 	return jinja.Dict(kv...)
+}
+
+// CheckTool reports whether a template can be given t: a JSON object whose
+// numbers Python's json.loads would read (integers within 64 bits), nested
+// at most 64 deep. RenderTools refuses a tool that is not.
+func CheckTool(t Tool) error {
+	v, err := jsonValue(t)
+	if err == nil && v.Kind() != jinja.KindDict {
+		err = errors.New("not a JSON object")
+	}
+	return err
 }
 
 // toolsValue is the tools list as the template sees it.

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"anechat/engine/chat/jinja"
 )
 
 // wantToolFormat is each fixture template's tool-call format: the ones that
@@ -121,6 +123,11 @@ func TestToolCallsRoundTripThroughTemplates(t *testing.T) {
 				t.Fatalf("the history with a call and the prompt part at %q", full[:n])
 			}
 			reply := full[n:]
+			for _, p := range f.Stops() {
+				if _, ok := m.tok.TokenID(p); !ok {
+					t.Errorf("the stop %q is no token of the model's", p)
+				}
+			}
 			// The template's end of turn (and Gemma's tool response
 			// opening) are where generation stops: not part of the reply.
 			for _, end := range append([]string{"<|im_end|>", "<|eot_id|>", "<turn|>"}, f.Stops()...) {
@@ -155,4 +162,19 @@ func sameJSON(t *testing.T, a, b string) bool {
 	xb, _ := json.Marshal(x)
 	yb, _ := json.Marshal(y)
 	return string(xb) == string(yb)
+}
+
+// Any tool or arguments text a client sends becomes a template value or an
+// error, never a panic; valid JSON objects always become dicts.
+func FuzzJSONValue(f *testing.F) {
+	for _, s := range []string{`{"a": [1, 2.5, "x", null, true, {"b": {}}]}`, `{"a": 1, "a": 2}`, `[` + strings.Repeat("[", 70), `{"n": 99999999999999999999}`, `"s"`, `{}x`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := jsonValue(data)
+		if err == nil && json.Valid(data) && strings.HasPrefix(strings.TrimSpace(string(data)), "{") && v.Kind() != jinja.KindDict {
+			t.Fatalf("%q became a %v", data, v.Kind())
+		}
+		messageValue(Message{Role: RoleAssistant, ToolCalls: []ToolCall{{Name: "f", Arguments: string(data)}}})
+	})
 }
