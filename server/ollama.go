@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"anechat/engine/chat"
@@ -861,7 +863,7 @@ func (s *Server) describe(m Model) (ollamaModelInfo, load.Source) {
 	if !m.Created.IsZero() {
 		info.ModifiedAt = m.Created.UTC().Format(time.RFC3339Nano)
 	}
-	src, err := load.Detect(m.Path)
+	src, err := detect(m.Path)
 	if err != nil {
 		s.log.Warn("api: cannot describe a model", "model", m.ID, "err", err)
 		return info, src
@@ -871,6 +873,59 @@ func (s *Server) describe(m Model) (ollamaModelInfo, load.Source) {
 	info.Details = ollamaDetails{Format: string(src.Format), Family: src.Arch, Families: []string{src.Arch},
 		ParameterSize: humanCount(src.Params), QuantizationLevel: src.Quant}
 	return info, src
+}
+
+// detections keeps load.Detect's answer for each model path, with the size
+// and modification time of the path and of each file it read: Detect hashes
+// megabytes of every file (the fingerprint), and clients ask GET /api/tags
+// often, so a model is read again only once one of its files changed.
+var detections struct {
+	mu sync.Mutex
+	m  map[string]detection
+}
+
+type detection struct {
+	src load.Source
+	sig string
+}
+
+// maxDetections bounds the kept answers (a server serves a few models).
+const maxDetections = 16
+
+// detect is load.Detect(path), kept while the model's files stay as they
+// were.
+func detect(path string) (load.Source, error) {
+	detections.mu.Lock()
+	d, ok := detections.m[path]
+	detections.mu.Unlock()
+	if ok && filesSig(path, d.src.Files) == d.sig {
+		return d.src, nil
+	}
+	src, err := load.Detect(path)
+	if err != nil {
+		return src, err
+	}
+	detections.mu.Lock()
+	defer detections.mu.Unlock()
+	if detections.m == nil || len(detections.m) >= maxDetections {
+		detections.m = map[string]detection{}
+	}
+	detections.m[path] = detection{src, filesSig(path, src.Files)}
+	return src, nil
+}
+
+// filesSig is the size and modification time of path and files, one line
+// each ("-" for one that cannot be read).
+func filesSig(path string, files []string) string {
+	var b strings.Builder
+	for _, f := range append([]string{path}, files...) {
+		if st, err := os.Stat(f); err == nil {
+			fmt.Fprintf(&b, "%s %d %d\n", f, st.Size(), st.ModTime().UnixNano())
+		} else {
+			fmt.Fprintf(&b, "%s -\n", f)
+		}
+	}
+	return b.String()
 }
 
 // humanCount writes a parameter count as Ollama's details do: "260K",

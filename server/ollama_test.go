@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -872,5 +873,44 @@ func TestOllamaDisconnectCancels(t *testing.T) {
 	s.gate.open()
 	if l, _ := s.ollama(t, "/api/chat", map[string]any{"model": "stories260K", "messages": body["messages"], "options": map[string]any{"num_predict": 5}}, http.StatusOK); l.EvalCount != 5 {
 		t.Fatalf("the next request after a disconnect: %+v", l)
+	}
+}
+
+// /api/tags reads a model's files once, and again once one changed: a
+// model rewritten in place gets its new digest.
+func TestOllamaDetectKept(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.gguf")
+	raw, err := os.ReadFile(testres.Stories(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first, err := detect(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	detections.mu.Lock()
+	d := detections.m[path]
+	d.src.Quant = "kept" // what a second read would not say
+	detections.m[path] = d
+	detections.mu.Unlock()
+	if again, err := detect(path); err != nil || again.Quant != "kept" {
+		t.Fatalf("the unchanged model was read again: %+v, %v", again, err)
+	}
+	// The same bytes but one, rewritten in place a second later.
+	raw[len(raw)-1] ^= 1
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Second)
+	if err := os.Chtimes(path, later, later); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := detect(path)
+	if err != nil || changed.Quant != first.Quant || changed.Fingerprint == first.Fingerprint {
+		t.Fatalf("after a change: %+v (%v); first %+v", changed, err, first)
 	}
 }
