@@ -18,6 +18,7 @@ import (
 	"anechat/engine/load"
 	"anechat/internal/backends"
 	"anechat/internal/kvindex"
+	"anechat/internal/secrets"
 	"anechat/storage"
 )
 
@@ -67,6 +68,13 @@ type Options struct {
 	// Machine is what the catalog's fit is judged against; zero means
 	// this machine (catalog.ThisMachine).
 	Machine catalog.Machine
+	// Secrets keeps the Hugging Face access token the user pastes in
+	// Settings; nil means secrets.Default: the login keychain on macOS, a
+	// 0600 file in the data dir elsewhere.
+	Secrets secrets.Store
+	// HubToken, when set, is the access token the Hub client sends instead
+	// of the stored one (`anechat pull` passes $HF_TOKEN).
+	HubToken string
 }
 
 // App owns the services and what they share.
@@ -101,6 +109,16 @@ type core struct {
 	openErr error // why the data dir or database is unusable, nil if fine
 	// registry validates and opens models.
 	registry *load.Registry
+	// onToken are called when the Hugging Face token changed (the catalog
+	// forgets what the Hub said without it).
+	onToken []func()
+}
+
+// tokenChanged runs the onToken hooks.
+func (c *core) tokenChanged() {
+	for _, f := range c.onToken {
+		f()
+	}
 }
 
 // now is the app's clock.
@@ -139,6 +157,7 @@ func New(opts Options) *App {
 	a.CoreML = NewCoreMLService(a, eg)
 	a.API = &API{c: c, models: a.Models, settings: a.Settings}
 	a.Catalog = &Catalog{c: c, downloads: a.Downloads, sizes: map[string]entrySize{}}
+	c.onToken = append(c.onToken, a.Catalog.forgetSizes)
 	return a
 }
 

@@ -13,6 +13,7 @@ import (
 	"anechat/internal/catalog"
 	"anechat/internal/hub"
 	"anechat/internal/pull"
+	"anechat/internal/secrets"
 	"anechat/storage"
 )
 
@@ -44,9 +45,40 @@ type entrySize struct {
 // hubWait bounds one Hub call of the window (a search, a tree).
 const hubWait = 30 * time.Second
 
-// hubClient is a client of the Hub the options (or $ANECHAT_HUB) name.
+// hubClient is a client of the Hub the options (or $ANECHAT_HUB) name,
+// sending the access token the user gave (hubToken), if any.
 func (c *core) hubClient() (*hub.Client, error) {
-	return hub.New(hub.BaseURL(c.opts.HubURL), nil)
+	hc, err := hub.New(hub.BaseURL(c.opts.HubURL), nil)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := c.hubToken()
+	if err != nil {
+		return nil, err
+	}
+	return hc.WithToken(tok), nil
+}
+
+// secrets is where the Hugging Face token is kept (Options.Secrets).
+func (c *core) secrets() secrets.Store {
+	if c.opts.Secrets != nil {
+		return c.opts.Secrets
+	}
+	return secrets.Default(c.dataDir)
+}
+
+// hubToken is the access token the Hub client sends: Options.HubToken
+// (the command line's $HF_TOKEN), else the one stored in Settings; "" for
+// none. The error (a token file others may read, a keychain that failed)
+// never holds the token.
+func (c *core) hubToken() (string, error) {
+	if c.opts.HubToken != "" {
+		return c.opts.HubToken, nil
+	}
+	if _, err := c.db(); err != nil {
+		return "", err
+	}
+	return c.secrets().Get()
 }
 
 // machine is what fits are judged against.
@@ -137,7 +169,7 @@ func (s *Catalog) Sizes() (CatalogList, error) {
 			slots <- struct{}{}
 			defer func() { <-slots }()
 			got := entrySize{}
-			plan, err := pull.Make(ctx, c, pull.Target{Entry: e, Repo: e.Repo, Revision: e.Revision}, nil)
+			plan, err := pull.Make(ctx, c, pull.Target{Entry: e, Repo: e.Repo, Revision: e.TargetRevision()}, nil)
 			switch {
 			case errors.Is(err, hub.ErrGated):
 				got.gated, got.err = true, err.Error()
@@ -153,6 +185,14 @@ func (s *Catalog) Sizes() (CatalogList, error) {
 	}
 	wg.Wait()
 	return s.list()
+}
+
+// forgetSizes drops what the Hub said of the entries (the token changed:
+// a gated entry may download now, or no longer).
+func (s *Catalog) forgetSizes() {
+	s.mu.Lock()
+	s.sizes = map[string]entrySize{}
+	s.mu.Unlock()
 }
 
 func (s *Catalog) list() (CatalogList, error) {
@@ -258,8 +298,11 @@ type RepoFiles struct {
 	Repo string `json:"repo"`
 	// Commit is the commit its main branch names now: what is downloaded.
 	Commit string `json:"commit"`
-	Gated  bool   `json:"gated"`
-	Link   string `json:"link"`
+	// Gated: its licence must be accepted on Link; with no token stored
+	// nothing more is listed (its files would not download), with one the
+	// files are listed and a download asks the Hub with it.
+	Gated bool   `json:"gated"`
+	Link  string `json:"link"`
 	// Quantisations are its GGUF files, smallest first; none for a bundle.
 	Quantisations []RepoFile `json:"quantisations"`
 	// Bundle: no GGUF file, so the whole repository (Files files, Size
@@ -285,8 +328,8 @@ func (s *Catalog) Files(repo string) (RepoFiles, error) {
 		return RepoFiles{}, err
 	}
 	out := RepoFiles{Repo: repo, Commit: info.SHA, Gated: info.Gated != "", Link: c.RepoURL(repo), Quantisations: []RepoFile{}}
-	if out.Gated {
-		return out, nil // its tree is listed, its files are not downloaded: the licence first
+	if out.Gated && !c.HasToken() {
+		return out, nil // its files do not download without a token: the licence first
 	}
 	tree, err := c.Tree(ctx, repo, info.SHA)
 	if err != nil {
@@ -337,7 +380,8 @@ type PullRequest struct {
 // Downloads service: progress, pause, resume and cancel are a download's;
 // once complete and checked it is registered, and made the default model
 // when there is none. A gated repository is refused with the link to
-// accept its licence.
+// accept its licence, unless a token is stored (Settings.SetHubToken) whose
+// account the Hub lets download it.
 func (s *Catalog) Pull(req PullRequest) (Download, error) {
 	if _, err := s.c.db(); err != nil {
 		return Download{}, err
@@ -386,10 +430,15 @@ func (s *Catalog) plan(ctx context.Context, t pull.Target, files []string) (*pul
 }
 
 // start hands plan to the Downloads service: a GGUF file as a one-file
-// download, a bundle as a set. The download of the same model left paused
-// (by the window or `anechat pull`, in this run or an earlier one) is
-// resumed when it fetches the same commit, refused when another.
+// download, a bundle as a set. A model already in the models folder under
+// the plan's name is checked and registered instead of fetched again
+// (Downloads.present). The download of the same model left paused (by the
+// window or `anechat pull`, in this run or an earlier one) is resumed when
+// it fetches the same commit, refused when another.
 func (s *Catalog) start(plan *pull.Plan) (Download, error) {
+	if final, ok := s.downloads.inModels(plan.Name); ok {
+		return s.downloads.present(plan, final)
+	}
 	source := plan.Source()
 	if plan.Bundle == nil {
 		source = plan.GGUF.URL
@@ -419,4 +468,76 @@ func (a *App) PlanPull(ctx context.Context, t pull.Target, files []string) (*pul
 // service's, the same as the window's.
 func (a *App) StartPull(plan *pull.Plan) (Download, error) {
 	return a.Catalog.start(plan)
+}
+
+// PausedPull returns the paused download (left by the window or `anechat
+// pull`, in this run or an earlier one) that a pull of t would resume,
+// found by the name the window lists it under: a catalog entry's download
+// (the .gguf file's name or the bundle folder's, CatalogEntry.Download), a
+// repository's file by its name or a part of it (a quantisation), a
+// repository's bundle by its folder. A repository with several paused
+// downloads and no file named is refused, listing them. `anechat pull
+// --cancel` discards what this finds with the window's Cancel.
+func (a *App) PausedPull(t pull.Target, files []string) (Download, error) {
+	if err := t.CheckFiles(files); err != nil {
+		return Download{}, err
+	}
+	list, err := a.Downloads.List()
+	if err != nil {
+		return Download{}, err
+	}
+	var paused []Download
+	for _, d := range list {
+		if d.State == DownloadPaused {
+			paused = append(paused, d)
+		}
+	}
+	byName := func(name string) (Download, error) {
+		for _, d := range paused {
+			if d.Name == name {
+				return d, nil
+			}
+		}
+		return Download{}, fmt.Errorf("no paused download of %s (%s) in %s", t.Repo, name, storage.ModelsPath(a.core.dataDir))
+	}
+	switch {
+	case t.Entry != nil:
+		return byName(entryDownloadName(t.Entry))
+	case t.Layout != nil && len(files) == 0:
+		return byName(t.Layout.Name)
+	}
+	// A repository: its bundle (the folder named after it) or its GGUF
+	// files, the ones files names.
+	var hits []Download
+	for _, d := range paused {
+		mine := strings.Contains(d.URL, "/"+t.Repo+"/resolve/")
+		if d.Source != "" {
+			repo, _, _ := strings.Cut(d.Source, "@")
+			mine = repo == t.Repo
+		}
+		if !mine {
+			continue
+		}
+		if len(files) > 0 {
+			want := strings.ToLower(filepath.Base(files[0]))
+			if strings.ToLower(d.Name) == want {
+				return d, nil
+			}
+			if !strings.Contains(strings.ToLower(d.Name), strings.ToLower(files[0])) {
+				continue
+			}
+		}
+		hits = append(hits, d)
+	}
+	switch len(hits) {
+	case 1:
+		return hits[0], nil
+	case 0:
+		return Download{}, fmt.Errorf("no paused download of %s in %s", t.Repo, storage.ModelsPath(a.core.dataDir))
+	}
+	names := make([]string, len(hits))
+	for i, d := range hits {
+		names[i] = d.Name
+	}
+	return Download{}, fmt.Errorf("%s has %d paused downloads (%s): name the file (or its quantisation) to cancel", t.Repo, len(hits), strings.Join(names, ", "))
 }

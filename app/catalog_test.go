@@ -12,6 +12,7 @@ import (
 	"anechat/internal/catalog"
 	"anechat/internal/download"
 	"anechat/internal/hub/hubtest"
+	"anechat/internal/secrets"
 	"anechat/internal/testres"
 	"anechat/storage"
 )
@@ -20,7 +21,8 @@ import (
 // fits against machine m, with fast retries and every progress event.
 func startHub(t *testing.T, dir string, s *hubtest.Server, m catalog.Machine) (*App, *recorder) {
 	t.Helper()
-	a := New(Options{DataDir: dir, Version: "test", HubURL: s.URL, Machine: m})
+	// The token store is a file of the test's own (never the login keychain).
+	a := New(Options{DataDir: dir, Version: "test", HubURL: s.URL, Machine: m, Secrets: secrets.File{Path: filepath.Join(dir, secrets.TokenFile)}})
 	rec := newRecorder()
 	a.Startup(context.Background(), rec)
 	t.Cleanup(a.Shutdown)
@@ -84,9 +86,15 @@ func TestCatalogListFitsThisMachine(t *testing.T) {
 	}
 	var smol CatalogEntry
 	for _, e := range l.Entries {
-		if e.Name == "smollm2-135m-instruct" {
+		switch {
+		case e.Name == "smollm2-135m-instruct":
 			smol = e
-		} else if e.Error == "" || !strings.Contains(e.Error, "not found") {
+		case e.Name == "gemma-3-270m-it":
+			// Gated on the fake Hub: said so, with the link, and no token is stored.
+			if !e.AcceptOnHub || !strings.Contains(e.Error, "gated repository") || !strings.Contains(e.Error, "Settings") {
+				t.Errorf("%s (gated on the fake Hub): %+v", e.Name, e)
+			}
+		case e.Error == "" || !strings.Contains(e.Error, "not found"):
 			t.Errorf("%s (not on the fake Hub): error %q, want not found in words", e.Name, e.Error)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"anechat/internal/atomicfile"
 	"anechat/internal/download"
+	"anechat/internal/hub"
 	"anechat/storage"
 )
 
@@ -67,6 +68,69 @@ type Download struct {
 	// Source says where a bundle comes from (OWNER/NAME@COMMIT); "" for a
 	// one-file download (URL says it).
 	Source string `json:"source"`
+	// Cause is why a download paused by itself, without what to do, and
+	// Remedy what continues it; Error is the two in the window's words
+	// (Advice(Window)), `anechat pull` says them in its own
+	// (Advice(Command)). Both "" otherwise.
+	Cause  string `json:"-"`
+	Remedy Remedy `json:"-"`
+}
+
+// Remedy is what continues a download that paused by itself; each place
+// that shows it says it in its own words (Words).
+type Remedy string
+
+// Remedies.
+const (
+	// RemedyResume: the connection was lost; resuming goes on from the
+	// bytes kept.
+	RemedyResume Remedy = "resume"
+	// RemedyFreeSpace: the disk is (nearly) full; free space, then resume.
+	RemedyFreeSpace Remedy = "free-space"
+	// RemedyRetry: a bundle's file failed (its check, or the Hub refused
+	// it); resuming fetches it again, the files checked so far kept.
+	RemedyRetry Remedy = "retry"
+)
+
+// Surface is where a message is read.
+type Surface int
+
+// Surfaces.
+const (
+	Window  Surface = iota // the Models page: its Resume and Cancel buttons
+	Command                // `anechat pull`: the same command again, --cancel
+)
+
+// Words says what to do in the surface's words.
+func (r Remedy) Words(s Surface) string {
+	cmd := s == Command
+	switch r {
+	case RemedyResume:
+		if cmd {
+			return "run the same command again to resume (or add --cancel to discard it)"
+		}
+		return "press Resume to continue"
+	case RemedyFreeSpace:
+		if cmd {
+			return "free some space, then run the same command again to resume (or add --cancel to discard it)"
+		}
+		return "free some space, then press Resume"
+	case RemedyRetry:
+		if cmd {
+			return "the files checked so far are kept: run the same command again to try again, or add --cancel to discard them"
+		}
+		return "the files checked so far are kept; press Resume to try again, or Cancel"
+	}
+	return ""
+}
+
+// Advice is why d paused by itself and what to do, in the surface's
+// words; Error as it is when d did not pause by itself.
+func (d Download) Advice(s Surface) string {
+	if d.Remedy == "" {
+		return d.Error
+	}
+	return d.Cause + ": " + d.Remedy.Words(s)
 }
 
 // DownloadRequest is what Downloads.Start takes.
@@ -183,17 +247,31 @@ func (s *Downloads) metaPath(name string) string {
 	return filepath.Join(s.dir(), name+metaSuffix)
 }
 
+// client is the HTTP client of a download: the access token the user gave
+// goes to the Hub the app talks to, and only there (hub.Authorize: not to
+// the CDN its files redirect to, nor to any other host a link names).
 func (s *Downloads) client() *http.Client {
-	if s.c.opts.HTTP != nil {
-		return s.c.opts.HTTP
+	hc := s.c.opts.HTTP
+	if hc == nil {
+		// No overall timeout (a model takes minutes); a response that sends
+		// nothing for s.stall is dropped and retried (download.Options.Stall).
+		hc = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   30 * time.Second,
+			ResponseHeaderTimeout: 60 * time.Second,
+			IdleConnTimeout:       90 * time.Second}}
 	}
-	// No overall timeout (a model takes minutes); a response that sends
-	// nothing for s.stall is dropped and retried (download.Options.Stall).
-	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSHandshakeTimeout:   30 * time.Second,
-		ResponseHeaderTimeout: 60 * time.Second,
-		IdleConnTimeout:       90 * time.Second}}
+	tok, err := s.c.hubToken()
+	if err != nil {
+		// The download goes on without it: a gated file then says so.
+		s.c.log.Warn("Hugging Face token not read: downloading without it", "err", err)
+		return hc
+	}
+	authed, err := hub.Authorize(hc, hub.BaseURL(s.c.opts.HubURL), tok)
+	if err != nil {
+		return hc
+	}
+	return authed
 }
 
 // List returns the downloads: running, paused (also those left by an
@@ -468,6 +546,7 @@ func (s *Downloads) run(j *dlJob) Download {
 	}
 	j.cancel, j.done = cancel, make(chan struct{})
 	j.d.State, j.d.Error, j.d.BytesPerSec, j.d.ETASeconds, j.d.StalledSeconds = DownloadRunning, "", 0, -1, 0
+	j.d.Cause, j.d.Remedy = "", ""
 	j.samples, j.lastByte = nil, s.c.now()
 	done := j.done
 	j.mu.Unlock()
@@ -534,11 +613,11 @@ func (s *Downloads) transfer(ctx context.Context, j *dlJob) {
 		var ze *download.SizeError
 		switch {
 		case errors.As(err, &ie):
-			s.finish(j, DownloadPaused, err.Error()+": press Resume to continue")
+			s.pausedBy(j, err.Error(), RemedyResume)
 			return
 		case errors.As(err, &se):
 			// What arrived is kept: the user frees space and resumes.
-			s.finish(j, DownloadPaused, err.Error()+": free some space, then press Resume")
+			s.pausedBy(j, err.Error(), RemedyFreeSpace)
 			return
 		case errors.As(err, &ze):
 			err = fmt.Errorf("%w: the download was removed (check the link)", err)
@@ -729,9 +808,21 @@ func (j *dlJob) measure(now time.Time, shown time.Duration) {
 	}
 }
 
+// pausedBy pauses j by itself for cause, with what continues it: Error is
+// both in the window's words (Download.Advice).
+func (s *Downloads) pausedBy(j *dlJob, cause string, r Remedy) {
+	j.mu.Lock()
+	j.d.Cause, j.d.Remedy = cause, r
+	j.mu.Unlock()
+	s.finish(j, DownloadPaused, Download{Cause: cause, Remedy: r}.Advice(Window))
+}
+
 // finish sets j's final (or paused) state and tells the window.
 func (s *Downloads) finish(j *dlJob, state, msg string) {
 	j.mu.Lock()
+	if msg == "" || state != DownloadPaused {
+		j.d.Cause, j.d.Remedy = "", "" // no longer paused by itself
+	}
 	j.d.State, j.d.Error, j.d.BytesPerSec, j.d.StalledSeconds = state, msg, 0, 0
 	j.d.ETASeconds = 0
 	j.cancel = nil

@@ -108,7 +108,7 @@ func (s *Downloads) transferSet(ctx context.Context, j *dlJob) {
 		j.mu.Lock()
 		j.d.Received, j.d.Total, j.d.Files = p.Received, p.Total, p.Files
 		j.mu.Unlock()
-		s.finish(j, DownloadPaused, s.explain(j, err)+": the files checked so far are kept; press Resume to try again, or Cancel")
+		s.pausedBy(j, s.explain(j, err), RemedyRetry)
 	}
 }
 

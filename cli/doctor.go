@@ -14,7 +14,9 @@ import (
 	"anechat/app"
 	"anechat/engine/coreml"
 	"anechat/internal/backends"
+	"anechat/internal/hub"
 	"anechat/internal/human"
+	"anechat/internal/secrets"
 	"anechat/storage"
 )
 
@@ -52,6 +54,7 @@ func runDoctor(ctx context.Context, env *Env, args []string) error {
 	r.line("data dir", "%s", dir)
 	r.database(ctx, storage.DBPath(dir))
 	r.models(ctx, storage.ModelsPath(dir))
+	r.hubToken(dir)
 	if *bundle != "" {
 		r.bundle(ctx, coremlCheckOptions{bundle: *bundle, reference: *reference, units: *units, tokens: max(*tokens, 1), rowChecks: 8})
 	}
@@ -255,6 +258,30 @@ func (r *doctorReport) database(ctx context.Context, path string) {
 // models lists what a scan of the models folder finds: each model validated
 // by loading it as a reply would (on the backend that would run it), so a
 // model listed here opens, and one that would not is a problem saying why.
+// hubToken says which Hugging Face access token the Hub client sends (for
+// gated repositories), masked: $HF_TOKEN's, or the one stored in Settings,
+// or none. The token itself is never printed.
+func (r *doctorReport) hubToken(dir string) {
+	const label = "hub token"
+	env, err := envHubToken()
+	if err != nil {
+		r.problem(label, err)
+		return
+	}
+	st := secrets.Default(dir)
+	stored, err := st.Get()
+	switch {
+	case env != "":
+		r.line(label, "$%s (%s) is sent to the Hub by anechat search and pull; the window sends the one stored in Settings", hub.EnvToken, secrets.Mask(env))
+	case err != nil:
+		r.problem(label, err)
+	case stored != "":
+		r.line(label, "%s, kept in %s, is sent to the Hub for gated repositories", secrets.Mask(stored), st.Where())
+	default:
+		r.line(label, "none (a gated repository needs one: paste it in Settings, or set $%s for the command line)", hub.EnvToken)
+	}
+}
+
 func (r *doctorReport) models(ctx context.Context, dir string) {
 	found, problems, err := app.ScanDir(ctx, backends.Registry(), dir)
 	if err != nil {

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +55,9 @@ func runPull(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	target, err := pull.ParseTarget(cat, pos[0])
+	if err == nil {
+		err = target.CheckFiles(pos[1:])
+	}
 	if err != nil {
 		return badFlag(env, "pull", err)
 	}
@@ -64,12 +65,16 @@ func runPull(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return badFlag(env, "pull", err)
 	}
+	tok, err := envHubToken()
+	if err != nil {
+		return err
+	}
 	dir, err := storage.DataDir(*dataDir, cliLogger(env))
 	if err != nil {
 		return err
 	}
 	w := &watcher{notify: make(chan struct{}, 1)}
-	a, err := appFor(ctx, env, dir, *hubURL, w)
+	a, err := appFor(ctx, env, dir, *hubURL, tok, w)
 	if err != nil {
 		return err
 	}
@@ -84,8 +89,7 @@ func runPull(ctx context.Context, env *Env, args []string) error {
 	}
 	describePlan(env.Stderr, plan)
 	w.follow(plan.Name)
-	started, err := startPull(ctx, env, a, plan)
-	if err != nil || !started {
+	if err := startPull(env, a, plan); err != nil {
 		return err
 	}
 	return followPull(ctx, env, a, w, plan)
@@ -118,10 +122,11 @@ func describePlan(w io.Writer, p *pull.Plan) {
 }
 
 // appFor starts the app's services headless on data dir dir, talking to
-// the Hub hubURL names (its own warnings are not the command's).
-func appFor(ctx context.Context, env *Env, dir, hubURL string, emit app.Emitter) (*app.App, error) {
+// the Hub hubURL names with token ($HF_TOKEN; "" for the one stored in
+// Settings, if any); its own warnings are not the command's.
+func appFor(ctx context.Context, env *Env, dir, hubURL, token string, emit app.Emitter) (*app.App, error) {
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	a := app.New(app.Options{Log: log, DataDir: dir, Version: Version, Headless: true, HubURL: hubURL})
+	a := app.New(app.Options{Log: log, DataDir: dir, Version: Version, Headless: true, HubURL: hubURL, HubToken: token})
 	a.Startup(ctx, emit)
 	if info := a.System.Info(); info.StorageError != "" {
 		a.Shutdown()
@@ -173,46 +178,19 @@ func (w *watcher) state() (app.Download, bool) {
 	return w.last, w.seen
 }
 
-// startPull starts the plan's download as the window's Pull does (which
-// resumes the one an earlier pull or the window left paused, of the same
-// commit). A model already in the models folder is not fetched: with the
-// tree's checksums it is registered (started is false), with other bytes
-// it is left alone.
-func startPull(ctx context.Context, env *Env, a *app.App, p *pull.Plan) (started bool, err error) {
-	final := filepath.Join(storage.ModelsPath(a.System.Info().DataDir), p.Name)
-	if _, err := os.Lstat(final); err == nil {
-		return false, registerInstalled(ctx, env, a, final, p)
-	}
+// startPull starts the plan's download as the window's Pull does (App.StartPull:
+// the one an earlier pull or the window left paused, of the same commit,
+// is resumed; a model already in the models folder is checked against the
+// tree and registered instead of fetched, with other bytes left alone).
+func startPull(env *Env, a *app.App, p *pull.Plan) error {
 	d, err := a.StartPull(p)
 	if err != nil {
-		return false, err
+		return err
 	}
-	if d.Received > 0 {
+	if d.State == app.DownloadRunning && d.Received > 0 {
 		fmt.Fprintf(env.Stderr, "resuming the paused download (%s of %s here)\n", human.Bytes(d.Received), human.Bytes(p.Size))
 	}
-	return true, nil
-}
-
-// registerInstalled registers the model already at final (pulled before,
-// or put there by hand) once every file of the plan is there with the
-// tree's checksum; other bytes are not replaced.
-func registerInstalled(ctx context.Context, env *Env, a *app.App, final string, p *pull.Plan) error {
-	set, in := p.Bundle, final
-	if set == nil {
-		set, in = &download.Set{Name: p.Name, Files: []download.SetFile{*p.GGUF}}, filepath.Dir(final)
-	}
-	if err := set.VerifyInstalled(ctx, in); err != nil {
-		return fmt.Errorf("%s is already in the models folder but is not %s at %s (%v): remove or rename it first", final, p.Name, short(p.Commit), err)
-	}
-	fmt.Fprintf(env.Stderr, "%s is already in the models folder: its %d file(s) match the tree of %s\n", final, len(set.Files), p.Source())
-	res, err := a.Models.Import(final)
-	if err != nil {
-		return fmt.Errorf("%s is in the models folder but was not registered: %w", final, err)
-	}
-	if res.Note != "" {
-		fmt.Fprintf(env.Stderr, "note: %s\n", res.Note)
-	}
-	return reportRegistered(env, a, &res.Model)
+	return nil
 }
 
 // followPull prints the download's progress from the app's events (each
@@ -263,21 +241,10 @@ func followPull(ctx context.Context, env *Env, a *app.App, w *watcher, p *pull.P
 			return errors.New("the download was cancelled")
 		case app.DownloadPaused:
 			if d.Error != "" {
-				return fmt.Errorf("%s (run the same command again to resume, or add --cancel to discard it)", commandWords(d.Error))
+				return errors.New(d.Advice(app.Command))
 			}
 		}
 	}
-}
-
-// commandWords is a paused download's reason without the window's advice
-// (its Resume and Cancel buttons), which the command gives in its own.
-func commandWords(msg string) string {
-	for _, sep := range []string{": press Resume", "; press Resume", ", then press Resume"} {
-		if i := strings.Index(msg, sep); i >= 0 {
-			msg = msg[:i]
-		}
-	}
-	return msg
 }
 
 // reportRegistered says which model the download registered and whether it
@@ -302,34 +269,19 @@ func reportRegistered(env *Env, a *app.App, m *storage.Model) error {
 // short is a commit's first 12 digits.
 func short(commit string) string { return commit[:min(len(commit), 12)] }
 
-// cancelPull discards, with the app's Cancel, the paused download of
-// target an interrupted pull (or the window) left: a bundle of that
-// repository, or one of its GGUF files (the one files names, if any).
+// cancelPull discards, with the window's Cancel, the paused download of
+// target an interrupted pull (or the window) left, found by the name the
+// window lists it under (App.PausedPull).
 func cancelPull(env *Env, a *app.App, t pull.Target, files []string) error {
-	list, err := a.Downloads.List()
+	d, err := a.PausedPull(t, files)
 	if err != nil {
 		return err
 	}
-	for _, d := range list {
-		if d.State != app.DownloadPaused {
-			continue
-		}
-		if d.Source != "" {
-			repo, _, _ := strings.Cut(d.Source, "@")
-			if repo != t.Repo {
-				continue
-			}
-		} else if !strings.Contains(d.URL, "/"+t.Repo+"/resolve/") ||
-			len(files) > 0 && !strings.Contains(strings.ToLower(d.Name), strings.ToLower(files[0])) {
-			continue
-		}
-		if err := a.Downloads.Cancel(d.Name); err != nil {
-			return err
-		}
-		fmt.Fprintf(env.Stderr, "discarded the paused download of %s\n", d.Name)
-		return nil
+	if err := a.Downloads.Cancel(d.Name); err != nil {
+		return err
 	}
-	return fmt.Errorf("no paused download of %s in %s", t.Repo, storage.ModelsPath(a.System.Info().DataDir))
+	fmt.Fprintf(env.Stderr, "discarded the paused download of %s\n", d.Name)
+	return nil
 }
 
 // progressLine prints a download's progress at most every pullEvery.

@@ -189,7 +189,7 @@ func TestPullBundle(t *testing.T) {
 	s.DropAfter(repo, "swa/chunk2.mlmodelc/weights/weight.bin", 50_000)
 	s.Corrupt(repo, "swa/cos_sliding.npy", true)
 	code, _, errOut := runPullCLI(context.Background(), "pull", "--hub", s.URL, "--data-dir", dir, repo)
-	if code != 1 || !strings.Contains(errOut, "swa/cos_sliding.npy: sha256 mismatch") || !strings.Contains(errOut, "run the same command again to resume") {
+	if code != 1 || !strings.Contains(errOut, "swa/cos_sliding.npy: sha256 mismatch") || !strings.Contains(errOut, "the files checked so far are kept: run the same command again to try again, or add --cancel to discard them") || strings.Contains(errOut, "Resume") {
 		t.Fatalf("corrupt file: exit %d: %s", code, errOut)
 	}
 	resumed := false

@@ -11,6 +11,8 @@ import (
 	"anechat/internal/hub"
 	"anechat/internal/human"
 	"anechat/internal/pull"
+	"anechat/internal/secrets"
+	"anechat/storage"
 )
 
 // hubFlag adds --hub, the Hugging Face Hub (or mirror) to talk to.
@@ -20,11 +22,41 @@ func hubFlag(fs interface {
 	return fs.String("hub", "", "the Hugging Face Hub or a mirror to use (default $"+hub.EnvURL+", else "+hub.DefaultURL+"); https, or plain http only on this machine")
 }
 
+// envHubToken is $HF_TOKEN checked as a token ("" when unset); the error
+// does not repeat it.
+func envHubToken() (string, error) {
+	t := hub.TokenFromEnv()
+	if t == "" {
+		return "", nil
+	}
+	tok, err := secrets.CheckToken(t)
+	if err != nil {
+		return "", fmt.Errorf("$%s: %w", hub.EnvToken, err)
+	}
+	return tok, nil
+}
+
+// hubToken is the access token `anechat search` sends to the Hub: $HF_TOKEN
+// (the Hub's own convention), else the one stored in Settings for the data
+// dir dataDir names (--data-dir, $ANECHAT_HOME or the OS default); "" for
+// none. Reading it creates nothing.
+func hubToken(dataDir string) (string, error) {
+	if tok, err := envHubToken(); tok != "" || err != nil {
+		return tok, err
+	}
+	dir, err := storage.ResolveDataDir(dataDir)
+	if err != nil {
+		return "", err
+	}
+	return secrets.Default(dir).Get()
+}
+
 // runSearch is `anechat search TEXT`: the catalog's entries that match,
 // then the Hub's GGUF and Core ML models whose name holds TEXT.
 func runSearch(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "search", "[--hub URL] [--format gguf|coreml] [--limit N] TEXT")
+	fs := newFlags(env, "search", "[--hub URL] [--data-dir DIR] [--format gguf|coreml] [--limit N] TEXT")
 	hubURL := hubFlag(fs)
+	dataDir := fs.String("data-dir", "", "data directory whose Hugging Face token (stored in Settings) is sent when $"+hub.EnvToken+" is unset (default $ANECHAT_HOME or the OS default)")
 	format := fs.String("format", "", "only this format: gguf or coreml (default both)")
 	limit := fs.Int("limit", 20, "the most Hub results to list (1..100)")
 	text, err := parseOperand(fs, args, "TEXT (what the model's name holds)")
@@ -41,6 +73,11 @@ func runSearch(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return badFlag(env, "search", err)
 	}
+	tok, err := hubToken(*dataDir)
+	if err != nil {
+		return err
+	}
+	c = c.WithToken(tok)
 	cat, err := catalog.Load()
 	if err != nil {
 		return err

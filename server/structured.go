@@ -40,14 +40,7 @@ func (f *responseFormat) grammar() (*constrain.Grammar, *apiError) {
 	case "", "text":
 		return nil, nil
 	case "json_object":
-		if g := formats.get("json_object"); g != nil {
-			return g, nil
-		}
-		g, err := constrain.Compile(constrain.AnyObject())
-		if err != nil {
-			return nil, badField("response_format", "%v", err)
-		}
-		return formats.put("json_object", g), nil
+		return objectGrammar("response_format")
 	case "json_schema":
 	default:
 		return nil, badField("response_format.type", "%q: want \"text\", \"json_object\" or \"json_schema\"", f.Type)
@@ -59,17 +52,36 @@ func (f *responseFormat) grammar() (*constrain.Grammar, *apiError) {
 	if js.Name == "" {
 		return nil, badField("response_format.json_schema.name", "required")
 	}
-	const field = "response_format.json_schema.schema"
-	if len(js.Schema) == 0 || string(js.Schema) == "null" {
+	return schemaGrammar("response_format.json_schema.schema", js.Schema)
+}
+
+// objectGrammar is the grammar of any JSON object (response_format
+// json_object, Ollama's format "json"); field names the request's field in
+// errors.
+func objectGrammar(field string) (*constrain.Grammar, *apiError) {
+	if g := formats.get("json_object"); g != nil {
+		return g, nil
+	}
+	g, err := constrain.Compile(constrain.AnyObject())
+	if err != nil {
+		return nil, badField(field, "%v", err)
+	}
+	return formats.put("json_object", g), nil
+}
+
+// schemaGrammar compiles a JSON schema (response_format's, Ollama's
+// format); errors name the keyword at fault under field.
+func schemaGrammar(field string, schema json.RawMessage) (*constrain.Grammar, *apiError) {
+	if len(schema) == 0 || string(schema) == "null" {
 		return nil, badField(field, "required: a JSON schema object")
 	}
 	var key bytes.Buffer
-	if json.Compact(&key, js.Schema) == nil {
+	if json.Compact(&key, schema) == nil {
 		if g := formats.get(key.String()); g != nil {
 			return g, nil
 		}
 	}
-	g, err := constrain.CompileSchema(js.Schema)
+	g, err := constrain.CompileSchema(schema)
 	var ce *constrain.Error
 	if errors.As(err, &ce) {
 		p := ce.Prefixed(field)

@@ -49,6 +49,13 @@ func DataDir(flagValue string, log *slog.Logger) (string, error) {
 	return dir, nil
 }
 
+// ResolveDataDir names the data directory DataDir would use (flagValue,
+// else $ANECHAT_HOME, else the OS default) without creating or checking
+// it: for a command that only reads from it if it is there.
+func ResolveDataDir(flagValue string) (string, error) {
+	return resolveDataDir(flagValue, os.Getenv, runtime.GOOS, os.UserHomeDir)
+}
+
 // resolveDataDir picks the data directory without touching the disk.
 func resolveDataDir(flagValue string, getenv func(string) string, goos string, home func() (string, error)) (string, error) {
 	pick := func(p string) (string, error) {

@@ -14,15 +14,19 @@ type byteVocab struct{ extra []string }
 
 func (v byteVocab) VocabSize() int { return 256 + len(v.extra) + 1 }
 
-func (v byteVocab) TokenBytes(id int32) ([]byte, bool) {
+func (v byteVocab) TokenBytes(id int32) []byte {
 	switch {
 	case id < 256:
-		return []byte{byte(id)}, true
+		return []byte{byte(id)}
 	case int(id) < 256+len(v.extra):
-		return []byte(v.extra[id-256]), true
+		return []byte(v.extra[id-256])
+	case int(id) == 256+len(v.extra):
+		return []byte("<eot>")
 	}
-	return nil, false
+	return nil
 }
+
+func (v byteVocab) IsSpecial(id int32) bool { return int(id) == 256+len(v.extra) }
 
 func (v byteVocab) TokenID(p string) (int32, bool) {
 	if p == "<eot>" {

@@ -12,9 +12,12 @@ import (
 type TokenSource interface {
 	// VocabSize is one more than the largest id.
 	VocabSize() int
-	// TokenBytes is the text id adds where it stands inside a text; ok is
-	// false for special and control tokens, which add none.
-	TokenBytes(id int32) (text []byte, ok bool)
+	// TokenBytes is the text id adds where it stands inside a text (nil
+	// for an id outside the vocabulary).
+	TokenBytes(id int32) []byte
+	// IsSpecial reports a special or control token: it adds no text, so
+	// it is never allowed as text.
+	IsSpecial(id int32) bool
 	// TokenID is the id of a piece exactly as the vocabulary spells it.
 	TokenID(piece string) (int32, bool)
 }
@@ -48,8 +51,8 @@ func NewVocab(src TokenSource) *Vocab {
 	v := &Vocab{size: n, text: make([][]byte, n), piece: src.TokenID}
 	order := make([]int32, 0, n)
 	for id := int32(0); int(id) < n; id++ {
-		b, ok := src.TokenBytes(id)
-		if !ok || len(b) == 0 {
+		b := src.TokenBytes(id)
+		if src.IsSpecial(id) || len(b) == 0 {
 			continue
 		}
 		v.text[id] = b

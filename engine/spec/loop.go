@@ -46,6 +46,12 @@ type Request struct {
 	// decoding, constraint.go); the loop advances it. The calls then ask
 	// for logits even when greedy.
 	Constraint Constraint
+	// Logprobs gives every emitted token its log-probability and the
+	// TopLogprobs (0..sample.MaxTopLogprobs) most likely ids at its
+	// position (Token.Logprob, Token.Top): the model asks for logits rows
+	// instead of argmax, and each costs a log-softmax over the vocabulary.
+	Logprobs    bool
+	TopLogprobs int
 }
 
 // Stats describes one generation. Its JSON (the counts and why it stopped,
@@ -305,6 +311,9 @@ type generation struct {
 	con     Constraint
 	states  []Constraint
 	maskRow []float32
+	// logits are the rows of the last call (with Request.Logprobs: the
+	// emitted tokens' logprobs come from them).
+	logits [][]float32
 }
 
 // start checks req and sets up the request's state: sources reset to the
@@ -320,6 +329,9 @@ func (d *Decoder) start(req Request, emit func(Token) error) (*generation, error
 	case r.width < 1 || r.width > MaxWidth:
 		return r, fmt.Errorf("%w: width %d, want 1..%d or 0 for auto", ErrRequest, req.Width, MaxWidth)
 	}
+	if req.TopLogprobs < 0 || req.TopLogprobs > sample.MaxTopLogprobs {
+		return r, fmt.Errorf("%w: top logprobs %d, want 0..%d", ErrRequest, req.TopLogprobs, sample.MaxTopLogprobs)
+	}
 	if len(req.History) == 0 {
 		return r, fmt.Errorf("%w: empty history (a generation continues at least one token)", ErrRequest)
 	}
@@ -332,7 +344,7 @@ func (d *Decoder) start(req Request, emit func(Token) error) (*generation, error
 	d.Costs.newRequest()
 	r.greedy = req.Sampler == nil || req.Sampler.IsGreedy()
 	r.want = model.Logits
-	if r.greedy {
+	if r.greedy && !req.Logprobs {
 		r.want = model.Argmax
 	}
 	if r.con = req.Constraint; r.con != nil {
@@ -441,15 +453,15 @@ func (r *generation) first() (done bool, err error) {
 		r.st.Stopped = "stop"
 		return true, nil
 	}
-	if err := r.out(id, false); err != nil {
+	if err := r.out(id, false, r.req.Logits); err != nil {
 		return true, err
 	}
 	return false, nil
 }
 
 // out emits a generated token (not a stop token), counts it and feeds it to
-// the sources.
-func (r *generation) out(id int32, drafted bool) error {
+// the sources; row is the logits row it was picked from, for its logprobs.
+func (r *generation) out(id int32, drafted bool, row []float32) error {
 	if r.con != nil {
 		if err := r.con.Advance(id); err != nil {
 			return fmt.Errorf("spec: emitted token %d: %w", id, err)
@@ -467,7 +479,15 @@ func (r *generation) out(id int32, drafted bool) error {
 	if drafted {
 		r.accepted++
 	}
-	return r.emitFn(Token{ID: id, Drafted: drafted, Tokens: r.st.Tokens, Accepted: r.accepted, Calls: r.st.TargetCalls})
+	tk := Token{ID: id, Drafted: drafted, Tokens: r.st.Tokens, Accepted: r.accepted, Calls: r.st.TargetCalls}
+	if r.req.Logprobs {
+		// The row's own numbers, whatever the width of the call: a wide
+		// call's row equals a width-1 call's (DESIGN.md invariant 1). They
+		// are the model's as it returned them: whatever restricts the
+		// choice (a sampler's filters, a mask) must not change row in place.
+		tk.Logprob, tk.Top = sample.Logprobs(row, id, r.req.TopLogprobs, nil)
+	}
+	return r.emitFn(tk)
 }
 
 // allowed reports whether the backend runs calls of width w.
@@ -559,6 +579,7 @@ func (r *generation) call(ctx context.Context, t Target) (model.Result, error) {
 	if rows != len(r.tokens) {
 		return res, fmt.Errorf("spec: model call of width %d returned %d rows", len(r.tokens), rows)
 	}
+	r.logits = res.Logits
 	return res, nil
 }
 
@@ -620,7 +641,11 @@ func (r *generation) emit(accepted int) (rows int, stopped bool, err error) {
 		if i < accepted {
 			kept++
 		}
-		if err = r.out(y, i < accepted); err != nil || r.remaining <= 0 {
+		var row []float32
+		if r.req.Logprobs {
+			row = r.logits[i]
+		}
+		if err = r.out(y, i < accepted, row); err != nil || r.remaining <= 0 {
 			break
 		}
 	}

@@ -253,11 +253,13 @@ function HubResult({ m, open, opening }: { m: HubModel; open: RepoFiles | null; 
 
 function RepoFilesView({ r }: { r: RepoFiles }) {
   const store = useActions();
-  if (r.gated)
+  // Gated and nothing listed: no token is stored (with one, the files are
+  // listed and the download asks the Hub with it).
+  if (r.gated && !r.bundle && r.quantisations.length === 0)
     return (
       <p class="small" data-testid="repo-files">
-        {r.repo} is gated: accept its licence at <OutLink href={r.link}>{r.link}</OutLink>, then download it (anechat
-        never asks for your password).
+        {r.repo} is gated: accept its licence at <OutLink href={r.link}>{r.link}</OutLink>, then paste an access token
+        of that account in Settings (Hugging Face token) and download it (anechat never asks for your password).
       </p>
     );
   if (r.bundle)

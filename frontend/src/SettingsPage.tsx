@@ -7,8 +7,8 @@ import { useActions, useStore } from "./useStore";
  * Settings: the preferences (default model and system prompt, speculation
  * width, KV cache quota, reply length, temperature, drafted shading,
  * model-written titles), then what runs the models (backend, Core ML
- * compute units), the KV cache on disk, the local HTTP API, and where the
- * data is.
+ * compute units), the KV cache on disk, the local HTTP API, the Hugging
+ * Face token, and where the data is.
  */
 export function SettingsPage() {
   const store = useActions();
@@ -185,6 +185,7 @@ export function SettingsPage() {
       <BackendSection />
       <CacheSection />
       <APISection />
+      <HubTokenSection />
       <DataSection />
     </div>
   );
@@ -407,6 +408,103 @@ function APISection() {
           {st.error}
         </p>
       )}
+    </section>
+  );
+}
+
+/**
+ * The Hugging Face access token for gated models: pasted into a password
+ * field (never shown again: only its last four characters), kept where the
+ * Go side says (the macOS keychain, or a file only this user can read),
+ * cleared with one button. The field empties once it is stored, so the
+ * token does not stay in the page.
+ */
+function HubTokenSection() {
+  const store = useActions();
+  const st = useStore((s) => s.settings.hubToken);
+  const [text, setText] = useState("");
+  const changed = () => {
+    store.models.tokenChanged();
+  };
+  const save = async (e: Event) => {
+    e.preventDefault();
+    if (!text.trim()) return;
+    if (await store.settings.setHubToken(text)) {
+      setText("");
+      changed();
+    }
+  };
+  return (
+    <section class="settings facts" aria-labelledby="hf-title" data-testid="hf-token">
+      <h3 id="hf-title">Hugging Face token</h3>
+      <p class="muted small">
+        Gated models (whose licence must be accepted on Hugging Face first) download with an access token of the account
+        that accepted it: make one with read access at{" "}
+        <a
+          href={st?.tokensURL ?? "https://huggingface.co/settings/tokens"}
+          data-testid="hf-token-link"
+          onClick={(e) => {
+            e.preventDefault();
+            store.openURL(st?.tokensURL ?? "https://huggingface.co/settings/tokens");
+          }}
+        >
+          huggingface.co/settings/tokens
+        </a>{" "}
+        and paste it here. It is sent to Hugging Face only (not to the servers its files come from), never shown again
+        {st ? (
+          <>
+            , and kept in <span data-testid="hf-token-where">{st.where}</span>.
+          </>
+        ) : (
+          "."
+        )}{" "}
+        The command line uses <code>HF_TOKEN</code> when it is set, else this one.
+      </p>
+      <p data-testid="hf-token-state">
+        {st?.set ? (
+          <>
+            A token is stored: <code data-testid="hf-token-masked">{st.masked}</code>
+          </>
+        ) : (
+          <span class="muted">No token is stored: gated models are refused, with the link to their licence.</span>
+        )}
+      </p>
+      {st?.error && (
+        <p class="error" role="alert" data-testid="hf-token-error">
+          {st.error}
+        </p>
+      )}
+      <form class="row" onSubmit={(e) => void save(e)} noValidate>
+        <input
+          class="grow"
+          type="password"
+          autoComplete="off"
+          spellcheck={false}
+          data-testid="hf-token-input"
+          aria-label="Hugging Face access token"
+          placeholder={st?.set ? "Paste a new token to replace it" : "hf_…"}
+          value={text}
+          onInput={(e) => {
+            setText(e.currentTarget.value);
+          }}
+        />
+        <button type="submit" data-testid="hf-token-save" disabled={!text.trim()}>
+          Save token
+        </button>
+        {(st?.set || st?.error) && (
+          <button
+            type="button"
+            data-testid="hf-token-clear"
+            onClick={() =>
+              void store.settings.clearHubToken().then((ok) => {
+                if (ok) changed();
+              })
+            }
+          >
+            Clear
+          </button>
+        )}
+      </form>
     </section>
   );
 }

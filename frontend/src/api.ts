@@ -3,6 +3,7 @@ import type {
   APIStatus,
   CatalogList,
   HubModel,
+  HubToken,
   PullRequest,
   RepoFiles,
   BackendInfo,
@@ -115,6 +116,11 @@ export function api(b: Bridge) {
       reset: () => set<Preferences>("Reset"),
       cache: () => set<CacheUsage>("Cache"),
       clearCache: (includePinned: boolean) => set<ClearCacheResult>("ClearCache", includePinned),
+      /** Whether a Hugging Face token is stored (masked), and where. */
+      hubToken: () => set<HubToken>("HubToken"),
+      /** Stores the token pasted (gated repositories then download with it). */
+      setHubToken: (token: string) => set<HubToken>("SetHubToken", token),
+      clearHubToken: () => set<HubToken>("ClearHubToken"),
     },
     models: {
       list: () => mod<ModelList>("List"),

@@ -436,6 +436,19 @@ export interface RepoFiles {
   fit: Fit;
 }
 
+/** What Settings shows of the Hugging Face access token (Settings.HubToken): never the token itself. */
+export interface HubToken {
+  /** A token is stored: the Hub client sends it to Hugging Face (only to its own host). */
+  set: boolean;
+  /** Its kind and last four characters ("hf_…wxyz"). */
+  masked: string;
+  /** Where it is (or would be) kept: the macOS login keychain, or a file only this user can read. */
+  where: string;
+  tokensURL: string;
+  /** Why the stored token could not be read; "" when it could. */
+  error: string;
+}
+
 /** What Catalog.Pull downloads: a catalog entry, or a repository and (for GGUF) the file. */
 export interface PullRequest {
   entry: string;

@@ -2,11 +2,13 @@
 // (catalog.json, shipped in the binary), and what a model needs of a
 // machine: the memory it takes and whether it fits this one.
 //
-// The catalog holds no checksum and no commit: an entry names a repository,
-// a branch and the files to take; the Hub's tree at the commit the branch
-// names when the download starts gives each file's size and sha256, and
-// the download is pinned to that commit (internal/pull). See the _doc of
-// catalog.json.
+// An entry names a repository, a branch and the files to take. Unpinned,
+// the Hub's tree at the commit the branch names when the download starts
+// gives each file's size and sha256, and the download is pinned to that
+// commit (internal/pull). Pinned (Commit and Pins, written by a maintainer
+// with `go run ./internal/catalog/pin`, which reads them from the Hub's
+// tree), the download is of that commit and every file must be the one
+// pinned. See the _doc of catalog.json.
 package catalog
 
 import (
@@ -64,6 +66,35 @@ type Entry struct {
 	Files       []File `json:"files"`
 	// Sources say where each fact of the entry comes from.
 	Sources []string `json:"sources"`
+	// Commit pins the entry to the commit Revision named when a maintainer
+	// last ran the pin script (`go run ./internal/catalog/pin`, which reads
+	// the Hub); "" while not pinned. A pinned entry downloads that commit
+	// whatever the branch names now.
+	Commit string `json:"commit,omitempty"`
+	// Pins are the repository's files a pinned entry downloads, each with
+	// its size and checksum from the Hub's tree at Commit: the download
+	// must take exactly these.
+	Pins []Pin `json:"pins,omitempty"`
+}
+
+// Pin is one file of a pinned entry as the Hub's tree gave it.
+type Pin struct {
+	// Path is the file's path in the repository.
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	// SHA256 is an LFS file's sha256, GitBlob a file kept in Git's blob id
+	// (one of the two).
+	SHA256  string `json:"sha256,omitempty"`
+	GitBlob string `json:"gitBlob,omitempty"`
+}
+
+// TargetRevision is the revision a download of the entry asks for: its
+// pinned commit, else its branch.
+func (e *Entry) TargetRevision() string {
+	if e.Commit != "" {
+		return e.Commit
+	}
+	return e.Revision
 }
 
 // File is a file (or, with a trailing slash, a folder) of the repository
@@ -185,6 +216,9 @@ func (e *Entry) check() error {
 	if len(e.Sources) == 0 {
 		return fmt.Errorf("sources: say where the entry's facts come from")
 	}
+	if err := e.checkPins(); err != nil {
+		return err
+	}
 	if len(e.Files) == 0 {
 		return fmt.Errorf("files: none")
 	}
@@ -213,4 +247,63 @@ func (e *Entry) check() error {
 		targets[t] = true
 	}
 	return nil
+}
+
+// checkPins holds a pinned entry to its shape: a commit of 40 hex digits
+// and one pin per file, each a plain path with a size and one checksum
+// (written by the pin script, never by hand).
+func (e *Entry) checkPins() error {
+	switch {
+	case e.Commit == "" && len(e.Pins) == 0:
+		return nil
+	case e.Commit == "":
+		return fmt.Errorf("pins: no commit: the pins are of a commit (run go run ./internal/catalog/pin %s)", e.Name)
+	case !hub.IsCommit(e.Commit):
+		return fmt.Errorf("commit %q: want 40 hexadecimal digits (run go run ./internal/catalog/pin %s)", e.Commit, e.Name)
+	case len(e.Pins) == 0:
+		return fmt.Errorf("commit: no pins: a pinned entry lists its files (run go run ./internal/catalog/pin %s)", e.Name)
+	}
+	seen := map[string]bool{}
+	for _, p := range e.Pins {
+		if err := hub.CheckPath(p.Path); err != nil {
+			return fmt.Errorf("pins: %w", err)
+		}
+		if seen[p.Path] {
+			return fmt.Errorf("pins: %s twice", p.Path)
+		}
+		seen[p.Path] = true
+		switch {
+		case p.Size < 0:
+			return fmt.Errorf("pins: %s: size %d", p.Path, p.Size)
+		case (p.SHA256 == "") == (p.GitBlob == ""):
+			return fmt.Errorf("pins: %s: want one checksum, sha256 (a file in LFS) or gitBlob (a file in Git)", p.Path)
+		case p.SHA256 != "" && !isHex(p.SHA256, 64):
+			return fmt.Errorf("pins: %s: sha256 %q is not 64 hexadecimal digits", p.Path, p.SHA256)
+		case p.GitBlob != "" && !isHex(p.GitBlob, 40):
+			return fmt.Errorf("pins: %s: gitBlob %q is not 40 hexadecimal digits", p.Path, p.GitBlob)
+		}
+	}
+	return nil
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Pin returns the pin of the repository file at path, if the entry has one.
+func (e *Entry) Pin(path string) (Pin, bool) {
+	for _, p := range e.Pins {
+		if p.Path == path {
+			return p, true
+		}
+	}
+	return Pin{}, false
 }

@@ -7,7 +7,8 @@ import (
 )
 
 // TestShippedCatalog: the catalog in the binary loads, holds the models
-// the issue lists, and writes down no checksum or commit of its own.
+// the issue lists, and writes down no checksum or commit of its own outside
+// the pins (which only the pin script writes, from the Hub's tree).
 func TestShippedCatalog(t *testing.T) {
 	c, err := Load()
 	if err != nil {
@@ -71,6 +72,13 @@ func TestParseRefuses(t *testing.T) {
 	if _, err := Parse([]byte(`{"entries":[` + good + `]}`)); err != nil {
 		t.Fatalf("good entry: %v", err)
 	}
+	// A pinned entry (what go run ./internal/catalog/pin writes).
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	pin := `{"path":"x-Q8_0.gguf","size":1185376,"sha256":"270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d"}`
+	pinned := strings.Replace(good, `"sources":["s"]`, `"sources":["s"],"commit":"`+commit+`","pins":[`+pin+`]`, 1)
+	if c, err := Parse([]byte(`{"entries":[` + pinned + `]}`)); err != nil || c.Entries[0].TargetRevision() != commit {
+		t.Fatalf("pinned entry: %v", err)
+	}
 	for name, tc := range map[string]struct{ from, to, want string }{
 		"sha256 written in":  {`"sources"`, `"sha256":"ab","sources"`, `unknown field "sha256"`},
 		"bad repo":           {`"o/r"`, `"../r"`, "repo"},
@@ -83,6 +91,12 @@ func TestParseRefuses(t *testing.T) {
 		"upper-case name":    {`"name":"x"`, `"name":"X"`, "name"},
 		"repository as name": {`"name":"x"`, `"name":"o/r"`, "name"},
 		"escaping file":      {`"x-Q8_0.gguf"`, `"../x.gguf"`, "gguf"},
+		"pins, no commit":    {`"sources":["s"]`, `"sources":["s"],"pins":[` + pin + `]`, "pins: no commit"},
+		"branch as commit":   {`"sources":["s"]`, `"sources":["s"],"commit":"main","pins":[` + pin + `]`, `commit "main"`},
+		"commit, no pins":    {`"sources":["s"]`, `"sources":["s"],"commit":"` + commit + `"`, "no pins"},
+		"two checksums":      {`"sources":["s"]`, `"sources":["s"],"commit":"` + commit + `","pins":[` + strings.Replace(pin, `}`, `,"gitBlob":"`+commit+`"}`, 1) + `]`, "one checksum"},
+		"short sha256":       {`"sources":["s"]`, `"sources":["s"],"commit":"` + commit + `","pins":[{"path":"x-Q8_0.gguf","size":1,"sha256":"ab"}]`, "sha256"},
+		"pin escapes":        {`"sources":["s"]`, `"sources":["s"],"commit":"` + commit + `","pins":[` + strings.Replace(pin, "x-Q8_0", "../x", 1) + `]`, "pins"},
 	} {
 		_, err := Parse([]byte(`{"entries":[` + strings.Replace(good, tc.from, tc.to, 1) + `]}`))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -24,6 +24,9 @@ var (
 	// ErrBadAnswer: the Hub answered something that is not what its API
 	// documents, or an error status of no known kind.
 	ErrBadAnswer = errors.New("unexpected answer")
+	// ErrTokenRefused: the Hub did not accept the access token sent
+	// (mistyped, expired or revoked).
+	ErrTokenRefused = errors.New("token refused")
 )
 
 // Error is a Hub request that failed, in plain words.
@@ -44,6 +47,10 @@ type Error struct {
 	RetryAfter time.Duration
 	// Detail is the rest: the transport's words, the server's message.
 	Detail string
+	// Token: the request carried an access token (a gated repository's
+	// error then says the token's account has no access, not that a token
+	// is missing).
+	Token bool
 }
 
 func (e *Error) Unwrap() error { return e.Kind }
@@ -55,7 +62,16 @@ func (e *Error) Error() string {
 	}
 	switch e.Kind {
 	case ErrGated:
-		return fmt.Sprintf("%s is a gated repository: its licence must be accepted on Hugging Face before its files can be downloaded. Open %s, log in and accept it (anechat never asks for your password)", what, e.Link)
+		if e.Token {
+			return fmt.Sprintf("%s is a gated repository and the account of your Hugging Face token has no access to it yet: open %s, log in as that account and accept its licence (or ask for access), then try again", what, e.Link)
+		}
+		return fmt.Sprintf("%s is a gated repository: its licence must be accepted on Hugging Face before its files can be downloaded. Open %s, log in and accept it; then paste an access token of that account (%s, read access is enough) in Settings, or set %s for the command line (anechat never asks for your password)", what, e.Link, TokensURL, EnvToken)
+	case ErrTokenRefused:
+		msg := fmt.Sprintf("the token was refused: the Hub at %s did not accept your Hugging Face access token (HTTP %d", e.Host, e.Status)
+		if e.Detail != "" {
+			msg += ": " + e.Detail
+		}
+		return msg + "); it may be mistyped, expired or revoked: make a new one at " + TokensURL + " and paste it in Settings (or set " + EnvToken + "), or clear it there to go on without one"
 	case ErrNotFound:
 		switch {
 		case e.Path != "":
@@ -92,9 +108,15 @@ func (c *Client) StatusError(resp *http.Response, repo, revision, file string) e
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
 	}
-	e := &Error{Repo: repo, Revision: revision, Status: resp.StatusCode, Link: c.RepoURL(repo)}
+	e := &Error{Repo: repo, Revision: revision, Status: resp.StatusCode, Link: c.RepoURL(repo), Token: c.token != ""}
 	code := resp.Header.Get("X-Error-Code")
 	switch {
+	case c.token != "" && resp.StatusCode == http.StatusUnauthorized && code != "RepoNotFound" && code != "RevisionNotFound" && code != "EntryNotFound":
+		// With a token, the Hub answers a gated repository 403 and a
+		// missing one RepoNotFound: a 401 left is the token itself
+		// ("Invalid credentials in Authorization header").
+		e.Kind, e.Host = ErrTokenRefused, c.base.Host
+		e.Detail = c.redact(strings.TrimSpace(resp.Header.Get("X-Error-Message")))
 	case code == "GatedRepo" || code == "" && resp.StatusCode == http.StatusForbidden:
 		e.Kind = ErrGated
 	case code == "RepoNotFound":
@@ -113,7 +135,7 @@ func (c *Client) StatusError(resp *http.Response, repo, revision, file string) e
 		e.Path = file
 	default:
 		e.Kind = ErrBadAnswer
-		e.Detail = strings.TrimSpace(resp.Header.Get("X-Error-Message"))
+		e.Detail = c.redact(strings.TrimSpace(resp.Header.Get("X-Error-Message")))
 	}
 	if repo == "" && e.Kind == ErrGated {
 		e.Link = c.URL()
@@ -140,15 +162,21 @@ func retryAfter(h string, now time.Time) time.Duration {
 // DownloadError says in the Hub's words why downloading file of repo at
 // revision failed, when the download's error is one the Hub explains: a
 // 401 or 403 from the resolve URL is a gated repository (the tree listed
-// the file, so it exists), 404 a file gone since, 429 rate limiting, a
-// connection never made the Hub being unreachable. Any other error is
-// returned as it is.
+// the file, so it exists) — with a token sent, a 401 is the token refused
+// —, 404 a file gone since, 429 rate limiting, a connection never made the
+// Hub being unreachable. Any other error is returned as it is.
 func (c *Client) DownloadError(err error, repo, revision, file string) error {
 	var se *download.StatusError
 	if errors.As(err, &se) {
-		e := &Error{Repo: repo, Revision: revision, Path: file, Status: se.Code, Link: c.RepoURL(repo)}
+		e := &Error{Repo: repo, Revision: revision, Path: file, Status: se.Code, Link: c.RepoURL(repo), Token: c.token != ""}
 		switch se.Code {
-		case http.StatusUnauthorized, http.StatusForbidden:
+		case http.StatusUnauthorized:
+			if c.token != "" {
+				e.Kind, e.Path, e.Host = ErrTokenRefused, "", c.base.Host
+			} else {
+				e.Kind, e.Path = ErrGated, ""
+			}
+		case http.StatusForbidden:
 			e.Kind, e.Path = ErrGated, ""
 		case http.StatusNotFound:
 			e.Kind = ErrNotFound

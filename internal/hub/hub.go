@@ -25,8 +25,13 @@
 //     RepoNotFound, RevisionNotFound, EntryNotFound); a missing or private
 //     repository may also answer 401 without one; 429 is rate limiting.
 //
+// A gated repository's files download with a Hugging Face access token
+// the user gives (WithToken), sent to the Hub's own host only: never to
+// the CDN its downloads redirect to (Authorize).
+//
 // Errors are *Error, in plain words, and match ErrGated, ErrNotFound,
-// ErrRateLimited and ErrOffline with errors.Is.
+// ErrRateLimited, ErrOffline and ErrTokenRefused with errors.Is; none of
+// them holds the token.
 package hub
 
 import (
@@ -80,7 +85,11 @@ const (
 // Client talks to one Hub.
 type Client struct {
 	base *url.URL
-	http *http.Client
+	// http carries the requests (with the token, to the Hub only:
+	// Authorize); plain is the client it was made from.
+	http, plain *http.Client
+	// token is the Hugging Face access token sent, "" for none (WithToken).
+	token string
 }
 
 // New returns a client of the Hub at base (https, or plain http only to
@@ -100,7 +109,7 @@ func New(base string, hc *http.Client) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: defaultWait}
 	}
-	return &Client{base: u, http: hc}, nil
+	return &Client{base: u, http: hc, plain: hc}, nil
 }
 
 // URL is the Hub's base URL.

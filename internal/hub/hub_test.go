@@ -35,7 +35,7 @@ func TestSearch(t *testing.T) {
 	for _, m := range ms {
 		ids = append(ids, m.ID+":"+string(m.Format)+":"+string(m.Gated))
 	}
-	want := "anechat-test/stories260K-GGUF:gguf: anechat-test/tiny-coreml:coreml: anechat-test/gated-GGUF:gguf:manual bartowski/SmolLM2-135M-Instruct-GGUF:gguf: someone-else/stories-finetune-GGUF:gguf:"
+	want := "anechat-test/stories260K-GGUF:gguf: anechat-test/tiny-coreml:coreml: anechat-test/gated-GGUF:gguf:manual unsloth/gemma-3-270m-it-GGUF:gguf:auto bartowski/SmolLM2-135M-Instruct-GGUF:gguf: someone-else/stories-finetune-GGUF:gguf:"
 	if got := strings.Join(ids, " "); got != want {
 		t.Errorf("search: %s\nwant %s", got, want)
 	}

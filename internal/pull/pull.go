@@ -43,7 +43,7 @@ type Target struct {
 func ParseTarget(cat *catalog.Catalog, s string) (Target, error) {
 	s = strings.TrimSpace(s)
 	if e, ok := cat.Find(s); ok {
-		return Target{Entry: e, Repo: e.Repo, Revision: e.Revision}, nil
+		return Target{Entry: e, Repo: e.Repo, Revision: e.TargetRevision()}, nil
 	}
 	if !strings.Contains(s, "/") {
 		return Target{}, fmt.Errorf("%q is neither a catalog entry (%s) nor a repository (OWNER/NAME[@REVISION])", s, strings.Join(cat.Names(), ", "))
@@ -68,6 +68,15 @@ func ParseTarget(cat *catalog.Catalog, s string) (Target, error) {
 	return t, nil
 }
 
+// CheckFiles refuses file names given with a catalog entry: its files are
+// the catalog's.
+func (t Target) CheckFiles(files []string) error {
+	if t.Entry != nil && len(files) > 0 {
+		return fmt.Errorf("%s is a catalog entry: it takes no file names (pull %s FILE to choose files)", t.Entry.Name, t.Repo)
+	}
+	return nil
+}
+
 // Plan is a download pinned to a commit.
 type Plan struct {
 	Target
@@ -84,6 +93,48 @@ type Plan struct {
 	Name string
 	// Size is the bytes to download.
 	Size int64
+	// Taken are the repository's files the plan downloads, as the tree at
+	// Commit lists them (what the catalog's pins are taken from).
+	Taken []hub.File
+	// probe is the repository path of one of the plan's files: the one
+	// whose access a gated repository's plan checks.
+	probe string
+}
+
+// checkPins holds a pinned catalog entry's plan to its pins: the commit is
+// the pinned one and the files taken are exactly the pinned files, each
+// of the pinned size and checksum. A tree that says otherwise (a mirror
+// serving other bytes, a repository rewritten) is refused.
+func (p *Plan) checkPins() error {
+	e := p.Entry
+	if e == nil || e.Commit == "" {
+		return nil
+	}
+	if p.Commit != e.Commit {
+		return fmt.Errorf("%s is pinned to commit %s, but the Hub answered commit %s for it", e.Name, e.Commit, p.Commit)
+	}
+	stale := "the Hub's tree of %s at %s differs from the catalog's pin of %s (%s): the catalog entry %s is out of date (go run ./internal/catalog/pin %s), or the Hub serves other files"
+	for _, f := range p.Taken {
+		pin, ok := e.Pin(f.Path)
+		sum, blob := "", ""
+		if f.LFS != nil {
+			sum = f.LFS.SHA256
+		} else {
+			blob = strings.ToLower(f.OID)
+		}
+		switch {
+		case !ok:
+			return fmt.Errorf(stale, p.Repo, short(p.Commit), f.Path, "not pinned", e.Name, e.Name)
+		case pin.Size != f.Size:
+			return fmt.Errorf(stale, p.Repo, short(p.Commit), f.Path, fmt.Sprintf("size %d, pinned %d", f.Size, pin.Size), e.Name, e.Name)
+		case pin.SHA256 != sum || pin.GitBlob != blob:
+			return fmt.Errorf(stale, p.Repo, short(p.Commit), f.Path, "another checksum", e.Name, e.Name)
+		}
+	}
+	if len(p.Taken) != len(e.Pins) {
+		return fmt.Errorf(stale, p.Repo, short(p.Commit), "its files", fmt.Sprintf("%d taken, %d pinned", len(p.Taken), len(e.Pins)), e.Name, e.Name)
+	}
+	return nil
 }
 
 // Source is "OWNER/NAME@COMMIT": where the plan's bytes come from.
@@ -94,14 +145,37 @@ func (p *Plan) Source() string { return p.Repo + "@" + p.Commit }
 // name (by path, or by a part of its name such as a quantisation, "Q4_K_M"),
 // or its only .gguf file, or, for a repository with no .gguf file, every
 // file (or those files name: paths or folders) as a bundle. A gated
-// repository is refused with the link to accept its licence: anechat
-// carries no Hub credentials.
+// repository is refused with the link to accept its licence when the
+// client has no access token; with one, the Hub is asked (CheckAccess)
+// whether the token's account may download the plan's files, so a
+// licence not accepted or a token refused is said before anything
+// downloads.
 func Make(ctx context.Context, c *hub.Client, t Target, files []string) (*Plan, error) {
+	p, err := makePlan(ctx, c, t, files)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkPins(); err != nil {
+		return nil, err
+	}
+	if p.Info.Gated == "" {
+		return p, nil
+	}
+	if err := c.CheckAccess(ctx, p.Repo, p.Commit, p.probe); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func makePlan(ctx context.Context, c *hub.Client, t Target, files []string) (*Plan, error) {
+	if err := t.CheckFiles(files); err != nil {
+		return nil, err
+	}
 	info, err := c.Info(ctx, t.Repo, t.Revision)
 	if err != nil {
 		return nil, err
 	}
-	if info.Gated != "" {
+	if info.Gated != "" && !c.HasToken() {
 		return nil, &hub.Error{Kind: hub.ErrGated, Repo: t.Repo, Revision: t.Revision, Link: c.RepoURL(t.Repo)}
 	}
 	tree, err := c.Tree(ctx, t.Repo, info.SHA)
@@ -110,8 +184,6 @@ func Make(ctx context.Context, c *hub.Client, t Target, files []string) (*Plan, 
 	}
 	p := &Plan{Target: t, Commit: info.SHA, Info: info}
 	switch {
-	case t.Entry != nil && len(files) > 0:
-		return nil, fmt.Errorf("%s is a catalog entry: it takes no file names (pull %s FILE to choose files)", t.Entry.Name, t.Repo)
 	case t.Entry != nil && t.Entry.Format == catalog.FormatGGUF:
 		f, ok := tree.Find(t.Entry.Files[0].Path)
 		if !ok {
@@ -206,6 +278,10 @@ func short(commit string) string { return commit[:min(len(commit), 12)] }
 // setFile is f as a file of a download pinned to the plan's commit.
 func (p *Plan) setFile(c *hub.Client, f hub.File, target string) (download.SetFile, error) {
 	sf := download.SetFile{URL: c.ResolveURL(p.Repo, p.Commit, f.Path), Path: target, Size: f.Size}
+	if p.probe == "" {
+		p.probe = f.Path
+	}
+	p.Taken = append(p.Taken, f)
 	switch {
 	case f.LFS != nil:
 		sf.SHA256 = f.LFS.SHA256

@@ -140,3 +140,44 @@ func TestMake(t *testing.T) {
 		t.Errorf("gated: %v", err)
 	}
 }
+
+// TestMakeGated: a gated repository is refused without a token (with the
+// link and where a token goes); with the token of an account that accepted
+// the licence it is planned (the Hub asked about its file first); a token
+// whose account did not, or one the Hub refuses, is said before anything
+// downloads.
+func TestMakeGated(t *testing.T) {
+	s := hubtest.Start(t)
+	c, err := hub.New(s.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tg, err := pull.ParseTarget(testCatalog(t), "anechat-test/gated-GGUF")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pull.Make(ctx, c, tg, nil); !errors.Is(err, hub.ErrGated) || !strings.Contains(err.Error(), "Settings") ||
+		!strings.Contains(err.Error(), s.URL+"/anechat-test/gated-GGUF") {
+		t.Errorf("no token: %v", err)
+	}
+	p, err := pull.Make(ctx, c.WithToken(hubtest.Token), tg, nil)
+	if err != nil || p.GGUF == nil || p.Name != "gated-Q4_K_M.gguf" {
+		t.Fatalf("granted token: %+v, %v", p, err)
+	}
+	heads := 0
+	for _, r := range s.Requests() {
+		if r.Method == "HEAD" && strings.HasSuffix(r.Path, "/gated-Q4_K_M.gguf") {
+			heads++
+		}
+	}
+	if heads != 1 {
+		t.Errorf("%d HEAD requests for the gated file, want 1 (its access checked)", heads)
+	}
+	if _, err := pull.Make(ctx, c.WithToken(hubtest.UngrantedToken), tg, nil); !errors.Is(err, hub.ErrGated) || !strings.Contains(err.Error(), "no access") {
+		t.Errorf("token not granted: %v", err)
+	}
+	if _, err := pull.Make(ctx, c.WithToken("hf_notKnownToTheFakeHub00000"), tg, nil); !errors.Is(err, hub.ErrTokenRefused) {
+		t.Errorf("wrong token: %v", err)
+	}
+}

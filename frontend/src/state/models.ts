@@ -204,6 +204,11 @@ export class Models {
   /** Whether the Hub was asked for the catalog's sizes this session. */
   private sizesAsked = false;
 
+  /** The Hugging Face token changed: the catalog's sizes are asked for again on the next look. */
+  tokenChanged() {
+    this.sizesAsked = false;
+  }
+
   async reloadCatalog() {
     const c = await this.core.attempt("models", () => this.core.api.catalog.list(), true);
     if (c) this.update({ catalog: c });

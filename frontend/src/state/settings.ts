@@ -7,6 +7,7 @@ import type {
   CacheUsage,
   ClearCacheResult,
   CoreMLSettings,
+  HubToken,
   Preferences,
   Theme,
 } from "../types";
@@ -23,6 +24,8 @@ export interface SettingsState {
   cache: CacheUsage | null;
   /** The local OpenAI-compatible HTTP API (API service): on or off, where, its token. */
   apiServer: APIStatus | null;
+  /** Whether a Hugging Face access token is stored (masked), and where. */
+  hubToken: HubToken | null;
 }
 
 /**
@@ -36,7 +39,7 @@ export function themeOnPage(doc: Document = document): Theme {
 
 /** The settings' part before anything is loaded, drawn with theme. */
 export function initialSettings(theme: Theme): SettingsState {
-  return { prefs: null, theme, backend: null, coreml: null, cache: null, apiServer: null };
+  return { prefs: null, theme, backend: null, coreml: null, cache: null, apiServer: null, hubToken: null };
 }
 
 /** The settings' actions. */
@@ -77,18 +80,34 @@ export class Settings {
   /** What the Settings page shows beside the preferences: the backends, Core ML and the KV cache. */
   async reloadFacts() {
     const { api } = this.core;
-    const [backend, coreml, cache, apiServer] = await Promise.all([
+    const [backend, coreml, cache, apiServer, hubToken] = await Promise.all([
       this.core.attempt("settings", () => api.system.backend(), true),
       this.core.attempt("settings", () => api.coreml.settings(), true),
       this.core.attempt("settings", () => api.settings.cache(), true),
       this.core.attempt("settings", () => api.apiServer.status(), true),
+      this.core.attempt("settings", () => api.settings.hubToken(), true),
     ]);
     this.update((s) => ({
       backend: backend ?? s.backend,
       coreml: coreml ?? s.coreml,
       cache: cache ?? s.cache,
       apiServer: apiServer ?? s.apiServer,
+      hubToken: hubToken ?? s.hubToken,
     }));
+  }
+
+  /** Stores the Hugging Face token pasted; false if refused (the notice says why, never repeating it). */
+  async setHubToken(token: string): Promise<boolean> {
+    const t = await this.core.attempt("settings", () => this.core.api.settings.setHubToken(token));
+    if (t) this.update({ hubToken: t });
+    return t !== undefined;
+  }
+
+  /** Removes the stored Hugging Face token. */
+  async clearHubToken(): Promise<boolean> {
+    const t = await this.core.attempt("settings", () => this.core.api.settings.clearHubToken());
+    if (t) this.update({ hubToken: t });
+    return t !== undefined;
   }
 
   /**

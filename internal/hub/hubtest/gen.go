@@ -22,7 +22,12 @@
 //   - tiny-coreml: a CoreML-LLM-shaped bundle layout (model_config.json,
 //     swa/chunkN.mlmodelc/..., RoPE tables, hf_model/tokenizer.json), bytes
 //     generated, several files in LFS and several in Git;
-//   - gated-GGUF: a gated repository ("gated": "manual");
+//   - gated-GGUF: a gated repository ("gated": "manual") whose file is the
+//     real tiny model (external), served only with hubtest.Token;
+//   - unsloth/gemma-3-270m-it-GGUF: the catalog entry gemma-3-270m-it's
+//     repository and file (stories260K's bytes), made gated here (the
+//     real one is not) so that a catalog download with and without a
+//     token is tested;
 //   - bartowski/SmolLM2-135M-Instruct-GGUF: the catalog entry
 //     smollm2-135m-instruct's repository and file, whose bytes are
 //     stories260K's (external), so a catalog pull can be tested.
@@ -101,7 +106,14 @@ func main() {
 			}},
 		{id: "anechat-test/gated-GGUF", tags: []string{"gguf", "gemma3"}, library: "gguf", downloads: 500, gated: "manual",
 			files: []file{
-				{path: "gated-Q4_K_M.gguf", size: 10000},
+				{path: "gated-Q4_K_M.gguf", size: storiesSize, external: "stories260K.gguf"},
+			}},
+		// The catalog's gemma-3-270m-it entry, gated on this fake Hub only:
+		// the one-click download with the token pasted in Settings.
+		{id: "unsloth/gemma-3-270m-it-GGUF", tags: []string{"gguf", "gemma3", "text-generation"}, library: "gguf", downloads: 400, gated: "auto",
+			files: []file{
+				{path: "README.md", text: "---\nlicense: gemma\n---\n# gemma-3-270m-it-GGUF (fake Hub: stories260K's bytes, gated here)\n"},
+				{path: "gemma-3-270m-it-Q4_K_M.gguf", size: storiesSize, external: "stories260K.gguf"},
 			}},
 	}
 	// Search-only hits: found by the search, no repository behind them.

@@ -3,7 +3,8 @@
 // resolve endpoints (internal/hub describes them) from fixtures, with
 // faults a test turns on: a connection dropped part-way through a file, a
 // file whose bytes are not the ones its tree entry names, rate limiting,
-// a gated repository.
+// a gated repository (served only with the access token Token, and only on
+// the Hub's own host: SplitCDN puts the files' bytes on another).
 //
 // The fixtures (testdata/fakehub.json) are written by gen.go (`go generate
 // ./internal/hub/hubtest`); their answers have the shapes the Hub's API
@@ -53,8 +54,10 @@ type Repo struct {
 	// names that resolve to it.
 	Commit   string   `json:"commit"`
 	Branches []string `json:"branches"`
-	// Gated makes every file answer 401 with X-Error-Code GatedRepo, as
-	// the Hub does for a gated repository without an accepted licence.
+	// Gated makes every file answer 401 with X-Error-Code GatedRepo
+	// without a token and 403 with one whose account has no access (as the
+	// Hub does for a gated repository whose licence was not accepted); with
+	// Token, the files are served.
 	Gated bool `json:"gated"`
 	// Tree is the tree answer's entries.
 	Tree []json.RawMessage `json:"tree"`
@@ -102,6 +105,9 @@ type Server struct {
 	Blobs map[string]string
 	// PageSize is how many tree entries one page holds (0: all).
 	PageSize int
+	// cdn is the server of the LFS files' bytes when SplitCDN moved them to
+	// a host of their own; "" while this server serves them.
+	cdnURL string
 
 	mu sync.Mutex
 	// faults
@@ -117,6 +123,34 @@ type Server struct {
 // Request is one request the server saw.
 type Request struct {
 	Method, Path, Query, Range string
+	// Host is the host:port asked (the Hub's, or the CDN's after SplitCDN).
+	Host string
+	// Authorization is the request's Authorization header, "" for none.
+	Authorization string
+}
+
+// The access tokens the fake Hub knows. Any other token sent is refused,
+// on every endpoint, with the Hub's 401 "Invalid credentials in
+// Authorization header".
+const (
+	// Token is an account's token that has accepted every gated
+	// repository's licence: their files are served with it.
+	Token = "hf_anechatFakeHubGrantedToken0000000"
+	// UngrantedToken is a valid token of an account that accepted no
+	// licence: a gated repository's files answer 403 GatedRepo.
+	UngrantedToken = "hf_anechatFakeHubUngrantedToken00000"
+)
+
+// SplitCDN serves the LFS files' bytes from a second server (another
+// host:port, as the Hub's CDN is another host): the resolve URLs redirect
+// there. t.Cleanup stops it.
+func (s *Server) SplitCDN(t testing.TB) {
+	t.Helper()
+	cdn := httptest.NewServer(s.Handler())
+	t.Cleanup(cdn.Close)
+	s.mu.Lock()
+	s.cdnURL = cdn.URL
+	s.mu.Unlock()
 }
 
 // Start starts the fake Hub on 127.0.0.1 with the committed fixtures;
@@ -256,7 +290,8 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Range: r.Header.Get("Range")})
+	s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Range: r.Header.Get("Range"),
+		Host: r.Host, Authorization: r.Header.Get("Authorization")})
 	limited := false
 	if strings.HasPrefix(r.URL.Path, "/api/") && s.rateLimit > 0 {
 		s.rateLimit--
@@ -269,6 +304,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := r.URL.Path
+	if auth := r.Header.Get("Authorization"); auth != "" && !strings.HasPrefix(p, "/cdn/") {
+		if tok := strings.TrimPrefix(auth, "Bearer "); tok != Token && tok != UngrantedToken {
+			hubError(w, http.StatusUnauthorized, "", "Invalid credentials in Authorization header")
+			return
+		}
+	}
 	switch {
 	case p == "/api/models":
 		s.search(w, r)
@@ -394,8 +435,15 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request, rest string) {
 		return
 	}
 	if repo.Gated {
-		hubError(w, http.StatusUnauthorized, "GatedRepo", "Access to model "+repoID+" is restricted. You must have access to it and be authenticated to access it. Please log in.")
-		return
+		switch r.Header.Get("Authorization") {
+		case "Bearer " + Token:
+		case "":
+			hubError(w, http.StatusUnauthorized, "GatedRepo", "Access to model "+repoID+" is restricted. You must have access to it and be authenticated to access it. Please log in.")
+			return
+		default:
+			hubError(w, http.StatusForbidden, "GatedRepo", "Access to model "+repoID+" is restricted and you are not in the authorized list. Visit "+s.URL+"/"+repoID+" to ask for access.")
+			return
+		}
 	}
 	e, ok := repo.find(file)
 	if !ok {
@@ -406,7 +454,10 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request, rest string) {
 	if e.LFS != nil {
 		w.Header().Set("X-Linked-Etag", `"`+e.LFS.OID+`"`)
 		w.Header().Set("X-Linked-Size", strconv.FormatInt(e.Size, 10))
-		http.Redirect(w, r, "/cdn/"+repoID+"/"+file, http.StatusFound)
+		s.mu.Lock()
+		cdn := s.cdnURL
+		s.mu.Unlock()
+		http.Redirect(w, r, cdn+"/cdn/"+repoID+"/"+file, http.StatusFound)
 		return
 	}
 	s.file(w, r, repoID, file, `"`+e.OID+`"`)
