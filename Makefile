@@ -109,9 +109,10 @@ test-arm64:
 	build/scripts/test-arm64.sh
 
 # The HTTP API against real clients: the official openai Python package (the
-# venv deps-openai.sh installs) and curl, on a started `anechat serve`.
+# venv deps-openai.sh installs), the official ollama one on the Ollama routes
+# (deps-ollama.sh) and curl, on a started `anechat serve`.
 api-clients:
-	ANECHAT_REAL_CLIENTS=1 go test -count=1 -run '^TestRealClients$$' ./cli/
+	ANECHAT_REAL_CLIENTS=1 go test -count=1 -run '^TestRealClients$$' ./cli/ ./server/
 
 # The Core ML converter (engine/coreml/convert): bundles of the tiny models
 # run on its reference interpreter and checked against the CPU backend.

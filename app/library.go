@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -243,7 +244,9 @@ func (l *Library) Prepare(id int64) (PrepareResult, error) {
 // Unprepare drops prompt id's warm snapshot: the prompt is no longer pinned
 // to it and its file is deleted (its disk space freed); chats from the prompt
 // then read its opening again, and Prepare (or the next chat from it)
-// makes a new one. A prompt that is not prepared is returned as it is. A
+// makes a new one. A prompt with the same opening as another shares its
+// snapshot; unpreparing one leaves the file to the other. A prompt that is
+// not prepared is returned as it is. A
 // file that cannot be removed is logged: its row is gone, so nothing resumes
 // from it, and the next start cleans it up. A chat restoring it meanwhile
 // only loses that resume: snapshots fail closed.
@@ -265,6 +268,15 @@ func (l *Library) Unprepare(id int64) (Prompt, error) {
 		case err != nil:
 			return Prompt{}, err
 		default:
+			// Another prompt with the same opening pins the same file: it
+			// keeps it, and only this prompt's pin goes.
+			pins, err := d.PromptsPinning(ctx, s.ID)
+			if err != nil {
+				return Prompt{}, err
+			}
+			if slices.ContainsFunc(pins, func(o int64) bool { return o != id }) {
+				break
+			}
 			// The row goes first (the pin with it): no row may point at a missing file.
 			if err := d.DeleteSnapshot(ctx, s.ID); err != nil && !errors.Is(err, storage.ErrNotFound) {
 				return Prompt{}, err
@@ -328,7 +340,9 @@ func (l *Library) prepare(ctx context.Context, d *storage.DB, p storage.Prompt, 
 		return storage.Prompt{}, err
 	}
 	for _, s := range rows {
-		if s.PromptID == p.ID && s.FilePath == filepath.ToSlash(rel) {
+		// The row may be another prompt's with the same opening (one file
+		// for both, storage.DB.ReplaceSnapshot): pinned by both.
+		if s.FilePath == filepath.ToSlash(rel) {
 			if err := d.SetPromptSnapshot(ctx, p.ID, s.ID); err != nil {
 				return storage.Prompt{}, err
 			}

@@ -187,3 +187,65 @@ func TestPrepareAfterAnotherChatResumes(t *testing.T) {
 		t.Fatalf("chat from the prompt prepared in this process: %+v, want it resumed", st)
 	}
 }
+
+// Two prompts with the same opening make the same snapshot file: both stay
+// prepared, and unpreparing one leaves the other's snapshot (and its file) in
+// place.
+func TestPromptsWithTheSameOpeningShareOneSnapshot(t *testing.T) {
+	path := testres.Stories(t)
+	g := NewEngineGenerator(nil)
+	defer g.Close()
+	a, _, _ := startIn(t, t.TempDir(), g)
+	if _, err := a.Models.Register(path); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, title := range []string{"Lily", "Lily again"} {
+		pr, err := a.Library.Create(PromptInput{Title: title, SystemPrompt: storySystem, Body: "Tell me more."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.Library.Prepare(pr.ID)
+		if err != nil || res.Outcome.Kind != OutcomePrepared {
+			t.Fatalf("Prepare(%s) = %+v, %v", title, res, err)
+		}
+		ids = append(ids, pr.ID)
+	}
+	ready := func(id int64) *PromptSnapshot {
+		t.Helper()
+		p, err := a.Library.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Snapshot == nil || !p.Snapshot.Ready {
+			return nil
+		}
+		return p.Snapshot
+	}
+	first, second := ready(ids[0]), ready(ids[1])
+	if first == nil || second == nil {
+		t.Fatalf("after preparing both: first %+v, second %+v; want both ready", first, second)
+	}
+	if first.ID != second.ID {
+		t.Fatalf("the same opening made two snapshot rows (%d, %d); want one, shared", first.ID, second.ID)
+	}
+	if _, err := a.Library.Unprepare(ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if ready(ids[0]) != nil {
+		t.Fatal("the unprepared prompt still says ready")
+	}
+	if ready(ids[1]) == nil {
+		t.Fatal("unpreparing the first prompt took the second's snapshot with it")
+	}
+	// Prepared again, then the other prompt deleted: the first keeps it.
+	if _, err := a.Library.Prepare(ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Library.Delete(ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	if ready(ids[0]) == nil {
+		t.Fatal("deleting the second prompt took the first's snapshot with it")
+	}
+}

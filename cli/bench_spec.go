@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"anechat/engine"
+	"anechat/engine/constrain"
 	"anechat/engine/model"
 	"anechat/engine/spec"
+	"anechat/engine/tokenizer"
 )
 
 // specPrompt is one line of a speculation workload (JSON Lines).
@@ -31,6 +33,9 @@ type specPrompt struct {
 	// IDs, when present, is the prompt as token ids, fed as is (for models
 	// without a tokenizer, and tests).
 	IDs []int32 `json:"ids,omitempty"`
+	// Schema, when present, is a JSON schema the reply is constrained to
+	// (as response_format json_schema does; --unconstrained ignores it).
+	Schema json.RawMessage `json:"schema,omitempty"`
 }
 
 // specRun is one prompt at one width.
@@ -61,11 +66,16 @@ type specRun struct {
 }
 
 type specPromptResult struct {
-	ID           string    `json:"id"`
-	Category     string    `json:"category"`
-	PromptTokens int       `json:"prompt_tokens"`
-	Stopped      string    `json:"stopped"`
-	Runs         []specRun `json:"runs"`
+	ID           string `json:"id"`
+	Category     string `json:"category"`
+	PromptTokens int    `json:"prompt_tokens"`
+	Stopped      string `json:"stopped"`
+	// Constrained: the prompt's schema constrained the reply; Valid, for
+	// a constrained reply that finished, whether its schema's grammar
+	// matches the text (it must).
+	Constrained bool      `json:"constrained,omitempty"`
+	Valid       *bool     `json:"valid,omitempty"`
+	Runs        []specRun `json:"runs"`
 }
 
 // specSummary aggregates one category at one width: tokens per second is the
@@ -119,7 +129,7 @@ func readSpecWorkload(path string) ([]specPrompt, error) {
 		dec := json.NewDecoder(strings.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&p); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w (want {\"id\",\"category\",\"prompt\",\"raw\",\"max_tokens\"})", path, line, err)
+			return nil, fmt.Errorf("%s:%d: %w (want {\"id\",\"category\",\"prompt\",\"raw\",\"max_tokens\",\"schema\"})", path, line, err)
 		}
 		if p.Prompt == "" && len(p.IDs) == 0 {
 			return nil, fmt.Errorf("%s:%d: prompt %q has neither prompt text nor ids", path, line, p.ID)
@@ -162,7 +172,7 @@ func parseWidths(s string) ([]int, error) {
 // runBenchSpec is `anechat bench spec`: every prompt of a workload at every
 // width, compared with width 1.
 func runBenchSpec(ctx context.Context, env *Env, args []string) error {
-	fs := newFlags(env, "bench spec", "--model PATH|random [--prompts FILE.jsonl] [--widths 1,2,4,8] [--max-tokens N] [--limit N] [--reps N] [--category C] [--corpus] [--fixed-costs] [--ungated] [--free-width] [--no-lookahead] [--carry] [--json]")
+	fs := newFlags(env, "bench spec", "--model PATH|random [--prompts FILE.jsonl] [--widths 1,2,4,8] [--max-tokens N] [--limit N] [--reps N] [--category C] [--corpus] [--fixed-costs] [--ungated] [--free-width] [--no-lookahead] [--carry] [--unconstrained] [--json]")
 	modelPath := fs.String("model", "", "model file (.gguf) or directory, or \"random\" for a generated memory-bound llama (no tokenizer: text prompts become byte ids)")
 	promptsPath := fs.String("prompts", "bench/workloads/spec.jsonl", "workload: JSON Lines {\"id\",\"category\",\"prompt\",\"raw\",\"max_tokens\"}")
 	widthsFlag := fs.String("widths", "1,2,4,8", "comma-separated widths (1 = off, 0 = auto); width 1 is always run as the reference")
@@ -176,6 +186,7 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 	freeWidth := fs.Bool("free-width", false, "inject a cost table in which every width costs what width 1 does (the Neural Engine's case) instead of the measured one, frozen")
 	noLookahead := fs.Bool("no-lookahead", false, "leave the call slots the drafters do not fill empty (no lookahead guesses)")
 	carry := fs.Bool("carry", false, "keep one verify loop for the whole run, as the app and the API keep one per model load: its cost model follows every call made and its drafting state carries from run to run (else every run starts afresh from the costs measured at load)")
+	unconstrained := fs.Bool("unconstrained", false, "ignore the workload's schemas: generate those prompts unconstrained (to compare constrained decoding's cost)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -216,7 +227,7 @@ func runBenchSpec(ctx context.Context, env *Env, args []string) error {
 	defer closeModel()
 	rep, err := benchSpec(ctx, m, prompts, widths, benchSpecOptions{
 		maxTokens: *maxTokens, limit: *limitTokens, reps: max(*reps, 1), corpus: *useCorpus, ungated: *ungated, fixedCosts: *fixedCosts,
-		freeWidth: *freeWidth, noLookahead: *noLookahead, carry: *carry,
+		freeWidth: *freeWidth, noLookahead: *noLookahead, carry: *carry, unconstrained: *unconstrained,
 		progress: func(msg string) {
 			if !*asJSON {
 				fmt.Fprintln(env.Stderr, msg)
@@ -293,8 +304,10 @@ type benchSpecOptions struct {
 	// carry keeps the session's verify loop from run to run instead of
 	// starting each run afresh (ResetDrafting): what a model load serving
 	// many requests does.
-	carry    bool
-	progress func(string)
+	carry bool
+	// unconstrained ignores the prompts' schemas.
+	unconstrained bool
+	progress      func(string)
 }
 
 // benchSpec runs the workload on one Session: every run resumes it to the
@@ -341,7 +354,7 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 		stop = m.codec.stops()
 	}
 	// Warm up (page in the weights, grow the heap) before anything is timed.
-	if _, _, _, _, err := specRunOnce(ctx, s, []int32{max(b.Config().BOS, 0)}, 32, 1, costs, stop, false); err != nil {
+	if _, _, _, _, err := specRunOnce(ctx, s, []int32{max(b.Config().BOS, 0)}, 32, 1, costs, stop, false, nil); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 	for _, p := range prompts {
@@ -365,7 +378,11 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 			limit = min(limit, o.limit)
 		}
 		limit = min(limit, b.Config().ContextLen-len(ids))
-		pr := specPromptResult{ID: p.ID, Category: p.Category, PromptTokens: len(ids)}
+		newCon, g, err := promptConstraint(m, p, o.unconstrained)
+		if err != nil {
+			return nil, err
+		}
+		pr := specPromptResult{ID: p.ID, Category: p.Category, PromptTokens: len(ids), Constrained: g != nil}
 		pr.Runs = make([]specRun, len(widths))
 		identical := make([]bool, len(widths))
 		var refIDs []int32
@@ -375,12 +392,16 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 		// the widths; the fastest repetition of each width counts.
 		for rep := range o.reps {
 			for wi, w := range widths {
-				r, out, text, stopped, err := specRunOnce(ctx, s, ids, limit, w, costs, stop, o.carry)
+				r, out, text, stopped, err := specRunOnce(ctx, s, ids, limit, w, costs, stop, o.carry, newCon)
 				if err != nil {
 					return nil, fmt.Errorf("prompt %s width %d: %w", p.ID, w, err)
 				}
 				if rep == 0 && wi == 0 {
 					refIDs, refText, pr.Stopped = out, text, stopped
+					if g != nil && stopped == "stop" {
+						valid := g.Match([]byte(text))
+						pr.Valid = &valid
+					}
 					for i := range identical {
 						identical[i] = true
 					}
@@ -427,7 +448,7 @@ func benchSpec(ctx context.Context, m *loadedModel, prompts []specPrompt, widths
 // before), and returns the figures, ids, text and stop reason. The prompt's
 // prefill (a truncation back to it, and the call for its last token) is not
 // timed.
-func specRunOnce(ctx context.Context, s *engine.Session, ids []int32, limit, w int, costs *spec.Costs, stop []int32, carry bool) (specRun, []int32, string, string, error) {
+func specRunOnce(ctx context.Context, s *engine.Session, ids []int32, limit, w int, costs *spec.Costs, stop []int32, carry bool, con func() spec.Constraint) (specRun, []int32, string, string, error) {
 	if err := s.Resume(ctx, ids, nil); err != nil {
 		return specRun{}, nil, "", "", err
 	}
@@ -436,8 +457,12 @@ func specRunOnce(ctx context.Context, s *engine.Session, ids []int32, limit, w i
 	}
 	var out []int32
 	var text strings.Builder
+	opts := engine.GenerateOptions{MaxTokens: limit, Width: w, Stop: stop}
+	if con != nil {
+		opts.Constraint = con()
+	}
 	t0 := time.Now()
-	st, err := s.Generate(ctx, engine.GenerateOptions{MaxTokens: limit, Width: w, Stop: stop}, func(t engine.Token) error {
+	st, err := s.Generate(ctx, opts, func(t engine.Token) error {
 		if t.ID >= 0 {
 			out = append(out, t.ID)
 		}
@@ -550,3 +575,40 @@ func printSpecReport(w io.Writer, rep *specReport) {
 
 // errNotLossless is returned when any run differs from width 1.
 var errNotLossless = errors.New("speculative output differs from width 1")
+
+// promptConstraint compiles a prompt's schema and binds it to the model's
+// vocabulary: newCon starts a constrained reply (nil without a schema, or
+// with ignore). The Matcher, and so its cached masks, serves every run of
+// the prompt, as the server's serves every request with one schema.
+func promptConstraint(m *loadedModel, p specPrompt, ignore bool) (newCon func() spec.Constraint, g *constrain.Grammar, err error) {
+	if len(p.Schema) == 0 || ignore {
+		return nil, nil, nil
+	}
+	tc, ok := m.codec.(*tokCodec)
+	if !ok {
+		return nil, nil, fmt.Errorf("prompt %s: a schema needs the model's tokenizer (not --model random)", p.ID)
+	}
+	if g, err = constrain.CompileSchema(p.Schema); err != nil {
+		return nil, nil, fmt.Errorf("prompt %s: schema: %w", p.ID, err)
+	}
+	v := constrainVocab(tc.tok)
+	mt, err := constrain.NewMatcher(g, v)
+	if err != nil {
+		return nil, nil, fmt.Errorf("prompt %s: %w", p.ID, err)
+	}
+	return func() spec.Constraint { return spec.Grammar(mt.Start()) }, g, nil
+}
+
+// vocabCache keeps the last tokenizer's matching vocabulary (building one
+// sorts the vocabulary).
+var vocabCache struct {
+	tok *tokenizer.Tokenizer
+	v   *constrain.Vocab
+}
+
+func constrainVocab(tok *tokenizer.Tokenizer) *constrain.Vocab {
+	if vocabCache.tok != tok {
+		vocabCache.tok, vocabCache.v = tok, constrain.NewVocab(tok)
+	}
+	return vocabCache.v
+}

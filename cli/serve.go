@@ -20,8 +20,9 @@ import (
 )
 
 // serveReady is what runServe prints once it listens: the base URL and the
-// token, one a line, for people and for scripts.
-const serveReady = "anechat serve: %s on %s/v1\ntoken: %s\n"
+// token, one a line, for people and for scripts, then how Ollama's clients
+// reach the same server (the ollama Python client reads both variables).
+const serveReady = "anechat serve: %[1]s on %[2]s/v1\ntoken: %[3]s\nollama: OLLAMA_HOST=%[2]s OLLAMA_API_KEY=<the token>\n"
 
 func runServe(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "serve", "[--model PATH|NAME] [--data-dir DIR] [--host 127.0.0.1] [--port 11435] [--cors ORIGIN] [--queue N] [--width K] [--max-tokens N] [--temperature T] [--compute-units U] [--warm-sessions N] [--warm-mb N] [--no-cache]")

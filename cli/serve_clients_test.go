@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"anechat/engine/model/gguf"
 	"anechat/internal/testres"
 )
 
@@ -22,8 +24,9 @@ const realClientsEnv = "ANECHAT_REAL_CLIENTS"
 
 // TestRealClients drives `anechat serve` on stories260K with real clients:
 // the official openai Python package (a chat completion, a streamed one,
-// usage, errors, a stream cancelled halfway, a text completion) and curl,
-// for the raw server-sent events.
+// usage, errors, a stream cancelled halfway, a text completion, logprobs
+// of both whole and streamed), the official ollama one on the Ollama routes
+// (realOllamaClient) and curl, for the raw server-sent events.
 func TestRealClients(t *testing.T) {
 	if os.Getenv(realClientsEnv) != "1" {
 		t.Skipf("make api-clients runs it (%s=1), with the openai client that build/scripts/deps-openai.sh installs", realClientsEnv)
@@ -73,8 +76,20 @@ func TestRealClients(t *testing.T) {
 			Text, Finish string
 			Usage        []int
 		}
-		Models      []string
-		Interleaved [][]struct {
+		Models []string
+		// Each token: text, logprob, bytes, alternatives (the same but
+		// their alternatives).
+		ChatLogprobs struct {
+			Content         string
+			Whole, Streamed [][]any
+		} `json:"chat_logprobs"`
+		// tokens, token_logprobs, top_logprobs, text_offset.
+		TextLogprobs struct {
+			Text            string
+			Whole, Streamed []any
+		} `json:"text_logprobs"`
+		LogprobsError *apiErr `json:"logprobs_error"`
+		Interleaved   [][]struct {
 			Messages []map[string]any
 			Content  string
 			Prompt   int
@@ -127,6 +142,57 @@ func TestRealClients(t *testing.T) {
 	if !slices.Equal(got.Models, []string{"stories260K"}) {
 		t.Errorf("models through openai: %v", got.Models)
 	}
+
+	// Logprobs as the client reads them: what the server answers a plain
+	// request with, the same streamed, and the tokens make the text.
+	var plain struct {
+		Choices []struct {
+			Logprobs struct {
+				Content []struct {
+					Token       string
+					Logprob     float64
+					Bytes       []int
+					TopLogprobs []struct {
+						Token   string
+						Logprob float64
+						Bytes   []int
+					} `json:"top_logprobs"`
+				}
+			}
+		}
+	}
+	s.post(t, "/v1/chat/completions", map[string]any{"model": "stories260K", "max_tokens": 8, "temperature": 0, "logprobs": true, "top_logprobs": 3,
+		"messages": []map[string]any{{"role": "user", "content": "Once upon a time"}}}, &plain)
+	cl := got.ChatLogprobs
+	if len(plain.Choices) == 0 || len(cl.Whole) != 8 || len(plain.Choices[0].Logprobs.Content) != 8 {
+		t.Fatalf("chat logprobs through openai: %d tokens, plain %+v", len(cl.Whole), plain)
+	}
+	var joined []byte
+	for i, e := range cl.Whole {
+		want := plain.Choices[0].Logprobs.Content[i]
+		var top [][]any
+		for _, a := range want.TopLogprobs {
+			top = append(top, []any{a.Token, a.Logprob, ints(a.Bytes)})
+		}
+		if !reflect.DeepEqual(e, []any{want.Token, want.Logprob, ints(want.Bytes), jsonAny(t, top)}) || len(want.TopLogprobs) != 3 || want.TopLogprobs[0].Token != want.Token {
+			t.Errorf("chat logprob %d through openai: %v, plain %+v", i, e, want)
+		}
+		for _, b := range want.Bytes {
+			joined = append(joined, byte(b))
+		}
+	}
+	if !reflect.DeepEqual(cl.Streamed, cl.Whole) || strings.TrimPrefix(string(joined), " ") != strings.TrimPrefix(cl.Content, " ") {
+		t.Errorf("chat logprobs through openai: streamed %v, whole %v; tokens make %q, the reply is %q", cl.Streamed, cl.Whole, joined, cl.Content)
+	}
+	if tl := got.TextLogprobs; len(tl.Whole) != 4 || !reflect.DeepEqual(tl.Streamed, tl.Whole) || len(tl.Whole[0].([]any)) != 6 || len(tl.Whole[2].([]any)[0].(map[string]any)) != 2 {
+		t.Errorf("text completion logprobs through openai: %+v", tl)
+	}
+	if e := got.LogprobsError; e == nil || e.Status != 400 || e.Param == nil || *e.Param != "top_logprobs" {
+		t.Errorf("top_logprobs 21 through openai: %+v, want a 400 naming top_logprobs", e)
+	}
+
+	// The official ollama client on the same server: the same generation.
+	realOllamaClient(t, ctx, root, s, c.Content, want.Usage.PromptTokens)
 
 	// Interleaved conversations: each next turn resumed its last prompt from
 	// memory (too short for a snapshot on disk), and every reply is what a
@@ -195,4 +261,93 @@ func TestRealClients(t *testing.T) {
 	if text.String() != c.Content {
 		t.Errorf("curl stream text %q, openai's %q", text.String(), c.Content)
 	}
+	realClientTools(ctx, t, python)
+}
+
+// realClientTools serves stories260K with Qwen 2.5's chat template and runs
+// the openai client's function calling on it (testdata/openai_tools.py): a
+// call forced by tool_choice "required", the tool's result sent back and
+// answered, a named function's call streamed and reassembled by the client.
+func realClientTools(ctx context.Context, t *testing.T, python string) {
+	tmpl, err := os.ReadFile(testres.Require(t, filepath.Join(testres.RepoRoot(t), "build", "testdeps", "pypi", "llama.cpp", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"),
+		"Qwen 2.5's chat template", "run build/scripts/deps-tokenizer.sh (make test does)"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "stories-tools.gguf")
+	if err := gguf.EditFile(testres.Stories(t), path, map[string]any{"tokenizer.chat_template": string(tmpl)}); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "--data-dir", t.TempDir(), "--model", path)
+	cmd := exec.CommandContext(ctx, python, filepath.Join("testdata", "openai_tools.py"), s.url, s.token)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("openai client, tools: %v\n%s", err, stderr.String())
+	}
+	type call struct{ ID, Name, Arguments string }
+	var got struct {
+		Call struct {
+			Calls  []call
+			Finish string
+			Prompt int
+		}
+		Answer struct {
+			Content *string
+			Calls   []call
+			Finish  string
+			Prompt  int
+		}
+		Stream struct {
+			Content string
+			Calls   []call
+			Finish  string
+		}
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatalf("openai client printed %q: %v", raw, err)
+	}
+	isCall := func(what string, cs []call) {
+		t.Helper()
+		var args struct{ City string }
+		if len(cs) != 1 || !strings.HasPrefix(cs[0].ID, "call_") || cs[0].Name != "get_weather" ||
+			json.Unmarshal([]byte(cs[0].Arguments), &args) != nil || (args.City != "Paris" && args.City != "Rome") {
+			t.Errorf("%s: calls %+v", what, cs)
+		}
+	}
+	isCall("required", got.Call.Calls)
+	if got.Call.Finish != "tool_calls" {
+		t.Errorf("required: finish %q", got.Call.Finish)
+	}
+	if a := got.Answer; a.Content == nil || *a.Content == "" || len(a.Calls) != 0 || a.Prompt <= got.Call.Prompt {
+		t.Errorf("the answer after the tool's result: %+v (the first prompt %d tokens)", a, got.Call.Prompt)
+	}
+	isCall("streamed", got.Stream.Calls)
+	if got.Stream.Finish != "tool_calls" || strings.Contains(got.Stream.Content, "<tool_call>") {
+		t.Errorf("streamed: %+v", got.Stream)
+	}
+}
+
+// ints is b as JSON decodes a list of numbers into any.
+func ints(b []int) []any {
+	out := []any{}
+	for _, v := range b {
+		out = append(out, float64(v))
+	}
+	return out
+}
+
+// jsonAny is v as JSON decodes it into any.
+func jsonAny(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

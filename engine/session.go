@@ -80,7 +80,24 @@ type GenerateOptions struct {
 	Seed uint64
 	// Stop lists ids that end generation in addition to the model's EOS ids.
 	Stop []int32
+	// Constraint, when set, restricts the generated tokens (constrained
+	// decoding: spec.Grammar of a constrain.State for a JSON schema); the
+	// EOS and Stop ids are allowed only where it is complete. Generate
+	// advances it.
+	Constraint spec.Constraint
+	// Logprobs gives every emitted token its log-probability and the
+	// TopLogprobs (0..sample.MaxTopLogprobs) most likely ids at its
+	// position (spec.Request.Logprobs): the model's own distribution,
+	// before temperature and top-p, the same at every width. A backend
+	// that returns only greedy ids refuses it (ErrNoLogits).
+	Logprobs    bool
+	TopLogprobs int
 }
+
+// ErrNoLogits is returned (wrapped) by Generate when logprobs are asked of
+// a backend that computes only the greedy token (model.ArgmaxOnly: a
+// published Core ML bundle), which has no logits to take them from.
+var ErrNoLogits = errors.New("the model returns only its greedy token, not the logits that logprobs are taken from")
 
 // TextStream turns ids into text incrementally (tokenizer.Stream has this
 // shape).
@@ -307,6 +324,9 @@ func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(
 	if err := model.CheckFiles(s.b); err != nil {
 		return st, fmt.Errorf("engine: generate: %w", err)
 	}
+	if opts.Logprobs && model.ArgmaxOnly(s.b) {
+		return st, fmt.Errorf("engine: generate: %w", ErrNoLogits)
+	}
 	// Finish any prefill left undone (cancelled, or tokens added without a
 	// call). The last token of a previous generation is instead fed as the
 	// first token of the first decode call, where drafts can join it.
@@ -327,13 +347,17 @@ func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(
 		}
 	}
 	req := spec.Request{
-		History:   s.tokens,
-		Room:      s.cfg.ContextLen - s.cache.Len(),
-		MaxTokens: opts.MaxTokens,
-		Width:     opts.Width,
-		Widths:    s.b.Widths(),
-		Stop:      append(slices.Clone(s.cfg.EOS), opts.Stop...),
-		Ungated:   s.opts.Ungated,
+		History:    s.tokens,
+		Room:       s.cfg.ContextLen - s.cache.Len(),
+		MaxTokens:  opts.MaxTokens,
+		Width:      opts.Width,
+		Widths:     s.b.Widths(),
+		Stop:       append(slices.Clone(s.cfg.EOS), opts.Stop...),
+		Ungated:    s.opts.Ungated,
+		Constraint: opts.Constraint,
+
+		Logprobs:    opts.Logprobs,
+		TopLogprobs: opts.TopLogprobs,
 	}
 	if s.cache.Len() == len(s.tokens) {
 		req.Logits = s.logits
@@ -397,7 +421,7 @@ func (s *Session) Generate(ctx context.Context, opts GenerateOptions, emit func(
 	}
 	if stream != nil {
 		if tail := stream.Flush(); tail != "" {
-			last.ID, last.Drafted = -1, false
+			last.ID, last.Drafted, last.Logprob, last.Top = -1, false, 0, nil
 			if err := emit(Token{Token: last, Text: tail}); err != nil {
 				return st, err
 			}

@@ -9,10 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"anechat/engine"
 	"anechat/engine/chat"
+	"anechat/engine/model"
+	"anechat/engine/tokenizer"
 	"anechat/internal/sessions"
 )
 
@@ -23,6 +26,51 @@ type job struct {
 	msgs   []chat.Message // chat
 	prompt string         // text completion
 	p      params
+	tools  toolJob // chat: the tools offered (server/tools.go)
+	// began is when the request arrived (run sets it).
+	began time.Time
+	// ollama, when not nil, is an Ollama request's own settings: its reply
+	// goes out in Ollama's shape (ollamaOutput), else in OpenAI's (output).
+	ollama *ollamaJob
+}
+
+// replyWriter sends one reply in its API's shape as it is generated.
+type replyWriter interface {
+	// useTokenizer gives the writer the model's tokenizer once it is
+	// loaded, to spell the tokens of logprobs.
+	useTokenizer(tok *tokenizer.Tokenizer)
+	// piece sends (or keeps, when not streamed) a piece of the reply's
+	// text, with the logprobs of the tokens it starts (when asked).
+	piece(text string, lps []tokenLogprob) error
+	// toolCalls sends (or keeps) the calls the reply was read as.
+	toolCalls(calls []chat.ToolCall) error
+	// finish ends the reply.
+	finish(end replyEnd) error
+	// fail reports e: with its status before anything was sent, else in
+	// the stream.
+	fail(e *apiError)
+}
+
+// replyEnd is how a reply ended: what its last event reports.
+type replyEnd struct {
+	reason string // "stop" or "length"
+	usage  usage
+	fig    *figures
+	stats  engine.Stats
+	// prompt and reply are the ids the model was given and those it
+	// generated (Ollama's "context").
+	prompt, reply []int32
+	// loaded is when the model was ready for the request (after the queue
+	// and the load); ended when the reply's last token came.
+	loaded, ended time.Time
+}
+
+// newWriter returns the writer of j's reply in its API's shape.
+func newWriter(w http.ResponseWriter, j job) replyWriter {
+	if j.ollama != nil {
+		return newOllamaOutput(w, j)
+	}
+	return newOutput(w, j)
 }
 
 // request is a completion request's body: it checks itself into a job.
@@ -52,15 +100,18 @@ func (s *Server) completion(body func() request) http.HandlerFunc {
 func (s *Server) run(w http.ResponseWriter, r *http.Request, j job) {
 	ctx := r.Context()
 	began := time.Now()
+	if j.began.IsZero() {
+		j.began = began
+	}
 	m, e := s.model(ctx, j.p.model)
 	if e != nil {
-		writeError(w, e)
+		newWriter(w, j).fail(e)
 		return
 	}
 	j.model = m
 	release, err := s.queue.acquire(ctx)
 	if errors.Is(err, errQueueFull) {
-		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "queue_full", retryAfter: s.queue.retryAfter(),
+		newWriter(w, j).fail(&apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "queue_full", retryAfter: s.queue.retryAfter(),
 			msg: fmt.Sprintf("the model is busy and %d requests already wait for it: retry later", s.cfg.Queue)})
 		return
 	}
@@ -69,7 +120,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j job) {
 		return // the client has gone: nobody to answer
 	}
 	defer release()
-	out := newOutput(w, j)
+	out := newWriter(w, j)
 	var st engine.Stats
 	var promptLen int
 	err = s.cfg.Sessions.Do(ctx, m.Path, func(rm *sessions.Model) error {
@@ -100,7 +151,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, j job) {
 // reply renders j's prompt on the loaded model, checks it fits, generates
 // through the stop filter into out, and saves the KV snapshot once the
 // reply is sent.
-func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *output) (engine.Stats, int, error) {
+func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out replyWriter) (engine.Stats, int, error) {
+	loaded := time.Now()
+	if j.ollama.loadOnly() {
+		return engine.Stats{}, 0, out.finish(replyEnd{reason: "load", loaded: loaded, ended: loaded})
+	}
 	mode, ids, e := prompt(ctx, rm, j)
 	if e != nil {
 		return engine.Stats{}, 0, e
@@ -109,20 +164,68 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 		return engine.Stats{}, len(ids), apiErr(http.StatusRequestEntityTooLarge, promptField(j), "context_length_exceeded",
 			"%s: the prompt is %d tokens; the model's context holds %d, and the reply needs at least one more: shorten it", promptField(j), len(ids), n)
 	}
+	maxTokens := j.p.maxTokens
+	if j.ollama != nil {
+		if maxTokens, e = j.ollama.window(rm, len(ids), maxTokens); e != nil {
+			return engine.Stats{}, len(ids), e
+		}
+	}
 	seed := j.p.seed
 	if !j.p.seeded {
 		seed = randomSeed()
 	}
+	if j.p.logprobs && model.ArgmaxOnly(rm.Backend()) {
+		return engine.Stats{}, len(ids), badField("logprobs", "model %s returns only its greedy token (a published Core ML bundle), not the logits logprobs come from: leave logprobs out, or use the model's GGUF or Hugging Face weights", j.model.ID)
+	}
+	out.useTokenizer(rm.Tokenizer())
+	format := chat.NoTools
+	if len(j.tools.tools) > 0 {
+		format = chat.ToolFormatOf(rm.Template())
+	}
+	g := j.p.format
+	if j.tools.choice.forced() {
+		var e *apiError
+		if g, e = forcedCall(format, j.tools); e != nil {
+			return engine.Stats{}, len(ids), e
+		}
+	}
+	con, err := constraint(g, rm.Tokenizer())
+	if err != nil {
+		return engine.Stats{}, len(ids), err
+	}
+	var stopIDs []int32
+	for _, p := range format.Stops() {
+		if id, ok := rm.Tokenizer().TokenID(p); ok {
+			stopIDs = append(stopIDs, id)
+		}
+	}
 	f := &stopFilter{stops: j.p.stops}
+	tc := &toolCollector{f: format}
+	var lq *logprobQueue // nil: no logprobs asked
+	if j.p.logprobs {
+		lq = &logprobQueue{f: f}
+	}
 	var learn []string
+	var generated []int32
 	for _, m := range j.msgs {
 		learn = append(learn, m.Content)
 	}
 	st, err := rm.Reply(ctx, sessions.Request{Mode: mode, Prompt: ids, Learn: learn,
-		Options: engine.GenerateOptions{MaxTokens: j.p.maxTokens, Width: j.p.width, Temperature: j.p.temperature, TopP: j.p.topP, Seed: seed},
+		Options: engine.GenerateOptions{MaxTokens: maxTokens, Width: j.p.width, Temperature: j.p.temperature, TopP: j.p.topP, Seed: seed,
+			Constraint: con, Logprobs: j.p.logprobs, TopLogprobs: j.p.topLogprobs, Stop: stopIDs},
 		Emit: func(t engine.Token) error {
-			text, stopped := f.push(t.Text)
-			if err := out.piece(text); err != nil {
+			if t.ID >= 0 {
+				generated = append(generated, t.ID)
+			}
+			if lq != nil && t.ID >= 0 {
+				lq.add(t) // ID -1 is the detokenizer's tail, not a token
+			}
+			text := t.Text
+			if format != chat.NoTools && t.ID >= 0 {
+				text = format.MarkerText(text, rm.Tokenizer().Piece(t.ID))
+			}
+			text, stopped := f.push(text)
+			if err := out.piece(tc.push(text), lq.release(false)); err != nil {
 				return err
 			}
 			if stopped {
@@ -133,17 +236,30 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 	if err != nil {
 		return st, len(ids), err
 	}
-	if err := out.piece(f.flush()); err != nil {
+	// Without a stop string, the tokens still queued go out with the
+	// text held back; with one, those queued are the stop string's.
+	tail := f.flush()
+	if err := out.piece(tc.push(tail), lq.release(!f.stopped)); err != nil {
+		return st, len(ids), err
+	}
+	rest, calls := tc.finish()
+	if err := out.piece(rest, nil); err != nil {
 		return st, len(ids), err
 	}
 	reason := "length" // MaxTokens, or the end of the context
 	if st.Stopped == "stop" {
 		reason = "stop"
 	}
+	if len(calls) > 0 {
+		reason = "tool_calls"
+		if err := out.toolCalls(calls); err != nil {
+			return st, len(ids), err
+		}
+	}
 	u := usage{PromptTokens: len(ids), CompletionTokens: st.Tokens, TotalTokens: len(ids) + st.Tokens}
 	fig := &figures{Width: j.p.width, TargetCalls: st.TargetCalls, Drafted: st.Drafted, Accepted: st.Accepted,
 		Declined: st.Declined, Probes: st.Probes, DraftNote: st.DraftNote, ResumedTokens: st.ResumedTokens, PrefilledTokens: st.PrefillTokens, TTFTms: st.TTFTms, DecodeTokS: st.DecodeTokS}
-	if err := out.finish(reason, u, fig); err != nil {
+	if err := out.finish(replyEnd{reason: reason, usage: u, fig: fig, stats: st, prompt: ids, reply: generated, loaded: loaded, ended: time.Now()}); err != nil {
 		return st, len(ids), err
 	}
 	// The reply is sent; a later request that shares its prefix resumes
@@ -163,14 +279,25 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out *outp
 // request only, with a 500 naming the template and why.
 func prompt(ctx context.Context, rm *sessions.Model, j job) (sessions.Mode, []int32, *apiError) {
 	if !j.chat {
-		return sessions.Raw, engine.RawPrompt(rm.Tokenizer(), j.prompt), nil
+		ids, e := j.ollama.withContext(rm, engine.RawPrompt(rm.Tokenizer(), j.prompt))
+		return sessions.Raw, ids, e
 	}
-	ids, err := rm.Render(ctx, j.msgs)
+	var ids []int32
+	var err error
+	if len(j.tools.tools) > 0 || hasToolMessages(j.msgs) {
+		ids, err = renderTools(ctx, rm, j)
+	} else {
+		ids, err = rm.Render(ctx, j.msgs)
+	}
+	var ae *apiError
 	switch {
 	case err == nil:
-		return sessions.Chat, ids, nil
+		ids, e := j.ollama.withContext(rm, ids)
+		return sessions.Chat, ids, e
+	case errors.As(err, &ae):
+		return sessions.Chat, nil, ae
 	case errors.Is(err, chat.ErrConversation):
-		return sessions.Chat, nil, badField("messages", "%v", err)
+		return sessions.Chat, nil, badField(promptField(j), "%v", err)
 	case errors.Is(err, chat.ErrTemplate):
 		return sessions.Chat, nil, &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "chat_template_failed", msg: err.Error()}
 	}
@@ -178,7 +305,7 @@ func prompt(ctx context.Context, rm *sessions.Model, j job) (sessions.Mode, []in
 }
 
 func promptField(j job) string {
-	if j.chat {
+	if j.chat && !j.ollama.isGenerate() {
 		return "messages"
 	}
 	return "prompt"
@@ -200,8 +327,13 @@ type output struct {
 	j       job
 	id      string
 	created int64
-	text    []byte // the whole reply, when not streamed
-	started bool   // the stream's headers and first event are out
+	text    []byte        // the whole reply, when not streamed
+	calls   []toolCallOut // its tool calls, when not streamed
+	started bool          // the stream's headers and first event are out
+	// tok gives the logprobs' token texts; logprobs are the reply's
+	// tokens', when asked and not streamed.
+	tok      *tokenizer.Tokenizer
+	logprobs []tokenLogprob
 }
 
 func newOutput(w http.ResponseWriter, j job) *output {
@@ -212,6 +344,35 @@ func newOutput(w http.ResponseWriter, j job) *output {
 		prefix = "chatcmpl-"
 	}
 	return &output{w: w, rc: http.NewResponseController(w), j: j, id: prefix + hex.EncodeToString(b[:]), created: time.Now().Unix()}
+}
+
+// useTokenizer implements replyWriter.
+func (o *output) useTokenizer(tok *tokenizer.Tokenizer) { o.tok = tok }
+
+// toolCalls sends the reply's calls: in the message at the end, or as
+// delta.tool_calls chunks, each call's id, type and name, then its
+// arguments.
+func (o *output) toolCalls(calls []chat.ToolCall) error {
+	if !o.j.p.stream {
+		for _, c := range calls {
+			o.calls = append(o.calls, toolCallOut{ID: c.ID, Type: "function", Function: functionCall{Name: c.Name, Arguments: c.Arguments}})
+		}
+		return nil
+	}
+	if err := o.start(); err != nil {
+		return err
+	}
+	for i, c := range calls {
+		for _, piece := range []toolCallOut{
+			{Index: &i, ID: c.ID, Type: "function", Function: functionCall{Name: c.Name}},
+			{Index: &i, Function: functionCall{Arguments: c.Arguments}},
+		} {
+			if err := o.event(o.chunk(choice{Delta: &message{ToolCalls: []toolCallOut{piece}}})); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // object is the completion's "object".
@@ -247,19 +408,25 @@ func (o *output) textChoice(text string, role string) choice {
 	return choice{Message: m}
 }
 
-// piece sends (or keeps) a piece of the reply's text.
-func (o *output) piece(text string) error {
-	if text == "" {
+// piece sends (or keeps) a piece of the reply's text and the logprobs of
+// the tokens that start in it.
+func (o *output) piece(text string, lps []tokenLogprob) error {
+	if text == "" && len(lps) == 0 {
 		return nil
 	}
 	if !o.j.p.stream {
 		o.text = append(o.text, text...)
+		o.logprobs = append(o.logprobs, lps...)
 		return nil
 	}
 	if err := o.start(); err != nil {
 		return err
 	}
-	return o.event(o.chunk(o.textChoice(text, "")))
+	ch := o.textChoice(text, "")
+	if len(lps) > 0 {
+		ch.Logprobs = logprobsJSON(o.tok, o.j.chat, lps)
+	}
+	return o.event(o.chunk(ch))
 }
 
 // start sends the stream's headers and, for a chat, the assistant role.
@@ -294,11 +461,21 @@ func (o *output) event(v any) error {
 // finish ends the reply: the whole completion, or the stream's last
 // events (the finish reason with anechat's figures, the usage if asked,
 // then [DONE]).
-func (o *output) finish(reason string, u usage, fig *figures) error {
-	ub, _ := json.Marshal(u) // three ints
+func (o *output) finish(end replyEnd) error {
+	reason, fig := end.reason, end.fig
+	ub, _ := json.Marshal(end.usage) // three ints
 	if !o.j.p.stream {
 		ch := o.textChoice(string(o.text), "assistant")
+		if len(o.calls) > 0 {
+			ch.Message.ToolCalls = o.calls
+			if strings.TrimSpace(string(o.text)) == "" {
+				ch.Message.Content = nil // OpenAI's null content beside calls
+			}
+		}
 		ch.FinishReason = &reason
+		if o.j.p.logprobs {
+			ch.Logprobs = logprobsJSON(o.tok, o.j.chat, o.logprobs)
+		}
 		writeJSON(o.w, http.StatusOK, completion{ID: o.id, Object: o.object(), Created: o.created, Model: o.j.model.ID,
 			Choices: []choice{ch}, Usage: ub, Anechat: fig})
 		return o.rc.Flush() // before the snapshot is saved

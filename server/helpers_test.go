@@ -166,8 +166,9 @@ type reply struct {
 			Role    string `json:"role"`
 			Content string `json:"content"`
 		} `json:"message"`
-		Text         string `json:"text"`
-		FinishReason string `json:"finish_reason"`
+		Text         string          `json:"text"`
+		FinishReason string          `json:"finish_reason"`
+		Logprobs     json.RawMessage `json:"logprobs"`
 	} `json:"choices"`
 	Usage   *usage   `json:"usage"`
 	Anechat *figures `json:"anechat"`
@@ -210,8 +211,9 @@ type chunk struct {
 			Role    *string `json:"role"`
 			Content *string `json:"content"`
 		} `json:"delta"`
-		Text         *string `json:"text"`
-		FinishReason *string `json:"finish_reason"`
+		Text         *string         `json:"text"`
+		FinishReason *string         `json:"finish_reason"`
+		Logprobs     json.RawMessage `json:"logprobs"`
 	} `json:"choices"`
 	Usage   *usage   `json:"usage"`
 	Anechat *figures `json:"anechat"`

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"anechat/engine/chat"
+	"anechat/engine/constrain"
 	"anechat/engine/spec"
 )
 
@@ -223,21 +224,22 @@ type sampling struct {
 		Width *widthOption `json:"width"`
 	} `json:"anechat"`
 
+	// Logprobs is true or false in a chat, an integer in a text
+	// completion (chatLogprobs, completionLogprobs); TopLogprobs is chat's.
+	Logprobs    json.RawMessage `json:"logprobs"`
+	TopLogprobs *int            `json:"top_logprobs"`
+
 	// Fields whose effect this server does not have: a request that sets
 	// them to anything but their neutral value is refused, not half-served.
 	FrequencyPenalty *float64          `json:"frequency_penalty"`
 	PresencePenalty  *float64          `json:"presence_penalty"`
 	LogitBias        map[string]any    `json:"logit_bias"`
-	Logprobs         json.RawMessage   `json:"logprobs"`
-	TopLogprobs      *int              `json:"top_logprobs"`
 	Tools            []json.RawMessage `json:"tools"`
 	Functions        []json.RawMessage `json:"functions"`
-	ResponseFormat   *struct {
-		Type string `json:"type"`
-	} `json:"response_format"`
-	Echo   *bool   `json:"echo"`
-	BestOf *int    `json:"best_of"`
-	Suffix *string `json:"suffix"`
+	ResponseFormat   *responseFormat   `json:"response_format"`
+	Echo             *bool             `json:"echo"`
+	BestOf           *int              `json:"best_of"`
+	Suffix           *string           `json:"suffix"`
 }
 
 // maxStops is how many stop strings a request may give (OpenAI's limit).
@@ -255,6 +257,12 @@ type params struct {
 	stream       bool
 	includeUsage bool
 	width        int
+	format       *constrain.Grammar // response_format's, nil for text
+	// logprobs: each token's log-probability is sent, with topLogprobs
+	// (0..20) alternatives (chat's logprobs/top_logprobs, completions'
+	// logprobs N).
+	logprobs    bool
+	topLogprobs int
 }
 
 // check validates the shared fields and fills in the defaults.
@@ -315,15 +323,16 @@ func (s *sampling) check(d Defaults) (params, *apiError) {
 	if s.Anechat != nil && s.Anechat.Width != nil {
 		p.width = int(*s.Anechat.Width)
 	}
-	return p, s.unsupported()
+	if e := s.unsupported(); e != nil {
+		return p, e
+	}
+	var e *apiError
+	p.format, e = s.ResponseFormat.grammar()
+	return p, e
 }
 
 // unsupported refuses the fields this server does not honour when set.
 func (s *sampling) unsupported() *apiError {
-	off := func(b json.RawMessage) bool {
-		v := strings.TrimSpace(string(b))
-		return v == "" || v == "null" || v == "false" || v == "0"
-	}
 	switch {
 	case s.FrequencyPenalty != nil && *s.FrequencyPenalty != 0:
 		return badField("frequency_penalty", "not supported (it would change the model's choices); leave it out or 0")
@@ -331,16 +340,10 @@ func (s *sampling) unsupported() *apiError {
 		return badField("presence_penalty", "not supported (it would change the model's choices); leave it out or 0")
 	case len(s.LogitBias) > 0:
 		return badField("logit_bias", "not supported; leave it out")
-	case !off(s.Logprobs):
-		return badField("logprobs", "not supported; leave it out")
-	case s.TopLogprobs != nil && *s.TopLogprobs != 0:
-		return badField("top_logprobs", "not supported; leave it out")
 	case len(s.Tools) > 0:
-		return badField("tools", "tool calls are not supported; leave it out")
+		return badField("tools", "tools are for chat completions (/v1/chat/completions); leave it out")
 	case len(s.Functions) > 0:
 		return badField("functions", "function calls are not supported; leave it out")
-	case s.ResponseFormat != nil && s.ResponseFormat.Type != "" && s.ResponseFormat.Type != "text":
-		return badField("response_format", "%q is not supported, only \"text\"", s.ResponseFormat.Type)
 	case s.Echo != nil && *s.Echo:
 		return badField("echo", "not supported; leave it out")
 	case s.BestOf != nil && *s.BestOf != 1:
@@ -357,18 +360,46 @@ type chatRequest struct {
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
+		// An assistant's calls, a tool's answer to one (server/tools.go).
+		ToolCalls  []toolCallIn `json:"tool_calls"`
+		ToolCallID *string      `json:"tool_call_id"`
+		Name       *string      `json:"name"`
 	} `json:"messages"`
+	// Tools shadows sampling's (text completions refuse tools).
+	Tools      []json.RawMessage `json:"tools"`
+	ToolChoice json.RawMessage   `json:"tool_choice"`
 }
 
 // job validates the request and returns it as a chat job.
 func (r *chatRequest) job(d Defaults) (job, *apiError) {
 	msgs, p, e := r.check(d)
-	return job{chat: true, msgs: msgs, p: p}, e
+	if e != nil {
+		return job{}, e
+	}
+	tools, names, e := checkTools("tools", r.Tools)
+	if e != nil {
+		return job{}, e
+	}
+	choice, e := checkToolChoice(r.ToolChoice, names)
+	if e != nil {
+		return job{}, e
+	}
+	if choice.forced() && p.format != nil {
+		return job{}, badField("tool_choice", "%q forces a call, and response_format constrains the reply too: give one of them", choice.mode)
+	}
+	tj := toolJob{choice: choice}
+	if choice.mode != "none" {
+		tj.tools = tools
+	}
+	return job{chat: true, msgs: msgs, p: p, tools: tj}, nil
 }
 
 // check validates the request and returns its messages and settings.
 func (r *chatRequest) check(d Defaults) ([]chat.Message, params, *apiError) {
 	p, e := r.sampling.check(d)
+	if e == nil {
+		p.logprobs, p.topLogprobs, e = r.chatLogprobs()
+	}
 	if e != nil {
 		return nil, p, e
 	}
@@ -378,19 +409,38 @@ func (r *chatRequest) check(d Defaults) ([]chat.Message, params, *apiError) {
 	msgs := make([]chat.Message, len(r.Messages))
 	for i, m := range r.Messages {
 		switch m.Role {
-		case chat.RoleSystem, chat.RoleUser, chat.RoleAssistant:
+		case chat.RoleSystem, chat.RoleUser, chat.RoleAssistant, chat.RoleTool:
 		default:
-			return nil, p, badField(fmt.Sprintf("messages[%d].role", i), "%q: want system, user or assistant", m.Role)
+			return nil, p, badField(fmt.Sprintf("messages[%d].role", i), "%q: want system, user, assistant or tool", m.Role)
+		}
+		var calls []chat.ToolCall
+		if len(m.ToolCalls) > 0 {
+			if m.Role != chat.RoleAssistant {
+				return nil, p, badField(fmt.Sprintf("messages[%d].tool_calls", i), "only an assistant message makes calls")
+			}
+			if calls, e = historyCalls(i, m.ToolCalls); e != nil {
+				return nil, p, e
+			}
 		}
 		field := fmt.Sprintf("messages[%d].content", i)
+		text := ""
 		if len(m.Content) == 0 || string(m.Content) == "null" {
-			return nil, p, badField(field, "required")
-		}
-		text, e := textContent(field, m.Content)
-		if e != nil {
+			if calls == nil {
+				return nil, p, badField(field, "required")
+			}
+		} else if text, e = textContent(field, m.Content); e != nil {
 			return nil, p, e
 		}
-		msgs[i] = chat.Message{Role: m.Role, Content: text}
+		msgs[i] = chat.Message{Role: m.Role, Content: text, ToolCalls: calls}
+		if m.Role == chat.RoleTool {
+			if m.ToolCallID == nil || *m.ToolCallID == "" {
+				return nil, p, badField(fmt.Sprintf("messages[%d].tool_call_id", i), "required: the id of the call this message answers")
+			}
+			msgs[i].ToolCallID = *m.ToolCallID
+			if m.Name != nil {
+				msgs[i].Name = *m.Name
+			}
+		}
 	}
 	return msgs, p, nil
 }
@@ -410,6 +460,9 @@ func (r *completionRequest) job(d Defaults) (job, *apiError) {
 // check validates the request and returns its prompt text and settings.
 func (r *completionRequest) check(d Defaults) (string, params, *apiError) {
 	p, e := r.sampling.check(d)
+	if e == nil {
+		p.logprobs, p.topLogprobs, e = r.completionLogprobs()
+	}
 	if e != nil {
 		return "", p, e
 	}
@@ -459,18 +512,19 @@ type figures struct {
 
 // message is a chat message in a reply, or a streamed delta of one.
 type message struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string        `json:"role,omitempty"`
+	Content   *string       `json:"content,omitempty"`
+	ToolCalls []toolCallOut `json:"tool_calls,omitempty"`
 }
 
 // choice is one choice of a chat or text completion, whole or a chunk.
 type choice struct {
-	Index        int       `json:"index"`
-	Message      *message  `json:"message,omitempty"`
-	Delta        *message  `json:"delta,omitempty"`
-	Text         *string   `json:"text,omitempty"`
-	Logprobs     *struct{} `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
+	Index        int      `json:"index"`
+	Message      *message `json:"message,omitempty"`
+	Delta        *message `json:"delta,omitempty"`
+	Text         *string  `json:"text,omitempty"`
+	Logprobs     any      `json:"logprobs"` // null, *chatLogprobs or *textLogprobs
+	FinishReason *string  `json:"finish_reason"`
 }
 
 // completion is a chat or text completion, or a streamed chunk of one.

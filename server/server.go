@@ -1,6 +1,6 @@
 // Package server is anechat's local OpenAI-compatible HTTP API: GET
 // /v1/models, POST /v1/chat/completions and POST /v1/completions, streamed
-// or not, on the engine through internal/sessions (the app's chat runs on the
+// or not, and the same in Ollama's API (ollama.go), on the engine through internal/sessions (the app's chat runs on the
 // same code). It is faster than a server that forgets: a request resumes
 // from the KV of the longest prefix an earlier one left, in memory or in the
 // data directory's snapshot store, and speculation drafts from the request's
@@ -241,13 +241,14 @@ func (s *Server) handler(hosts hostCheck) http.Handler {
 	mux.HandleFunc("GET /v1/models/{id...}", s.getModel)
 	mux.HandleFunc("POST /v1/chat/completions", s.completion(func() request { return &chatRequest{} }))
 	mux.HandleFunc("POST /v1/completions", s.completion(func() request { return &completionRequest{} }))
+	s.ollamaRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, apiErr(http.StatusNotFound, "", "not_found", "no such endpoint: %s %s (this server has GET /v1/models, POST /v1/chat/completions and POST /v1/completions)", r.Method, r.URL.Path))
+		writeErrorFor(w, r, apiErr(http.StatusNotFound, "", "not_found", "no such endpoint: %s %s (this server has GET /v1/models, POST /v1/chat/completions and POST /v1/completions, and Ollama's POST /api/chat, POST /api/generate, GET /api/tags, POST /api/show and GET /api/version)", r.Method, r.URL.Path))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hosts.allowed(r.Host) {
 			// A page that rebound its own name to this address lands here.
-			writeError(w, &apiError{status: http.StatusForbidden, typ: "permission_error", code: "host_not_allowed", close: true,
+			writeErrorFor(w, r, &apiError{status: http.StatusForbidden, typ: "permission_error", code: "host_not_allowed", close: true,
 				msg: fmt.Sprintf("the Host header %q is not an address this server listens on (%s)", r.Host, hosts)})
 			return
 		}
@@ -258,7 +259,7 @@ func (s *Server) handler(hosts hostCheck) http.Handler {
 			// Closed after the answer (close): a client without the token
 			// keeps no connection, and file descriptor, open.
 			w.Header().Set("WWW-Authenticate", `Bearer realm="anechat"`)
-			writeError(w, &apiError{status: http.StatusUnauthorized, typ: "authentication_error", code: "invalid_api_key", close: true,
+			writeErrorFor(w, r, &apiError{status: http.StatusUnauthorized, typ: "authentication_error", code: "invalid_api_key", close: true,
 				msg: "missing or wrong bearer token: send `Authorization: Bearer TOKEN` with the token `anechat serve` prints (kept in the data directory's " + TokenFile + ")"})
 			return
 		}

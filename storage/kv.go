@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -136,7 +138,10 @@ func (d *DB) InsertSnapshot(ctx context.Context, in SnapshotInput) (Snapshot, er
 // in between leaves only files without rows, which Reconcile removes). The
 // owner is in.ConversationID if set, else in.PromptID; with neither it only
 // inserts. A row already pointing at in.FilePath (same content, same name)
-// is re-pointed rather than duplicated, and is not returned.
+// is re-pointed rather than duplicated, and is not returned; when another
+// prompt pins it (two prompts with the same opening), it is returned as it
+// is, owner and all, for the new owner to pin too. Rows another prompt pins
+// are never removed here.
 func (d *DB) ReplaceSnapshot(ctx context.Context, in SnapshotInput) (Snapshot, []Snapshot, error) {
 	op := "replace KV snapshot with " + in.FilePath
 	if err := in.validate(op); err != nil {
@@ -157,17 +162,46 @@ func (d *DB) ReplaceSnapshot(ctx context.Context, in SnapshotInput) (Snapshot, [
 		if err != nil {
 			return err
 		}
+		// pinnedByOther reports whether a prompt other than the new
+		// owner pins row id: prompts with the same opening share one
+		// file, and one prompt's new snapshot must not unprepare another.
+		pinnedByOther := func(id int64) (bool, error) {
+			ps, err := q.ListPromptsPinning(ctx, idIn(id))
+			if err != nil {
+				return false, err
+			}
+			return slices.ContainsFunc(ps, func(p int64) bool { return p != in.PromptID }), nil
+		}
 		for _, p := range prev {
 			if p.Pinned != 0 || p.FilePath == path {
 				continue // a pinned one stays; the same file is re-indexed below
+			}
+			if other, err := pinnedByOther(p.ID); err != nil {
+				return err
+			} else if other {
+				continue
 			}
 			if _, err := q.DeleteSnapshot(ctx, p.ID); err != nil {
 				return err
 			}
 			old = append(old, snapshotOut(p))
 		}
-		if _, err := q.DeleteSnapshotByPath(ctx, path); err != nil {
+		switch same, err := q.GetSnapshotByPath(ctx, path); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
 			return err
+		default:
+			if other, err := pinnedByOther(same.ID); err != nil {
+				return err
+			} else if other {
+				// Another prompt's snapshot of the same tokens: the row
+				// stays as it is (its owner too), and the caller pins it.
+				out = snapshotOut(same)
+				return nil
+			}
+			if _, err := q.DeleteSnapshot(ctx, same.ID); err != nil {
+				return err
+			}
 		}
 		s, err := insertSnapshot(ctx, q, in, millis(d.now()))
 		out = snapshotOut(s)

@@ -176,6 +176,13 @@ func (d *DB) DeletePrompt(ctx context.Context, id int64) error {
 	return d.fail(op, oneRow(op, n, err))
 }
 
+// PromptsPinning lists the prompts that pin snapshot snapshotID (more than
+// one when prompts share their opening, and so its snapshot file), in id order.
+func (d *DB) PromptsPinning(ctx context.Context, snapshotID int64) ([]int64, error) {
+	ids, err := d.q.ListPromptsPinning(ctx, idIn(snapshotID))
+	return ids, d.fail(fmt.Sprintf("list the prompts pinning snapshot %d", snapshotID), err)
+}
+
 // SetPromptSnapshot pins KV snapshot snapshotID to the prompt (0 unpins).
 // A snapshot a prompt pins is never an eviction candidate.
 func (d *DB) SetPromptSnapshot(ctx context.Context, promptID, snapshotID int64) error {

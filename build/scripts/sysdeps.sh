@@ -17,7 +17,8 @@ esac
 # What the build links (GTK, WebKitGTK 4.1), what the tests run (Xvfb,
 # Chromium for Playwright, ImageMagick's import for the screenshot, curl),
 # python3-venv for the Core ML converter's venv (build/scripts/deps-coreml.sh)
-# and the openai client that tests the HTTP API (deps-openai.sh), and
+# and the openai and ollama clients that test the HTTP API (deps-openai.sh,
+# deps-ollama.sh), and
 # qemu-user for the arm64 tests.
 pkgs=(pkg-config build-essential libgtk-3-dev libwebkit2gtk-4.1-dev xvfb xauth chromium imagemagick curl python3-venv)
 # qemu-user runs the engine's arm64 test binaries on x86-64 (build/scripts/test-arm64.sh).

@@ -87,6 +87,40 @@ def main():
                          "usage": [c.usage.prompt_tokens, c.usage.completion_tokens]}
     out["models"] = [m.id for m in client.models.list()]
 
+    # Logprobs read through the client's own types, whole and streamed: chat
+    # (logprobs, top_logprobs) and text completions (logprobs N).
+    def entries(content):
+        return [[t.token, t.logprob, t.bytes, [[a.token, a.logprob, a.bytes] for a in t.top_logprobs]] for t in content]
+
+    r = client.chat.completions.create(
+        model=model, messages=msgs, max_tokens=8, temperature=0, logprobs=True, top_logprobs=3
+    )
+    chat_lp = {"content": r.choices[0].message.content, "whole": entries(r.choices[0].logprobs.content), "streamed": []}
+    for chunk in client.chat.completions.create(
+        model=model, messages=msgs, max_tokens=8, temperature=0, logprobs=True, top_logprobs=3, stream=True
+    ):
+        for ch in chunk.choices:
+            if ch.logprobs is not None and ch.logprobs.content:
+                chat_lp["streamed"] += entries(ch.logprobs.content)
+    out["chat_logprobs"] = chat_lp
+
+    def legacy(lp):
+        return [lp.tokens, lp.token_logprobs, lp.top_logprobs, lp.text_offset]
+
+    c = client.completions.create(model=model, prompt="Once upon a time", max_tokens=6, temperature=0, logprobs=2)
+    text_lp = {"text": c.choices[0].text, "whole": legacy(c.choices[0].logprobs), "streamed": [[], [], [], []]}
+    for chunk in client.completions.create(
+        model=model, prompt="Once upon a time", max_tokens=6, temperature=0, logprobs=2, stream=True
+    ):
+        for ch in chunk.choices:
+            if ch.logprobs is not None:
+                for k, part in enumerate(legacy(ch.logprobs)):
+                    text_lp["streamed"][k] += part
+    out["text_logprobs"] = text_lp
+    out["logprobs_error"] = error_of(
+        lambda: client.chat.completions.create(model=model, messages=msgs, logprobs=True, top_logprobs=21)
+    )
+
     # Three clients' conversations taking turns (an editor, an agent, the
     # app): the opening of each, then the next turn of each. The test checks
     # that every next turn resumed and that the texts are a fresh run's.

@@ -10,11 +10,11 @@ import (
 // fiftyTurns is a 50-turn conversation (a system message, then 50 user
 // questions and 49 answers of a few hundred bytes each).
 func fiftyTurns() []Message {
-	msgs := []Message{{RoleSystem, "You are a helpful assistant."}}
+	msgs := []Message{{Role: RoleSystem, Content: "You are a helpful assistant."}}
 	for i := 0; i < 50; i++ {
-		msgs = append(msgs, Message{RoleUser, fmt.Sprintf("Question %d: %s", i, strings.Repeat("why is the sky blue? ", 10))})
+		msgs = append(msgs, Message{Role: RoleUser, Content: fmt.Sprintf("Question %d: %s", i, strings.Repeat("why is the sky blue? ", 10))})
 		if i < 49 {
-			msgs = append(msgs, Message{RoleAssistant, fmt.Sprintf("Answer %d: %s", i, strings.Repeat("because of Rayleigh scattering. ", 12))})
+			msgs = append(msgs, Message{Role: RoleAssistant, Content: fmt.Sprintf("Answer %d: %s", i, strings.Repeat("because of Rayleigh scattering. ", 12))})
 		}
 	}
 	return msgs
@@ -35,7 +35,7 @@ func BenchmarkJinja50Turns(b *testing.B) {
 		j := tmpl.(*Jinja)
 		b.Run(id+"/text", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if _, err := j.RenderText(context.Background(), msgs, true); err != nil {
+				if _, err := j.RenderText(context.Background(), msgs, nil, true); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -77,6 +77,6 @@ func TestJinjaRenderIsLinear(t *testing.T) {
 }
 
 func (j *Jinja) steps(msgs []Message) (int, error) {
-	out, err := j.render(context.Background(), msgs, true)
+	out, err := j.render(context.Background(), msgs, nil, true)
 	return out.Steps, err
 }

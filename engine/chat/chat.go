@@ -31,12 +31,30 @@ const (
 	RoleSystem    = "system"
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
+	// RoleTool is a tool's result, which only templates with tool support
+	// render (ToolFormatOf).
+	RoleTool = "tool"
 )
 
 // Message is one turn of a conversation.
 type Message struct {
-	Role    string // system | user | assistant
+	Role    string // system | user | assistant | tool
 	Content string
+	// ToolCalls are the calls an assistant message made.
+	ToolCalls []ToolCall
+	// ToolCallID is the call a tool message answers, Name the function it
+	// ran (the templates that name it take it from here or from the call).
+	ToolCallID string
+	Name       string
+}
+
+// ToolCall is one function call of a model's reply.
+type ToolCall struct {
+	// ID names the call for the tool message that answers it.
+	ID   string
+	Name string
+	// Arguments is a JSON object, as text.
+	Arguments string
 }
 
 // Template turns messages into prompt ids.
@@ -153,9 +171,13 @@ func pyStrip(s string) string {
 	})
 }
 
+// checkRole refuses what the built-in formats cannot render: a role they do
+// not know, tool messages and tool calls (they have no tool support).
 func checkRole(i int, m Message) error {
-	switch m.Role {
-	case RoleSystem, RoleUser, RoleAssistant:
+	switch {
+	case m.Role == RoleTool || len(m.ToolCalls) > 0:
+		return fmt.Errorf("%w: message %d is a tool call or result, and the chat format has no tool support", ErrConversation, i)
+	case m.Role == RoleSystem || m.Role == RoleUser || m.Role == RoleAssistant:
 		return nil
 	}
 	return fmt.Errorf("%w: message %d has role %q (want system, user or assistant)", ErrConversation, i, m.Role)

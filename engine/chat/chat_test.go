@@ -187,13 +187,13 @@ func TestGemma4Format(t *testing.T) {
 		gen  bool
 		want string
 	}{
-		{[]Message{{RoleUser, "Hello"}}, true, "<bos><|turn>user\nHello<turn|>\n<|turn>model\n"},
-		{[]Message{{RoleSystem, "Be brief. "}, {RoleUser, " Hi "}, {RoleAssistant, "Hey!\n"}, {RoleUser, "Bye"}}, true,
+		{[]Message{{Role: RoleUser, Content: "Hello"}}, true, "<bos><|turn>user\nHello<turn|>\n<|turn>model\n"},
+		{[]Message{{Role: RoleSystem, Content: "Be brief. "}, {Role: RoleUser, Content: " Hi "}, {Role: RoleAssistant, Content: "Hey!\n"}, {Role: RoleUser, Content: "Bye"}}, true,
 			"<bos><|turn>system\nBe brief.<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\nHey!<turn|>\n<|turn>user\nBye<turn|>\n<|turn>model\n"},
-		{[]Message{{RoleUser, "a"}, {RoleAssistant, "b"}}, false, "<bos><|turn>user\na<turn|>\n<|turn>model\nb<turn|>\n"},
+		{[]Message{{Role: RoleUser, Content: "a"}, {Role: RoleAssistant, Content: "b"}}, false, "<bos><|turn>user\na<turn|>\n<|turn>model\nb<turn|>\n"},
 		// Thought blocks are dropped from history; consecutive model
 		// messages share one turn header; a later system message is a turn.
-		{[]Message{{RoleUser, "q"}, {RoleAssistant, "<|channel>thought\nhmm<channel|> A "}, {RoleAssistant, "B"}, {RoleSystem, " S "}}, true,
+		{[]Message{{Role: RoleUser, Content: "q"}, {Role: RoleAssistant, Content: "<|channel>thought\nhmm<channel|> A "}, {Role: RoleAssistant, Content: "B"}, {Role: RoleSystem, Content: " S "}}, true,
 			"<bos><|turn>user\nq<turn|>\n<|turn>model\nA<turn|>\nB<turn|>\n<|turn>system\nS<turn|>\n<|turn>model\n"},
 	}
 	for _, c := range cases {
@@ -211,14 +211,14 @@ func TestGemma4Format(t *testing.T) {
 		t.Errorf("Stops = %v, want <eos> and <turn|>", st)
 	}
 	// Typed control text stays text.
-	ids, err := tmpl.Render(context.Background(), []Message{{RoleUser, "x<turn|>\n<|turn>model\ny"}}, true)
+	ids, err := tmpl.Render(context.Background(), []Message{{Role: RoleUser, Content: "x<turn|>\n<|turn>model\ny"}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := count(ids, turnEnd); n != 1 {
 		t.Errorf("<turn|> appears %d times in %v, want 1", n, ids)
 	}
-	if _, err := tmpl.Render(context.Background(), []Message{{RoleUser, "a"}, {Role: "tool", Content: "x"}}, true); !errors.Is(err, ErrConversation) {
+	if _, err := tmpl.Render(context.Background(), []Message{{Role: RoleUser, Content: "a"}, {Role: "tool", Content: "x"}}, true); !errors.Is(err, ErrConversation) {
 		t.Errorf("tool message: err = %v, want ErrConversation", err)
 	}
 }
@@ -232,7 +232,7 @@ func TestChatMLFormat(t *testing.T) {
 	if tmpl.Name() != "chatml" {
 		t.Fatalf("ForModel = %s, want chatml", tmpl.Name())
 	}
-	msgs := []Message{{RoleSystem, "S"}, {RoleUser, " u "}, {RoleAssistant, "a"}}
+	msgs := []Message{{Role: RoleSystem, Content: "S"}, {Role: RoleUser, Content: " u "}, {Role: RoleAssistant, Content: "a"}}
 	got, err := tmpl.Render(context.Background(), msgs, true)
 	if err != nil {
 		t.Fatal(err)
@@ -266,7 +266,7 @@ func TestPlainStories(t *testing.T) {
 	if tmpl.Name() != "plain" {
 		t.Fatalf("ForModel = %s, want plain", tmpl.Name())
 	}
-	got, err := tmpl.Render(context.Background(), []Message{{RoleUser, "Once upon a time"}}, true)
+	got, err := tmpl.Render(context.Background(), []Message{{Role: RoleUser, Content: "Once upon a time"}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,8 +294,8 @@ func TestErrorsAndHashes(t *testing.T) {
 	for _, bad := range [][]Message{
 		nil,
 		{{Role: "tool", Content: "x"}},
-		{{RoleAssistant, "first"}},
-		{{RoleUser, "a"}, {RoleUser, "b"}},
+		{{Role: RoleAssistant, Content: "first"}},
+		{{Role: RoleUser, Content: "a"}, {Role: RoleUser, Content: "b"}},
 	} {
 		if _, err := tmpl.Render(context.Background(), bad, true); !errors.Is(err, ErrConversation) {
 			t.Errorf("Render(%v): err = %v, want ErrConversation", bad, err)

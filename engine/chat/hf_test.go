@@ -36,15 +36,61 @@ type hfTemplate struct {
 	EndOfTurnID    int32             `json:"end_of_turn_id"`
 	Cases          []hfCase          `json:"cases"`
 	Hostile        []hfCase          `json:"hostile"`
+	ToolCases      []hfCase          `json:"tool_cases"`
 }
 
 type hfCase struct {
-	Messages     []Message `json:"messages"`
-	AddGen       bool      `json:"add_generation_prompt"`
-	Text         string    `json:"text"`
-	IDs          []int32   `json:"ids"`
-	IDsSanitized []int32   `json:"ids_sanitized"`
-	Error        string    `json:"error"`
+	Messages     []hfMessage       `json:"messages"`
+	Tools        []json.RawMessage `json:"tools"`
+	AddGen       bool              `json:"add_generation_prompt"`
+	Text         string            `json:"text"`
+	IDs          []int32           `json:"ids"`
+	IDsSanitized []int32           `json:"ids_sanitized"`
+	Error        string            `json:"error"`
+}
+
+// hfMessage is a fixture message: OpenAI's shape, with a call's arguments
+// a JSON object (as gen.py gives transformers a dict).
+type hfMessage Message
+
+func (m *hfMessage) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Role       string `json:"role"`
+		Content    string `json:"content"`
+		ToolCallID string `json:"tool_call_id"`
+		Name       string `json:"name"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Function struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*m = hfMessage{Role: raw.Role, Content: raw.Content, ToolCallID: raw.ToolCallID, Name: raw.Name}
+	for _, c := range raw.ToolCalls {
+		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: string(c.Function.Arguments)})
+	}
+	return nil
+}
+
+func messages(in []hfMessage) []Message {
+	out := make([]Message, len(in))
+	for i, m := range in {
+		out[i] = Message(m)
+	}
+	return out
+}
+
+func tools(in []json.RawMessage) []Tool {
+	out := make([]Tool, len(in))
+	for i, t := range in {
+		out[i] = Tool(t)
+	}
+	return out
 }
 
 func loadHFFixture(t testing.TB) hfFixture {
@@ -290,8 +336,8 @@ func TestJinjaMatchesTransformers(t *testing.T) {
 			}
 			rendered, refused := 0, 0
 			for i, c := range ft.Cases {
-				text, terr := j.RenderText(context.Background(), c.Messages, c.AddGen)
-				ids, ierr := j.Render(context.Background(), c.Messages, c.AddGen)
+				text, terr := j.RenderText(context.Background(), messages(c.Messages), nil, c.AddGen)
+				ids, ierr := j.Render(context.Background(), messages(c.Messages), c.AddGen)
 				if c.Error != "" {
 					refused++
 					if terr == nil || ierr == nil || !errors.Is(ierr, ErrConversation) || !errors.Is(ierr, ErrTemplate) {
@@ -369,14 +415,14 @@ func TestJinjaHostileContentStaysText(t *testing.T) {
 				if c.Error != "" {
 					continue
 				}
-				text, err := j.RenderText(context.Background(), c.Messages, c.AddGen)
+				text, err := j.RenderText(context.Background(), messages(c.Messages), nil, c.AddGen)
 				if err != nil {
 					t.Fatalf("hostile %d: %v", i, err)
 				}
 				if text != c.Text {
 					t.Errorf("hostile %d: text\n got %q\nwant %q", i, text, c.Text)
 				}
-				ids, err := j.Render(context.Background(), c.Messages, c.AddGen)
+				ids, err := j.Render(context.Background(), messages(c.Messages), c.AddGen)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -20,9 +20,10 @@ var ErrTemplate = errors.New("chat: the model's chat template failed")
 
 // Jinja renders a model's own chat template, as transformers'
 // apply_chat_template does: the template sees messages (role and content),
-// add_generation_prompt, tools and documents (None) and the model's named
-// special tokens (bos_token, eos_token, …), and the rendered text is
-// tokenized as a whole, with no BOS added (the template writes its own).
+// add_generation_prompt, tools (None unless RenderTools offers some) and
+// documents (None) and the model's named special tokens (bos_token,
+// eos_token, …), and the rendered text is tokenized as a whole, with no BOS
+// added (the template writes its own).
 //
 // Message text stays text: the renderer tracks which bytes of the output came
 // from message content, and a special token spelled there is tokenized as
@@ -38,6 +39,7 @@ type Jinja struct {
 	vars   map[string]jinja.Value
 	stops  []int32
 	hash   string
+	tools  ToolFormat // how the model writes a call (ToolFormatOf)
 }
 
 // NewJinja parses spec's template for tok and renders the conversations
@@ -64,7 +66,10 @@ func NewJinja(ctx context.Context, tok *tokenizer.Tokenizer, spec Spec) (*Jinja,
 		fmt.Fprintf(h, "%s=%s\x00", k, spec.Tokens[k])
 	}
 	j.hash = hex.EncodeToString(h.Sum(nil)[:16])
-	if _, err := j.render(ctx, []Message{{RoleUser, "Hi"}}, true); isLimit(err) {
+	if _, err := j.render(ctx, []Message{{Role: RoleUser, Content: "Hi"}}, nil, true); isLimit(err) {
+		return nil, err
+	}
+	if j.tools, err = j.detectTools(ctx); err != nil {
 		return nil, err
 	}
 	stops, err := j.deriveStops(ctx)
@@ -99,7 +104,7 @@ func (j *Jinja) Source() string { return j.source }
 
 // Render implements Template.
 func (j *Jinja) Render(ctx context.Context, msgs []Message, addGenerationPrompt bool) ([]int32, error) {
-	out, err := j.render(ctx, msgs, addGenerationPrompt)
+	out, err := j.render(ctx, msgs, nil, addGenerationPrompt)
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +112,9 @@ func (j *Jinja) Render(ctx context.Context, msgs []Message, addGenerationPrompt 
 }
 
 // RenderText renders the conversation to text, as the model will read it.
-func (j *Jinja) RenderText(ctx context.Context, msgs []Message, addGenerationPrompt bool) (string, error) {
-	out, err := j.render(ctx, msgs, addGenerationPrompt)
+// With tools, the template is offered them (see RenderTools).
+func (j *Jinja) RenderText(ctx context.Context, msgs []Message, tools []Tool, addGenerationPrompt bool) (string, error) {
+	out, err := j.render(ctx, msgs, tools, addGenerationPrompt)
 	return out.Text, err
 }
 
@@ -121,19 +127,22 @@ func (j *Jinja) encode(out jinja.Output) []int32 {
 	})
 }
 
-func (j *Jinja) render(ctx context.Context, msgs []Message, addGenerationPrompt bool) (jinja.Output, error) {
+func (j *Jinja) render(ctx context.Context, msgs []Message, tools []Tool, addGenerationPrompt bool) (jinja.Output, error) {
 	if len(msgs) == 0 {
 		return jinja.Output{}, fmt.Errorf("%w: no messages", ErrConversation)
 	}
 	list := make([]jinja.Value, len(msgs))
 	for i, m := range msgs {
-		if err := checkRole(i, m); err != nil {
-			return jinja.Output{}, err
+		switch m.Role {
+		case RoleSystem, RoleUser, RoleAssistant, RoleTool:
+		default:
+			return jinja.Output{}, fmt.Errorf("%w: message %d has role %q (want system, user, assistant or tool)", ErrConversation, i, m.Role)
 		}
-		// Roles are one of three fixed words, so they are trusted (a
-		// template may build control tokens from them, '<|' + role + '|>');
-		// the content is what users wrote.
-		list[i] = jinja.Dict(jinja.Str("role"), jinja.Str(m.Role), jinja.Str("content"), jinja.Untrusted(m.Content))
+		list[i] = messageValue(m)
+	}
+	toolList, err := toolsValue(tools)
+	if err != nil {
+		return jinja.Output{}, err
 	}
 	vars := make(map[string]jinja.Value, len(j.vars)+4)
 	for k, v := range j.vars {
@@ -141,7 +150,7 @@ func (j *Jinja) render(ctx context.Context, msgs []Message, addGenerationPrompt 
 	}
 	vars["messages"] = jinja.List(list...)
 	vars["add_generation_prompt"] = jinja.Bool(addGenerationPrompt)
-	vars["tools"] = jinja.None()
+	vars["tools"] = toolList
 	vars["documents"] = jinja.None()
 	out, err := j.tmpl.Render(ctx, vars, jinja.Options{})
 	if err != nil {
@@ -171,7 +180,7 @@ const probeAnswer = "anechatProbeAnswer"
 // one stopped by a limit is an error.
 func (j *Jinja) deriveStops(ctx context.Context) ([]int32, error) {
 	stops := j.tok.EOS()
-	out, err := j.render(ctx, []Message{{RoleUser, "Hi"}, {RoleAssistant, probeAnswer}}, false)
+	out, err := j.render(ctx, []Message{{Role: RoleUser, Content: "Hi"}, {Role: RoleAssistant, Content: probeAnswer}}, nil, false)
 	if isLimit(err) {
 		return nil, err
 	}

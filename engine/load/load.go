@@ -74,6 +74,9 @@ type Source struct {
 	// SizeBytes is the size of the model on disk (every regular file of a
 	// directory).
 	SizeBytes int64
+	// Params is the number of weights the headers declare (the elements of
+	// every tensor); 0 when unknown (a Core ML bundle).
+	Params int64
 	// Fingerprint is the model's one identity (Fingerprint of Files).
 	Fingerprint string
 }
@@ -159,6 +162,7 @@ func detectGGUF(src *Source) error {
 	}
 	bytes := map[string]int64{}
 	for _, t := range f.Tensors() {
+		src.Params += int64(t.Elements())
 		if len(t.Dims) >= 2 {
 			bytes[t.Type.String()] += t.Size
 		}
@@ -193,6 +197,7 @@ func detectSafetensors(src *Source) error {
 	defer d.Close()
 	bytes := map[string]int64{}
 	for _, t := range d.Tensors() {
+		src.Params += int64(t.Elements())
 		if len(t.Shape) >= 2 {
 			bytes[string(t.DType)] += int64(t.Elements() * t.DType.Size())
 		}

@@ -42,6 +42,16 @@ type Request struct {
 	// Ungated sends every proposal, as long as allowed, whatever its
 	// acceptance rate: for tests that force drafts to be rejected.
 	Ungated bool
+	// Constraint, when set, restricts every emitted token (constrained
+	// decoding, constraint.go); the loop advances it. The calls then ask
+	// for logits even when greedy.
+	Constraint Constraint
+	// Logprobs gives every emitted token its log-probability and the
+	// TopLogprobs (0..sample.MaxTopLogprobs) most likely ids at its
+	// position (Token.Logprob, Token.Top): the model asks for logits rows
+	// instead of argmax, and each costs a log-softmax over the vocabulary.
+	Logprobs    bool
+	TopLogprobs int
 }
 
 // Stats describes one generation. Its JSON (the counts and why it stopped,
@@ -213,6 +223,9 @@ func (r *generation) loop(ctx context.Context, t Target) error {
 			return err
 		}
 		r.propose()
+		if r.con != nil {
+			r.constrainDrafts()
+		}
 		res, err := r.call(ctx, t)
 		if err != nil {
 			return err
@@ -292,6 +305,15 @@ type generation struct {
 	nfill int
 	lprop []int32
 	lookQ float64
+
+	// Constrained decoding: the state after the emitted tokens, the state
+	// before each row of the call, and a scratch row of masked logits.
+	con     Constraint
+	states  []Constraint
+	maskRow []float32
+	// logits are the rows of the last call (with Request.Logprobs: the
+	// emitted tokens' logprobs come from them).
+	logits [][]float32
 }
 
 // start checks req and sets up the request's state: sources reset to the
@@ -307,6 +329,9 @@ func (d *Decoder) start(req Request, emit func(Token) error) (*generation, error
 	case r.width < 1 || r.width > MaxWidth:
 		return r, fmt.Errorf("%w: width %d, want 1..%d or 0 for auto", ErrRequest, req.Width, MaxWidth)
 	}
+	if req.TopLogprobs < 0 || req.TopLogprobs > sample.MaxTopLogprobs {
+		return r, fmt.Errorf("%w: top logprobs %d, want 0..%d", ErrRequest, req.TopLogprobs, sample.MaxTopLogprobs)
+	}
 	if len(req.History) == 0 {
 		return r, fmt.Errorf("%w: empty history (a generation continues at least one token)", ErrRequest)
 	}
@@ -319,8 +344,11 @@ func (d *Decoder) start(req Request, emit func(Token) error) (*generation, error
 	d.Costs.newRequest()
 	r.greedy = req.Sampler == nil || req.Sampler.IsGreedy()
 	r.want = model.Logits
-	if r.greedy {
+	if r.greedy && !req.Logprobs {
 		r.want = model.Argmax
+	}
+	if r.con = req.Constraint; r.con != nil {
+		r.want = model.Logits
 	}
 	r.room = req.Room
 	r.remaining = req.MaxTokens
@@ -409,7 +437,14 @@ func (r *generation) first() (done bool, err error) {
 	if r.req.Logits == nil {
 		return false, nil
 	}
-	id := r.pick(r.req.Logits)
+	var id int32
+	if r.con != nil {
+		if id, err = r.pickUnder(r.req.Logits, r.con); err != nil {
+			return true, err
+		}
+	} else {
+		id = r.pick(r.req.Logits)
+	}
 	if id < 0 {
 		return true, fmt.Errorf("spec: the logits of the last history token: %w", model.ErrDamaged)
 	}
@@ -418,15 +453,20 @@ func (r *generation) first() (done bool, err error) {
 		r.st.Stopped = "stop"
 		return true, nil
 	}
-	if err := r.out(id, false); err != nil {
+	if err := r.out(id, false, r.req.Logits); err != nil {
 		return true, err
 	}
 	return false, nil
 }
 
 // out emits a generated token (not a stop token), counts it and feeds it to
-// the sources.
-func (r *generation) out(id int32, drafted bool) error {
+// the sources; row is the logits row it was picked from, for its logprobs.
+func (r *generation) out(id int32, drafted bool, row []float32) error {
+	if r.con != nil {
+		if err := r.con.Advance(id); err != nil {
+			return fmt.Errorf("spec: emitted token %d: %w", id, err)
+		}
+	}
 	if r.draft {
 		for _, s := range r.d.Sources {
 			s.Append(id)
@@ -439,7 +479,15 @@ func (r *generation) out(id int32, drafted bool) error {
 	if drafted {
 		r.accepted++
 	}
-	return r.emitFn(Token{ID: id, Drafted: drafted, Tokens: r.st.Tokens, Accepted: r.accepted, Calls: r.st.TargetCalls})
+	tk := Token{ID: id, Drafted: drafted, Tokens: r.st.Tokens, Accepted: r.accepted, Calls: r.st.TargetCalls}
+	if r.req.Logprobs {
+		// The row's own numbers, whatever the width of the call: a wide
+		// call's row equals a width-1 call's (DESIGN.md invariant 1). They
+		// are the model's as it returned them: whatever restricts the
+		// choice (a sampler's filters, a mask) must not change row in place.
+		tk.Logprob, tk.Top = sample.Logprobs(row, id, r.req.TopLogprobs, nil)
+	}
+	return r.emitFn(tk)
 }
 
 // allowed reports whether the backend runs calls of width w.
@@ -525,12 +573,13 @@ func (r *generation) call(ctx context.Context, t Target) (model.Result, error) {
 		return res, fmt.Errorf("spec: model call of width %d: %w", len(r.tokens), err)
 	}
 	rows := len(res.Argmax)
-	if !r.greedy || res.Argmax == nil {
+	if !r.greedy || res.Argmax == nil || r.con != nil {
 		rows = len(res.Logits)
 	}
 	if rows != len(r.tokens) {
 		return res, fmt.Errorf("spec: model call of width %d returned %d rows", len(r.tokens), rows)
 	}
+	r.logits = res.Logits
 	return res, nil
 }
 
@@ -543,7 +592,11 @@ func (r *generation) verify(res model.Result) (accepted int, err error) {
 	r.produced = r.produced[:0]
 	for i := range r.tokens {
 		var y int32
-		if r.greedy && res.Argmax != nil {
+		if r.con != nil {
+			if y, err = r.pickUnder(res.Logits[i], r.states[i]); err != nil {
+				return 0, err
+			}
+		} else if r.greedy && res.Argmax != nil {
 			y = res.Argmax[i]
 		} else {
 			y = r.pick(res.Logits[i])
@@ -588,7 +641,11 @@ func (r *generation) emit(accepted int) (rows int, stopped bool, err error) {
 		if i < accepted {
 			kept++
 		}
-		if err = r.out(y, i < accepted); err != nil || r.remaining <= 0 {
+		var row []float32
+		if r.req.Logprobs {
+			row = r.logits[i]
+		}
+		if err = r.out(y, i < accepted, row); err != nil || r.remaining <= 0 {
 			break
 		}
 	}

@@ -21,6 +21,18 @@ import (
 // token is prefilled in one batched call, then the decoder continues.
 func generate(t *testing.T, b model.Backend, dec *spec.Decoder, history []int32, req spec.Request) ([]int32, spec.Stats) {
 	t.Helper()
+	toks, st := generateTokens(t, b, dec, history, req)
+	var out []int32
+	for _, tk := range toks {
+		out = append(out, tk.ID)
+	}
+	return out, st
+}
+
+// generateTokens is generate returning the emitted tokens whole (their
+// logprobs and counts too).
+func generateTokens(t *testing.T, b model.Backend, dec *spec.Decoder, history []int32, req spec.Request) ([]spec.Token, spec.Stats) {
+	t.Helper()
 	cfg := b.Config()
 	c, err := kv.New(cfg.KV, max(spec.MaxWidth, len(history)))
 	if err != nil {
@@ -37,9 +49,9 @@ func generate(t *testing.T, b model.Backend, dec *spec.Decoder, history []int32,
 	req.History = history
 	req.Room = cfg.ContextLen - c.Len()
 	req.Stop = cfg.EOS
-	var out []int32
+	var out []spec.Token
 	st, err := dec.Run(context.Background(), spec.BackendTarget{Backend: b, Cache: c}, req, func(tk spec.Token) error {
-		out = append(out, tk.ID)
+		out = append(out, tk)
 		return nil
 	})
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"anechat/engine/kv"
 	"anechat/engine/model"
+	"anechat/engine/sample"
 )
 
 // MaxWidth is the widest verify call: the pending token plus 7 drafts.
@@ -80,4 +81,11 @@ type Token struct {
 	// token picked from Request.Logits). A stop token may take one call
 	// more, which no token follows.
 	Calls int `json:"calls"`
+	// Logprob is the token's log-probability at its position, and Top the
+	// Request.TopLogprobs most likely ids there with theirs (most likely
+	// first, ties to the lower id): the log-softmax of the model's logits
+	// row, before temperature and top-p (sample.Logprobs). Set only with
+	// Request.Logprobs; the same at every width.
+	Logprob float64               `json:"-"`
+	Top     []sample.TokenLogprob `json:"-"`
 }

@@ -89,6 +89,38 @@ func (t *Tokenizer) Decode(ids []int32) string {
 
 func (t *Tokenizer) valid(id int32) bool { return id >= 0 && int(id) < len(t.pieces) }
 
+// TokenBytes returns the bytes one token stands for on its own: a
+// byte-level piece's bytes, a byte-fallback piece's one byte, a piece's
+// text with "▁" as a space, a special token's own spelling. Unlike Decode
+// nothing is stripped or replaced, so the bytes of a token that holds part
+// of a UTF-8 character are that part (an API's per-token logprobs carry
+// them for a client to join); the tokens of a text, joined, are its
+// Decode but for the leading space Decode may strip. nil for an id outside
+// the vocabulary.
+func (t *Tokenizer) TokenBytes(id int32) []byte {
+	if !t.valid(id) {
+		return nil
+	}
+	p := t.text[id]
+	switch {
+	case t.skip[id]:
+		return []byte(p)
+	case t.dec.byteLevel:
+		return byteLevelBytes(nil, p)
+	case t.dec.byteFallback && t.byteOf[id] >= 0:
+		return []byte{byte(t.byteOf[id])}
+	case t.dec.metaToSpace:
+		p = strings.ReplaceAll(p, metaspace, " ")
+	}
+	return []byte(p)
+}
+
+// IsSpecial reports whether id is a special or control token (an end of
+// turn, a template marker): Decode writes nothing for it, and constrained
+// decoding never allows it inside the text it matches. False for an id
+// outside the vocabulary.
+func (t *Tokenizer) IsSpecial(id int32) bool { return t.valid(id) && t.skip[id] }
+
 // byteRunText is the text of one run of byte-fallback pieces: Hugging Face's
 // ByteFallback decoder takes the run whole, its text if it is valid UTF-8,
 // else one U+FFFD per byte.

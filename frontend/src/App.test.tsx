@@ -1,9 +1,8 @@
-import { render } from "preact";
 import { act } from "preact/test-utils";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { App } from "./App";
 import { NoBackendError, wailsBridge, type Bridge } from "./bridge";
 import { renderBlocks } from "./markdown";
+import { click, flush, key, mountApp, q, root, testid, type, unmount } from "./testing/dom";
 import { fakeBridge, manualFrames } from "./testing/fake";
 import type { Model, Preferences, Theme, Thread } from "./types";
 
@@ -88,52 +87,16 @@ const basics = {
   "Downloads.List": () => [],
 };
 
-const flush = () =>
-  act(async () => {
-    for (let i = 0; i < 30; i++) await Promise.resolve();
-  });
-let root: HTMLElement;
 afterEach(() => {
-  render(null, root);
-  root.remove();
+  unmount();
   delete document.documentElement.dataset["theme"];
 });
 
 let frames = manualFrames();
-
 async function mount(bridge: Bridge, theme: Theme = "system") {
-  root = document.createElement("div");
-  document.body.append(root);
-  frames = manualFrames();
-  await act(() => {
-    render(<App bridge={bridge} frames={frames.frames} theme={theme} />, root);
-  });
-  await flush();
+  frames = await mountApp(bridge, theme);
 }
 
-const q = <T extends Element = HTMLElement>(sel: string) => root.querySelector<T>(sel);
-const testid = <T extends Element = HTMLElement>(id: string) => q<T>(`[data-testid="${id}"]`);
-const click = async (el: Element | null | undefined) => {
-  expect(el).toBeTruthy();
-  await act(() => {
-    (el as HTMLElement).click();
-  });
-  await flush();
-};
-const type = async (el: HTMLInputElement | HTMLTextAreaElement | null, value: string) => {
-  expect(el).toBeTruthy();
-  await act(() => {
-    el!.value = value;
-    el!.dispatchEvent(new Event("input", { bubbles: true }));
-  });
-  await flush();
-};
-const key = async (init: KeyboardEventInit, target: EventTarget = document.body) => {
-  await act(() => {
-    target.dispatchEvent(new KeyboardEvent("keydown", { bubbles: true, cancelable: true, ...init }));
-  });
-  await flush();
-};
 const openConversation = () => click(q(".conv"));
 
 describe("App", () => {
@@ -292,10 +255,8 @@ describe("App", () => {
       // "drafted" is the drafts proposed (the stats line's "drafted 4"); the
       // share is of tokens that came from accepted ones.
       expect(testid("live-stats")?.textContent).toContain("came from accepted drafts");
-      render(null, root);
-      root.remove();
+      unmount();
     }
-    root = document.createElement("div"); // for afterEach
   });
 
   it("renders a streamed reply once per animation frame, and puts only the blocks that changed into the DOM", async () => {
@@ -640,8 +601,7 @@ describe("keyboard and appearance", () => {
     await click(testid("nav-settings"));
     await click(testid("save-settings"));
     expect(stored.theme).toBe("dark");
-    render(null, root);
-    root.remove();
+    unmount();
     delete document.documentElement.dataset["theme"];
     // The next window: theme.js drew it dark before the code ran (the page
     // starts with that theme), and the settings agree.

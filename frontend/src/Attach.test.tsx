@@ -1,8 +1,7 @@
-import { render } from "preact";
 import { act } from "preact/test-utils";
 import { afterEach, describe, expect, it } from "vitest";
-import { App } from "./App";
-import { fakeBridge, manualFrames } from "./testing/fake";
+import { click, flush, mountApp, root, settleThroughTimers, unmount } from "./testing/dom";
+import { fakeBridge } from "./testing/fake";
 import type { Attachment, Conversation, Thread } from "./types";
 
 // Documents in a chat: a file attached to the next message is read and sized
@@ -81,29 +80,14 @@ function backend() {
 }
 
 // FileReader finishes on a later task: wait on timers, not only microtasks.
-const flush = () =>
-  act(async () => {
-    for (let i = 0; i < 10; i++) await new Promise((r) => setTimeout(r, 0));
-  });
-let root: HTMLElement;
-afterEach(() => {
-  render(null, root);
-  root.remove();
-});
+settleThroughTimers(); // FileReader reports through timers in jsdom
+afterEach(unmount);
 async function mount(f: ReturnType<typeof fakeBridge>) {
-  root = document.createElement("div");
-  document.body.append(root);
-  await act(() => {
-    render(<App bridge={f.bridge} frames={manualFrames().frames} theme="system" />, root);
-  });
-  await flush();
+  await mountApp(f.bridge);
   const b = [...root.querySelectorAll<HTMLButtonElement>("[data-testid=conversations] button")].find((x) =>
     x.textContent?.includes("C1"),
   );
-  await act(() => {
-    b!.click();
-  });
-  await flush();
+  await click(b);
 }
 const q = (id: string) => root.querySelector<HTMLElement>(`[data-testid=${id}]`);
 async function pick(files: File[]) {

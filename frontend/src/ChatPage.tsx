@@ -756,9 +756,10 @@ function Composer({ conversation: c, running }: { conversation: Conversation; ru
           e.currentTarget.value = ""; // the same file can be attached again
         }}
       />
+      {/* A bordered button like Send, not a quiet one: as muted text beside
+          Send it was easy to miss, in dark mode above all. */}
       <button
         type="button"
-        class="quiet"
         data-testid="attach"
         title="Attach a text file, Markdown, source code or a PDF (or drop or paste it here)"
         onClick={() => fileInput.current?.click()}

@@ -1,9 +1,8 @@
-import { render } from "preact";
 import { act } from "preact/test-utils";
 import { afterEach, describe, expect, it } from "vitest";
-import { App } from "./App";
 import type { Bridge } from "./bridge";
-import { fakeBridge, manualFrames } from "./testing/fake";
+import { click, flush, mountApp, root, submit, testid, type, unmount } from "./testing/dom";
+import { fakeBridge } from "./testing/fake";
 import type { Conversation, Download, Model, Preferences, Thread } from "./types";
 
 // Issue 14's second round in the window: per-conversation settings, pin,
@@ -92,46 +91,9 @@ const basics = (over: Record<string, (...a: unknown[]) => unknown> = {}) => ({
   ...over,
 });
 
-const flush = () =>
-  act(async () => {
-    for (let i = 0; i < 30; i++) await Promise.resolve();
-  });
-let root: HTMLElement;
-afterEach(() => {
-  render(null, root);
-  root.remove();
-});
-async function mount(bridge: Bridge) {
-  root = document.createElement("div");
-  document.body.append(root);
-  await act(() => {
-    render(<App bridge={bridge} frames={manualFrames().frames} theme="system" />, root);
-  });
-  await flush();
-}
-const testid = <T extends Element = HTMLElement>(id: string) => root.querySelector<T>(`[data-testid="${id}"]`);
-const click = async (el: Element | null | undefined) => {
-  expect(el).toBeTruthy();
-  await act(() => {
-    (el as HTMLElement).click();
-  });
-  await flush();
-};
-const type = async (el: HTMLInputElement | HTMLTextAreaElement | null, value: string) => {
-  expect(el).toBeTruthy();
-  await act(() => {
-    el!.value = value;
-    el!.dispatchEvent(new Event("input", { bubbles: true }));
-  });
-  await flush();
-};
-const submit = async (el: Element | null | undefined) => {
-  expect(el).toBeTruthy();
-  await act(() => {
-    (el as HTMLFormElement).requestSubmit();
-  });
-  await flush();
-};
+afterEach(unmount);
+const mount = (bridge: Bridge) => mountApp(bridge);
+
 const openConversation = () => click(root.querySelector(".conv"));
 
 describe("conversations", () => {

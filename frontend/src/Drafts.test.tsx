@@ -1,9 +1,8 @@
-import { render } from "preact";
 import { act } from "preact/test-utils";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { App } from "./App";
 import { DRAFT_SAVE_MS } from "./state/conversations";
-import { fakeBridge, manualFrames } from "./testing/fake";
+import { flush, mountApp, root, type, unmount } from "./testing/dom";
+import { fakeBridge } from "./testing/fake";
 import type { Conversation, Thread } from "./types";
 
 // The composer's unsent text is the conversation's draft, stored by the Go
@@ -73,24 +72,11 @@ function backend() {
   return { f, stored };
 }
 
-const flush = () =>
-  act(async () => {
-    for (let i = 0; i < 30; i++) await Promise.resolve();
-  });
-let root: HTMLElement;
 afterEach(() => {
-  render(null, root);
-  root.remove();
+  unmount();
   vi.useRealTimers();
 });
-async function mount(f: ReturnType<typeof fakeBridge>) {
-  root = document.createElement("div");
-  document.body.append(root);
-  await act(() => {
-    render(<App bridge={f.bridge} frames={manualFrames().frames} theme="system" />, root);
-  });
-  await flush();
-}
+const mount = (f: ReturnType<typeof fakeBridge>) => mountApp(f.bridge);
 const composer = () => root.querySelector<HTMLTextAreaElement>("[data-testid=composer]")!;
 const openConv = async (title: string) => {
   const b = [...root.querySelectorAll<HTMLButtonElement>("[data-testid=conversations] button")].find((x) =>
@@ -101,13 +87,7 @@ const openConv = async (title: string) => {
   });
   await flush();
 };
-const typeDraft = async (text: string) => {
-  await act(() => {
-    composer().value = text;
-    composer().dispatchEvent(new Event("input", { bubbles: true }));
-  });
-  await flush();
-};
+const typeDraft = (text: string) => type(composer(), text);
 
 describe("drafts", () => {
   it("stores what is typed once typing pauses, and shows it again after opening another chat", async () => {

@@ -1,9 +1,9 @@
-import { render } from "preact";
 import { act } from "preact/test-utils";
 import { afterEach, describe, expect, it } from "vitest";
 import { api } from "./api";
 import { LibraryPage } from "./LibraryPage";
 import { Store } from "./store";
+import { click, flush, mountNode, root, testid, type, unmount } from "./testing/dom";
 import { fakeBridge, manualFrames } from "./testing/fake";
 import type { Prompt } from "./types";
 import { StoreContext } from "./useStore";
@@ -34,47 +34,19 @@ const prompt = (id: number, prepared: "ready" | "stale" | null = null, body = "b
   updatedAt: "",
 });
 
-let root: HTMLElement;
-afterEach(() => {
-  render(null, root);
-  root.remove();
-});
-const flush = () =>
-  act(async () => {
-    for (let i = 0; i < 8; i++) await Promise.resolve();
-  });
-
+afterEach(unmount);
 async function mount(f: ReturnType<typeof fakeBridge>) {
   const store = new Store(api(f.bridge), f.bridge, manualFrames().frames, "system");
-  root = document.createElement("div");
-  document.body.append(root);
-  await act(() => {
-    render(
-      <StoreContext.Provider value={store}>
-        <LibraryPage />
-      </StoreContext.Provider>,
-      root,
-    );
-  });
+  await mountNode(
+    <StoreContext.Provider value={store}>
+      <LibraryPage />
+    </StoreContext.Provider>,
+  );
   await act(() => store.library.reload());
   await flush();
   return store;
 }
 const items = () => [...root.querySelectorAll("[data-testid=prompt]")];
-const testid = <T extends HTMLElement = HTMLElement>(id: string) => root.querySelector<T>(`[data-testid="${id}"]`);
-const type = async (el: HTMLInputElement | HTMLTextAreaElement | null, value: string) => {
-  await act(() => {
-    el!.value = value;
-    el!.dispatchEvent(new Event("input", { bubbles: true }));
-  });
-  await flush();
-};
-const click = async (el: Element | null | undefined) => {
-  await act(() => {
-    (el as HTMLElement).click();
-  });
-  await flush();
-};
 
 describe("LibraryPage", () => {
   it("shows which prompts are ready to resume, with which model, and prepares the others", async () => {
@@ -115,16 +87,11 @@ describe("LibraryPage", () => {
         }),
     });
     const store = new Store(api(f.bridge), f.bridge, manualFrames().frames, "system");
-    root = document.createElement("div");
-    document.body.append(root);
-    await act(() => {
-      render(
-        <StoreContext.Provider value={store}>
-          <LibraryPage />
-        </StoreContext.Provider>,
-        root,
-      );
-    });
+    await mountNode(
+      <StoreContext.Provider value={store}>
+        <LibraryPage />
+      </StoreContext.Provider>,
+    );
     void store.library.reload();
     await flush();
     await type(testid("prompt-search"), "sql");

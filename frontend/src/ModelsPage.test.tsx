@@ -1,9 +1,8 @@
-import { render } from "preact";
 import { act } from "preact/test-utils";
 import { afterEach, describe, expect, it } from "vitest";
-import { App } from "./App";
 import type { Bridge } from "./bridge";
-import { fakeBridge, manualFrames } from "./testing/fake";
+import { all, click, flush, mountApp, root, testid, type, unmount } from "./testing/dom";
+import { fakeBridge } from "./testing/fake";
 import type { CatalogEntry, CatalogList, Download, Fit, Model, ModelList, RepoFiles } from "./types";
 
 // Issue 24 in the window: the catalog, the Hugging Face search, bundle
@@ -103,40 +102,8 @@ const basics = (over: Record<string, (...a: unknown[]) => unknown> = {}) => ({
   ...over,
 });
 
-const flush = () =>
-  act(async () => {
-    for (let i = 0; i < 30; i++) await Promise.resolve();
-  });
-let root: HTMLElement;
-afterEach(() => {
-  render(null, root);
-  root.remove();
-});
-async function mount(bridge: Bridge) {
-  root = document.createElement("div");
-  document.body.append(root);
-  await act(() => {
-    render(<App bridge={bridge} frames={manualFrames().frames} theme="system" />, root);
-  });
-  await flush();
-}
-const all = (id: string) => [...root.querySelectorAll<HTMLElement>(`[data-testid="${id}"]`)];
-const testid = <T extends Element = HTMLElement>(id: string) => root.querySelector<T>(`[data-testid="${id}"]`);
-const click = async (el: Element | null | undefined) => {
-  expect(el).toBeTruthy();
-  await act(() => {
-    (el as HTMLElement).click();
-  });
-  await flush();
-};
-const type = async (el: HTMLInputElement | null, value: string) => {
-  expect(el).toBeTruthy();
-  await act(() => {
-    el!.value = value;
-    el!.dispatchEvent(new Event("input", { bubbles: true }));
-  });
-  await flush();
-};
+afterEach(unmount);
+const mount = (bridge: Bridge) => mountApp(bridge);
 
 describe("the Models page's fixes", () => {
   it("marks the loaded model's row, though Load now was never clicked there", async () => {

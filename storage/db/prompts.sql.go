@@ -232,6 +232,33 @@ func (q *Queries) ListPromptsByTag(ctx context.Context, tag string) ([]Prompt, e
 	return items, nil
 }
 
+const listPromptsPinning = `-- name: ListPromptsPinning :many
+SELECT id FROM prompts WHERE pinned_snapshot_id = ? ORDER BY id
+`
+
+func (q *Queries) ListPromptsPinning(ctx context.Context, pinnedSnapshotID sql.NullInt64) ([]int64, error) {
+	rows, err := q.db.QueryContext(ctx, listPromptsPinning, pinnedSnapshotID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const setPromptSnapshot = `-- name: SetPromptSnapshot :execrows
 UPDATE prompts SET pinned_snapshot_id = ?, updated_at = ? WHERE id = ?
 `

@@ -34,3 +34,6 @@ SELECT tag FROM prompt_tags WHERE prompt_id = ? ORDER BY tag;
 
 -- name: ListAllTags :many
 SELECT tag, COUNT(*) AS prompts FROM prompt_tags GROUP BY tag ORDER BY tag;
+
+-- name: ListPromptsPinning :many
+SELECT id FROM prompts WHERE pinned_snapshot_id = ? ORDER BY id;

@@ -32,7 +32,11 @@ For each template, every conversation of CONVERSATIONS is rendered with and
 without add_generation_prompt: the text, the ids (apply_chat_template with
 tokenize=True) or the template's error. HOSTILE conversations (message text
 that spells control tokens) also record the ids of
-apply_chat_template(..., sanitize_control_tokens=True).
+apply_chat_template(..., sanitize_control_tokens=True). For the templates of
+TOOL_TEMPLATES, every conversation of TOOL_CONVERSATIONS is rendered with
+tools=TOOLS (OpenAI function schemas) into "tool_cases": assistant messages
+with tool_calls (arguments a dict, content "", the shape anechat's server
+passes) and tool messages with tool_call_id and name.
 
 Also writes gemma4_tokenizer.json: the converted Gemma 4 tokenizer.json with
 its vocabulary, merges and added tokens taken out (the Go test puts them back
@@ -198,19 +202,76 @@ def hostile(eot):
     ]
 
 
-def render(tok, tmpl, msgs, gen, sanitize=False):
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "Current weather in a city, in °C or °F.",
+        "parameters": {"type": "object", "properties": {
+            "location": {"type": "string", "description": "City name, e.g. Paris"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+            "required": ["location"]}}},
+    {"type": "function", "function": {
+        "name": "add", "description": "Add two numbers.",
+        "parameters": {"type": "object", "properties": {
+            "a": {"type": "integer", "description": "first"}, "b": {"type": "number", "description": "second"},
+            "tags": {"type": "array", "items": {"type": "string"}}, "exact": {"type": "boolean"}},
+            "required": ["a", "b"]}}},
+]
+
+TOOL_TEMPLATES = {"qwen2.5", "qwen3", "llama3.1", "gemma4", "gemma4-31b"}
+
+
+def call(cid, name, args):
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def tool_conversations():
+    paris = {"role": "user", "content": "What's the weather in Paris?"}
+    weather = {"role": "assistant", "content": "", "tool_calls": [call("call_1", "get_weather", {"location": "Paris"})]}
+    result = {"role": "tool", "content": '{"temperature": 21, "sky": "clear"}', "tool_call_id": "call_1",
+              "name": "get_weather"}
+    return [
+        [paris],
+        [{"role": "system", "content": "You are a weather bot."}, paris],
+        [paris, weather],
+        [paris, weather, result],
+        [paris, weather, result, {"role": "assistant", "content": "It is 21 °C and clear in Paris."},
+         {"role": "user", "content": "And in Rome, in fahrenheit?"}],
+        [{"role": "system", "content": "Be brief."}, paris,
+         {"role": "assistant", "content": "Let me check.",
+          "tool_calls": [call("c7", "get_weather", {"location": "Paris", "unit": "celsius"})]},
+         {"role": "tool", "content": "sunny", "tool_call_id": "c7", "name": "get_weather"}],
+        [{"role": "user", "content": "Add 2 and 3.5, then 1 and 1."},
+         {"role": "assistant", "content": "", "tool_calls": [
+             call("a1", "add", {"a": 2, "b": 3.5, "tags": ["x", "ü"], "exact": True}),
+             call("a2", "add", {"a": 1, "b": 1, "exact": False, "note": None, "nested": {"k": [1, {"z": "q"}]}})]},
+         {"role": "tool", "content": "5.5", "tool_call_id": "a1", "name": "add"},
+         {"role": "tool", "content": "2", "tool_call_id": "a2", "name": "add"}],
+        [{"role": "user", "content": "Quote: \"<tool_call>\" and {\"name\": 1}"},
+         {"role": "assistant", "content": "",
+          "tool_calls": [call("q", "get_weather", {"location": "Say \"hi\"\n<|\"|>"})]},
+         {"role": "tool", "content": "ok", "tool_call_id": "q", "name": "get_weather"}],
+    ]
+
+
+def render(tok, tmpl, msgs, gen, sanitize=False, tools=None):
     try:
-        text = tok.apply_chat_template(msgs, chat_template=tmpl, tokenize=False, add_generation_prompt=gen)
+        text = tok.apply_chat_template(msgs, chat_template=tmpl, tokenize=False, add_generation_prompt=gen,
+                                       tools=tools)
         ids = tok.apply_chat_template(msgs, chat_template=tmpl, tokenize=True, add_generation_prompt=gen,
-                                      return_dict=False)
+                                      return_dict=False, tools=tools)
         out = {"messages": msgs, "add_generation_prompt": gen, "text": text, "ids": list(ids)}
+        if tools is not None:
+            out["tools"] = tools
         if sanitize:
             out["ids_sanitized"] = list(tok.apply_chat_template(msgs, chat_template=tmpl, tokenize=True,
                                                                add_generation_prompt=gen, return_dict=False,
                                                                sanitize_control_tokens=True))
         return out
     except jinja2.exceptions.TemplateError as e:
-        return {"messages": msgs, "add_generation_prompt": gen, "error": str(e)}
+        out = {"messages": msgs, "add_generation_prompt": gen, "error": str(e)}
+        if tools is not None:
+            out["tools"] = tools
+        return out
 
 
 def skeleton(tok):
@@ -240,9 +301,12 @@ def main():
         for msgs in hostile(eot):
             for gen in (True, False):
                 entry["hostile"].append(render(tok, tmpl, msgs, gen, sanitize=True))
+        if tid in TOOL_TEMPLATES:
+            entry["tool_cases"] = [render(tok, tmpl, msgs, gen, tools=TOOLS)
+                                   for msgs in tool_conversations() for gen in (True, False)]
         ok = sum("error" not in c for c in entry["cases"])
-        print("%-10s %d renders (%d refused), %d hostile" % (tid, len(entry["cases"]), len(entry["cases"]) - ok,
-                                                            len(entry["hostile"])))
+        print("%-10s %d renders (%d refused), %d hostile, %d with tools" % (
+            tid, len(entry["cases"]), len(entry["cases"]) - ok, len(entry["hostile"]), len(entry.get("tool_cases", []))))
         out["templates"].append(entry)
     data = json.dumps(out, ensure_ascii=False, indent=0).encode("utf-8")
     with open(os.path.join(HERE, "hf_chat.json.gz"), "wb") as raw, \

@@ -1,0 +1,76 @@
+package chat
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"anechat/engine/constrain"
+)
+
+// ErrNoForcedCall marks a tool-call format whose calls constrained decoding
+// cannot force: Gemma 4's arguments are not JSON, and the grammar compiler
+// writes JSON.
+var ErrNoForcedCall = errors.New("chat: a forced tool call is not supported in this format")
+
+// CallGrammar is the grammar of a reply that is exactly one call, in the
+// format's convention, to one of tools (to the one named only, when only is
+// not ""): the call's markers, the function's name and its arguments, a
+// JSON object under the function's parameters schema. A tool whose
+// function is "strict": true must have a schema in the compiler's subset
+// (else an error naming "tools[i].function.parameters…"); another one's
+// arguments follow its schema when the subset holds it and are any JSON
+// object otherwise, as OpenAI forces only the call's shape without strict.
+// A tool without parameters takes any object. The reply may start with one
+// space, which a SentencePiece tokenizer writes before a reply's first word.
+func (f ToolFormat) CallGrammar(tools []Tool, only string) (constrain.Element, error) {
+	var head, tail, argsKey string
+	switch f {
+	case ToolsHermes:
+		head, tail, argsKey = hermesOpen+"\n", "\n"+hermesClose, "arguments"
+	case ToolsLlama3:
+		argsKey = "parameters"
+	case NoTools:
+		return constrain.Element{}, ErrNoTools
+	default:
+		return constrain.Element{}, fmt.Errorf("%w (%s)", ErrNoForcedCall, f)
+	}
+	var alts []constrain.Element
+	for i, t := range tools {
+		var fn struct {
+			Function struct {
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
+				Strict     bool            `json:"strict"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(t, &fn); err != nil || fn.Function.Name == "" {
+			return constrain.Element{}, &constrain.Error{Path: fmt.Sprintf("tools[%d].function.name", i), Msg: "required"}
+		}
+		name := fn.Function.Name
+		if only != "" && name != only {
+			continue
+		}
+		args := constrain.AnyObject()
+		if p := fn.Function.Parameters; len(p) > 0 && string(p) != "null" {
+			e, err := constrain.Schema(p)
+			var ce *constrain.Error
+			switch {
+			case err == nil:
+				args = e
+			case fn.Function.Strict && errors.As(err, &ce):
+				return constrain.Element{}, ce.Prefixed(fmt.Sprintf("tools[%d].function.parameters", i))
+			case fn.Function.Strict:
+				return constrain.Element{}, err
+			}
+		}
+		nameJSON, _ := json.Marshal(name) // a string always marshals
+		alts = append(alts, constrain.Sequence(
+			constrain.Literal(`{"name": `+string(nameJSON)+`, "`+argsKey+`": `), args, constrain.Literal("}")))
+	}
+	if len(alts) == 0 {
+		return constrain.Element{}, &constrain.Error{Path: "tool_choice.function.name", Msg: fmt.Sprintf("%q is not one of the tools", only)}
+	}
+	return constrain.Sequence(constrain.Choice(constrain.Literal(" "), constrain.Sequence()),
+		constrain.Literal(head), constrain.Choice(alts...), constrain.Literal(tail)), nil
+}
