@@ -76,7 +76,7 @@ func TestCatalogGatedEntryWithToken(t *testing.T) {
 		t.Errorf("SetHubToken(not a token): %v", err)
 	}
 	ht, err = a.Settings.SetHubToken("  " + hubtest.Token + "\n")
-	if err != nil || !ht.Set || ht.Masked != secrets.Mask(hubtest.Token) || ht.Error != "" {
+	if err != nil || !ht.Set || ht.Masked != secrets.Mask(hubtest.Token) || ht.Error != "" || ht.Account != "anechat-tester" || ht.Note != "" {
 		t.Fatalf("SetHubToken = %+v, %v", ht, err)
 	}
 	l, err := a.Catalog.Sizes()
@@ -130,18 +130,29 @@ func TestCatalogGatedEntryWithToken(t *testing.T) {
 	}
 }
 
-// TestWrongTokenInPlainWords: a token the Hub refuses makes the search,
-// the catalog's sizes, a pull and a download by link say "the token was
-// refused" and what to do; a valid token whose account did not accept the
-// licence says so; the token is in none of those errors nor in the log.
+// TestWrongTokenInPlainWords: a token the Hub refuses is not stored, the
+// Settings page told "the token was refused"; one refused later (revoked
+// after it was stored) makes the search, the catalog's sizes, a pull and a
+// download by link say so and what to do; a valid token whose account did
+// not accept the licence says so; the token is in none of those errors nor
+// in the log.
 func TestWrongTokenInPlainWords(t *testing.T) {
 	a, rec, s, logs := startTokenHub(t)
 	const wrong = "hf_refusedByTheFakeHub000000000000"
-	if _, err := a.Settings.SetHubToken(wrong); err != nil {
+	var errs []string
+	_, err := a.Settings.SetHubToken(wrong)
+	if !errors.Is(err, hub.ErrTokenRefused) {
+		t.Fatalf("SetHubToken(wrong) = %v", err)
+	}
+	errs = append(errs, err.Error())
+	if ht, _ := a.Settings.HubToken(); ht.Set {
+		t.Fatalf("a refused token was stored: %+v", ht)
+	}
+	// Stored, then revoked on the Hub: what each use says.
+	if err := a.core.secrets().Set(wrong); err != nil {
 		t.Fatal(err)
 	}
-	var errs []string
-	_, err := a.Catalog.Search("stories")
+	_, err = a.Catalog.Search("stories")
 	if !errors.Is(err, hub.ErrTokenRefused) {
 		t.Errorf("Search with a wrong token: %v", err)
 	}
@@ -172,8 +183,8 @@ func TestWrongTokenInPlainWords(t *testing.T) {
 			t.Errorf("error %q: want the token refused in plain words, without the token", e)
 		}
 	}
-	if _, err := a.Settings.SetHubToken(hubtest.UngrantedToken); err != nil {
-		t.Fatal(err)
+	if ht, err := a.Settings.SetHubToken(hubtest.UngrantedToken); err != nil || ht.Account != "anechat-other" {
+		t.Fatalf("SetHubToken(a valid token) = %+v, %v", ht, err)
 	}
 	_, err = a.Catalog.Pull(PullRequest{Repo: "anechat-test/gated-GGUF"})
 	if !errors.Is(err, hub.ErrGated) || !strings.Contains(err.Error(), "no access") || strings.Contains(err.Error(), hubtest.UngrantedToken) {
@@ -181,5 +192,17 @@ func TestWrongTokenInPlainWords(t *testing.T) {
 	}
 	if l := logs.String(); strings.Contains(l, wrong) || strings.Contains(l, hubtest.UngrantedToken) || !strings.Contains(l, "download failed") {
 		t.Errorf("the log (want the failure, not the token):\n%s", l)
+	}
+}
+
+// TestTokenStoredUncheckedOffline: with the Hub out of reach the token is
+// stored all the same, saying it was not checked.
+func TestTokenStoredUncheckedOffline(t *testing.T) {
+	a, _, s, _ := startTokenHub(t)
+	s.Close()
+	ht, err := a.Settings.SetHubToken(hubtest.Token)
+	if err != nil || !ht.Set || ht.Account != "" || !strings.HasPrefix(ht.Note, "stored without being checked: ") ||
+		!strings.Contains(ht.Note, "could not be reached") || strings.Contains(ht.Note, hubtest.Token) {
+		t.Errorf("SetHubToken offline = %+v, %v", ht, err)
 	}
 }

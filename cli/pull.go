@@ -32,7 +32,7 @@ var pullEvery = time.Second
 func runPull(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "pull", "[--hub URL] [--data-dir DIR] [--cancel] ENTRY|OWNER/REPO[@REVISION] [FILE...]")
 	hubURL := hubFlag(fs)
-	dataDir := fs.String("data-dir", "", "data directory whose models folder receives the model and whose database registers it (default $ANECHAT_HOME or the OS default)")
+	dataDir := fs.String("data-dir", "", "data directory whose models folder receives the model, whose database registers it and whose Hugging Face token (stored in Settings) is sent for a gated repository when $"+hub.EnvToken+" is unset (default $ANECHAT_HOME or the OS default)")
 	cancel := fs.Bool("cancel", false, "discard the paused download of this model (what an interrupted pull left) instead of resuming it")
 	var pos []string
 	for rest := args; ; {

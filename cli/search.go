@@ -132,6 +132,9 @@ func runSearch(ctx context.Context, env *Env, args []string) error {
 		note := ""
 		if x.Gated != "" {
 			note = "  gated: accept its licence at " + c.RepoURL(x.ID) + " first"
+			if !c.HasToken() {
+				note += ", then set $" + hub.EnvToken + " (or store a token in Settings)"
+			}
 		}
 		fmt.Fprintf(env.Stdout, "  %-48s %-6s %9d downloads %6d likes%s\n", x.ID, x.Format, x.Downloads, x.Likes, note)
 	}
@@ -172,7 +175,11 @@ func listRepository(ctx context.Context, env *Env, c *hub.Client, text string) e
 	}
 	gated := ""
 	if info.Gated != "" {
-		gated = " (gated: accept its licence at " + c.RepoURL(repo) + " first)"
+		gated = " (gated: accept its licence at " + c.RepoURL(repo) + " first"
+		if !c.HasToken() {
+			gated += ", then set $" + hub.EnvToken + " or store a token in Settings"
+		}
+		gated += ")"
 	}
 	fmt.Fprintf(env.Stdout, "%s at %s (commit %s)%s:\n", repo, rev, info.SHA, gated)
 	if q := pull.Quantisations(tree); len(q) > 0 {

@@ -27,6 +27,8 @@ const none: HubToken = {
   where,
   tokensURL: "https://huggingface.co/settings/tokens",
   error: "",
+  account: "",
+  note: "",
 };
 const empty: CatalogList = { entries: [], ram: 0, neuralEngine: false, hub: "http://hub" };
 
@@ -98,7 +100,10 @@ describe("the Hugging Face token in Settings", () => {
     const f = fakeBridge(
       basics({
         "Settings.HubToken": () => stored,
-        "Settings.SetHubToken": () => (stored = { ...none, set: true, masked: "hf_…wxyz" }),
+        "Settings.SetHubToken": () => ({
+          ...(stored = { ...none, set: true, masked: "hf_…wxyz" }),
+          account: "anechat-tester",
+        }),
         "Settings.ClearHubToken": () => (stored = none),
       }),
     );
@@ -122,6 +127,8 @@ describe("the Hugging Face token in Settings", () => {
     // Stored: the field is emptied, the token shows only as its last four.
     expect(testid<HTMLInputElement>("hf-token-input")?.value).toBe("");
     expect(testid("hf-token-masked")?.textContent).toBe("hf_…wxyz");
+    // Checked with the Hub when it was saved: whose it is.
+    expect(testid("hf-token-account")?.textContent).toContain("anechat-tester");
     expect(root.innerHTML).not.toContain(token);
     // The link to make a token opens in the browser.
     await click(testid("hf-token-link"));
@@ -134,6 +141,27 @@ describe("the Hugging Face token in Settings", () => {
     await click(testid("hf-token-clear"));
     expect(f.calls).toContain("Settings.ClearHubToken");
     expect(testid("hf-token-state")?.textContent).toContain("No token is stored");
+  });
+
+  it("says when the Hub could not check the token it stored", async () => {
+    const f = fakeBridge(
+      basics({
+        "Settings.HubToken": () => none,
+        "Settings.SetHubToken": () => ({
+          ...none,
+          set: true,
+          masked: "hf_…wxyz",
+          note: "stored without being checked: the Hub at huggingface.co could not be reached (are you offline?)",
+        }),
+      }),
+    );
+    await mount(f.bridge);
+    await click(testid("nav-settings"));
+    await type(testid<HTMLInputElement>("hf-token-input"), token);
+    await submit(testid("hf-token-save"));
+    expect(testid("hf-token-masked")?.textContent).toBe("hf_…wxyz");
+    expect(testid("hf-token-account")).toBeNull();
+    expect(testid("hf-token-note")?.textContent).toContain("stored without being checked");
   });
 
   it("says why a paste is refused, and why a stored token cannot be read", async () => {

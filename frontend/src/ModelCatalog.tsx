@@ -147,7 +147,8 @@ function CatalogRow({ e, dl, onPull }: { e: CatalogEntry; dl: Download | undefin
         {e.acceptOnHub && (
           <span data-testid="catalog-gated">
             {" "}
-            — accept the licence on Hugging Face first: <OutLink href={e.link}>{e.link}</OutLink>
+            — accept the licence on Hugging Face first: <OutLink href={e.link}>{e.link}</OutLink>, then paste a token of
+            that account in Settings
           </span>
         )}
       </div>
@@ -243,7 +244,8 @@ function HubResult({ m, open, opening }: { m: HubModel; open: RepoFiles | null; 
       </div>
       {m.gated && (
         <div class="small" data-testid="hub-gated">
-          Gated: accept its licence on Hugging Face first: <OutLink href={m.link}>{m.link}</OutLink>
+          Gated: accept its licence on Hugging Face first: <OutLink href={m.link}>{m.link}</OutLink>, then paste a token
+          of that account in Settings (Hugging Face token)
         </div>
       )}
       {open && <RepoFilesView r={open} />}

@@ -464,6 +464,12 @@ function HubTokenSection() {
         {st?.set ? (
           <>
             A token is stored: <code data-testid="hf-token-masked">{st.masked}</code>
+            {st.account && (
+              <span data-testid="hf-token-account">
+                {" "}
+                — Hugging Face knows it as a token of <strong>{st.account}</strong>
+              </span>
+            )}
           </>
         ) : (
           <span class="muted">No token is stored: gated models are refused, with the link to their licence.</span>
@@ -472,6 +478,11 @@ function HubTokenSection() {
       {st?.error && (
         <p class="error" role="alert" data-testid="hf-token-error">
           {st.error}
+        </p>
+      )}
+      {st?.note && (
+        <p class="muted small" role="status" data-testid="hf-token-note">
+          {st.note}
         </p>
       )}
       <form class="row" onSubmit={(e) => void save(e)} noValidate>

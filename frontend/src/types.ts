@@ -447,6 +447,10 @@ export interface HubToken {
   tokensURL: string;
   /** Why the stored token could not be read; "" when it could. */
   error: string;
+  /** The account the Hub named for the token when it was saved (SetHubToken's answer only). */
+  account: string;
+  /** Why the Hub could not be asked when it was saved (the token was stored unchecked). */
+  note: string;
 }
 
 /** What Catalog.Pull downloads: a catalog entry, or a repository and (for GGUF) the file. */

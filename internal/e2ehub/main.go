@@ -5,7 +5,9 @@
 //
 // The files of the repository -slow names trickle (4 KiB every 50 ms), so
 // the test sees a bundle download in progress, pauses and cancels it; the
-// other files come at full speed.
+// other files come at full speed. The gated repositories (the catalog's
+// gemma-3-270m-it among them) serve their files only with hubtest.Token,
+// the token e2e/hftoken.spec.ts pastes in Settings.
 //
 // usage: go run ./internal/e2ehub -url FILE -blob stories260K.gguf=PATH [-slow OWNER/NAME]
 package main

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -111,4 +112,23 @@ func (c *Client) CheckAccess(ctx context.Context, repo, commit, file string) err
 		return nil // the redirect to the file's bytes: allowed
 	}
 	return c.StatusError(resp, repo, commit, file)
+}
+
+// WhoAmI asks the Hub whose token the client sends (GET /api/whoami-v2, the
+// endpoint huggingface_hub's whoami reads) and returns the account's name:
+// a token the Hub refuses is ErrTokenRefused, before it is stored or used.
+func (c *Client) WhoAmI(ctx context.Context) (string, error) {
+	if c.token == "" {
+		return "", errors.New("hub: whoami: no token to ask about")
+	}
+	var who struct {
+		Name string `json:"name"`
+	}
+	if _, err := c.getJSON(ctx, c.api("/api/whoami-v2", nil), &who, target{}); err != nil {
+		return "", err
+	}
+	if who.Name == "" {
+		return "", &Error{Kind: ErrBadAnswer, Detail: "its whoami answer names no account"}
+	}
+	return who.Name, nil
 }

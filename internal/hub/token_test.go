@@ -171,3 +171,20 @@ func TestTokenFromEnv(t *testing.T) {
 		t.Errorf("unset: %q", got)
 	}
 }
+
+// TestWhoAmI: the Hub names a token's account; a token it refuses is
+// ErrTokenRefused, without the token in the error.
+func TestWhoAmI(t *testing.T) {
+	s := hubtest.Start(t)
+	ctx := context.Background()
+	if name, err := client(t, s).WithToken(hubtest.Token).WhoAmI(ctx); err != nil || name != "anechat-tester" {
+		t.Errorf("WhoAmI(granted) = %q, %v", name, err)
+	}
+	const wrong = "hf_unknownToTheFakeHub000000000"
+	if _, err := client(t, s).WithToken(wrong).WhoAmI(ctx); !errors.Is(err, hub.ErrTokenRefused) || strings.Contains(err.Error(), wrong) {
+		t.Errorf("WhoAmI(wrong) = %v", err)
+	}
+	if _, err := client(t, s).WhoAmI(ctx); err == nil {
+		t.Error("WhoAmI without a token answered")
+	}
+}

@@ -311,6 +311,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch {
+	case p == "/api/whoami-v2":
+		s.whoami(w, r)
 	case p == "/api/models":
 		s.search(w, r)
 	case strings.HasPrefix(p, "/api/models/"):
@@ -319,6 +321,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.cdn(w, r, strings.TrimPrefix(p, "/cdn/"))
 	default:
 		s.resolve(w, r, strings.TrimPrefix(p, "/"))
+	}
+}
+
+// whoami answers /api/whoami-v2: the account of a token it knows (an
+// unknown one was refused before), 401 without one.
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
+	switch r.Header.Get("Authorization") {
+	case "Bearer " + Token:
+		writeJSON(w, map[string]any{"type": "user", "name": "anechat-tester"})
+	case "Bearer " + UngrantedToken:
+		writeJSON(w, map[string]any{"type": "user", "name": "anechat-other"})
+	default:
+		hubError(w, http.StatusUnauthorized, "", "Invalid username or password.")
 	}
 }
 
