@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -61,8 +62,31 @@ type specRun struct {
 	// call's cost): what an idle machine would show, free of the noise of a
 	// shared one.
 	ModelSpeedup float64 `json:"model_speedup"`
+	// Sources has the drafts each source sent and how many were kept, by
+	// source name ("lookup", "forced", "lookahead").
+	Sources      map[string]specSource `json:"sources,omitempty"`
 	seconds      float64
 	modelSeconds float64
+}
+
+// specSource counts one drafting source's drafts.
+type specSource struct {
+	Drafted  int `json:"drafted"`
+	Accepted int `json:"accepted"`
+}
+
+// addSources adds src's counts into dst (allocated when nil).
+func addSources(dst map[string]specSource, src map[string]specSource) map[string]specSource {
+	for name, c := range src {
+		if dst == nil {
+			dst = map[string]specSource{}
+		}
+		d := dst[name]
+		d.Drafted += c.Drafted
+		d.Accepted += c.Accepted
+		dst[name] = d
+	}
+	return dst
 }
 
 type specPromptResult struct {
@@ -94,6 +118,8 @@ type specSummary struct {
 	Speedup   float64 `json:"speedup"`
 	// ModelSpeedup: see specRun.
 	ModelSpeedup float64 `json:"model_speedup"`
+	// Sources: see specRun.
+	Sources      map[string]specSource `json:"sources,omitempty"`
 	tokens       int
 	calls        int
 	seconds      float64
@@ -478,6 +504,9 @@ func specRunOnce(ctx context.Context, s *engine.Session, ids []int32, limit, w i
 	if elapsed > 0 {
 		r.TokS = float64(r.Tokens) / elapsed.Seconds()
 	}
+	for name, c := range st.Sources {
+		r.Sources = addSources(r.Sources, map[string]specSource{name: {c.Drafted, c.Accepted}})
+	}
 	for cw, n := range st.Calls {
 		r.modelSeconds += float64(n) * costs.Seconds(cw)
 	}
@@ -515,6 +544,7 @@ func summarise(prs []specPromptResult, widths []int) []specSummary {
 				s.Accepted += r.Accepted
 				s.Declined += r.Declined
 				s.Probes += r.Probes
+				s.Sources = addSources(s.Sources, r.Sources)
 			}
 			if s.calls > 0 {
 				s.Tau = float64(s.tokens) / float64(s.calls)
@@ -555,6 +585,18 @@ func printSpecReport(w io.Writer, rep *specReport) {
 			s.Category, s.Width, s.Prompts, s.Identical, s.Tau, s.Drafted, s.Accepted, s.TokS, s.Speedup, s.ModelSpeedup)
 	}
 	tw.Flush()
+	// Drafts by source, over all prompts: which source drafted, which paid.
+	for _, s := range rep.Summary {
+		if s.Category != "all" || len(s.Sources) == 0 {
+			continue
+		}
+		names := slices.Sorted(maps.Keys(s.Sources))
+		parts := make([]string, len(names))
+		for i, n := range names {
+			parts[i] = fmt.Sprintf("%s %d/%d", n, s.Sources[n].Accepted, s.Sources[n].Drafted)
+		}
+		fmt.Fprintf(w, "accepted/drafted by source, width %d: %s\n", s.Width, strings.Join(parts, ", "))
+	}
 	var ms []string
 	for w := 1; w <= spec.MaxWidth; w++ {
 		if v, ok := rep.CostsMs[strconv.Itoa(w)]; ok {

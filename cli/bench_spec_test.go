@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"anechat/engine/constrain"
+	"anechat/engine/spec"
 	"anechat/internal/testres"
 )
 
@@ -176,10 +177,17 @@ func TestBenchSpecSchema(t *testing.T) {
 		if !unconstrained && (p.Stopped != "stop" || p.Valid == nil || !*p.Valid) {
 			t.Errorf("constrained reply: stopped %q, valid %v", p.Stopped, p.Valid)
 		}
+		forced := 0
 		for _, r := range p.Runs {
 			if !r.Identical {
 				t.Errorf("unconstrained %v width %d: not identical to width 1", unconstrained, r.Width)
 			}
+			forced += r.Sources[spec.ForcedName].Drafted
+		}
+		// The grammar's forced text drafts under the schema (the enum's
+		// keys and quotes), and nothing without it.
+		if (forced > 0) == unconstrained {
+			t.Errorf("unconstrained %v: %d drafts from the forced text (%v)", unconstrained, forced, p.Runs)
 		}
 	}
 	ps, err := readSpecWorkload(filepath.Join("..", "bench", "workloads", "json.jsonl"))

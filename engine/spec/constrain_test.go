@@ -109,12 +109,14 @@ func plainConstrained(t *testing.T, b model.Backend, history []int32, maxTokens 
 
 // Constrained decoding through the verify loop at every width (and auto,
 // ungated so drafts are sent and rejected too) equals the plain constrained
-// loop, greedy and sampled, on every schema and prompt; every finished
-// reply validates against its schema.
+// loop, greedy and sampled, on every schema and prompt, with the default
+// sources (prompt lookup and the grammar's forced text, both drafting);
+// every finished reply validates against its schema.
 func TestConstrainedWidthsEqualPlainLoop(t *testing.T) {
 	b, tok, v := constrainedStories(t)
 	prompts := storiesPrompts(t, b, 3)
 	finished, drafted, accepted := 0, 0, 0
+	var forced spec.SourceStats
 	for si, sc := range jsonSchemas {
 		g, err := constrain.CompileSchema([]byte(sc))
 		if err != nil {
@@ -140,12 +142,14 @@ func TestConstrainedWidthsEqualPlainLoop(t *testing.T) {
 						if ungated && (w == 1 || w%2 == 0 && w != 0) {
 							continue
 						}
-						got, st := generate(t, b, &spec.Decoder{Lookahead: w == 0}, p, spec.Request{
+						got, st := generate(t, b, &spec.Decoder{Sources: spec.DefaultSources(nil), Lookahead: w == 0}, p, spec.Request{
 							MaxTokens: maxTokens, Width: w, Sampler: newSampler(), Ungated: ungated,
 							Constraint: spec.Grammar(m.Start()),
 						})
 						drafted += st.Drafted
 						accepted += st.Accepted
+						forced.Drafted += st.Sources[spec.ForcedName].Drafted
+						forced.Accepted += st.Sources[spec.ForcedName].Accepted
 						if !slices.Equal(got, want) {
 							t.Fatalf("schema %d prompt %d T=%v width %d ungated %v:\n got %q\nwant %q", si, pi, temp, w, ungated, tok.Decode(got), tok.Decode(want))
 						}
@@ -171,6 +175,10 @@ func TestConstrainedWidthsEqualPlainLoop(t *testing.T) {
 	if accepted == 0 || accepted == drafted {
 		t.Errorf("%d drafts, %d accepted: the workload must see drafts kept and drafts rejected", drafted, accepted)
 	}
+	if forced.Accepted == 0 {
+		t.Errorf("the forced text's drafts: %d sent, none accepted: the workload must exercise them", forced.Drafted)
+	}
+	t.Logf("drafts: %d sent, %d accepted; of them forced text %d, %d", drafted, accepted, forced.Drafted, forced.Accepted)
 }
 
 // validateJSON checks text is one JSON value (encoding/json) that the
@@ -222,7 +230,7 @@ func TestConstrainedWidthsGemma4(t *testing.T) {
 			want := plainConstrained(t, b, history, 40, newSampler(), m)
 			t.Logf("T=%v: %q", temp, tok.Decode(want))
 			for _, w := range []int{1, 2, 4, 8, 0} {
-				got, _ := generate(t, b, &spec.Decoder{Lookahead: w == 0}, history, spec.Request{
+				got, _ := generate(t, b, &spec.Decoder{Sources: spec.DefaultSources(nil), Lookahead: w == 0}, history, spec.Request{
 					MaxTokens: 40, Width: w, Sampler: newSampler(), Ungated: true, Constraint: spec.Grammar(m.Start()),
 				})
 				if !slices.Equal(got, want) {

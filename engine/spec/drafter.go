@@ -23,14 +23,22 @@ type Source interface {
 	Propose(limit int) Proposal
 }
 
+// constrained is a Source that drafts from the request's constraint: the
+// loop gives it Request.Constraint (nil for none) after every Reset.
+type constrained interface {
+	Constrain(c Constraint)
+}
+
 // DefaultSources returns the drafters a chat request uses: prompt lookup over
-// the request itself and, when corpus is not nil, suffix matching over it.
+// the request itself, the text a constrained request's grammar forces
+// (Forced; nothing for a request without one) and, when corpus is not nil,
+// suffix matching over it.
 //
 // (An edit-following drafter that kept its place in the copied text across
 // renames was tried and left out: on SmolLM2 it gave no τ on code edits and
 // cost some on rewrites, 2.70 against 3.00 at width 4.)
 func DefaultSources(corpus *Corpus) []Source {
-	s := []Source{NewLookup()}
+	s := []Source{NewLookup(), NewForced()}
 	if corpus != nil {
 		s = append(s, corpus.Matcher())
 	}

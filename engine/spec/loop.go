@@ -125,7 +125,8 @@ type SourceStats struct {
 // drafting sources (reset at the start of every request) and the backend's
 // cost model. A Decoder serves one request at a time.
 type Decoder struct {
-	// Sources propose drafts; nil means prompt lookup only.
+	// Sources propose drafts; nil means DefaultSources(nil): prompt
+	// lookup, and the forced text of a constrained request.
 	Sources []Source
 	// Costs is the backend's cost model (Measure); nil means an assumed
 	// one that learns from the calls made.
@@ -336,7 +337,7 @@ func (d *Decoder) start(req Request, emit func(Token) error) (*generation, error
 		return r, fmt.Errorf("%w: empty history (a generation continues at least one token)", ErrRequest)
 	}
 	if d.Sources == nil {
-		d.Sources = []Source{NewLookup()}
+		d.Sources = DefaultSources(nil)
 	}
 	if d.Costs == nil {
 		d.Costs = &Costs{}
@@ -364,6 +365,9 @@ func (d *Decoder) start(req Request, emit func(Token) error) (*generation, error
 	if r.draft {
 		for _, s := range d.Sources {
 			s.Reset(req.History)
+			if c, ok := s.(constrained); ok {
+				c.Constrain(req.Constraint)
+			}
 		}
 		r.props = make([]Proposal, len(d.Sources))
 		r.gate = newGate(len(d.Sources))

@@ -1,0 +1,165 @@
+package constrain
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// feed advances a new state of m past text, one byte token at a time.
+func feed(t *testing.T, m *Matcher, text string) *State {
+	t.Helper()
+	s := m.Start()
+	for i := 0; i < len(text); i++ {
+		if err := s.Advance(int32(text[i])); err != nil {
+			t.Fatalf("%q: byte %d (%q): %v", text, i, text[i], err)
+		}
+	}
+	return s
+}
+
+const forcedSchema = `{"type":"object","properties":{
+	"name":{"type":"string"},
+	"sentiment":{"enum":["positive","negative","neutral"]},
+	"kind":{"const":"cat"},
+	"tags":{"type":"array","items":{"type":"integer"}},
+	"note":{"type":"string"}},
+	"required":["name","sentiment","kind","tags"],"additionalProperties":false}`
+
+// Forced gives the text only the grammar decides, and stops at every
+// choice it leaves the model: whitespace (without a guess), a string's
+// content, an optional property, the end of the text.
+func TestForced(t *testing.T) {
+	m, err := NewMatcher(mustSchema(t, forcedSchema), NewVocab(byteVocab{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := func([]byte) ([]byte, bool) { return nil, false }
+	compact := func([]byte) ([]byte, bool) { return []byte{}, true }
+	space := func([]byte) ([]byte, bool) { return []byte(" "), true }
+	pretty := func([]byte) ([]byte, bool) { return []byte("\n  "), true }
+	for _, c := range []struct {
+		text    string
+		spacing func([]byte) ([]byte, bool)
+		limit   int
+		want    string
+	}{
+		{``, nil, 99, ``},              // optional leading whitespace
+		{` `, nil, 99, `{`},            // after a space, the object opens
+		{`{`, nil, 99, ``},             // whitespace or the first key
+		{`{"`, nil, 99, `name"`},       // the only property that can come
+		{`{"`, none, 99, `name"`},      // no guess: stop at the gap
+		{`{"`, compact, 99, `name":"`}, // compact: colon, quote, then a string
+		{`{"`, space, 99, `name" : "`}, // a space at each gap
+		{`{"`, pretty, 99, "name\"\n  :\n  \""},
+		{`{"`, compact, 3, `nam`}, // limit
+		{`{"name":"x"`, compact, 99, `,"sentiment":"`},
+		{`{"name":"x","sentiment":"ne`, nil, 99, ``}, // negative or neutral
+		{`{"name":"x","sentiment":"neg`, nil, 99, `ative"`},
+		{`{"name":"x","sentiment":"neg`, compact, 99, `ative","kind":"cat","tags":[`},
+		{`{"name":"x","sentiment":"neg`, compact, 10, `ative","ki`},
+		{`{"name":"x","sentiment":"negative","kind":"cat","tags":[1]`, compact, 99, ``}, // "," note, or "}"
+		{`{"name":"x","sentiment":"negative","kind":"cat","tags":[1],"note":"y"`, compact, 99, `}`},
+		{`{"name":"x","sentiment":"negative","kind":"cat","tags":[1],"note":"y"}`, compact, 99, ``}, // complete
+	} {
+		s := feed(t, m, c.text)
+		before := s.Clone()
+		got := string(s.Forced([]byte("<"), c.limit, c.spacing))
+		if got != "<"+c.want {
+			t.Errorf("after %q: Forced = %q, want %q", c.text, got[1:], c.want)
+		}
+		if !slices.Equal(s.Mask(), before.Mask()) || s.Complete() != before.Complete() {
+			t.Errorf("after %q: Forced changed the state", c.text)
+		}
+	}
+}
+
+// Along random walks through schemas of every kind, every byte of the forced
+// text (without a guess) is the only byte the grammar allows there and the
+// text may not end before it, and with any guess the forced text is text the
+// grammar allows.
+func TestForcedOnlyChoice(t *testing.T) {
+	schemas := []string{
+		forcedSchema,
+		`{"type":"array","items":{"enum":["Lily","Tom","the dog","the cat"]}}`,
+		`{"anyOf":[{"type":"object","properties":{"a":{"const":1}},"required":["a"],"additionalProperties":false},{"type":"null"}]}`,
+		`{"$defs":{"t":{"anyOf":[{"type":"object","properties":{"l":{"$ref":"#/$defs/t"}},"required":["l"],"additionalProperties":false},{"type":"integer"}]}},"$ref":"#/$defs/t"}`,
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, sc := range schemas {
+		m, err := NewMatcher(mustSchema(t, sc), NewVocab(byteVocab{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for walk := 0; walk < 20; walk++ {
+			s := m.Start()
+			for step := 0; step < 60; step++ {
+				forced := s.Forced(nil, 64, nil)
+				c := s.Clone()
+				for i, b := range forced {
+					if c.Complete() {
+						t.Fatalf("%s: forced %q: complete before byte %d", sc, forced, i)
+					}
+					mask := c.Mask()
+					for id := range 256 {
+						if on := mask[id/64]&(1<<(id%64)) != 0; on != (id == int(b)) {
+							t.Fatalf("%s: forced %q: byte %q allowed %v at %d", sc, forced, byte(id), on, i)
+						}
+					}
+					if err := c.Advance(int32(b)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				guess := []byte(" \n\t  ")[rng.IntN(5):]
+				g := s.Clone()
+				for _, b := range s.Forced(nil, 64, func([]byte) ([]byte, bool) { return guess, true }) {
+					if err := g.Advance(int32(b)); err != nil {
+						t.Fatalf("%s: the forced text with guess %q is refused: %v", sc, guess, err)
+					}
+				}
+				var allowed []int32
+				for id, w := range s.Mask() {
+					for b := 0; b < 64; b++ {
+						if w&(1<<b) != 0 {
+							allowed = append(allowed, int32(id*64+b))
+						}
+					}
+				}
+				if len(allowed) == 0 {
+					break
+				}
+				if err := s.Advance(allowed[rng.IntN(len(allowed))]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}
+
+// Longest takes the longest token text starts with, and of tokens with the
+// same bytes the largest id.
+func TestVocabLongest(t *testing.T) {
+	v := NewVocab(byteVocab{extra: []string{"na", "name", `name"`, "a", `":`}})
+	for _, c := range []struct {
+		text string
+		id   int32
+		n    int
+	}{
+		{`name": "`, 256 + 2, 5},
+		{`nam`, 256, 2},
+		{`n`, 'n', 1},
+		{`a`, 256 + 3, 1}, // "a" and the byte 'a': the larger id
+		{`":x`, 256 + 4, 2},
+		{``, -1, 0},
+	} {
+		if id, n := v.Longest([]byte(c.text)); id != c.id || n != c.n {
+			t.Errorf("Longest(%q) = %d, %d; want %d, %d", c.text, id, n, c.id, c.n)
+		}
+	}
+	if got := string(v.TokenBytes(256 + 2)); got != `name"` {
+		t.Errorf("TokenBytes = %q", got)
+	}
+	if v.TokenBytes(-1) != nil || v.TokenBytes(1000) != nil || v.TokenBytes(256+5) != nil {
+		t.Error("TokenBytes of no text token is not nil")
+	}
+}
