@@ -1,6 +1,9 @@
 package constrain
 
-import "math/bits"
+import (
+	"iter"
+	"math/bits"
+)
 
 // Forced text: what the grammar leaves a model no choice about (a property
 // name once only one can come, a const, the rest of an enum value whose
@@ -142,28 +145,28 @@ func (v *Vocab) TokenBytes(id int32) []byte {
 	return v.text[id]
 }
 
-// Longest returns the longest text token that text starts with and its
-// length in bytes (n 0: no token spells text's first byte). Of tokens with
-// the same bytes it returns the largest id: SentencePiece vocabularies list
-// their byte-fallback pieces (<0x41>) before the pieces a tokenizer emits.
-func (v *Vocab) Longest(text []byte) (id int32, n int) {
-	id = -1
-	lo, hi := int32(0), int32(len(v.trie))
-	for d := 0; d < len(text) && lo < hi; d++ {
-		// The children of the current node are [lo, hi): step through
-		// the siblings by their skip.
-		i := lo
-		for i < hi && v.trie[i].b != text[d] {
-			i = v.trie[i].skip
+// Prefixes yields every text token that text starts with and its length
+// in bytes, shortest first (tokens with the same bytes in id order).
+func (v *Vocab) Prefixes(text []byte) iter.Seq2[int32, int] {
+	return func(yield func(int32, int) bool) {
+		lo, hi := int32(0), int32(len(v.trie))
+		for d := 0; d < len(text) && lo < hi; d++ {
+			// The children of the current node are [lo, hi): step
+			// through the siblings by their skip.
+			i := lo
+			for i < hi && v.trie[i].b != text[d] {
+				i = v.trie[i].skip
+			}
+			if i >= hi {
+				return
+			}
+			nd := &v.trie[i]
+			for _, id := range v.ids[nd.idLo:nd.id] {
+				if !yield(id, d+1) {
+					return
+				}
+			}
+			lo, hi = i+1, nd.skip
 		}
-		if i >= hi {
-			break
-		}
-		nd := &v.trie[i]
-		if nd.id > nd.idLo {
-			id, n = v.ids[nd.id-1], d+1
-		}
-		lo, hi = i+1, nd.skip
 	}
-	return id, n
 }

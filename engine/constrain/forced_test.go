@@ -136,25 +136,34 @@ func TestForcedOnlyChoice(t *testing.T) {
 	}
 }
 
-// Longest takes the longest token text starts with, and of tokens with the
-// same bytes the largest id.
-func TestVocabLongest(t *testing.T) {
+// Prefixes yields the tokens text starts with, shortest first, tokens of
+// the same bytes in id order.
+func TestVocabPrefixes(t *testing.T) {
 	v := NewVocab(byteVocab{extra: []string{"na", "name", `name"`, "a", `":`}})
 	for _, c := range []struct {
 		text string
-		id   int32
-		n    int
+		want []int32
 	}{
-		{`name": "`, 256 + 2, 5},
-		{`nam`, 256, 2},
-		{`n`, 'n', 1},
-		{`a`, 256 + 3, 1}, // "a" and the byte 'a': the larger id
-		{`":x`, 256 + 4, 2},
-		{``, -1, 0},
+		{`name": "`, []int32{'n', 256, 256 + 1, 256 + 2}},
+		{`nam`, []int32{'n', 256}},
+		{`a`, []int32{'a', 256 + 3}},
+		{`":x`, []int32{'"', 256 + 4}},
+		{"\xff", []int32{0xff}},
+		{``, nil},
 	} {
-		if id, n := v.Longest([]byte(c.text)); id != c.id || n != c.n {
-			t.Errorf("Longest(%q) = %d, %d; want %d, %d", c.text, id, n, c.id, c.n)
+		var got []int32
+		for id, n := range v.Prefixes([]byte(c.text)) {
+			if string(v.TokenBytes(id)) != c.text[:n] {
+				t.Errorf("Prefixes(%q): %d spells %q, not the first %d bytes", c.text, id, v.TokenBytes(id), n)
+			}
+			got = append(got, id)
 		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("Prefixes(%q) = %v, want %v", c.text, got, c.want)
+		}
+	}
+	for range v.Prefixes([]byte(`name`)) {
+		break // stopping early is allowed
 	}
 	if got := string(v.TokenBytes(256 + 2)); got != `name"` {
 		t.Errorf("TokenBytes = %q", got)

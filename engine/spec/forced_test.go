@@ -25,7 +25,7 @@ func (v pieceVocab) TokenID(piece string) (int32, bool) { return 0, false }
 // wrote after the same punctuation before; it proposes nothing without a
 // grammar.
 func TestForcedSource(t *testing.T) {
-	vocab := pieceVocab{`":`, ` "`, `",`, `name`, "\n  "}
+	vocab := pieceVocab{`":`, ` "`, `",`, `name`, "\n ", "\n  "}
 	g, err := constrain.CompileSchema([]byte(`{"type":"object","properties":{"name":{"type":"string"},"b":{"type":"string"},"c":{"enum":["yes","no"]}},"required":["name","b","c"],"additionalProperties":false}`))
 	if err != nil {
 		t.Fatal(err)
@@ -45,18 +45,44 @@ func TestForcedSource(t *testing.T) {
 	if f.Name() != ForcedName {
 		t.Errorf("name %q", f.Name())
 	}
+	// The test's model spells text by longest match, unless a case gives
+	// its pieces.
+	v := m.Vocab()
+	spell := func(text string) []int32 {
+		var ids []int32
+		for rest := []byte(text); len(rest) > 0; {
+			id, n := int32(-1), 0
+			for t, k := range v.Prefixes(rest) {
+				id, n = t, k
+			}
+			ids = append(ids, id)
+			rest = rest[n:]
+		}
+		return ids
+	}
+	piece := func(p string) int32 {
+		if len(p) == 1 {
+			return int32(p[0])
+		}
+		return int32(256 + slices.Index(vocab, p))
+	}
 	for _, c := range []struct {
-		reply string
-		want  string
-		match int
+		reply  string
+		pieces []string // the reply's tokens, when not by longest match
+		want   []string
+		match  int
 	}{
-		{`{"`, `name":`, 6},             // the one gap seen: none after the opening quote
-		{`{"name": "x", "`, `b": "`, 5}, // colon then space, as after "name"
-		{`{"name": "x", "b": "y"`, `, "c": "`, 8},
-		{`{"name": "x", "b": "y", "c": "n`, `o"}`, 3},
-		{"{\n  \"name\": \"x\",\n  \"b\": \"y\"", ",\n  \"c\": \"", 10}, // pretty-printed
-		{`{"name":"x","b":"y"`, `,"c":"`, 6},                            // compact
-		{`{"name": "x", "b": "y", "c": "no"}`, ``, 0},                   // complete
+		{`{"`, nil, []string{`name`, `":`}, 6},                 // the one gap seen: none after the opening quote
+		{`{"name": "x", "`, nil, []string{`b`, `":`, ` "`}, 5}, // colon then space, as after "name"
+		{`{"name": "x", "b": "y"`, nil, []string{`,`, ` "`, `c`, `":`, ` "`}, 8},
+		{`{"name": "x", "b": "y", "c": "n`, nil, []string{`o`, `"`, `}`}, 3},
+		// Pretty-printed: the indent as the reply spelled it ("\n " then ` "`).
+		{"{\n  \"name\": \"x\",\n  \"b\": \"y\"", []string{`{`, "\n ", ` "`, `name`, `":`, ` "`, `x`, `",`, "\n ", ` "`, `b`, `":`, ` "`, `y`, `"`},
+			[]string{`,`, "\n ", ` "`, `c`, `":`, ` "`}, 10},
+		{`{"name":"x","b":"y"`, nil, []string{`,`, `"`, `c`, `":`, `"`}, 6}, // compact
+		// The reply wrote `":` as two tokens: so does the draft.
+		{`{"name": "x", "`, []string{`{`, `"`, `name`, `"`, `:`, ` "`, `x`, `",`, ` "`}, []string{`b`, `"`, `:`, ` "`}, 5},
+		{`{"name": "x", "b": "y", "c": "no"}`, nil, nil, 0}, // complete
 	} {
 		f.Reset([]int32{1, 2, 3})
 		if p := f.Propose(7); len(p.Tokens) != 0 {
@@ -64,41 +90,63 @@ func TestForcedSource(t *testing.T) {
 		}
 		s := m.Start()
 		f.Constrain(Grammar(s))
-		for i := 0; i < len(c.reply); i++ {
-			if err := s.Advance(int32(c.reply[i])); err != nil {
-				t.Fatal(err)
+		ids := spell(c.reply)
+		if c.pieces != nil {
+			ids = nil
+			for _, p := range c.pieces {
+				ids = append(ids, piece(p))
 			}
-			f.Append(int32(c.reply[i]))
+		}
+		for _, id := range ids {
+			if err := s.Advance(id); err != nil {
+				t.Fatalf("%q: %v", c.reply, err)
+			}
+			f.Append(id)
+		}
+		var want []int32
+		for _, p := range c.want {
+			want = append(want, piece(p))
 		}
 		p := f.Propose(7)
-		if got := text(p.Tokens); got != c.want || p.Match != c.match {
-			t.Errorf("after %q: proposed %q (match %d), want %q (%d)", c.reply, got, p.Match, c.want, c.match)
+		if !slices.Equal(p.Tokens, want) || p.Match != c.match {
+			t.Errorf("after %q: proposed %v %q (match %d), want %v %q (%d)", c.reply, p.Tokens, text(p.Tokens), p.Match, want, text(want), c.match)
 		}
 		for _, id := range p.Tokens {
-			if err := s.Clone().Advance(id); err != nil {
-				t.Errorf("after %q: proposal %q refused", c.reply, text(p.Tokens))
-			}
 			if err := s.Advance(id); err != nil {
+				t.Errorf("after %q: proposal %q refused", c.reply, text(p.Tokens))
 				break
 			}
 		}
 	}
-	// The longest tokens: "name", then `":`, then ` "`.
-	f.Reset(nil)
-	s := m.Start()
-	f.Constrain(Grammar(s))
-	for _, b := range []byte(`{"`) {
-		if err := s.Advance(int32(b)); err != nil {
-			t.Fatal(err)
-		}
-		f.Append(int32(b))
-	}
-	f.text = append(f.text, `"x": "`...) // a gap seen before: colon, space
-	if p := f.Propose(7); !slices.Equal(p.Tokens, []int32{256 + 3, 256, 256 + 1}) {
-		t.Errorf("proposed %v %q", p.Tokens, text(p.Tokens))
-	}
 	f.Constrain(nil)
 	if p := f.Propose(7); len(p.Tokens) != 0 {
 		t.Errorf("proposed %v under no constraint", p.Tokens)
+	}
+}
+
+// The whitespace guess is the gap after the same punctuation at the same
+// nesting (a pretty-printed reply's indent), else the latest.
+func TestForcedSpacing(t *testing.T) {
+	for _, c := range []struct {
+		text, want string
+		ok         bool
+	}{
+		{"{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": [\n    3,", "\n    ", true},
+		{"{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": [\n    3\n  ],", "\n  ", true},
+		{"{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": [\n    3,\n  ", "  ", true}, // the rest of it
+		{`[[1,2], ["x", "y"], [3,4], ["z",`, " ", true},                            // after `",`, not `4,`
+		{`[[1,2], ["x", "y"], [3,4], [5,`, "", true},
+		{`{"a":`, ``, false},
+		{`   `, ``, false},
+	} {
+		f := NewForced()
+		for _, b := range []byte(c.text) {
+			f.text = append(f.text, b)
+			f.nest = append(f.nest, f.scan.step(b))
+		}
+		got, ok := f.spacing(nil)
+		if string(got) != c.want || ok != c.ok {
+			t.Errorf("after %q: %q %v, want %q %v", c.text, got, ok, c.want, c.ok)
+		}
 	}
 }
