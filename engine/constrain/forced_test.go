@@ -172,3 +172,33 @@ func TestVocabPrefixes(t *testing.T) {
 		t.Error("TokenBytes of no text token is not nil")
 	}
 }
+
+// FuzzForced: from any state a text reaches, the forced text, with any
+// whitespace guess, is text the grammar allows, within the limit.
+func FuzzForced(f *testing.F) {
+	m, err := NewMatcher(mustSchema(f, forcedSchema), NewVocab(byteVocab{}))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(`{"name": "x", "sentiment": "neg`), []byte(" "), 20)
+	f.Add([]byte("{\n  \""), []byte("\n    \t"), 99)
+	f.Add([]byte(`{"name":"\u00e9","sentiment":"neutral","kind":"cat","tags":[1,`), []byte("x"), 5)
+	f.Fuzz(func(t *testing.T, text, guess []byte, limit int) {
+		limit %= 200
+		s := m.Start()
+		for _, b := range text {
+			if s.Advance(int32(b)) != nil {
+				break
+			}
+		}
+		forced := s.Forced(nil, limit, func([]byte) ([]byte, bool) { return guess, len(guess)%3 != 2 })
+		if len(forced) > max(limit, 0) {
+			t.Fatalf("%d bytes past the limit %d", len(forced), limit)
+		}
+		for i, b := range forced {
+			if err := s.Advance(int32(b)); err != nil {
+				t.Fatalf("forced %q: byte %d refused", forced, i)
+			}
+		}
+	})
+}

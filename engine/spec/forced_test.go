@@ -150,3 +150,27 @@ func TestForcedSpacing(t *testing.T) {
 		}
 	}
 }
+
+// FuzzForcedSpacing: on any reply text and forced text (not JSON, cut
+// anywhere) the whitespace guess stays in bounds and is whitespace.
+func FuzzForcedSpacing(f *testing.F) {
+	f.Add([]byte("{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": [\n    3,"), []byte(""))
+	f.Add([]byte(`{"a": "\"]", "b": [1,`), []byte(` "c"`))
+	f.Add([]byte(`]]]}}"\`), []byte("\n \t"))
+	f.Fuzz(func(t *testing.T, text, forced []byte) {
+		src := NewForced()
+		for _, b := range text {
+			src.text = append(src.text, b)
+			src.nest = append(src.nest, src.scan.step(b))
+		}
+		ws, ok := src.spacing(forced)
+		for _, b := range ws {
+			if !isJSONSpace(b) {
+				t.Fatalf("guess %q (ok %v) is not whitespace", ws, ok)
+			}
+		}
+		if !ok && ws != nil {
+			t.Fatalf("no guess, but %q", ws)
+		}
+	})
+}
