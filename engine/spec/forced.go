@@ -21,10 +21,10 @@ const maxSpacingLook = 4096
 // forward"): from the constraint's current state, the text the grammar
 // allows as the only continuation (constrain.State.Forced: a property name
 // once only one can come, a const, the rest of an enum value, closing
-// brackets), cut into the vocabulary's longest tokens, one after the other.
-// At the optional whitespace between JSON tokens it guesses what the reply
-// wrote last time after the same punctuation, so that `": "` and the next
-// key are drafted too. It proposes nothing for a request without a grammar
+// brackets), cut into tokens. At the optional whitespace between JSON
+// tokens it guesses what the reply wrote last time after the same
+// punctuation at the same nesting, so that `": "` and the next key are
+// drafted too. It proposes nothing for a request without a grammar
 // constraint; the gate decides, as for every source, whether its drafts pay.
 //
 // The forced text is cut into tokens as the model spells it: the longest
@@ -88,8 +88,8 @@ func (f *Forced) Append(t int32) {
 }
 
 // Propose returns up to limit tokens spelling the forced text; Match is
-// its length in bytes (a longer forced text is as sure as a short one, but
-// it gates each (source, length) pair on its own rate all the same).
+// their length in bytes, so that the gate rates short proposals (often a
+// lone whitespace guess) apart from long ones (a key and its colon).
 func (f *Forced) Propose(limit int) Proposal {
 	if f.con == nil || limit <= 0 {
 		return Proposal{}
