@@ -227,9 +227,8 @@ func (c toolChoice) forced() bool { return c.mode == "required" || c.mode == "fu
 
 // forcedCall is the grammar of a reply that must be a call (tool_choice
 // "required", or a named function), in the model's format: constrained
-// decoding then allows nothing else. A format whose calls cannot be forced,
-// or a strict tool schema outside the compiler's subset, is a 400 naming
-// the field.
+// decoding then allows nothing else. A strict tool schema outside the
+// compiler's subset is a 400 naming the field.
 //
 // The grammar is kept with the response formats' (formats, by the format,
 // the function named and the tools' compact text): an agent that sends the
@@ -247,8 +246,6 @@ func forcedCall(f chat.ToolFormat, tj toolJob) (*constrain.Grammar, *apiError) {
 	e, err := f.CallGrammar(tj.tools, tj.choice.name)
 	var ce *constrain.Error
 	switch {
-	case errors.Is(err, chat.ErrNoForcedCall):
-		return nil, badField("tool_choice", "%q: this model's tool-call format (%s) cannot be forced yet (its arguments are not JSON); use \"auto\"", tj.choice.mode, f)
 	case errors.As(err, &ce):
 		return nil, badField(ce.Path, "%s", ce.Msg)
 	case err != nil:
