@@ -201,6 +201,10 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out reply
 	}
 	f := &stopFilter{stops: j.p.stops}
 	tc := &toolCollector{f: format}
+	var ct *callText // nil: no tools, the engine's text as it is
+	if format != chat.NoTools {
+		ct = newCallText(format, rm.Tokenizer())
+	}
 	var lq *logprobQueue // nil: no logprobs asked
 	if j.p.logprobs {
 		lq = &logprobQueue{f: f}
@@ -221,8 +225,8 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out reply
 				lq.add(t) // ID -1 is the detokenizer's tail, not a token
 			}
 			text := t.Text
-			if format != chat.NoTools && t.ID >= 0 {
-				text = format.MarkerText(text, rm.Tokenizer().Piece(t.ID))
+			if ct != nil {
+				text = ct.next(t.ID)
 			}
 			text, stopped := f.push(text)
 			if err := out.piece(tc.push(text), lq.release(false)); err != nil {

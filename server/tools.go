@@ -13,6 +13,7 @@ import (
 
 	"anechat/engine/chat"
 	"anechat/engine/constrain"
+	"anechat/engine/tokenizer"
 	"anechat/internal/sessions"
 )
 
@@ -346,4 +347,33 @@ func (c *toolCollector) finish() (string, []chat.ToolCall) {
 	}
 	// Streamable promises that what was sent is a prefix of content.
 	return content[c.sent:], calls
+}
+
+// callText decodes a reply with tools for reading calls: the engine's text
+// of each token, except that a special token the format writes calls with
+// (a Gemma 4 marker, which decodes to nothing) is spelled by its piece, and
+// any bytes the decoder still holds (a run of byte-fallback pieces, which it
+// decides as a whole) come out before it, so the text keeps the tokens'
+// order: `}` spelled <0x7D> before <tool_call|> reads "}<tool_call|>".
+type callText struct {
+	f   chat.ToolFormat
+	tok *tokenizer.Tokenizer
+	s   *tokenizer.Stream
+}
+
+func newCallText(f chat.ToolFormat, tok *tokenizer.Tokenizer) *callText {
+	return &callText{f: f, tok: tok, s: tok.NewStream()}
+}
+
+// next is the text of a generated token (id -1: the decoder's tail).
+func (c *callText) next(id int32) string {
+	if id < 0 {
+		return c.s.Flush()
+	}
+	if c.tok.IsSpecial(id) {
+		if m := c.f.MarkerText("", c.tok.Piece(id)); m != "" {
+			return c.s.Flush() + m
+		}
+	}
+	return c.s.Next(id)
 }
