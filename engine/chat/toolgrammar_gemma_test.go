@@ -1,7 +1,9 @@
 package chat
 
 import (
+	"context"
 	"encoding/json"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -102,7 +104,7 @@ func TestCallGrammarGemma(t *testing.T) {
 		if err := json.Unmarshal(tl, &fn); err != nil {
 			t.Fatal(err)
 		}
-		if g, err := constrain.CompileSchema(fn.Function.Parameters); err == nil {
+		if g, err := constrain.CompileSchema(sortedSchema(t, fn.Function.Parameters)); err == nil {
 			schemas[fn.Function.Name] = g
 		}
 	}
@@ -151,17 +153,16 @@ func TestCallGrammarGemma(t *testing.T) {
 		text string
 		ok   bool
 	}{
-		{`<|tool_call>call:get_weather{location:` + q + `Paris` + q + `,days:3}<tool_call|>`, true},
-		{` <|tool_call>call:get_weather{location:` + q + `Paris, "France"` + q + `,days:-2}<tool_call|>`, true},
-		{`<|tool_call>call:plan{stops:[{at:` + q + `A` + q + `,km:1.5},{at:` + q + q + `}],mode:null,note:null,fast:true}<tool_call|>`, true},
-		{`<|tool_call>call:plan{stops:[],mode:3}<tool_call|>`, true},
-		{`<|tool_call>call:search{anything:[1,` + q + `x` + q + `,{k:None}]}<tool_call|>`, false}, // None: the template's null, not the grammar's
-		{`<|tool_call>call:search{anything:[1,` + q + `x` + q + `,{k:null}]}<tool_call|>`, true},
+		{`<|tool_call>call:get_weather{days:3,location:` + q + `Paris` + q + `}<tool_call|>`, true},
+		{` <|tool_call>call:get_weather{days:-2,location:` + q + `Paris, "France"` + q + `}<tool_call|>`, true},
+		{`<|tool_call>call:plan{fast:true,mode:null,note:None,stops:[{at:` + q + `A` + q + `,km:1.5},{at:` + q + q + `}]}<tool_call|>`, true},
+		{`<|tool_call>call:plan{mode:3,stops:[]}<tool_call|>`, true},
+		{`<|tool_call>call:search{anything:[1,` + q + `x` + q + `,{k:None,l:null}]}<tool_call|>`, true}, // None: the template's null
 		{`<|tool_call>call:free{}<tool_call|>`, true},
-		{`<|tool_call>call:get_weather{location:` + q + `Paris` + q + `}<tool_call|>`, false}, // days missing
-		{`<|tool_call>call:get_weather{days:3,location:` + q + `Paris` + q + `}<tool_call|>`, false},
-		{`<|tool_call>call:get_weather{location: ` + q + `Paris` + q + `,days:3}<tool_call|>`, false},
-		{`<|tool_call>call:plan{stops:[],mode:` + q + `bus` + q + `}<tool_call|>`, false},
+		{`<|tool_call>call:get_weather{location:` + q + `Paris` + q + `}<tool_call|>`, false},        // days missing
+		{`<|tool_call>call:get_weather{location:` + q + `Paris` + q + `,days:3}<tool_call|>`, false}, // the schema's order, not the template's
+		{`<|tool_call>call:get_weather{days:3,location: ` + q + `Paris` + q + `}<tool_call|>`, false},
+		{`<|tool_call>call:plan{mode:` + q + `bus` + q + `,stops:[]}<tool_call|>`, false},
 		{`<|tool_call>call:nope{}<tool_call|>`, false},
 		{`Sure.<|tool_call>call:free{}<tool_call|>`, false},
 		{`<|tool_call>call:free{}<tool_call|><|tool_call>call:free{}<tool_call|>`, false},
@@ -183,7 +184,7 @@ func TestCallGrammarGemma(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !acceptsGemma(t, nm, `<|tool_call>call:free{a:1}<tool_call|>`) || acceptsGemma(t, nm, `<|tool_call>call:plan{stops:[],mode:3}<tool_call|>`) {
+	if !acceptsGemma(t, nm, `<|tool_call>call:free{a:1}<tool_call|>`) || acceptsGemma(t, nm, `<|tool_call>call:plan{mode:3,stops:[]}<tool_call|>`) {
 		t.Error("a named function's grammar admits another or refuses it")
 	}
 	if _, err := ToolsGemma4.CallGrammar([]Tool{Tool(`{"type": "function", "function": {"name": "a b"}}`)}, ""); err == nil || !strings.Contains(err.Error(), "tools[0].function.name") {
@@ -211,4 +212,141 @@ func acceptsGemma(t *testing.T, m *constrain.Matcher, text string) bool {
 		i += n
 	}
 	return s.Complete()
+}
+
+// The calls Gemma 4's template writes (bare keys, <|"|> strings, None,
+// Python's numbers), tokenized by Gemma 4's own tokenizer, are admitted by
+// the forced call's grammar bound to its 262k vocabulary; and random walks
+// over that vocabulary parse back as calls under the schema.
+func TestCallGrammarGemmaTemplate(t *testing.T) {
+	params := `{"type": "object", "properties": {
+		"location": {"type": "string"}, "days": {"type": "integer"},
+		"hourly": {"type": "array", "items": {"anyOf": [{"type": "boolean"}, {"type": "null"}, {"type": "number"}]}},
+		"opts": {"type": "object", "properties": {"unit": {"enum": ["°C", "°F"]}, "odd key": {"type": "string"}}, "required": ["unit"], "additionalProperties": false}},
+		"required": ["location", "days"], "additionalProperties": false}`
+	tool := Tool(`{"type": "function", "function": {"name": "get_weather", "parameters": ` + params + `}}`)
+	sg, err := constrain.CompileSchema(sortedSchema(t, []byte(params)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"gemma4", "gemma4-31b"} {
+		t.Run(id, func(t *testing.T) {
+			m := hfModel(t, id)
+			tmpl, err := ForModel(context.Background(), "any", m.tok, m.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := tmpl.(*Jinja)
+			e, err := ToolsGemma4.CallGrammar([]Tool{tool}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := constrain.Compile(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mt, err := constrain.NewMatcher(g, constrain.NewVocab(m.tok))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range []string{
+				`{"location": "Paris \"centre\", <b>", "days": 3}`,
+				`{"location": "", "days": -12, "hourly": [true, null, 2.5, 1e20, 1.0], "opts": {"unit": "°C", "odd key": "a\nb"}}`,
+				`{"location": "東京", "days": 0, "hourly": [], "opts": {"unit": "°F"}}`,
+			} {
+				full, err := j.RenderText(context.Background(), []Message{{Role: RoleUser, Content: "Weather?"},
+					{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "get_weather", Arguments: args}}}}, []Tool{tool}, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				i := strings.Index(full, "<|tool_call>")
+				k := strings.Index(full, gemmaClose)
+				if i < 0 || k < i {
+					t.Fatalf("no call in %q", full)
+				}
+				call := full[i : k+len(gemmaClose)]
+				s := mt.Start()
+				for _, tid := range m.tok.Encode(call) {
+					if err := s.Advance(tid); err != nil {
+						t.Fatalf("%q: token %d (%q) refused", call, tid, m.tok.Piece(tid))
+					}
+				}
+				if !s.Complete() {
+					t.Errorf("%q: not a whole call", call)
+				}
+				if _, calls := ToolsGemma4.ParseCalls(call); len(calls) != 1 || !sameJSON(t, calls[0].Arguments, args) {
+					t.Errorf("%q read back as %+v", call, calls)
+				}
+			}
+			if id != "gemma4" {
+				return // the same vocabulary: walk it once
+			}
+			// Random walks over the real vocabulary, most of which is
+			// refused at each step.
+			rng := rand.New(rand.NewPCG(4, 25))
+			done := 0
+			for w := 0; w < 6; w++ {
+				s := mt.Start()
+				var out []int32
+				for step := 0; step < 80; step++ {
+					mask := s.Mask()
+					var allowed []int32
+					for id, word := range mask {
+						for ; word != 0; word &= word - 1 {
+							allowed = append(allowed, int32(id*64+bits.TrailingZeros64(word)))
+						}
+					}
+					if s.Complete() && (len(allowed) == 0 || rng.IntN(2) == 0) {
+						break
+					}
+					if len(allowed) == 0 {
+						t.Fatalf("after %q: nothing allowed", m.tok.Decode(out))
+					}
+					// Prefer closing tokens, or walks rarely end.
+					tid := allowed[rng.IntN(len(allowed))]
+					for _, a := range allowed {
+						if p := m.tok.Piece(a); (p == "}" || p == "]" || p == gemmaQuote || p == gemmaClose || p == "3") && rng.IntN(2) == 0 {
+							tid = a
+						}
+					}
+					if err := s.Advance(tid); err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, tid)
+				}
+				if !s.Complete() {
+					continue
+				}
+				done++
+				reply := m.tok.Decode(out)
+				content, calls := ToolsGemma4.ParseCalls(reply)
+				if len(calls) != 1 || strings.TrimSpace(content) != "" || !sg.Match([]byte(calls[0].Arguments)) {
+					t.Errorf("%q: read as %q, %+v", reply, content, calls)
+				}
+			}
+			if done == 0 {
+				t.Error("no walk completed")
+			}
+		})
+	}
+}
+
+// sortedSchema is schema with every object's members sorted (Go sorts a
+// map's keys when it marshals it): for names all in lower case, the order
+// Gemma 4's template and a forced Gemma call write properties in, so the
+// JSON grammar of the result checks a call's arguments as read back.
+func sortedSchema(t *testing.T, schema []byte) []byte {
+	t.Helper()
+	if len(schema) == 0 {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(schema, &v); err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

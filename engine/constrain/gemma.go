@@ -2,6 +2,7 @@ package constrain
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -12,17 +13,21 @@ const GemmaQuote = `<|"|>`
 
 // Gemma returns e with its JSON values (Schema and AnyObject elements,
 // inside Sequence and Choice too) written in Gemma 4's tool-call notation
-// instead of JSON, under the same schema rules (types, properties in order,
-// required, enum and const, anyOf, $ref, items):
+// instead of JSON, under the same schema rules (types, properties, required,
+// enum and const, anyOf, $ref, items):
 //
-//	{location:<|"|>Paris<|"|>,days:3,units:[<|"|>C<|"|>],ok:true,note:null}
+//	{days:3,location:<|"|>Paris<|"|>,note:null,ok:true,units:[<|"|>C<|"|>]}
 //
+// Properties come in the order Gemma 4's template writes a call's
+// arguments, sorted by name ignoring case (Jinja's dictsort), not the
+// schema's: the order the model saw in every call of its training.
 // Objects have bare keys (a key with a character that cannot stand bare,
-// one of {}[],<>": or a space or control character, is written between
-// GemmaQuote tokens), strings are GemmaQuote tokens around their raw text
-// (valid UTF-8 whose only control characters are tab, newline and carriage
-// return, never spelling GemmaQuote), numbers, true, false and null are as in JSON, and there is
-// no whitespace between tokens. It is what Gemma 4's chat template writes
+// one of {}[],<>":, is written between GemmaQuote tokens), strings are
+// GemmaQuote tokens around their raw text (valid UTF-8 whose only control
+// characters are tab, newline and carriage return, never spelling
+// GemmaQuote), numbers, true and false are as in JSON, null is null or
+// Python's None (which the template writes), and there is no whitespace
+// between tokens. It is what Gemma 4's chat template writes
 // for a call's arguments and what engine/chat reads back from a reply. An
 // enum or const value whose text spells GemmaQuote has no spelling in the
 // notation: Compile refuses it, naming its path.
@@ -68,7 +73,9 @@ func (b *builder) gemmaRule(s *schema) (int32, error) {
 		return b.sharedRule("gemma anyobject", b.gemmaAnyObject), b.err
 	case kindString:
 		return b.sharedRule("gemma string", b.gemmaString), b.err
-	case kindNumber, kindInteger, kindBool, kindNull:
+	case kindNull:
+		return b.sharedRule("gemma null", b.gemmaNull), b.err
+	case kindNumber, kindInteger, kindBool:
 		return b.schemaRule(s) // the same text in both notations
 	}
 	if b.gemmaRules == nil {
@@ -126,20 +133,12 @@ func (b *builder) symbols(from int32, syms []gemmaSym) int32 {
 	return from
 }
 
-// bareKey reports whether an object key may be written without quotes:
-// Gemma's reader takes a bare key up to the first ':' and refuses one with
-// a bracket, comma, angle bracket or double quote; spaces and control
-// characters are quoted too, so a key is never whitespace a model may vary.
+// bareKey reports whether an object key may be written without quotes, as
+// Gemma 4's template writes every key of a call: Gemma's reader takes a
+// bare key up to the first ':' and refuses one with a bracket, comma, angle
+// bracket or double quote.
 func bareKey(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if c := k[i]; c <= ' ' || c == 0x7F || strings.IndexByte(`{}[],<>":`, c) >= 0 {
-			return false
-		}
-	}
-	return true
+	return k != "" && !strings.ContainsAny(k, `{}[],<>":`)
 }
 
 // appendGemmaString appends s between quote tokens, or reports false when
@@ -177,11 +176,15 @@ func (v *value) appendGemma(dst []gemmaSym) ([]gemmaSym, bool) {
 	switch v.kind {
 	case 'o':
 		dst = append(dst, '{')
-		for i, k := range v.keys {
-			if i > 0 {
+		order := make([]int, len(v.keys))
+		for i := range order {
+			order[i] = i
+		}
+		for n, i := range templateOrder(order, func(i int) string { return v.keys[i] }) {
+			if n > 0 {
 				dst = append(dst, ',')
 			}
-			if dst, ok = appendGemmaKey(dst, k); !ok {
+			if dst, ok = appendGemmaKey(dst, v.keys[i]); !ok {
 				return dst, false
 			}
 			if dst, ok = v.vals[i].appendGemma(dst); !ok {
@@ -209,6 +212,15 @@ func (v *value) appendGemma(dst []gemmaSym) ([]gemmaSym, bool) {
 	return dst, true
 }
 
+// templateOrder returns a copy of items in the order Gemma 4's template
+// writes an object's members (Jinja's dictsort: by key, ignoring case,
+// ties in their order).
+func templateOrder[T any](items []T, key func(T) string) []T {
+	out := slices.Clone(items)
+	slices.SortStableFunc(out, func(a, b T) int { return strings.Compare(strings.ToLower(key(a)), strings.ToLower(key(b))) })
+	return out
+}
+
 // gemmaEnum builds a trie of the values' spellings in Gemma's notation.
 func (b *builder) gemmaEnum(st, end int32, s *schema) error {
 	type key struct {
@@ -226,17 +238,23 @@ func (b *builder) gemmaEnum(st, end int32, s *schema) error {
 			return &Error{Path: joinPath(s.path, fmt.Sprintf("enum[%d]", i)),
 				Msg: "the value spells " + GemmaQuote + ", which Gemma 4's notation cannot write inside a string"}
 		}
-		n := st
-		for _, c := range syms {
-			k := key{n, c}
-			m, ok := next[k]
-			if !ok {
-				m = b.symbols(n, []gemmaSym{c})
-				next[k] = m
-			}
-			n = m
+		spellings := [][]gemmaSym{syms}
+		if v.kind == 'z' {
+			spellings = append(spellings, []gemmaSym{'N', 'o', 'n', 'e'})
 		}
-		b.eps(n, end)
+		for _, syms := range spellings {
+			n := st
+			for _, c := range syms {
+				k := key{n, c}
+				m, ok := next[k]
+				if !ok {
+					m = b.symbols(n, []gemmaSym{c})
+					next[k] = m
+				}
+				n = m
+			}
+			b.eps(n, end)
+		}
 	}
 	return b.err
 }
@@ -322,7 +340,7 @@ func (b *builder) gemmaObject(st, end int32, s *schema) error {
 	b.byteRange(st, '{', '{', open)
 	// at[f]: before the next property; f = 1 once one has been written.
 	at := [2]int32{open, b.newNode()}
-	for _, p := range s.props {
+	for _, p := range templateOrder(s.props, func(p property) string { return p.name }) {
 		next := [2]int32{b.newNode(), b.newNode()}
 		key := b.newNode()
 		b.eps(at[0], key)
@@ -354,9 +372,17 @@ func (b *builder) gemmaAny(st, end int32) {
 	b.call(st, b.sharedRule("gemma anyarray", func(st, end int32) { b.gemmaArray(st, end, b.shared["gemma any"]) }), end)
 	b.call(st, b.sharedRule("gemma string", b.gemmaString), end)
 	b.call(st, b.sharedRule("number", func(st, end int32) { b.number(st, end, true) }), end)
-	for _, lit := range []string{"true", "false", "null"} {
+	b.call(st, b.sharedRule("gemma null", b.gemmaNull), end)
+	for _, lit := range []string{"true", "false"} {
 		b.eps(b.literal(st, lit), end)
 	}
+}
+
+// gemmaNull builds null, or None: Gemma 4's template writes a null
+// argument as Python does, and Gemma's reader takes both.
+func (b *builder) gemmaNull(st, end int32) {
+	b.eps(b.literal(st, "null"), end)
+	b.eps(b.literal(st, "None"), end)
 }
 
 // gemmaAnyObject builds any object in Gemma's notation: each key bare

@@ -74,7 +74,8 @@ func TestGemmaNotation(t *testing.T) {
 		"unit":{"enum":["C","F",null,{"a b":[1,true]}]},
 		"tags":{"type":"array","items":{"type":"string"}},
 		"where":{"anyOf":[{"type":"number"},{"$ref":"#/$defs/pt"}]},
-		"odd key":{"type":"boolean"}},
+		"odd key":{"type":"boolean"},
+		"x,y":{"type":"null"}},
 		"required":["city","days"],"additionalProperties":false,
 		"$defs":{"pt":{"type":"object","properties":{"x":{"type":"number"}},"required":["x"]}}}`
 	e, err := Schema([]byte(schema))
@@ -90,8 +91,11 @@ func TestGemmaNotation(t *testing.T) {
 		{`{city:` + q + `<|"|` + q + `,days:1}`, true}, // a prefix of the quote's text, then the quote
 		{`{city:` + q + q + `,days:1,unit:` + q + `F` + q + `}`, true},
 		{`{city:` + q + q + `,days:1,unit:null}`, true},
-		{`{city:` + q + q + `,days:1,unit:{` + q + `a b` + q + `:[1,true]}}`, true},
-		{`{city:` + q + q + `,days:1,tags:[],where:1.5e3,` + q + `odd key` + q + `:false}`, true},
+		{`{city:` + q + q + `,days:1,unit:{a b:[1,true]}}`, true},                                          // keys bare, as the template writes them
+		{`{city:` + q + q + `,days:1,odd key:false,tags:[],where:1.5e3,` + q + `x,y` + q + `:None}`, true}, // sorted, as the template writes them
+		{`{city:` + q + q + `,days:1,tags:[],odd key:false}`, false},                                       // the schema's order
+		{`{city:` + q + q + `,days:1,` + q + `x,y` + q + `:null}`, true},
+		{`{city:` + q + q + `,days:1,unit:None}`, true}, // the template's null
 		{`{city:` + q + q + `,days:1,tags:[` + q + `x` + q + `,` + q + `y` + q + `],where:{x:2}}`, true},
 		{`{city:` + q + q + `}`, false},                    // days required
 		{`{days:1,city:` + q + q + `}`, false},             // out of order
@@ -101,9 +105,11 @@ func TestGemmaNotation(t *testing.T) {
 		{`{city:` + q + `a<|"|>b` + q + `,days:1}`, false}, // the quote's text inside a string
 		{`{city:` + q + q + `,days:1.5}`, false},           // not an integer
 		{`{city:` + q + q + `,days:1,unit:` + q + `K` + q + `}`, false},
-		{`{city:` + q + q + `,days:1,odd key:true}`, false}, // a key that cannot stand bare
-		{`{city:` + q + "\x01" + q + `,days:1}`, false},     // a control character
-		{`{city:` + q + "\xff" + q + `,days:1}`, false},     // not UTF-8
+		{`{city:` + q + q + `,days:1,x,y:null}`, false},                       // a key that cannot stand bare
+		{`{city:` + q + q + `,days:1,` + q + `odd key` + q + `:true}`, false}, // one that stands bare
+		{`{city:` + q + q + `,days:1,` + q + `x,y` + q + `:none}`, false},
+		{`{city:` + q + "\x01" + q + `,days:1}`, false}, // a control character
+		{`{city:` + q + "\xff" + q + `,days:1}`, false}, // not UTF-8
 		{`{city:` + q + q + `,days:1,where:{}}`, false},
 	} {
 		// A string the test spells with the quote's text where the
@@ -120,7 +126,7 @@ func TestGemmaNotation(t *testing.T) {
 		ok   bool
 	}{
 		{`{}`, true},
-		{`{a:1,b_2.x:[` + q + q + `,{}],` + q + `k y` + q + `:null}`, true},
+		{`{a:1,b_2.x:[` + q + q + `,{}],` + q + `k y` + q + `:null,n:[None]}`, true},
 		{`{a:1,}`, false},
 		{`{a b:1}`, false},
 		{`{:1}`, false},
