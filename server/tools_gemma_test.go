@@ -128,11 +128,58 @@ func TestForcedToolCallGemma(t *testing.T) {
 			t.Errorf("named, width %d: %s, width 1: %s", width, got, named)
 		}
 	}
+	// Streamed: no marker as content, the same call in delta.tool_calls.
 	body := ask("required", 0)
 	body["stream"] = true
 	resp, raw := s.do(t, http.MethodPost, "/v1/chat/completions", body)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), `"finish_reason":"tool_calls"`) || strings.Contains(string(raw), `"content"`) && strings.Contains(string(raw), "call:") {
-		t.Errorf("streamed: %s", raw)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("streamed: %d %s", resp.StatusCode, raw)
+	}
+	var content, streamed strings.Builder
+	finish := ""
+	for _, line := range strings.Split(string(raw), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var ch struct {
+			Choices []struct {
+				Delta struct {
+					Content   *string `json:"content"`
+					ToolCalls []struct {
+						Function struct{ Name, Arguments string } `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &ch); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range ch.Choices {
+			if c.Delta.Content != nil {
+				content.WriteString(*c.Delta.Content)
+			}
+			for _, tc := range c.Delta.ToolCalls {
+				streamed.WriteString(tc.Function.Name + tc.Function.Arguments)
+			}
+			if c.FinishReason != nil {
+				finish = *c.FinishReason
+			}
+		}
+	}
+	if strings.TrimSpace(content.String()) != "" || finish != "tool_calls" || streamed.String() != first {
+		t.Errorf("streamed: content %q, finish %q, call %s (not streamed: %s)", content.String(), finish, streamed.String(), first)
+	}
+
+	// A strict schema the notation cannot write is a 400 naming its value.
+	bad := map[string]any{"type": "function", "function": map[string]any{"name": "f", "strict": true, "parameters": map[string]any{"type": "object",
+		"properties": map[string]any{"x": map[string]any{"enum": []string{"a", constrain.GemmaQuote}}}, "required": []string{"x"}, "additionalProperties": false}}}
+	req := ask("required", 1)
+	req["tools"] = []any{bad}
+	r := s.post(t, "/v1/chat/completions", req, http.StatusBadRequest)
+	if r.Error == nil || r.Error.Param == nil || *r.Error.Param != "tools[0].function.parameters.properties.x.enum[1]" {
+		t.Errorf("an enum value Gemma 4 cannot write: %+v", r.Error)
 	}
 }
 

@@ -12,8 +12,8 @@ import (
 // format's convention, to one of tools (to the one named only, when only is
 // not ""): the call's markers, the function's name and its arguments, a
 // JSON object under the function's parameters schema (for Gemma 4, the
-// same object in its own notation, constrain.Gemma, between its tokens). A tool whose
-// function is "strict": true must have a schema in the compiler's subset
+// same object in its own notation, constrain.Gemma, between its tokens,
+// properties in its template's order). A tool whose function is "strict": true must have a schema in the compiler's subset
 // (else an error naming "tools[i].function.parameters…"); another one's
 // arguments follow its schema when the subset holds it and are any JSON
 // object otherwise, as OpenAI forces only the call's shape without strict.
@@ -65,8 +65,18 @@ func (f ToolFormat) CallGrammar(tools []Tool, only string) (constrain.Element, e
 			if !gemmaName(name) {
 				return constrain.Element{}, &constrain.Error{Path: fmt.Sprintf("tools[%d].function.name", i), Msg: "Gemma 4's calls cannot spell this name (no spaces or any of {}[]:,<>\")"}
 			}
+			args = constrain.Gemma(args)
+			// A value the notation cannot write (a string spelling
+			// <|"|>) is named here, inside its tool.
+			if _, err := constrain.Compile(args); err != nil {
+				var ce *constrain.Error
+				if errors.As(err, &ce) {
+					return constrain.Element{}, ce.Prefixed(fmt.Sprintf("tools[%d].function.parameters", i))
+				}
+				return constrain.Element{}, err
+			}
 			alts = append(alts, constrain.Sequence(constrain.Token("<|tool_call>"), constrain.Literal("call:"+name),
-				constrain.Gemma(args), constrain.Token(gemmaClose)))
+				args, constrain.Token(gemmaClose)))
 			continue
 		}
 		nameJSON, _ := json.Marshal(name) // a string always marshals

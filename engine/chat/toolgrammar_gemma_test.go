@@ -190,6 +190,10 @@ func TestCallGrammarGemma(t *testing.T) {
 	if _, err := ToolsGemma4.CallGrammar([]Tool{Tool(`{"type": "function", "function": {"name": "a b"}}`)}, ""); err == nil || !strings.Contains(err.Error(), "tools[0].function.name") {
 		t.Errorf("a name Gemma 4 cannot spell: %v", err)
 	}
+	quoted := `{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"enum": ["a", "<|\"|>"]}}}}}`
+	if _, err := ToolsGemma4.CallGrammar([]Tool{Tool(weather), Tool(quoted)}, ""); err == nil || !strings.HasPrefix(err.Error(), "tools[1].function.parameters.properties.x.enum[1]: ") {
+		t.Errorf("an enum value Gemma 4 cannot spell: %v", err)
+	}
 }
 
 // acceptsGemma feeds text to m, Gemma's special pieces as their tokens and
