@@ -151,3 +151,53 @@ func TestGemmaNotation(t *testing.T) {
 		t.Errorf("JSON: %v", err)
 	}
 }
+
+// Any schema compiles in Gemma's notation or is refused with an error, and
+// a walk of its grammar (the tokens chosen by picks) never gets stuck.
+func FuzzGemmaSchema(f *testing.F) {
+	f.Add([]byte(personSchema), []byte{0, 5, 9, 200})
+	f.Add([]byte(`{"type":"object","properties":{"a b":{"enum":[null,{"x,y":["<|\"|",1]}]}}}`), []byte{1, 2, 3})
+	f.Add([]byte(`{"$defs":{"n":{"type":"array","items":{"$ref":"#/$defs/n"}}},"$ref":"#/$defs/n"}`), []byte{7})
+	f.Fuzz(func(t *testing.T, src, picks []byte) {
+		e, err := Schema(src)
+		if err != nil {
+			return
+		}
+		g, err := Compile(Gemma(e))
+		if err != nil {
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("%s: %v is no *Error", src, err)
+			}
+			return
+		}
+		m, err := NewMatcher(g, NewVocab(quoteVocab{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := m.Start()
+		for i := 0; i < 60; i++ {
+			var allowed []int32
+			for w, x := range s.Mask() {
+				for b := 0; b < 64; b++ {
+					if x&(1<<b) != 0 {
+						allowed = append(allowed, int32(w*64+b))
+					}
+				}
+			}
+			if len(allowed) == 0 {
+				if !s.Complete() {
+					t.Fatalf("%s: stuck", src)
+				}
+				return
+			}
+			pick := 0
+			if i < len(picks) {
+				pick = int(picks[i])
+			}
+			if err := s.Advance(allowed[pick%len(allowed)]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
