@@ -53,6 +53,9 @@ type APIStatus struct {
 	Enabled bool `json:"enabled"`
 	// URL is the API's base URL (http://127.0.0.1:PORT/v1); "" when stopped.
 	URL string `json:"url"`
+	// OllamaHost is where the clients that speak only Ollama's API point
+	// (their OLLAMA_HOST: the same server, its /api routes); "" when stopped.
+	OllamaHost string `json:"ollamaHost"`
 	// Port is the port it listens on, or will at the next Start.
 	Port int `json:"port"`
 	// Token is the bearer token requests need (`Authorization: Bearer
@@ -101,6 +104,7 @@ func (a *API) Status() (APIStatus, error) {
 	defer a.mu.Unlock()
 	if a.running != nil {
 		st.Running, st.URL, st.Port = true, a.running.url, a.running.port
+		st.OllamaHost = strings.TrimSuffix(a.running.url, "/v1")
 	}
 	if st.Enabled && !st.Running {
 		st.Error = a.lastErr

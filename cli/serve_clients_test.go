@@ -262,6 +262,56 @@ func TestRealClients(t *testing.T) {
 		t.Errorf("curl stream text %q, openai's %q", text.String(), c.Content)
 	}
 	realClientTools(ctx, t, python)
+	realClientStructured(ctx, t, python)
+}
+
+// realClientStructured runs testdata/openai_structured.py: every line of
+// testdata/structured.jsonl (enums, const, booleans, null, anyOf, $defs and
+// $ref, nested objects, a free string) answered under its schema by
+// stories260K through the openai client, whole and streamed, each reply
+// parsed and validated by the jsonschema package; and json_object once.
+func realClientStructured(ctx context.Context, t *testing.T, python string) {
+	s := startServe(t, "--data-dir", t.TempDir(), "--model", testres.Stories(t))
+	cmd := exec.CommandContext(ctx, python, filepath.Join("testdata", "openai_structured.py"), s.url, s.token, "stories260K",
+		filepath.Join("testdata", "structured.jsonl"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	raw, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("openai client, structured output: %v\n%s", err, stderr.String())
+	}
+	type reply struct {
+		ID, Content, Finish string
+		Error               *string
+		StreamedSame        bool `json:"streamed_same"`
+	}
+	var got struct {
+		Lines      []reply
+		JSONObject reply `json:"json_object"`
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatalf("openai client printed %q: %v", raw, err)
+	}
+	if len(got.Lines) != 6 {
+		t.Fatalf("structured output: %d replies, want one per workload line (6)", len(got.Lines))
+	}
+	for _, r := range got.Lines {
+		if r.Finish != "stop" || r.Error != nil || !r.StreamedSame {
+			t.Errorf("structured output %s: finish %q, jsonschema says %v, streamed the same %v: %q", r.ID, r.Finish, deref(r.Error), r.StreamedSame, r.Content)
+		}
+	}
+	o := got.JSONObject
+	if !strings.HasPrefix(strings.TrimSpace(o.Content), "{") || (o.Finish == "stop" && o.Error != nil) {
+		t.Errorf("json_object: finish %q, %v: %q", o.Finish, deref(o.Error), o.Content)
+	}
+}
+
+// deref is *s, or "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // realClientTools serves stories260K with Qwen 2.5's chat template and runs

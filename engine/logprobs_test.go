@@ -7,12 +7,14 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"anechat/engine/load"
 	"anechat/engine/model"
 	"anechat/engine/sample"
 	"anechat/engine/spec"
 	"anechat/internal/backends"
+	"anechat/internal/cputime"
 	"anechat/internal/testres"
 )
 
@@ -127,7 +129,12 @@ func TestLogprobsRefusedWithoutLogits(t *testing.T) {
 // BenchmarkSmolLM2Logprobs is the decode cost of logprobs on SmolLM2 (49k
 // vocabulary): 32 greedy tokens at width 1 and 4, without logprobs and with
 // top_logprobs 20 (logits rows instead of argmax, and a log-softmax per
-// token). It reports tokens per second.
+// token). Each sub-benchmark reports tokens per second and CPU ms per
+// token; the "interleaved" run makes one generation of every kind per
+// iteration, in a rotating order, and reports the median ms per token of
+// each and the on/off ratios per width, of wall and of CPU time: on this
+// shared machine the ratio of paired medians is far steadier than separate
+// runs.
 func BenchmarkSmolLM2Logprobs(b *testing.B) {
 	lm, err := backends.Registry().Open(context.Background(), testres.SmolLM2GGUF(b), load.Options{})
 	if err != nil {
@@ -136,29 +143,76 @@ func BenchmarkSmolLM2Logprobs(b *testing.B) {
 	defer lm.Close()
 	prompt := lm.Tokenizer.Encode("The cat sat on the mat. The dog sat on the log. The cat sat on the")
 	costs := spec.FixedCosts(map[int]float64{1: 1, 2: 1.1, 3: 1.2, 4: 1.3})
+	type kind struct {
+		w  int
+		on bool
+	}
+	var kinds []kind
 	for _, w := range []int{1, 4} {
 		for _, on := range []bool{false, true} {
-			b.Run(fmt.Sprintf("width%d/logprobs=%v", w, on), func(b *testing.B) {
-				tokens := 0
-				b.StopTimer()
-				for i := 0; i < b.N; i++ {
-					s, err := NewSession(lm.Backend, SessionOptions{Costs: costs.Clone()})
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := s.Prefill(context.Background(), prompt, nil); err != nil {
-						b.Fatal(err)
-					}
-					b.StartTimer()
-					st, err := s.Generate(context.Background(), GenerateOptions{MaxTokens: 32, Width: w, Logprobs: on, TopLogprobs: 20}, func(Token) error { return nil })
-					b.StopTimer()
-					if err != nil {
-						b.Fatal(err)
-					}
-					tokens += st.Tokens
-				}
-				b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tok/s")
-			})
+			kinds = append(kinds, kind{w, on})
 		}
 	}
+	// generate prefills a new Session (not timed) and times 32 tokens of
+	// kind k: it returns the tokens, wall and CPU time.
+	generate := func(b *testing.B, k kind) (int, time.Duration, time.Duration) {
+		b.StopTimer()
+		defer b.StartTimer()
+		s, err := NewSession(lm.Backend, SessionOptions{Costs: costs.Clone()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Prefill(context.Background(), prompt, nil); err != nil {
+			b.Fatal(err)
+		}
+		t0, cpu0 := time.Now(), cputime.Process()
+		b.StartTimer()
+		st, err := s.Generate(context.Background(), GenerateOptions{MaxTokens: 32, Width: k.w, Logprobs: k.on, TopLogprobs: 20}, func(Token) error { return nil })
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st.Tokens, time.Since(t0), cputime.Process() - cpu0
+	}
+	b.Run("interleaved", func(b *testing.B) {
+		ms, cpu := make([][]float64, len(kinds)), make([][]float64, len(kinds))
+		for i := 0; i < b.N; i++ {
+			for j := range kinds {
+				k := (i + j) % len(kinds)
+				n, wall, c := generate(b, kinds[k])
+				ms[k] = append(ms[k], wall.Seconds()*1000/float64(n))
+				cpu[k] = append(cpu[k], c.Seconds()*1000/float64(n))
+			}
+		}
+		for k, kd := range kinds {
+			b.ReportMetric(median(ms[k]), fmt.Sprintf("w%d-logprobs=%v-ms/tok", kd.w, kd.on))
+			if kd.on {
+				b.ReportMetric(median(ms[k])/median(ms[k-1]), fmt.Sprintf("w%d-on/off", kd.w))
+				b.ReportMetric(median(cpu[k])/median(cpu[k-1]), fmt.Sprintf("w%d-cpu-on/off", kd.w))
+			}
+		}
+	})
+	for _, k := range kinds {
+		b.Run(fmt.Sprintf("width%d/logprobs=%v", k.w, k.on), func(b *testing.B) {
+			tokens, cpu := 0, time.Duration(0)
+			for i := 0; i < b.N; i++ {
+				n, _, c := generate(b, k)
+				tokens, cpu = tokens+n, cpu+c
+			}
+			b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tok/s")
+			b.ReportMetric(cpu.Seconds()*1000/float64(tokens), "cpu-ms/tok")
+		})
+	}
+}
+
+// median returns the median of xs (which it sorts).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	if len(xs)%2 == 1 {
+		return xs[len(xs)/2]
+	}
+	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
 }

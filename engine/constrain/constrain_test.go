@@ -1,6 +1,7 @@
 package constrain
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -66,6 +67,39 @@ func TestRandomWalksValidate(t *testing.T) {
 		}
 		if done == 0 {
 			t.Errorf("%s: no walk completed", sc)
+		}
+	}
+}
+
+// One Matcher serves concurrent requests (the server keeps one per schema):
+// its caches are shared under a lock, the states are each request's own.
+func TestMatcherConcurrent(t *testing.T) {
+	m, err := NewMatcher(mustSchema(t, personSchema), NewVocab(byteVocab{extra: []string{`{"`, `":`, `","`}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"name":"x","age":3,"tags":["a"],"ok":true,"n":null}`
+	done := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			s := m.Start()
+			for i := 0; i < len(doc); i++ {
+				s.Mask()
+				if err := s.Advance(int32(doc[i])); err != nil {
+					done <- err
+					return
+				}
+			}
+			if !s.Complete() {
+				done <- fmt.Errorf("not complete")
+				return
+			}
+			done <- nil
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
 		}
 	}
 }

@@ -311,3 +311,70 @@ func BenchmarkPrefill(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkForwardSmolLM2Logits compares a decode call that returns its
+// logits rows (model.Logits: sampling, logprobs, constrained decoding) with
+// one that returns only the greedy ids (model.Argmax), at widths 1 and 4
+// and 64 committed positions. The "interleaved" run makes one call of each
+// kind per iteration in a rotating order and reports the median ms of each
+// and the logits/argmax ratio per width; the other sub-benchmarks report
+// the bytes and allocations per call.
+func BenchmarkForwardSmolLM2Logits(b *testing.B) {
+	m := openSmol(b)
+	defer m.Close()
+	ctx := context.Background()
+	c, err := kv.New(m.Config().KV, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt := make([]int32, 64)
+	for i := range prompt {
+		prompt[i] = int32(1 + i%50)
+	}
+	if _, err := m.Forward(ctx, prompt, 0, c, model.Logits|model.Last); err != nil {
+		b.Fatal(err)
+	}
+	c.Commit(len(prompt))
+	type kind struct {
+		w    int
+		want model.Output
+		name string
+	}
+	kinds := []kind{{1, model.Argmax, "w1-argmax"}, {1, model.Logits, "w1-logits"}, {4, model.Argmax, "w4-argmax"}, {4, model.Logits, "w4-logits"}}
+	call := func(k kind) error {
+		_, err := m.Forward(ctx, prompt[:k.w], c.Len(), c, k.want)
+		c.Rollback()
+		return err
+	}
+	b.Run("interleaved", func(b *testing.B) {
+		ms := make([][]float64, len(kinds))
+		for i := 0; b.Loop(); i++ {
+			for j := range kinds {
+				k := (i + j) % len(kinds)
+				t0 := time.Now()
+				if err := call(kinds[k]); err != nil {
+					b.Fatal(err)
+				}
+				ms[k] = append(ms[k], float64(time.Since(t0).Microseconds())/1000)
+			}
+		}
+		for k, kd := range kinds {
+			b.ReportMetric(median(ms[k]), kd.name+"-ms")
+			if kd.want == model.Logits {
+				b.ReportMetric(median(ms[k])/median(ms[k-1]), fmt.Sprintf("w%d-logits/argmax", kd.w))
+			}
+		}
+	})
+	for _, k := range kinds {
+		b.Run(k.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := cputime.Process()
+			for b.Loop() {
+				if err := call(k); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		})
+	}
+}

@@ -64,8 +64,9 @@ type Source struct {
 	// DeclaredName is the name the model gives itself (GGUF general.name),
 	// "" when it gives none.
 	DeclaredName string
-	// Quant names the storage type of most of the weight bytes: a GGUF
-	// type ("Q4_1", "F32") or a safetensors dtype ("BF16"); "" when
+	// Quant names the weights' storage: a GGUF file's declared mix
+	// (general.file_type: "Q4_K_M", "Q4_1"), else the type of most of its
+	// weight bytes ("F32"), or a safetensors dtype ("BF16"); "" when
 	// unknown.
 	Quant string
 	// Files are the files whose contents make the model, in the order the
@@ -168,6 +169,15 @@ func detectGGUF(src *Source) error {
 		}
 	}
 	src.Quant = largest(bytes)
+	// The file's own word for its mix (llama.cpp's general.file_type)
+	// wins: a Q4_K_M file keeps its embedding in Q8_0 or Q6_K, often the
+	// most bytes of a small model, and Q4_K_M is what its name and every
+	// other tool (Ollama, LM Studio) call it.
+	if ft, err := f.Uint32("general.file_type"); err == nil {
+		if name, ok := fileTypes[ft]; ok {
+			src.Quant = name
+		}
+	}
 	src.Files, src.SizeBytes = []string{src.Path}, f.Size()
 	return nil
 }
@@ -255,6 +265,17 @@ func detectCoreML(src *Source) error {
 }
 
 // largest returns the key with the most bytes ("" for none; ties by name).
+// fileTypes names GGUF's general.file_type values (llama.cpp's llama_ftype,
+// as gguf-py's LlamaFileType lists them; retired values left out).
+var fileTypes = map[uint32]string{
+	0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1",
+	10: "Q2_K", 11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M",
+	16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S",
+	22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M",
+	28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0",
+	37: "TQ2_0", 38: "MXFP4_MOE", 39: "NVFP4", 40: "Q1_0",
+}
+
 func largest(bytes map[string]int64) string {
 	best, n := "", int64(-1)
 	for k, v := range bytes {

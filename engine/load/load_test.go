@@ -28,6 +28,13 @@ func TestDetect(t *testing.T) {
 		len(src.Files) != 1 || src.SizeBytes != 1185376 || !strings.HasPrefix(src.Fingerprint, load.FingerprintVersion+":") {
 		t.Errorf("stories260K detected as %+v", src)
 	}
+	// A file's declared mix, not the type of most of its bytes: Gemma 3
+	// 270M Q4_K_M keeps its large embedding in another type.
+	for path, want := range map[string]string{testres.Gemma3GGUF(t): "Q4_K_M", testres.SmolLM2GGUF(t): "Q4_1"} {
+		if src, err := load.Detect(path); err != nil || src.Quant != want {
+			t.Errorf("%s: quant %q (%v), want %q", filepath.Base(path), src.Quant, err, want)
+		}
+	}
 	for _, name := range []string{"model", "model-bf16"} {
 		src, err := load.Detect(gemmaFixture(t, name))
 		if err != nil {

@@ -21,6 +21,7 @@ test("Settings turns the local OpenAI-compatible API on and off, and a client ge
   const token = (await page.getByTestId("api-token").textContent()) ?? "";
   expect(token.length).toBeGreaterThan(8);
   const model = (await page.getByTestId("api-model").textContent()) ?? "";
+  await expect(page.getByTestId("api-ollama")).toHaveText("OLLAMA_HOST=http://127.0.0.1:34191");
 
   const base = "http://127.0.0.1:34191/v1";
   const refused = await request.get(`${base}/models`);
@@ -41,6 +42,11 @@ test("Settings turns the local OpenAI-compatible API on and off, and a client ge
   };
   expect(body.usage.completion_tokens).toBeGreaterThan(0);
   expect(body.choices[0]?.message.content.length).toBeGreaterThan(0);
+
+  // The clients that speak only Ollama's API, on the same server and token.
+  const tags = await request.get("http://127.0.0.1:34191/api/tags", { headers });
+  expect(tags.status()).toBe(200);
+  expect(((await tags.json()) as { models: { name: string }[] }).models.map((m) => m.name)).toContain(model);
 
   // The switch is stored: after a reload it is still on.
   await page.reload();

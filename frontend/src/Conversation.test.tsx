@@ -485,6 +485,7 @@ describe("models and settings", () => {
       running: false,
       enabled: false,
       url: "",
+      ollamaHost: "",
       port: 11435,
       token: "",
       tokenFile: "/d/api-token",
@@ -497,6 +498,7 @@ describe("models and settings", () => {
       enabled: true,
       port,
       url: `http://127.0.0.1:${port}/v1`,
+      ollamaHost: `http://127.0.0.1:${port}`,
       token: "tok123",
       model: "stories",
     });
@@ -544,6 +546,7 @@ describe("models and settings", () => {
     expect(testid("api-url")?.textContent).toBe("http://127.0.0.1:18080/v1");
     expect(testid("api-token")?.textContent).toBe("tok123");
     expect(testid("api-model")?.textContent).toBe("stories");
+    expect(testid("api-ollama")?.textContent).toBe("OLLAMA_HOST=http://127.0.0.1:18080");
     expect(testid<HTMLInputElement>("api-port")?.disabled).toBe(true);
 
     await click(testid("api-enabled"));

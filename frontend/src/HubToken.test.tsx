@@ -1,9 +1,6 @@
-import { render } from "preact";
-import { act } from "preact/test-utils";
 import { afterEach, describe, expect, it } from "vitest";
-import { App } from "./App";
-import type { Bridge } from "./bridge";
-import { fakeBridge, manualFrames } from "./testing/fake";
+import { click, mountApp, root, submit, testid, type, unmount } from "./testing/dom";
+import { fakeBridge } from "./testing/fake";
 import type { CatalogList, HubToken, ModelList } from "./types";
 
 // Issue 24: the Hugging Face token for gated models, on the Settings page.
@@ -53,46 +50,9 @@ const basics = (over: Record<string, (...a: unknown[]) => unknown> = {}) => ({
   ...over,
 });
 
-const flush = () =>
-  act(async () => {
-    for (let i = 0; i < 30; i++) await Promise.resolve();
-  });
-let root: HTMLElement;
-afterEach(() => {
-  render(null, root);
-  root.remove();
-});
-async function mount(bridge: Bridge) {
-  root = document.createElement("div");
-  document.body.append(root);
-  await act(() => {
-    render(<App bridge={bridge} frames={manualFrames().frames} theme="system" />, root);
-  });
-  await flush();
-}
-const testid = <T extends Element = HTMLElement>(id: string) => root.querySelector<T>(`[data-testid="${id}"]`);
-const click = async (el: Element | null | undefined) => {
-  expect(el).toBeTruthy();
-  await act(() => {
-    (el as HTMLElement).click();
-  });
-  await flush();
-};
-const type = async (el: HTMLInputElement | null, value: string) => {
-  expect(el).toBeTruthy();
-  await act(() => {
-    el!.value = value;
-    el!.dispatchEvent(new Event("input", { bubbles: true }));
-  });
-  await flush();
-};
-const submit = async (el: HTMLElement | null) => {
-  expect(el).toBeTruthy();
-  await act(() => {
-    el!.closest("form")!.dispatchEvent(new Event("submit", { bubbles: true, cancelable: true }));
-  });
-  await flush();
-};
+afterEach(unmount);
+/** Submits the token's form, as its Save button does. */
+const save = () => submit(testid("hf-token-save")?.closest("form"));
 
 describe("the Hugging Face token in Settings", () => {
   it("is pasted masked, stored, shown only by its last characters, cleared; the catalog's sizes are asked again", async () => {
@@ -107,7 +67,7 @@ describe("the Hugging Face token in Settings", () => {
         "Settings.ClearHubToken": () => (stored = none),
       }),
     );
-    await mount(f.bridge);
+    await mountApp(f.bridge);
     await click(testid("nav-models"));
     await click(testid("nav-settings"));
     const sec = testid("hf-token")!;
@@ -122,7 +82,7 @@ describe("the Hugging Face token in Settings", () => {
     expect(testid<HTMLButtonElement>("hf-token-save")?.disabled).toBe(true);
     // Pasted with spaces around: the Go side trims it.
     await type(input, ` ${token} `);
-    await submit(testid("hf-token-save"));
+    await save();
     expect(f.args["Settings.SetHubToken"]).toEqual([[` ${token} `]]);
     // Stored: the field is emptied, the token shows only as its last four.
     expect(testid<HTMLInputElement>("hf-token-input")?.value).toBe("");
@@ -155,10 +115,10 @@ describe("the Hugging Face token in Settings", () => {
         }),
       }),
     );
-    await mount(f.bridge);
+    await mountApp(f.bridge);
     await click(testid("nav-settings"));
     await type(testid<HTMLInputElement>("hf-token-input"), token);
-    await submit(testid("hf-token-save"));
+    await save();
     expect(testid("hf-token-masked")?.textContent).toBe("hf_…wxyz");
     expect(testid("hf-token-account")).toBeNull();
     expect(testid("hf-token-note")?.textContent).toContain("stored without being checked");
@@ -177,12 +137,12 @@ describe("the Hugging Face token in Settings", () => {
         },
       }),
     );
-    await mount(f.bridge);
+    await mountApp(f.bridge);
     await click(testid("nav-settings"));
     expect(testid("hf-token-error")?.textContent).toContain("mode 0644");
     expect(testid("hf-token-clear")).toBeTruthy();
     await type(testid<HTMLInputElement>("hf-token-input"), "hf_two words");
-    await submit(testid("hf-token-save"));
+    await save();
     expect(testid("notice")?.textContent).toContain("paste only the token");
     expect(testid("notice")?.textContent).not.toContain("two words");
   });

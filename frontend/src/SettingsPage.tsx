@@ -335,8 +335,9 @@ function CacheSection() {
 }
 
 /**
- * The local OpenAI-compatible HTTP API: a switch (stored, off by default),
- * the port, and what a client needs (base URL, bearer token, model name).
+ * The local OpenAI- and Ollama-compatible HTTP API: a switch (stored, off
+ * by default), the port, and what a client needs (base URL, bearer token,
+ * model name, and the address Ollama's clients take).
  */
 function APISection() {
   const store = useActions();
@@ -357,8 +358,8 @@ function APISection() {
     <section class="settings facts" aria-labelledby="api-title" data-testid="api">
       <h3 id="api-title">Local API</h3>
       <p class="muted small">
-        An OpenAI-compatible HTTP API on this computer only (127.0.0.1), answered by the default model, for editors and
-        scripts that speak the OpenAI protocol.
+        An OpenAI- and Ollama-compatible HTTP API on this computer only (127.0.0.1), answered by the default model, for
+        editors, scripts and agents that speak either protocol.
       </p>
       <div class="row">
         <label class="check">
@@ -400,6 +401,11 @@ function APISection() {
           <dt>Model</dt>
           <dd>
             <code data-testid="api-model">{st.model || "no default model yet"}</code>
+          </dd>
+          <dt>Ollama clients</dt>
+          <dd>
+            <code data-testid="api-ollama">OLLAMA_HOST={st.ollamaHost}</code>{" "}
+            <span class="muted small">(and the token as OLLAMA_API_KEY, or a bearer header)</span>
           </dd>
         </dl>
       )}

@@ -564,6 +564,8 @@ export interface APIStatus {
   enabled: boolean;
   /** Base URL, e.g. http://127.0.0.1:11435/v1; "" when stopped. */
   url: string;
+  /** Where Ollama's clients point (OLLAMA_HOST: the same server, its /api routes); "" when stopped. */
+  ollamaHost: string;
   port: number;
   /** Bearer token requests need, kept in tokenFile in the data directory. */
   token: string;
