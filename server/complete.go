@@ -189,6 +189,13 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out reply
 			return engine.Stats{}, len(ids), e
 		}
 	}
+	if g != nil && model.ArgmaxOnly(rm.Backend()) {
+		field, what := "response_format", "structured output"
+		if j.tools.choice.forced() {
+			field, what = "tool_choice", "a forced tool call"
+		}
+		return engine.Stats{}, len(ids), badField(field, "model %s returns only its greedy token (a published Core ML bundle), not the logits %s masks: leave %s out, or use the model's GGUF or Hugging Face weights", j.model.ID, what, field)
+	}
 	con, err := constraint(g, rm.Tokenizer())
 	if err != nil {
 		return engine.Stats{}, len(ids), err

@@ -21,8 +21,9 @@ import (
 // template, and four byte tokens it never uses (<0x01>..<0x04>) renamed to
 // Gemma 4's call tokens and made control tokens, as Gemma 4's vocabulary
 // has them: a model that knows nothing of tools, whose replies go through
-// Gemma 4's template, tool-call format and special tokens.
-func withGemmaToolModel() serverOption {
+// Gemma 4's template, tool-call format and special tokens (opened by
+// loader).
+func withGemmaToolModel(loader load.Loader) serverOption {
 	return func(t *testing.T, c *Config, s *testServer) {
 		path := filepath.Join(t.TempDir(), "gemma-tools.gguf")
 		tmpl := testres.Require(t, filepath.Join(testres.RepoRoot(t), "build", "testdeps", "pypi", "llama.cpp", "templates", "google-gemma-4-31B-it.jinja"),
@@ -52,7 +53,7 @@ func withGemmaToolModel() serverOption {
 			"tokenizer.ggml.tokens": pieces, "tokenizer.ggml.token_type": kinds}); err != nil {
 			t.Fatal(err)
 		}
-		s.run = sessions.New(nil, load.NewRegistry(cpu.Loader{}))
+		s.run = sessions.New(nil, load.NewRegistry(loader))
 		c.Sessions = s.run
 		c.Models = func(context.Context) ([]Model, error) {
 			return []Model{{ID: "stories260K", Path: stories}, {ID: "gemma-tools", Path: path}}, nil
@@ -65,7 +66,7 @@ func withGemmaToolModel() serverOption {
 // arguments under the function's schema, the same at every speculation
 // width, streamed or not.
 func TestForcedToolCallGemma(t *testing.T) {
-	s := startServer(t, "", withGemmaToolModel())
+	s := startServer(t, "", withGemmaToolModel(cpu.Loader{}))
 	searchParams := map[string]any{"type": "object", "properties": map[string]any{
 		"q":    map[string]any{"type": "string", "enum": []string{"cats", "dogs"}},
 		"n":    map[string]any{"type": "integer"},
@@ -188,4 +189,24 @@ func derefStr(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// A model that returns no logits (a published Core ML bundle) answers a
+// forced call, and structured output, with a 400 naming the field, before
+// any token; with tool_choice "auto" it is served.
+func TestForcedCallRefusedByGreedyOnlyModel(t *testing.T) {
+	s := startServer(t, "", withGemmaToolModel(argmaxOnlyLoader{cpu.Loader{}}))
+	for _, c := range []struct {
+		key   string
+		value any
+	}{{"tool_choice", "required"}, {"response_format", map[string]any{"type": "json_object"}}} {
+		body := map[string]any{"model": "gemma-tools", "max_tokens": 4, "tools": []any{weatherTool},
+			"messages": []map[string]any{{"role": "user", "content": "Once"}}, c.key: c.value}
+		r := s.post(t, "/v1/chat/completions", body, http.StatusBadRequest)
+		if r.Error == nil || r.Error.Param == nil || *r.Error.Param != c.key || !strings.Contains(r.Error.Message, "gemma-tools") {
+			t.Errorf("%s on a greedy-only model: %+v", c.key, r.Error)
+		}
+	}
+	s.toolPost(t, map[string]any{"model": "gemma-tools", "max_tokens": 4, "tools": []any{weatherTool},
+		"messages": []map[string]any{{"role": "user", "content": "Once"}}})
 }
