@@ -129,6 +129,23 @@ func TestForcedToolCallGemma(t *testing.T) {
 			t.Errorf("named, width %d: %s, width 1: %s", width, got, named)
 		}
 	}
+	// get_weather's free string: stories260K tells a story inside it
+	// until max_tokens, so the reply is a call cut short, which comes back
+	// as text, the same text at every width.
+	var cut string
+	for _, width := range []int{1, 3, 0} {
+		r := s.toolPost(t, ask(map[string]any{"type": "function", "function": map[string]any{"name": "get_weather"}}, width))
+		c := r.Choices[0]
+		if c.FinishReason != "length" || c.Message.Content == nil || len(c.Message.ToolCalls) != 0 ||
+			!strings.HasPrefix(strings.TrimPrefix(*c.Message.Content, " "), "<|tool_call>call:get_weather{location:"+constrain.GemmaQuote) {
+			t.Fatalf("get_weather, width %d: %+v %q", width, r, derefStr(c.Message.Content))
+		}
+		if cut == "" {
+			cut = *c.Message.Content
+		} else if *c.Message.Content != cut {
+			t.Errorf("get_weather, width %d: %q, width 1: %q", width, *c.Message.Content, cut)
+		}
+	}
 	// Streamed: no marker as content, the same call in delta.tool_calls.
 	body := ask("required", 0)
 	body["stream"] = true
