@@ -13,8 +13,10 @@ import (
 // not ""): the call's markers, the function's name and its arguments, a
 // JSON object under the function's parameters schema (for Gemma 4, the
 // same object in its own notation, constrain.Gemma, between its tokens,
-// properties in its template's order). A tool whose function is "strict": true must have a schema in the compiler's subset
-// (else an error naming "tools[i].function.parameters…"); another one's
+// properties in its template's order). A tool whose function is "strict":
+// true must have a schema in the compiler's subset (else an error naming
+// "tools[i].function.parameters…"; for Gemma 4 also a value its notation
+// cannot write, a string spelling <|"|>); another one's
 // arguments follow its schema when the subset holds it and are any JSON
 // object otherwise, as OpenAI forces only the call's shape without strict.
 // A tool without parameters takes any object. The reply may start with one
