@@ -69,13 +69,18 @@ func (f ToolFormat) CallGrammar(tools []Tool, only string) (constrain.Element, e
 			}
 			args = constrain.Gemma(args)
 			// A value the notation cannot write (a string spelling
-			// <|"|>) is named here, inside its tool.
+			// <|"|>) is named here, inside its tool; as outside the
+			// subset, a tool that is not strict then takes any object.
 			if _, err := constrain.Compile(args); err != nil {
 				var ce *constrain.Error
-				if errors.As(err, &ce) {
+				switch {
+				case !fn.Function.Strict:
+					args = constrain.Gemma(constrain.AnyObject())
+				case errors.As(err, &ce):
 					return constrain.Element{}, ce.Prefixed(fmt.Sprintf("tools[%d].function.parameters", i))
+				default:
+					return constrain.Element{}, err
 				}
-				return constrain.Element{}, err
 			}
 			alts = append(alts, constrain.Sequence(constrain.Token("<|tool_call>"), constrain.Literal("call:"+name),
 				args, constrain.Token(gemmaClose)))

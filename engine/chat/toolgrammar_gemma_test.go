@@ -190,9 +190,18 @@ func TestCallGrammarGemma(t *testing.T) {
 	if _, err := ToolsGemma4.CallGrammar([]Tool{Tool(`{"type": "function", "function": {"name": "a b"}}`)}, ""); err == nil || !strings.Contains(err.Error(), "tools[0].function.name") {
 		t.Errorf("a name Gemma 4 cannot spell: %v", err)
 	}
-	quoted := `{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"x": {"enum": ["a", "<|\"|>"]}}}}}`
+	quoted := `{"type": "function", "function": {"name": "f", "strict": true, "parameters": {"type": "object", "properties": {"x": {"enum": ["a", "<|\"|>"]}}}}}`
 	if _, err := ToolsGemma4.CallGrammar([]Tool{Tool(weather), Tool(quoted)}, ""); err == nil || !strings.HasPrefix(err.Error(), "tools[1].function.parameters.properties.x.enum[1]: ") {
 		t.Errorf("an enum value Gemma 4 cannot spell: %v", err)
+	}
+	// Not strict: any object.
+	e, err = ToolsGemma4.CallGrammar([]Tool{Tool(strings.Replace(quoted, `"strict": true, `, "", 1))}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ = constrain.Compile(e)
+	if m, _ = constrain.NewMatcher(g, constrain.NewVocab(gemmaVocab{})); !acceptsGemma(t, m, `<|tool_call>call:f{y:2}<tool_call|>`) {
+		t.Error("a tool that is not strict, with a schema Gemma 4 cannot write, does not take any object")
 	}
 }
 
