@@ -7,8 +7,9 @@ import (
 )
 
 // GemmaQuote is the piece of the token Gemma 4 writes on both sides of a
-// string in its tool calls (<|"|>): a control token, so a string's text is
-// any text that does not spell it.
+// string in its tool calls (<|"|>). The grammar takes it as that one token
+// (a Token element, whether the vocabulary counts it special or not) and
+// never as text: a string's text is any text that does not spell it.
 const GemmaQuote = `<|"|>`
 
 // Gemma returns e with its JSON values (Schema and AnyObject elements,
@@ -20,16 +21,16 @@ const GemmaQuote = `<|"|>`
 //
 // Properties come in the order Gemma 4's template writes a call's
 // arguments, sorted by name ignoring case (Jinja's dictsort), not the
-// schema's: the order the model saw in every call of its training.
+// schema's: the order of every call in the model's history.
 // Objects have bare keys (a key with a character that cannot stand bare,
 // one of {}[],<>":, is written between GemmaQuote tokens), strings are
 // GemmaQuote tokens around their raw text (valid UTF-8 whose only control
 // characters are tab, newline and carriage return, never spelling
 // GemmaQuote), numbers, true and false are as in JSON, null is null or
 // Python's None (which the template writes), and there is no whitespace
-// between tokens. It is what Gemma 4's chat template writes
-// for a call's arguments and what engine/chat reads back from a reply. An
-// enum or const value whose text spells GemmaQuote has no spelling in the
+// between tokens. It is what Gemma 4's chat template writes for a call's
+// arguments and what engine/chat reads back from a reply. An enum or const
+// value or a property name that spells GemmaQuote has no spelling in the
 // notation: Compile refuses it, naming its path.
 func Gemma(e Element) Element {
 	switch e.kind {
