@@ -189,6 +189,13 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out reply
 			return engine.Stats{}, len(ids), e
 		}
 	}
+	if g != nil && model.ArgmaxOnly(rm.Backend()) {
+		field, what := "response_format", "structured output"
+		if j.tools.choice.forced() {
+			field, what = "tool_choice", "a forced tool call"
+		}
+		return engine.Stats{}, len(ids), badField(field, "model %s returns only its greedy token (a published Core ML bundle), not the logits %s masks: leave %s out, or use the model's GGUF or Hugging Face weights", j.model.ID, what, field)
+	}
 	con, err := constraint(g, rm.Tokenizer())
 	if err != nil {
 		return engine.Stats{}, len(ids), err
@@ -201,6 +208,10 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out reply
 	}
 	f := &stopFilter{stops: j.p.stops}
 	tc := &toolCollector{f: format}
+	var ct *callText // nil: no tools, the engine's text as it is
+	if format != chat.NoTools {
+		ct = newCallText(format, rm.Tokenizer())
+	}
 	var lq *logprobQueue // nil: no logprobs asked
 	if j.p.logprobs {
 		lq = &logprobQueue{f: f}
@@ -221,8 +232,8 @@ func (s *Server) reply(ctx context.Context, rm *sessions.Model, j job, out reply
 				lq.add(t) // ID -1 is the detokenizer's tail, not a token
 			}
 			text := t.Text
-			if format != chat.NoTools && t.ID >= 0 {
-				text = format.MarkerText(text, rm.Tokenizer().Piece(t.ID))
+			if ct != nil {
+				text = ct.next(t.ID)
 			}
 			text, stopped := f.push(text)
 			if err := out.piece(tc.push(text), lq.release(false)); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"anechat/engine/chat"
 	"anechat/engine/constrain"
+	"anechat/engine/tokenizer"
 	"anechat/internal/sessions"
 )
 
@@ -227,9 +228,8 @@ func (c toolChoice) forced() bool { return c.mode == "required" || c.mode == "fu
 
 // forcedCall is the grammar of a reply that must be a call (tool_choice
 // "required", or a named function), in the model's format: constrained
-// decoding then allows nothing else. A format whose calls cannot be forced,
-// or a strict tool schema outside the compiler's subset, is a 400 naming
-// the field.
+// decoding then allows nothing else. A strict tool schema outside the
+// compiler's subset is a 400 naming the field.
 //
 // The grammar is kept with the response formats' (formats, by the format,
 // the function named and the tools' compact text): an agent that sends the
@@ -247,8 +247,6 @@ func forcedCall(f chat.ToolFormat, tj toolJob) (*constrain.Grammar, *apiError) {
 	e, err := f.CallGrammar(tj.tools, tj.choice.name)
 	var ce *constrain.Error
 	switch {
-	case errors.Is(err, chat.ErrNoForcedCall):
-		return nil, badField("tool_choice", "%q: this model's tool-call format (%s) cannot be forced yet (its arguments are not JSON); use \"auto\"", tj.choice.mode, f)
 	case errors.As(err, &ce):
 		return nil, badField(ce.Path, "%s", ce.Msg)
 	case err != nil:
@@ -349,4 +347,33 @@ func (c *toolCollector) finish() (string, []chat.ToolCall) {
 	}
 	// Streamable promises that what was sent is a prefix of content.
 	return content[c.sent:], calls
+}
+
+// callText decodes a reply with tools for reading calls: the engine's text
+// of each token, except that a special token the format writes calls with
+// (a Gemma 4 marker, which decodes to nothing) is spelled by its piece, and
+// any bytes the decoder still holds (a run of byte-fallback pieces, which it
+// decides as a whole) come out before it, so the text keeps the tokens'
+// order: `}` spelled <0x7D> before <tool_call|> reads "}<tool_call|>".
+type callText struct {
+	f   chat.ToolFormat
+	tok *tokenizer.Tokenizer
+	s   *tokenizer.Stream
+}
+
+func newCallText(f chat.ToolFormat, tok *tokenizer.Tokenizer) *callText {
+	return &callText{f: f, tok: tok, s: tok.NewStream()}
+}
+
+// next is the text of a generated token (id -1: the decoder's tail).
+func (c *callText) next(id int32) string {
+	if id < 0 {
+		return c.s.Flush()
+	}
+	if c.tok.IsSpecial(id) {
+		if m := c.f.MarkerText("", c.tok.Piece(id)); m != "" {
+			return c.s.Flush() + m
+		}
+	}
+	return c.s.Next(id)
 }

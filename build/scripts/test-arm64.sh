@@ -30,8 +30,9 @@
 #   TestKilledWriter: it re-executes its own test binary, which the host
 #     cannot exec without binfmt_misc;
 #   engine/spec's TestGemma4GreedyLossless, TestLookaheadLossless,
-#     TestStoriesGreedyLossless, TestGemma4SamplingDistribution: whole
-#     generations at every width (more than 10 minutes under qemu on 2
+#     TestStoriesGreedyLossless, TestGemma4SamplingDistribution,
+#     TestConstrainedWidthsEqualPlainLoop (390 constrained generations,
+#     about 5 minutes alone under qemu): whole generations at every width (more than 10 minutes under qemu on 2
 #     shared cores); what they rest on on arm64, row independence of the
 #     kernels and the models' outputs, engine/cpu checks here;
 #   engine/cpu's TestGemma3MatchesLlamaCpp, TestSmolLM2MatchesLlamaCpp:
@@ -60,7 +61,7 @@ trap 'rm -rf "$out"' EXIT
 echo "== darwin/arm64 build, CGO_ENABLED=0"
 GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 go build -o "$out/anechat-darwin-arm64" .
 
-skip='^(TestPoolCarriesWorkerFaults|TestLlamaTruncatedUnderForward|TestGemma4TruncatedUnderForward|TestGuardTruncated|TestParseTruncatedMapping|TestKilledWriter|TestGemma4GreedyLossless|TestLookaheadLossless|TestStoriesGreedyLossless|TestGemma4SamplingDistribution|TestGemma3MatchesLlamaCpp|TestSmolLM2MatchesLlamaCpp)$'
+skip='^(TestPoolCarriesWorkerFaults|TestLlamaTruncatedUnderForward|TestGemma4TruncatedUnderForward|TestGuardTruncated|TestParseTruncatedMapping|TestKilledWriter|TestGemma4GreedyLossless|TestLookaheadLossless|TestStoriesGreedyLossless|TestGemma4SamplingDistribution|TestConstrainedWidthsEqualPlainLoop|TestGemma3MatchesLlamaCpp|TestSmolLM2MatchesLlamaCpp)$'
 mapfile -t pkgs < <(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' ./engine/... | grep -v '^anechat/engine ')
 # The longest first (their share of the CPU time under qemu, measured), so
 # that the two at a time finish together; the rest in go list's order.

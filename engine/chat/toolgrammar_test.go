@@ -83,7 +83,4 @@ func TestCallGrammar(t *testing.T) {
 	if _, err := ToolsHermes.CallGrammar([]Tool{Tool(weather), strict}, ""); !errors.As(err, &ce) || !strings.HasPrefix(ce.Path, "tools[1].function.parameters") || !strings.Contains(ce.Error(), "pattern") {
 		t.Errorf("a strict schema outside the subset: %v", err)
 	}
-	if _, err := ToolsGemma4.CallGrammar(tools, ""); !errors.Is(err, ErrNoForcedCall) {
-		t.Errorf("Gemma 4: %v", err)
-	}
 }

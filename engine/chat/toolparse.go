@@ -222,7 +222,7 @@ func gemmaCall(s string) (ToolCall, string, bool) {
 		return ToolCall{}, "", false
 	}
 	name := s[:brace]
-	if strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune(`{}[]:,<>"`, r) }) {
+	if !gemmaName(name) {
 		return ToolCall{}, "", false
 	}
 	p := &gemmaParser{s: s, i: brace}
@@ -233,6 +233,12 @@ func gemmaCall(s string) (ToolCall, string, bool) {
 		return ToolCall{}, "", false
 	}
 	return ToolCall{Name: name, Arguments: p.out.String()}, s[p.i+len(gemmaClose):], true
+}
+
+// gemmaName reports whether a function name can stand in a Gemma 4 call
+// (between "call:" and its arguments' brace).
+func gemmaName(name string) bool {
+	return name != "" && !strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune(`{}[]:,<>"`, r) })
 }
 
 // gemmaParser turns Gemma 4's argument notation into JSON: objects with bare

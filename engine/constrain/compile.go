@@ -5,17 +5,9 @@ import "fmt"
 // schemaRule returns the rule of a JSON value under s, building it once.
 // Leading whitespace is the caller's (element adds it).
 func (b *builder) schemaRule(s *schema) (int32, error) {
-	if s.kind == kindRef {
-		// Follow a chain of references to the schema they name; a chain
-		// that loops never reaches one.
-		seen := map[*schema]bool{}
-		for s.kind == kindRef {
-			if seen[s] || s.ref == nil {
-				return 0, &Error{Path: joinPath(s.path, "$ref"), Msg: "$ref cycle: the references never reach a schema"}
-			}
-			seen[s] = true
-			s = s.ref
-		}
+	s, err := s.target()
+	if err != nil {
+		return 0, err
 	}
 	if r, ok := b.rules[s]; ok {
 		return r, nil
@@ -70,6 +62,20 @@ func (b *builder) schemaRule(s *schema) (int32, error) {
 		}
 	}
 	return r, b.err
+}
+
+// target follows a chain of references to the schema they name; a chain
+// that loops never reaches one.
+func (s *schema) target() (*schema, error) {
+	seen := map[*schema]bool{}
+	for s.kind == kindRef {
+		if seen[s] || s.ref == nil {
+			return nil, &Error{Path: joinPath(s.path, "$ref"), Msg: "$ref cycle: the references never reach a schema"}
+		}
+		seen[s] = true
+		s = s.ref
+	}
+	return s, nil
 }
 
 // sharedRule returns the rule named name, building it with body the first

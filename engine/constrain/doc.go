@@ -29,6 +29,9 @@
 // A named tool_choice is the one Sequence alone. Literal text is matched by
 // bytes, whatever tokens the model spells it with; a family whose tool calls
 // use control tokens (decoded as nothing) names them with Token.
+// Gemma(e) writes e's values in Gemma 4's tool-call notation instead of
+// JSON (bare keys, strings between <|"|> tokens) under the same schema
+// rules, for a family whose calls are not JSON.
 //
 // Errors are *Error values with a dotted Path inside the schema
 // ("properties.x.pattern") and a message; Error.Prefixed puts the request

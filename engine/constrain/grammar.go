@@ -85,6 +85,7 @@ type Element struct {
 	text   string
 	schema *schema
 	parts  []Element
+	gemma  bool // a schema element written in Gemma 4's notation (Gemma)
 }
 
 type elemKind uint8
@@ -186,16 +187,17 @@ type ruleInfo struct {
 }
 
 type builder struct {
-	nodes     []node
-	ruleList  []ruleInfo
-	rules     map[*schema]int32 // compiled schemas, so $ref and recursion call one rule
-	shared    map[string]int32  // ws, string, number, ... built once
-	tokens    []string
-	tokIndex  map[string]int32
-	err       error
-	props     int
-	enumVals  int
-	enumBytes int
+	nodes      []node
+	ruleList   []ruleInfo
+	rules      map[*schema]int32 // compiled schemas, so $ref and recursion call one rule
+	gemmaRules map[*schema]int32 // the same in Gemma 4's notation
+	shared     map[string]int32  // ws, string, number, ... built once
+	tokens     []string
+	tokIndex   map[string]int32
+	err        error
+	props      int
+	enumVals   int
+	enumBytes  int
 }
 
 func (b *builder) newNode() int32 {
@@ -247,25 +249,34 @@ func (b *builder) literal(from int32, s string) int32 {
 	return from
 }
 
+// token adds the vocabulary token piece after from and returns the node
+// after it.
+func (b *builder) token(from int32, piece string) int32 {
+	idx, ok := b.tokIndex[piece]
+	if !ok {
+		if b.tokIndex == nil {
+			b.tokIndex = map[string]int32{}
+		}
+		idx = int32(len(b.tokens))
+		b.tokens = append(b.tokens, piece)
+		b.tokIndex[piece] = idx
+	}
+	to := b.newNode()
+	b.add(from, edge{kind: edgeToken, arg: idx, to: to})
+	return to
+}
+
 // element adds e from `from` and returns its end node.
 func (b *builder) element(from int32, e Element, path string) (int32, error) {
 	switch e.kind {
 	case elemLiteral:
 		return b.literal(from, e.text), b.err
 	case elemToken:
-		idx, ok := b.tokIndex[e.text]
-		if !ok {
-			if b.tokIndex == nil {
-				b.tokIndex = map[string]int32{}
-			}
-			idx = int32(len(b.tokens))
-			b.tokens = append(b.tokens, e.text)
-			b.tokIndex[e.text] = idx
-		}
-		to := b.newNode()
-		b.add(from, edge{kind: edgeToken, arg: idx, to: to})
-		return to, b.err
+		return b.token(from, e.text), b.err
 	case elemSchema:
+		if e.gemma {
+			return b.gemmaElement(from, e.schema)
+		}
 		r, err := b.schemaRule(e.schema)
 		if err != nil {
 			return 0, err

@@ -46,7 +46,9 @@ test("Start chat sends the prompt once, a prepared prompt shows its size, resume
   await page.getByTestId("new-prompt").click();
   await page.getByTestId("prompt-title").fill(title);
   await page.getByTestId("prompt-system").fill(story);
-  await page.getByTestId("prompt-body").fill("Tell me more.");
+  // Its own opening: a prompt with the same one (app.spec's "Lily story")
+  // would share its snapshot, and unpreparing this one would leave it.
+  await page.getByTestId("prompt-body").fill("Tell me more about Lily.");
   await page.getByTestId("prompt-save").click();
   const item = page.getByTestId("prompt").filter({ hasText: title });
   await expect(item.getByTestId("prompt-snapshot-size")).toHaveCount(0);
@@ -54,7 +56,7 @@ test("Start chat sends the prompt once, a prepared prompt shows its size, resume
   // A double click starts one chat, and the prompt is sent: no empty chat waits.
   await item.getByTestId("prompt-start").dblclick();
   await expect(page.getByTestId("chat-title")).toHaveText(title);
-  await expect(page.getByTestId("msg-user")).toContainText("Tell me more.");
+  await expect(page.getByTestId("msg-user")).toContainText("Tell me more about Lily.");
   await expect(page.getByTestId("msg-assistant").getByTestId("msg-stats")).toContainText(/\d+ tokens/);
   await expect(page.getByTestId("composer")).toHaveValue("");
   await expect(listed(page, title)).toHaveCount(1);
@@ -68,7 +70,7 @@ test("Start chat sends the prompt once, a prepared prompt shows its size, resume
 
   // The next chat from it resumes from that cache, and the reply says so.
   await item.getByTestId("prompt-start").click();
-  await expect(page.getByTestId("msg-user")).toContainText("Tell me more.");
+  await expect(page.getByTestId("msg-user")).toContainText("Tell me more about Lily.");
   const note = page.getByTestId("msg-assistant").getByTestId("resumed-note");
   await expect(note).toHaveText(
     new RegExp(`^Started from the prepared prompt “${title}”: \\d+ tokens resumed from its KV cache`),
