@@ -408,8 +408,8 @@ describe("models and settings", () => {
       usedBytes: 3 << 20,
       quotaBytes: 2 * 1024 ** 3,
       snapshots: 2,
-      pinnedBytes: 0,
-      pinned: 0,
+      pinnedBytes: 1 << 20,
+      pinned: 1,
       dir: "/d/kv",
     };
     const fb = fakeBridge(
@@ -436,7 +436,7 @@ describe("models and settings", () => {
         "Settings.ClearCache": () => ({
           removed: 2,
           freedBytes: 3 << 20,
-          usage: { ...usage, usedBytes: 0, snapshots: 0 },
+          usage: { ...usage, usedBytes: 0, snapshots: 0, pinnedBytes: 0, pinned: 0 },
           problems: [],
         }),
         "System.OpenDataDir": () => undefined,
@@ -472,7 +472,9 @@ describe("models and settings", () => {
     await flush();
     expect(fb.args["CoreML.SetComputeUnits"]).toEqual([["cpu"]]);
     expect(testid<HTMLSelectElement>("compute-units")?.value).toBe("cpu");
-    expect(testid("cache-usage")?.textContent).toBe("3.0 MiB of 2.0 GiB in 2 snapshots");
+    expect(testid("cache-usage")?.textContent).toBe(
+      "3.0 MiB of 2.0 GiB in 2 snapshots; 1.0 MiB in 1 of them kept for prepared prompts",
+    );
     await click(testid("clear-cache"));
     expect(fb.args["Settings.ClearCache"]).toEqual([[false]]);
     expect(testid("clear-result")?.textContent).toBe("Removed 2 snapshots, 3.0 MiB freed.");

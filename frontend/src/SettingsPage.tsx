@@ -285,7 +285,9 @@ function CacheSection() {
           <p data-testid="cache-usage">
             {humanBytes(cache.usedBytes)} of {humanBytes(cache.quotaBytes)} in {cache.snapshots} snapshot
             {cache.snapshots === 1 ? "" : "s"}
-            {cache.pinned > 0 ? `; ${humanBytes(cache.pinnedBytes)} in ${cache.pinned} of prepared prompts (kept)` : ""}
+            {cache.pinned > 0
+              ? `; ${humanBytes(cache.pinnedBytes)} in ${cache.pinned} of them kept for prepared prompts`
+              : ""}
           </p>
           <p class="muted small">
             Conversations resume from these files instead of reading their history again; beyond the quota the least
