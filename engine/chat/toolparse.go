@@ -270,59 +270,15 @@ func (p *gemmaParser) value(depth int) bool {
 		p.i += 2*len(gemmaQuote) + end
 		return true
 	case rest[0] == '{':
-		p.i++
-		p.out.WriteByte('{')
-		for n := 0; ; n++ {
-			if p.i < len(p.s) && p.s[p.i] == '}' && n == 0 {
-				break
-			}
-			if n > 0 {
-				p.out.WriteByte(',')
-			}
+		return p.list('{', '}', func() bool {
 			if !p.key() {
 				return false
 			}
 			p.out.WriteByte(':')
-			if !p.value(depth + 1) {
-				return false
-			}
-			if p.i < len(p.s) && p.s[p.i] == ',' {
-				p.i++
-				continue
-			}
-			break
-		}
-		if p.i >= len(p.s) || p.s[p.i] != '}' {
-			return false
-		}
-		p.i++
-		p.out.WriteByte('}')
-		return true
+			return p.value(depth + 1)
+		})
 	case rest[0] == '[':
-		p.i++
-		p.out.WriteByte('[')
-		for n := 0; ; n++ {
-			if p.i < len(p.s) && p.s[p.i] == ']' && n == 0 {
-				break
-			}
-			if n > 0 {
-				p.out.WriteByte(',')
-			}
-			if !p.value(depth + 1) {
-				return false
-			}
-			if p.i < len(p.s) && p.s[p.i] == ',' {
-				p.i++
-				continue
-			}
-			break
-		}
-		if p.i >= len(p.s) || p.s[p.i] != ']' {
-			return false
-		}
-		p.i++
-		p.out.WriteByte(']')
-		return true
+		return p.list('[', ']', func() bool { return p.value(depth + 1) })
 	}
 	end := strings.IndexAny(rest, ",}]<")
 	if end < 0 {
@@ -362,5 +318,35 @@ func (p *gemmaParser) key() bool {
 	}
 	p.str(rest[:colon])
 	p.i += colon + 1
+	return true
+}
+
+// list reads a comma-separated run of items between open and close (at
+// p.i, on open), writing it as JSON: an object's members or an array's
+// values, item reading one. False when it does not parse.
+func (p *gemmaParser) list(open, close byte, item func() bool) bool {
+	p.i++
+	p.out.WriteByte(open)
+	for n := 0; ; n++ {
+		if p.i < len(p.s) && p.s[p.i] == close && n == 0 {
+			break
+		}
+		if n > 0 {
+			p.out.WriteByte(',')
+		}
+		if !item() {
+			return false
+		}
+		if p.i < len(p.s) && p.s[p.i] == ',' {
+			p.i++
+			continue
+		}
+		break
+	}
+	if p.i >= len(p.s) || p.s[p.i] != close {
+		return false
+	}
+	p.i++
+	p.out.WriteByte(close)
 	return true
 }
