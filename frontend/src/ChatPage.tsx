@@ -641,7 +641,14 @@ function Composer({ conversation: c, running }: { conversation: Conversation; ru
   const [docs, setDocs] = useState<Attachment[]>([]);
   const [reading, setReading] = useState(0);
   const fileInput = useRef<HTMLInputElement>(null);
+  // Only a draft that changes after the box opened replaces what it holds:
+  // the effect runs a frame after mounting, and text typed in that frame
+  // (by a quick user, or a test under load) must not be wiped by the draft
+  // the box started with.
+  const shownDraft = useRef(c.draft);
   useEffect(() => {
+    if (c.draft === shownDraft.current) return;
+    shownDraft.current = c.draft;
     setText(c.draft);
   }, [c.draft]);
   const attach = async (files: Iterable<File>) => {
